@@ -1,0 +1,80 @@
+// All-reduce, reduce-scatter and all-gather over a toroid::Communicator.
+//
+// Block rule (reduce-scatter result and all-gather contribution): a vector of `count`
+// elements over p ranks is cut into p contiguous blocks; block r has count/p elements plus
+// one more when r < count % p, and starts at r*(count/p) + min(r, count % p). Rank r owns
+// block r. `block_of` computes it.
+//
+// All counts are 64-bit element counts; toroid splits transfers so no MPI count overflows.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "toroid/algorithm.hpp"
+#include "toroid/communicator.hpp"
+#include "toroid/types.hpp"
+
+namespace toroid {
+
+struct Block {
+  std::uint64_t offset = 0;
+  std::uint64_t count = 0;
+  friend bool operator==(const Block&, const Block&) = default;
+};
+// Throws InvalidArgument when nranks < 1 or r is outside [0, nranks).
+Block block_of(std::uint64_t count, int nranks, int r);
+
+// ---- Type-erased core. `in == out` means in place. Element counts, not bytes. ----
+// allreduce: out[0, in_count) = op over ranks of in. Requires out_count >= in_count.
+void allreduce(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+               DataType type, ReduceOp op, Communicator& comm,
+               std::optional<Algorithm> algo = std::nullopt);
+// reduce_scatter: out[0, block.count) = block `rank` of (op over ranks of in).
+// In place (in == out): the block is left at its own offset inside in; other blocks are
+// clobbered.
+void reduce_scatter(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                    DataType type, ReduceOp op, Communicator& comm,
+                    std::optional<Algorithm> algo = std::nullopt);
+// allgather: out (total `out_count` elements) = concatenation of every rank's block, where this
+// rank's `in` holds block_of(out_count, p, rank).count elements. In place: in == out and the
+// own block already sits at its offset inside out.
+void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+               DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+
+// ---- Typed API ----
+template <class T>
+void allreduce(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
+               std::optional<Algorithm> algo = std::nullopt) {
+  allreduce(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm, algo);
+}
+template <class T>
+void allreduce(std::span<T> data, ReduceOp op, Communicator& comm,
+               std::optional<Algorithm> algo = std::nullopt) {
+  allreduce(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm, algo);
+}
+template <class T>
+void reduce_scatter(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
+                    std::optional<Algorithm> algo = std::nullopt) {
+  reduce_scatter(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm, algo);
+}
+template <class T>
+void reduce_scatter(std::span<T> data, ReduceOp op, Communicator& comm,
+                    std::optional<Algorithm> algo = std::nullopt) {
+  reduce_scatter(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm,
+                 algo);
+}
+template <class T>
+void allgather(std::span<const T> in, std::span<T> out, Communicator& comm,
+               std::optional<Algorithm> algo = std::nullopt) {
+  allgather(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, comm, algo);
+}
+template <class T>
+void allgather(std::span<T> data, Communicator& comm,
+               std::optional<Algorithm> algo = std::nullopt) {
+  const Block own = block_of(data.size(), comm.size(), comm.rank());
+  allgather(data.data() + own.offset, own.count, data.data(), data.size(), data_type_v<T>, comm,
+            algo);
+}
+
+}  // namespace toroid

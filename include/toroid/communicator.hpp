@@ -1,0 +1,57 @@
+// Communicator: a duplicated MPI communicator with its torus topology, sub-communicators,
+// configuration and schedule cache.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "toroid/algorithm.hpp"
+#include "toroid/topology.hpp"
+
+namespace toroid {
+
+struct Options {
+  // "auto", "4x2", "4x2:wrap=x", ... Empty: TOROID_TOPOLOGY, else "auto".
+  std::string topology;
+  // Default algorithm of collectives that do not name one. Empty: TOROID_ALGO, else automatic.
+  std::optional<Algorithm> algorithm;
+  // Pipelining segment of the MPI executor in bytes. 0: TOROID_SEGMENT_BYTES, else the default.
+  std::size_t segment_bytes = 0;
+  // Compare each collective's arguments across ranks first (one small MPI_Allgather per call),
+  // so a mismatch raises an error naming the ranks instead of hanging. Empty: TOROID_CHECK.
+  std::optional<bool> check;
+};
+
+inline constexpr std::size_t default_segment_bytes = 256 * 1024;
+
+class Communicator {
+ public:
+  // Collective over `comm`: duplicates it (MPI_ERRORS_RETURN on the duplicate), resolves the
+  // topology and builds row/column sub-communicators. Throws TopologyError / InvalidArgument /
+  // MpiError on every rank alike (the inputs are compared across ranks first).
+  explicit Communicator(MPI_Comm comm, Options options = {});
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const noexcept;
+  int size() const noexcept;
+  const Torus2D& topology() const noexcept;
+  Algorithm default_algorithm() const noexcept;
+  std::size_t segment_bytes() const noexcept;
+  int nodes() const noexcept;  // number of shared-memory nodes the ranks span
+
+  MPI_Comm mpi_comm() const noexcept;  // the duplicate; usable for MPI calls of the caller's own
+
+  struct Impl;
+  Impl& impl() noexcept { return *impl_; }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace toroid

@@ -1,0 +1,10 @@
+// Umbrella header: everything a training program needs.
+#pragma once
+
+#include "toroid/algorithm.hpp"
+#include "toroid/collectives.hpp"
+#include "toroid/communicator.hpp"
+#include "toroid/error.hpp"
+#include "toroid/topology.hpp"
+#include "toroid/types.hpp"
+#include "toroid/version.hpp"

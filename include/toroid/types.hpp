@@ -1,0 +1,48 @@
+// Element types and reduction operations understood by toroid.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace toroid {
+
+// 16-bit floating types are plain bit containers: arithmetic happens in f32 inside the kernels,
+// so the public types only need to carry bits and convert.
+struct bfloat16 {
+  std::uint16_t bits = 0;
+};
+struct float16 {
+  std::uint16_t bits = 0;
+};
+
+enum class DataType : std::uint8_t { f32, f64, f16, bf16, i32, i64 };
+enum class ReduceOp : std::uint8_t { sum, prod, min, max, avg };
+
+std::size_t size_of(DataType t) noexcept;
+bool is_floating(DataType t) noexcept;
+std::string_view to_string(DataType t) noexcept;
+std::string_view to_string(ReduceOp op) noexcept;
+// Parse "f32", "bf16", ... / "sum", "avg", ...; throw InvalidArgument naming the bad text.
+DataType parse_data_type(std::string_view text);
+ReduceOp parse_reduce_op(std::string_view text);
+
+// Scalar conversions (round-to-nearest-even on narrowing; NaN stays NaN).
+float to_float(bfloat16 v) noexcept;
+float to_float(float16 v) noexcept;
+bfloat16 to_bfloat16(float v) noexcept;
+float16 to_float16(float v) noexcept;
+
+template <class T>
+struct data_type_of;
+template <> struct data_type_of<float> { static constexpr DataType value = DataType::f32; };
+template <> struct data_type_of<double> { static constexpr DataType value = DataType::f64; };
+template <> struct data_type_of<float16> { static constexpr DataType value = DataType::f16; };
+template <> struct data_type_of<bfloat16> { static constexpr DataType value = DataType::bf16; };
+template <> struct data_type_of<std::int32_t> { static constexpr DataType value = DataType::i32; };
+template <> struct data_type_of<std::int64_t> { static constexpr DataType value = DataType::i64; };
+template <class T>
+inline constexpr DataType data_type_v = data_type_of<T>::value;
+
+}  // namespace toroid

@@ -1,0 +1,27 @@
+// Keeping ranks in step when something goes wrong on only some of them.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <string_view>
+#include <vector>
+
+namespace toroid::api {
+
+// Runs `f` on every rank. If it throws a toroid::Error on any rank, every rank throws an
+// error of the same kind with the message of the lowest failing rank (prefixed with that rank),
+// so a bad argument on one rank never leaves the others waiting in a collective.
+void run_agreed(MPI_Comm comm, const std::function<void()>& f);
+
+// Every rank passes the same named fields; if any field differs between ranks, every rank throws
+// InvalidArgument naming the field and which ranks hold which value, e.g.
+// "allreduce: count differs between ranks: ranks 0,1,3 have 1048576; rank 2 has 1048552".
+struct Field {
+  std::string_view name;
+  std::int64_t value;
+};
+void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields);
+
+}  // namespace toroid::api

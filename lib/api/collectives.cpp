@@ -1,0 +1,149 @@
+// Public collectives: validate -> choose algorithm -> fetch schedule -> execute.
+#include "toroid/collectives.hpp"
+
+#include <fmt/format.h>
+
+#include "api/agreement.hpp"
+#include "api/communicator_impl.hpp"
+#include "schedule/ring.hpp"
+#include "toroid/error.hpp"
+
+namespace toroid {
+namespace {
+
+using schedule::Collective;
+
+struct Call {
+  Collective collective;
+  const void* in;
+  std::uint64_t in_count;
+  void* out;
+  std::uint64_t out_count;
+  DataType type;
+  ReduceOp op;
+  Algorithm algo;
+};
+
+std::uint64_t full_count(const Call& c) {
+  return c.collective == Collective::allgather ? c.out_count : c.in_count;
+}
+
+bool in_place(const Call& c, const Block& own) {
+  const auto* in = static_cast<const std::byte*>(c.in);
+  const auto* out = static_cast<const std::byte*>(c.out);
+  if (c.collective == Collective::allgather) return out && in == out + own.offset * size_of(c.type);
+  return in == out;
+}
+
+void validate(const Call& c, int rank, int size) {
+  const std::string_view name = schedule::to_string(c.collective);
+  const std::size_t es = size_of(c.type);
+  constexpr std::uint64_t max_bytes = 1ull << 62;
+  if (c.in_count > max_bytes / es || c.out_count > max_bytes / es)
+    throw InvalidArgument(fmt::format("{} on rank {}: count {} of {} is too large", name, rank,
+                                      std::max(c.in_count, c.out_count), to_string(c.type)));
+  if (c.op == ReduceOp::avg && !is_floating(c.type))
+    throw InvalidArgument(fmt::format("{} on rank {}: op avg needs a floating type, got {}", name,
+                                      rank, to_string(c.type)));
+  if (c.in_count > 0 && c.in == nullptr)
+    throw InvalidArgument(fmt::format("{} on rank {}: input is null with count {}", name, rank, c.in_count));
+  const Block own = block_of(full_count(c), size, rank);
+  std::uint64_t needed = 0;
+  switch (c.collective) {
+    case Collective::allreduce: needed = c.in_count; break;
+    case Collective::reduce_scatter: needed = in_place(c, own) ? c.in_count : own.count; break;
+    case Collective::allgather:
+      needed = c.out_count;
+      if (c.in_count != own.count)
+        throw InvalidArgument(fmt::format(
+            "allgather on rank {}: input has {} elements, but block {} of a {}-element result has {}",
+            rank, c.in_count, rank, c.out_count, own.count));
+      break;
+  }
+  if (needed > 0 && c.out == nullptr)
+    throw InvalidArgument(fmt::format("{} on rank {}: output is null but {} elements are needed", name, rank, needed));
+  if (c.out_count < needed)
+    throw InvalidArgument(fmt::format("{} on rank {}: output has {} elements, needs {}", name, rank,
+                                      c.out_count, needed));
+  // Input and output must be the same memory (in place) or not overlap at all.
+  if (!in_place(c, own) && c.in_count > 0 && needed > 0) {
+    const auto* i = static_cast<const std::byte*>(c.in);
+    const auto* o = static_cast<const std::byte*>(c.out);
+    if (i < o + needed * es && o < i + c.in_count * es)
+      throw InvalidArgument(fmt::format("{} on rank {}: input and output overlap without being in place", name, rank));
+  }
+}
+
+Algorithm resolve(Algorithm a, const Call&) {
+  // Until the cost-model choice lands, `auto` means the ring: one bandwidth-optimal algorithm
+  // that runs on every topology and rank count.
+  return a == Algorithm::automatic ? Algorithm::ring : a;
+}
+
+schedule::Schedule build(Algorithm a, Collective c, int rank, int size, std::uint64_t count,
+                         bool in_place, bool average) {
+  switch (a) {
+    case Algorithm::ring: return schedule::build_ring(c, rank, size, count, in_place, average);
+    default: break;
+  }
+  throw InvalidArgument(fmt::format("algorithm {} has no schedule", to_string(a)));
+}
+
+void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
+  Communicator::Impl& m = comm.impl();
+  c.algo = requested.value_or(m.config.algorithm);
+  auto check_args = [&] { validate(c, m.rank, m.size); };
+  if (m.config.check) {
+    api::run_agreed(m.comm, check_args);
+    api::require_agreement(m.comm, schedule::to_string(c.collective),
+                           {{"count", static_cast<std::int64_t>(full_count(c))},
+                            {"type", static_cast<std::int64_t>(c.type)},
+                            {"op", static_cast<std::int64_t>(c.op)},
+                            {"algorithm", static_cast<std::int64_t>(c.algo)}});
+  } else {
+    check_args();
+  }
+  const std::uint64_t count = full_count(c);
+  const Block own = block_of(count, m.size, m.rank);
+  const bool ip = in_place(c, own);
+  const Algorithm algo = resolve(c.algo, c);
+  if (algo == Algorithm::mpi) {
+    exec::run_stock(c.collective, c.in, c.out, count, c.type, c.op, m.comm, m.stock_ops);
+    return;
+  }
+  const bool average = c.op == ReduceOp::avg;
+  const schedule::Schedule& s = m.schedules.get({c.collective, algo, count, ip, average}, [&] {
+    return build(algo, c.collective, m.rank, m.size, count, ip, average);
+  });
+  const std::size_t es = size_of(c.type);
+  if (m.workspace.scratch.size() < s.scratch_count * es) m.workspace.scratch.resize(s.scratch_count * es);
+  exec::BufferSet b;
+  b.input = static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
+  b.output = static_cast<std::byte*>(c.out);
+  b.scratch = m.workspace.scratch.data();
+  b.elem_size = es;
+  exec::ExecParams params;
+  params.type = c.type;
+  params.op = c.op;
+  params.segment_bytes = m.config.segment_bytes;
+  exec::run_mpi(s, b, params, m.comm, m.workspace);
+}
+
+}  // namespace
+
+void allreduce(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+               DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {
+  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic}, comm, algo);
+}
+
+void reduce_scatter(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                    DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {
+  run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic}, comm, algo);
+}
+
+void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+               DataType type, Communicator& comm, std::optional<Algorithm> algo) {
+  run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic}, comm, algo);
+}
+
+}  // namespace toroid

@@ -1,0 +1,75 @@
+// Communicator: duplicate, resolve topology, split rows and columns.
+#include <fmt/format.h>
+
+#include "api/agreement.hpp"
+#include "api/communicator_impl.hpp"
+#include "exec/mpi_check.hpp"
+#include "toroid/error.hpp"
+
+namespace toroid {
+namespace {
+
+using exec::mpi_check;
+
+Torus2D resolve_topology(const std::string& text, int size, const topology::NodeLayout& nodes) {
+  if (text != "auto") {
+    Torus2D t = Torus2D::parse(text);
+    t.require_size(size);
+    return t;
+  }
+  // One chip row per node when nodes are alike; otherwise the most square grid.
+  if (nodes.uniform) return Torus2D(nodes.local_size, nodes.nodes);
+  return Torus2D::most_square(size);
+}
+
+void free_comm(MPI_Comm& c) {
+  if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+}
+
+}  // namespace
+
+Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) throw InvalidArgument("toroid::Communicator: MPI is not initialized");
+  if (comm == MPI_COMM_NULL) throw InvalidArgument("toroid::Communicator: communicator is MPI_COMM_NULL");
+  mpi_check(MPI_Comm_dup(comm, &m.comm), "MPI_Comm_dup");
+  mpi_check(MPI_Comm_set_errhandler(m.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  mpi_check(MPI_Comm_rank(m.comm, &m.rank), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(m.comm, &m.size), "MPI_Comm_size");
+  try {
+    m.nodes = topology::discover_nodes(m.comm);
+    api::run_agreed(m.comm, [&] {
+      m.config = api::resolve_config(options);
+      m.topology = resolve_topology(m.config.topology, m.size, m.nodes);
+    });
+    const Coord c = m.topology.coord_of(m.rank);
+    mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
+    mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
+  } catch (...) {
+    free_comm(m.row);
+    free_comm(m.column);
+    free_comm(m.comm);
+    throw;
+  }
+}
+
+Communicator::~Communicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized || !impl_) return;
+  free_comm(impl_->row);
+  free_comm(impl_->column);
+  free_comm(impl_->comm);
+}
+
+int Communicator::rank() const noexcept { return impl_->rank; }
+int Communicator::size() const noexcept { return impl_->size; }
+const Torus2D& Communicator::topology() const noexcept { return impl_->topology; }
+Algorithm Communicator::default_algorithm() const noexcept { return impl_->config.algorithm; }
+std::size_t Communicator::segment_bytes() const noexcept { return impl_->config.segment_bytes; }
+int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
+MPI_Comm Communicator::mpi_comm() const noexcept { return impl_->comm; }
+
+}  // namespace toroid

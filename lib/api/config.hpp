@@ -1,0 +1,23 @@
+// Resolved configuration of a Communicator: API options first, then TOROID_* environment
+// variables, then defaults.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "toroid/algorithm.hpp"
+#include "toroid/communicator.hpp"
+
+namespace toroid::api {
+
+struct Config {
+  std::string topology = "auto";
+  Algorithm algorithm = Algorithm::automatic;
+  std::size_t segment_bytes = default_segment_bytes;
+  bool check = false;  // compare collective arguments across ranks before each call
+};
+
+// Throws InvalidArgument naming the option or environment variable and its value.
+Config resolve_config(const Options& options);
+
+}  // namespace toroid::api

@@ -1,0 +1,55 @@
+// In-process verifier: runs every rank's schedule in one process on real data.
+//
+// Matching follows MPI's strictest (rendezvous) semantics: a rank finishes a phase only when
+// each of its sends has met the matching receive of the peer (same peer pair, tag, order and
+// size) and each receive its send. Anything else is reported: a size mismatch, a step that
+// reads or writes outside its buffer, two steps of one phase that touch the same memory while
+// one of them writes (the MPI executor runs a phase's steps concurrently), and deadlock (with
+// each stuck rank's first waiting step).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "schedule/step.hpp"
+#include "toroid/types.hpp"
+
+namespace toroid::exec {
+
+struct RankMemory {
+  std::vector<std::byte> input;  // unused when in place (input aliases output)
+  std::vector<std::byte> output;
+  bool in_place = false;
+};
+
+struct Traffic {
+  std::set<std::pair<int, int>> links;  // (sender, receiver) pairs that exchanged data
+  std::uint64_t messages = 0;
+  std::uint64_t bytes = 0;
+};
+
+// Runs the schedules (index = rank) over `memory`. Returns "" on success, else what went wrong.
+std::string execute_in_process(const std::vector<schedule::Schedule>& schedules,
+                               std::vector<RankMemory>& memory, DataType type, ReduceOp op,
+                               Traffic* traffic = nullptr);
+
+// Builds every rank's schedule with `build(rank)`, runs it on inputs whose exact result is
+// known (small integers), and compares every rank's output with a directly computed reference.
+// `count` is the full vector length (for allgather: the gathered length). Returns "" when right.
+struct CheckSpec {
+  schedule::Collective collective = schedule::Collective::allreduce;
+  int nranks = 1;
+  std::uint64_t count = 0;
+  bool in_place = false;
+  DataType type = DataType::i64;
+  ReduceOp op = ReduceOp::sum;
+};
+std::string check_collective(const CheckSpec& spec,
+                             const std::function<schedule::Schedule(int rank)>& build,
+                             Traffic* traffic = nullptr);
+
+}  // namespace toroid::exec

@@ -1,0 +1,58 @@
+// Printable forms of steps.
+#include "schedule/step.hpp"
+
+#include <fmt/format.h>
+
+namespace toroid::schedule {
+namespace {
+std::string_view buf_name(Buf b) {
+  switch (b) {
+    case Buf::input: return "in";
+    case Buf::output: return "out";
+    case Buf::scratch: return "scratch";
+  }
+  return "?";
+}
+std::string chunk(const Chunk& c) {
+  return fmt::format("{}[{}+{}]", buf_name(c.buf), c.offset, c.count);
+}
+}  // namespace
+
+std::string_view to_string(Kind k) noexcept {
+  switch (k) {
+    case Kind::send: return "send";
+    case Kind::recv: return "recv";
+    case Kind::recv_reduce: return "recv_reduce";
+    case Kind::copy: return "copy";
+    case Kind::scale: return "scale";
+  }
+  return "?";
+}
+
+std::string_view to_string(Collective c) noexcept {
+  switch (c) {
+    case Collective::allreduce: return "allreduce";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::allgather: return "allgather";
+  }
+  return "?";
+}
+
+std::string describe(const Step& s) {
+  switch (s.kind) {
+    case Kind::send:
+      return fmt::format("phase {} send {} to {} tag {}", s.phase, chunk(s.src), s.peer, s.tag);
+    case Kind::recv:
+      return fmt::format("phase {} recv {} from {} tag {}", s.phase, chunk(s.dst), s.peer, s.tag);
+    case Kind::recv_reduce:
+      return fmt::format("phase {} recv_reduce {} = {} op from {} tag {}", s.phase, chunk(s.dst),
+                         chunk(s.src), s.peer, s.tag);
+    case Kind::copy:
+      return fmt::format("phase {} copy {} -> {}", s.phase, chunk(s.src), chunk(s.dst));
+    case Kind::scale:
+      return fmt::format("phase {} scale {} / {}", s.phase, chunk(s.dst), s.divisor);
+  }
+  return "?";
+}
+
+}  // namespace toroid::schedule

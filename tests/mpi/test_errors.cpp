@@ -1,0 +1,111 @@
+// Bad inputs: each gives a clear error on every rank, never a hang.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "mpi_test.hpp"
+#include "toroid/toroid.hpp"
+
+using namespace toroid;
+using testing::all_ranks;
+using testing::world_size;
+
+TEST_CASE("a topology that does not fit the communicator names both sizes") {
+  Options o;
+  o.topology = "3x3";
+  if (world_size() == 9) o.topology = "2x2";
+  const std::string expect = world_size() == 9 ? "topology 2x2 needs 4 ranks, communicator has 9"
+                                               : "topology 3x3 needs 9 ranks, communicator has " +
+                                                     std::to_string(world_size());
+  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD, o), expect);
+  o.topology = "4x";
+  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD, o), Catch::Contains("invalid topology '4x'"));
+}
+
+TEST_CASE("a topology error on one rank only is raised on every rank") {
+  Options o;
+  o.topology = testing::world_rank() == world_size() - 1 ? "0x1" : "auto";
+  bool threw = false;
+  try {
+    Communicator c(MPI_COMM_WORLD, o);
+  } catch (const TopologyError& e) {
+    threw = std::string(e.what()).find("at least 1") != std::string::npos;
+  }
+  CHECK(all_ranks(threw));
+}
+
+TEST_CASE("explicit topologies shape the communicator, auto follows the nodes") {
+  const int p = world_size();
+  Options o;
+  o.topology = std::to_string(p) + "x1:wrap=none";
+  Communicator c(MPI_COMM_WORLD, o);
+  CHECK(c.topology().x_dim() == p);
+  CHECK_FALSE(c.topology().wraps(Axis::x));
+  Communicator a(MPI_COMM_WORLD);
+  CHECK(a.topology().size() == p);
+  CHECK(a.nodes() >= 1);
+}
+
+TEST_CASE("argument errors name the argument, the value and the rank") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int r = comm.rank(), p = comm.size();
+  const std::string on = " on rank " + std::to_string(r) + ": ";
+  std::vector<float> in(100), out(100);
+  std::vector<std::int32_t> ints(100);
+
+  CHECK_THROWS_WITH(allreduce(in.data(), 100, out.data(), 99, DataType::f32, ReduceOp::sum, comm),
+                    "allreduce" + on + "output has 99 elements, needs 100");
+  CHECK_THROWS_WITH(allreduce(nullptr, 100, out.data(), 100, DataType::f32, ReduceOp::sum, comm),
+                    "allreduce" + on + "input is null with count 100");
+  CHECK_THROWS_WITH(allreduce(in.data(), 100, nullptr, 100, DataType::f32, ReduceOp::sum, comm),
+                    "allreduce" + on + "output is null but 100 elements are needed");
+  CHECK_THROWS_WITH(allreduce(std::span<std::int32_t>(ints), ReduceOp::avg, comm),
+                    "allreduce" + on + "op avg needs a floating type, got i32");
+  CHECK_THROWS_WITH(allreduce(in.data(), 100, in.data() + 1, 100, DataType::f32, ReduceOp::sum, comm),
+                    Catch::Contains("overlap without being in place"));
+  const std::uint64_t block = block_of(100 * p, p, r).count;
+  CHECK_THROWS_WITH(reduce_scatter(in.data(), 100 * p, out.data(), block - 1, DataType::f32, ReduceOp::sum, comm),
+                    Catch::Contains("output has " + std::to_string(block - 1) + " elements, needs " + std::to_string(block)));
+  std::vector<float> gathered(100 * p + 1);
+  CHECK_THROWS_WITH(allgather(in.data(), 100, gathered.data(), gathered.size(), DataType::f32, comm),
+                    Catch::Contains("allgather" + on + "input has 100 elements, but block"));
+  // Nothing above left a rank inside a collective: a normal call still works.
+  std::vector<float> ok(10, 1.0f);
+  allreduce(std::span<float>(ok), ReduceOp::sum, comm);
+  CHECK(all_ranks(ok[0] == static_cast<float>(p)));
+}
+
+TEST_CASE("with checking on, ranks that disagree on the count all get an error naming them") {
+  Options o;
+  o.check = true;
+  Communicator comm(MPI_COMM_WORLD, o);
+  if (comm.size() < 2) return;
+  std::vector<float> v(comm.rank() == 1 ? 7 : 8);
+  bool named = false;
+  try {
+    allreduce(std::span<float>(v), ReduceOp::sum, comm);
+  } catch (const InvalidArgument& e) {
+    const std::string m = e.what();
+    named = m.find("count differs between ranks") != std::string::npos && m.find("rank 1 has 7") != std::string::npos;
+  }
+  CHECK(all_ranks(named));
+  // An argument error on one rank only is raised on all ranks instead of hanging them.
+  std::vector<float> out(comm.rank() == 0 ? 3 : 8);
+  std::vector<float> in(8);
+  bool raised = false;
+  try {
+    allreduce(in.data(), 8, out.data(), out.size(), DataType::f32, ReduceOp::sum, comm);
+  } catch (const InvalidArgument& e) {
+    raised = std::string(e.what()).find("output has 3 elements, needs 8") != std::string::npos;
+  }
+  CHECK(all_ranks(raised));
+}
+
+TEST_CASE("a bad TOROID_ALGO names the variable and the value") {
+  setenv("TOROID_ALGO", "fastest", 1);
+  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD), Catch::Contains("TOROID_ALGO: unknown algorithm 'fastest'"));
+  unsetenv("TOROID_ALGO");
+  setenv("TOROID_SEGMENT_BYTES", "12Q", 1);
+  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD), Catch::Contains("TOROID_SEGMENT_BYTES: '12Q' is not a size"));
+  unsetenv("TOROID_SEGMENT_BYTES");
+}

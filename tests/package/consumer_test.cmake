@@ -1,0 +1,32 @@
+# Installs the build into a fresh prefix, then configures, builds and runs examples/consumer
+# against it with find_package(toroid CONFIG), once per library flavour.
+file(REMOVE_RECURSE ${WORK_DIR})
+set(prefix ${WORK_DIR}/prefix)
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix}
+                RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "install failed: ${rc}")
+endif()
+foreach(flavour shared static)
+  set(b ${WORK_DIR}/consumer-${flavour})
+  if(flavour STREQUAL "static")
+    set(static ON)
+  else()
+    set(static OFF)
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/consumer -B ${b}
+                          -DCMAKE_PREFIX_PATH=${prefix} -DCONSUMER_STATIC=${static} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "configuring the consumer (${flavour}) failed: ${rc}")
+  endif()
+  execute_process(COMMAND ${CMAKE_COMMAND} --build ${b} RESULT_VARIABLE rc)
+  if(rc)
+    message(FATAL_ERROR "building the consumer (${flavour}) failed: ${rc}")
+  endif()
+  execute_process(COMMAND ${MPIEXEC} -n 2 --oversubscribe ${b}/consumer
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  message(STATUS "${out}${err}")
+  if(rc OR NOT out MATCHES "consumer ok")
+    message(FATAL_ERROR "running the consumer (${flavour}) failed: ${rc}")
+  endif()
+endforeach()
