@@ -51,7 +51,7 @@ void run_agreed(MPI_Comm comm, const std::function<void()>& f) {
   std::string text(static_cast<std::size_t>(header[1]), '\0');
   if (rank == first) text = msg;
   mpi_check(MPI_Bcast(text.data(), header[1], MPI_CHAR, first, comm), "MPI_Bcast");
-  if (rank == first) raise(kind, text);
+  if (kind != ErrorKind::none) raise(kind, msg);  // a failing rank reports its own error
   raise(static_cast<ErrorKind>(header[0]), fmt::format("rank {}: {}", first, text));
 }
 

@@ -10,9 +10,10 @@
 
 namespace toroid::api {
 
-// Runs `f` on every rank. If it throws a toroid::Error on any rank, every rank throws an
-// error of the same kind with the message of the lowest failing rank (prefixed with that rank),
-// so a bad argument on one rank never leaves the others waiting in a collective.
+// Runs `f` on every rank. If it throws a toroid::Error on any rank, every rank throws: a failing
+// rank its own error, the others an error of the same kind with the message of the lowest
+// failing rank prefixed with "rank N: ". A bad argument on one rank never leaves the others
+// waiting in a collective.
 void run_agreed(MPI_Comm comm, const std::function<void()>& f);
 
 // Every rank passes the same named fields; if any field differs between ranks, every rank throws

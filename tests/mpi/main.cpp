@@ -4,6 +4,10 @@
 #include <catch2/catch.hpp>
 #include <mpi.h>
 
+#include <fstream>
+#include <iostream>
+#include <string>
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
@@ -13,8 +17,14 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return rc;
   }
-  if (rank != 0) session.configData().outputFilename = "/dev/null";
+  // Ranks other than 0 report into a file of their own, shown only when that rank failed.
+  const std::string log = "toroid_mpi_tests.rank" + std::to_string(rank) + ".log";
+  if (rank != 0) session.configData().outputFilename = log;
   const int failed = session.run();
+  if (rank != 0 && failed) {
+    std::ifstream in(log);
+    std::cerr << "---- rank " << rank << " ----\n" << in.rdbuf();
+  }
   int any = 0;
   MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   MPI_Finalize();

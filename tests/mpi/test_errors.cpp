@@ -67,8 +67,9 @@ TEST_CASE("argument errors name the argument, the value and the rank") {
   CHECK_THROWS_WITH(reduce_scatter(in.data(), 100 * p, out.data(), block - 1, DataType::f32, ReduceOp::sum, comm),
                     Catch::Contains("output has " + std::to_string(block - 1) + " elements, needs " + std::to_string(block)));
   std::vector<float> gathered(100 * p + 1);
-  CHECK_THROWS_WITH(allgather(in.data(), 100, gathered.data(), gathered.size(), DataType::f32, comm),
-                    Catch::Contains("allgather" + on + "input has 100 elements, but block"));
+  CHECK_THROWS_WITH(allgather(in.data(), 50, gathered.data(), gathered.size(), DataType::f32, comm),
+                    Catch::Contains("allgather" + on + "input has 50 elements, but block " + std::to_string(r) +
+                                    " of a " + std::to_string(gathered.size()) + "-element result has"));
   // Nothing above left a rank inside a collective: a normal call still works.
   std::vector<float> ok(10, 1.0f);
   allreduce(std::span<float>(ok), ReduceOp::sum, comm);
