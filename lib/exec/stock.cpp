@@ -107,7 +107,7 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
       for (int r = 0; r < p; ++r) counts[r] = as_int(block_of(count, p, r).count, "reduce_scatter");
       if (in == out) {
         mpi_check(MPI_Reduce_scatter(MPI_IN_PLACE, out, counts.data(), dt, mop, comm), "MPI_Reduce_scatter");
-        std::memmove(o + own.offset * es, o, own.count * es);  // toroid's in-place layout
+        if (own.count > 0) std::memmove(o + own.offset * es, o, own.count * es);  // toroid's in-place layout
         if (op == ReduceOp::avg) kernels::divide(type, o + own.offset * es, own.count, static_cast<std::uint32_t>(p));
       } else {
         mpi_check(MPI_Reduce_scatter(in, out, counts.data(), dt, mop, comm), "MPI_Reduce_scatter");

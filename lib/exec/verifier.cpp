@@ -265,7 +265,7 @@ std::string check_collective(const CheckSpec& spec,
   if (spec.collective == Collective::allgather) {
     for (int r = 0; r < p; ++r) {
       const Block b = block_of(n, p, r);
-      std::memcpy(reference.data() + b.offset * es, full[r].data() + b.offset * es, b.count * es);
+      if (b.count > 0) std::memcpy(reference.data() + b.offset * es, full[r].data() + b.offset * es, b.count * es);
     }
   } else if (p > 0) {
     reference = full[0];
@@ -295,10 +295,8 @@ std::string check_collective(const CheckSpec& spec,
         break;
     }
     if (spec.in_place) {
-      if (spec.collective == Collective::allgather)
-        std::memcpy(m.output.data() + own.offset * es, m.input.data(), own.count * es);
-      else
-        m.output = m.input;
+      if (spec.collective != Collective::allgather) m.output = m.input;
+      else if (own.count > 0) std::memcpy(m.output.data() + own.offset * es, m.input.data(), own.count * es);
       m.input.clear();
     }
     schedules.push_back(build(r));
