@@ -6,13 +6,24 @@
 namespace toroid {
 
 enum class Algorithm {
-  automatic,  // "auto": chosen per call from size and topology
-  ring,       // unidirectional ring over all ranks (row-major order of the torus)
-  mpi,        // the stock MPI collective of the same MPI library
+  automatic,           // "auto": chosen per call by a latency/bandwidth cost model
+  ring,                // one-directional ring over all ranks in rank order
+  bidir_ring,          // ring over all ranks, each block's halves going both ways at once
+  torus2d,             // X then Y (then back), each dimension a bidirectional ring or a line
+  torus2d_both,        // half the data X-then-Y, half Y-then-X, all four links busy
+  hierarchical,        // node-local reduce-scatter, all-reduce across nodes, node-local all-gather
+  recursive_doubling,  // log2(p) exchanges of the whole vector (small messages)
+  rabenseifner,        // recursive halving reduce-scatter + recursive doubling all-gather
+  mpi,                 // the stock MPI collective of the same MPI library
 };
 
+inline constexpr Algorithm all_algorithms[] = {
+    Algorithm::automatic,    Algorithm::ring,         Algorithm::bidir_ring,
+    Algorithm::torus2d,      Algorithm::torus2d_both, Algorithm::hierarchical,
+    Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::mpi};
+
 std::string_view to_string(Algorithm a) noexcept;
-// Accepts the names above ("auto", "ring", "mpi"); throws InvalidArgument listing the valid ones.
+// Accepts the names above ("auto", "ring", ...); throws InvalidArgument listing the valid ones.
 Algorithm parse_algorithm(std::string_view text);
 
 }  // namespace toroid

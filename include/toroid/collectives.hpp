@@ -13,6 +13,7 @@
 
 #include "toroid/algorithm.hpp"
 #include "toroid/communicator.hpp"
+#include "toroid/topology.hpp"
 #include "toroid/types.hpp"
 
 namespace toroid {
@@ -41,6 +42,21 @@ void reduce_scatter(const void* in, std::uint64_t in_count, void* out, std::uint
 // own block already sits at its offset inside out.
 void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+
+// ---- Axis collectives: every row (Axis::x) or every column (Axis::y) at once ----
+// The group is the line of the torus through this rank; blocks follow the block rule over the
+// axis length, and a rank's block index is its coordinate along the axis. Algorithms: auto or
+// bidir_ring (a bidirectional ring on a wrapping axis, a line on a mesh axis), ring (one
+// direction), mpi (the stock collective on the row/column communicator).
+void allreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                    DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                    std::optional<Algorithm> algo = std::nullopt);
+void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out,
+                         std::uint64_t out_count, DataType type, ReduceOp op, Axis axis,
+                         Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                    DataType type, Axis axis, Communicator& comm,
+                    std::optional<Algorithm> algo = std::nullopt);
 
 // ---- Typed API ----
 template <class T>
@@ -75,6 +91,17 @@ void allgather(std::span<T> data, Communicator& comm,
   const Block own = block_of(data.size(), comm.size(), comm.rank());
   allgather(data.data() + own.offset, own.count, data.data(), data.size(), data_type_v<T>, comm,
             algo);
+}
+
+template <class T>
+void allreduce_axis(std::span<T> data, ReduceOp op, Axis axis, Communicator& comm,
+                    std::optional<Algorithm> algo = std::nullopt) {
+  allreduce_axis(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, axis, comm, algo);
+}
+template <class T>
+void allreduce_axis(std::span<const T> in, std::span<T> out, ReduceOp op, Axis axis,
+                    Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
+  allreduce_axis(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, axis, comm, algo);
 }
 
 }  // namespace toroid

@@ -24,6 +24,10 @@ struct Options {
   // Compare each collective's arguments across ranks first (one small MPI_Allgather per call),
   // so a mismatch raises an error naming the ranks instead of hanging. Empty: TOROID_CHECK.
   std::optional<bool> check;
+  // Emulated nodes, e.g. "3,2,3": ranks per node, consecutive ranks (node-aware algorithms
+  // and `auto` topology then see these nodes). Empty: TOROID_NODES, else the real shared-memory
+  // nodes (MPI_Comm_split_type).
+  std::string nodes;
 };
 
 inline constexpr std::size_t default_segment_bytes = 256 * 1024;
@@ -43,7 +47,8 @@ class Communicator {
   const Torus2D& topology() const noexcept;
   Algorithm default_algorithm() const noexcept;
   std::size_t segment_bytes() const noexcept;
-  int nodes() const noexcept;  // number of shared-memory nodes the ranks span
+  int nodes() const noexcept;  // number of (shared-memory or emulated) nodes the ranks span
+  int node_of(int rank) const;  // node index of a rank
 
   MPI_Comm mpi_comm() const noexcept;  // the duplicate; usable for MPI calls of the caller's own
 

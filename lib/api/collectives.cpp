@@ -5,7 +5,8 @@
 
 #include "api/agreement.hpp"
 #include "api/communicator_impl.hpp"
-#include "schedule/ring.hpp"
+#include "exec/selector.hpp"
+#include "schedule/build.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid {
@@ -22,7 +23,20 @@ struct Call {
   DataType type;
   ReduceOp op;
   Algorithm algo;
+  std::optional<Axis> axis;
 };
+
+// The ranks taking part in one collective: all, or the row/column through this rank.
+struct Span {
+  int size;
+  int position;
+};
+
+Span span_of(const Call& c, const Communicator::Impl& m) {
+  if (!c.axis) return {m.size, m.rank};
+  const Coord at = m.topology.coord_of(m.rank);
+  return {m.topology.dim(*c.axis), *c.axis == Axis::x ? at.x : at.y};
+}
 
 std::uint64_t full_count(const Call& c) {
   return c.collective == Collective::allgather ? c.out_count : c.in_count;
@@ -35,8 +49,9 @@ bool in_place(const Call& c, const Block& own) {
   return in == out;
 }
 
-void validate(const Call& c, int rank, int size) {
-  const std::string_view name = schedule::to_string(c.collective);
+void validate(const Call& c, int rank, Span group) {
+  const std::string name = std::string(schedule::to_string(c.collective)) +
+                           (c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "");
   const std::size_t es = size_of(c.type);
   constexpr std::uint64_t max_bytes = 1ull << 62;
   if (c.in_count > max_bytes / es || c.out_count > max_bytes / es)
@@ -47,7 +62,7 @@ void validate(const Call& c, int rank, int size) {
                                       rank, to_string(c.type)));
   if (c.in_count > 0 && c.in == nullptr)
     throw InvalidArgument(fmt::format("{} on rank {}: input is null with count {}", name, rank, c.in_count));
-  const Block own = block_of(full_count(c), size, rank);
+  const Block own = block_of(full_count(c), group.size, group.position);
   std::uint64_t needed = 0;
   switch (c.collective) {
     case Collective::allreduce: needed = c.in_count; break;
@@ -56,8 +71,8 @@ void validate(const Call& c, int rank, int size) {
       needed = c.out_count;
       if (c.in_count != own.count)
         throw InvalidArgument(fmt::format(
-            "allgather on rank {}: input has {} elements, but block {} of a {}-element result has {}",
-            rank, c.in_count, rank, c.out_count, own.count));
+            "{} on rank {}: input has {} elements, but block {} of a {}-element result has {}", name,
+            rank, c.in_count, group.position, c.out_count, own.count));
       break;
   }
   if (needed > 0 && c.out == nullptr)
@@ -74,47 +89,44 @@ void validate(const Call& c, int rank, int size) {
   }
 }
 
-Algorithm resolve(Algorithm a, const Call&) {
-  // Until the cost-model choice lands, `auto` means the ring: one bandwidth-optimal algorithm
-  // that runs on every topology and rank count.
-  return a == Algorithm::automatic ? Algorithm::ring : a;
-}
-
-schedule::Schedule build(Algorithm a, Collective c, int rank, int size, std::uint64_t count,
-                         bool in_place, bool average) {
-  switch (a) {
-    case Algorithm::ring: return schedule::build_ring(c, rank, size, count, in_place, average);
-    default: break;
-  }
-  throw InvalidArgument(fmt::format("algorithm {} has no schedule", to_string(a)));
+Algorithm resolve(const Call& c, const Communicator::Impl& m) {
+  if (c.algo != Algorithm::automatic) return c.algo;
+  if (c.axis) return Algorithm::bidir_ring;
+  return exec::choose_algorithm(c.collective, full_count(c) * size_of(c.type), m.topology);
 }
 
 void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   Communicator::Impl& m = comm.impl();
   c.algo = requested.value_or(m.config.algorithm);
-  auto check_args = [&] { validate(c, m.rank, m.size); };
+  const Span group = span_of(c, m);
+  auto check_args = [&] { validate(c, m.rank, group); };
   if (m.config.check) {
     api::run_agreed(m.comm, check_args);
     api::require_agreement(m.comm, schedule::to_string(c.collective),
                            {{"count", static_cast<std::int64_t>(full_count(c))},
                             {"type", static_cast<std::int64_t>(c.type)},
                             {"op", static_cast<std::int64_t>(c.op)},
-                            {"algorithm", static_cast<std::int64_t>(c.algo)}});
+                            {"algorithm", static_cast<std::int64_t>(c.algo)},
+                            {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1}});
   } else {
     check_args();
   }
   const std::uint64_t count = full_count(c);
-  const Block own = block_of(count, m.size, m.rank);
+  const Block own = block_of(count, group.size, group.position);
   const bool ip = in_place(c, own);
-  const Algorithm algo = resolve(c.algo, c);
+  const Algorithm algo = resolve(c, m);
   if (algo == Algorithm::mpi) {
-    exec::run_stock(c.collective, c.in, c.out, count, c.type, c.op, m.comm, m.stock_ops);
+    const MPI_Comm on = !c.axis ? m.comm : *c.axis == Axis::x ? m.row : m.column;
+    exec::run_stock(c.collective, c.in, c.out, count, c.type, c.op, on, m.stock_ops);
     return;
   }
   const bool average = c.op == ReduceOp::avg;
-  const schedule::Schedule& s = m.schedules.get({c.collective, algo, count, ip, average}, [&] {
-    return build(algo, c.collective, m.rank, m.size, count, ip, average);
-  });
+  const int axis_key = c.axis ? static_cast<int>(*c.axis) : -1;
+  const schedule::Schedule& s =
+      m.schedules.get({c.collective, algo, count, ip, average, axis_key}, [&] {
+        schedule::Context ctx{m.rank, m.topology, m.nodes.node_of_rank};
+        return schedule::build(algo, {c.collective, count, ip, average, c.axis}, ctx);
+      });
   const std::size_t es = size_of(c.type);
   if (m.workspace.scratch.size() < s.scratch_count * es) m.workspace.scratch.resize(s.scratch_count * es);
   exec::BufferSet b;
@@ -133,17 +145,32 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
 
 void allreduce(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic}, comm, algo);
+  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, std::nullopt}, comm, algo);
 }
 
 void reduce_scatter(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                     DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic}, comm, algo);
+  run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic, std::nullopt}, comm, algo);
 }
 
 void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                DataType type, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic}, comm, algo);
+  run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt}, comm, algo);
+}
+
+void allreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                    DataType type, ReduceOp op, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
+  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axis}, comm, algo);
+}
+
+void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                         DataType type, ReduceOp op, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
+  run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic, axis}, comm, algo);
+}
+
+void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                    DataType type, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
+  run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, axis}, comm, algo);
 }
 
 }  // namespace toroid

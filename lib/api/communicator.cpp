@@ -39,11 +39,14 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
   mpi_check(MPI_Comm_rank(m.comm, &m.rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(m.comm, &m.size), "MPI_Comm_size");
   try {
-    m.nodes = topology::discover_nodes(m.comm);
-    api::run_agreed(m.comm, [&] {
-      m.config = api::resolve_config(options);
-      m.topology = resolve_topology(m.config.topology, m.size, m.nodes);
-    });
+    api::run_agreed(m.comm, [&] { m.config = api::resolve_config(options); });
+    // Emulated nodes come from text alone (no MPI inside), so their errors can be agreed on;
+    // the real discovery is collective and can only fail with an MPI error.
+    if (!m.config.nodes.empty())
+      api::run_agreed(m.comm, [&] { m.nodes = topology::discover_nodes(m.comm, m.config.nodes); });
+    else
+      m.nodes = topology::discover_nodes(m.comm);
+    api::run_agreed(m.comm, [&] { m.topology = resolve_topology(m.config.topology, m.size, m.nodes); });
     const Coord c = m.topology.coord_of(m.rank);
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
@@ -70,6 +73,11 @@ const Torus2D& Communicator::topology() const noexcept { return impl_->topology;
 Algorithm Communicator::default_algorithm() const noexcept { return impl_->config.algorithm; }
 std::size_t Communicator::segment_bytes() const noexcept { return impl_->config.segment_bytes; }
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
+int Communicator::node_of(int rank) const {
+  if (rank < 0 || rank >= impl_->size)
+    throw InvalidArgument(fmt::format("node_of: rank {} is outside [0, {})", rank, impl_->size));
+  return impl_->nodes.node_of_rank[rank];
+}
 MPI_Comm Communicator::mpi_comm() const noexcept { return impl_->comm; }
 
 }  // namespace toroid

@@ -17,7 +17,8 @@ namespace toroid {
 // Built schedules, keyed by everything a builder looks at. Bounded: cleared when full.
 class ScheduleCache {
  public:
-  using Key = std::tuple<schedule::Collective, Algorithm, std::uint64_t, bool, bool>;
+  // collective, algorithm, count, in place, average, axis (-1: whole communicator)
+  using Key = std::tuple<schedule::Collective, Algorithm, std::uint64_t, bool, bool, int>;
   template <class Build>
   const schedule::Schedule& get(const Key& key, Build&& build) {
     auto it = entries_.find(key);

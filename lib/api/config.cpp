@@ -50,6 +50,8 @@ Config resolve_config(const Options& options) {
     else if (s == "0" || s == "off") c.check = false;
     else throw InvalidArgument("TOROID_CHECK: '" + s + "' is not 0, 1, on or off");
   }
+  if (!options.nodes.empty()) c.nodes = options.nodes;
+  else if (const char* v = env("TOROID_NODES")) c.nodes = v;
   return c;
 }
 

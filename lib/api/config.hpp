@@ -15,6 +15,7 @@ struct Config {
   Algorithm algorithm = Algorithm::automatic;
   std::size_t segment_bytes = default_segment_bytes;
   bool check = false;  // compare collective arguments across ranks before each call
+  std::string nodes;   // emulated node sizes ("3,2,3"); empty: the real nodes
 };
 
 // Throws InvalidArgument naming the option or environment variable and its value.

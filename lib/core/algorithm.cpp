@@ -11,15 +11,24 @@ std::string_view to_string(Algorithm a) noexcept {
   switch (a) {
     case Algorithm::automatic: return "auto";
     case Algorithm::ring: return "ring";
+    case Algorithm::bidir_ring: return "bidir_ring";
+    case Algorithm::torus2d: return "torus2d";
+    case Algorithm::torus2d_both: return "torus2d_both";
+    case Algorithm::hierarchical: return "hierarchical";
+    case Algorithm::recursive_doubling: return "recursive_doubling";
+    case Algorithm::rabenseifner: return "rabenseifner";
     case Algorithm::mpi: return "mpi";
   }
   return "?";
 }
 
 Algorithm parse_algorithm(std::string_view text) {
-  for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::mpi})
+  std::string valid;
+  for (Algorithm a : all_algorithms) {
     if (text == to_string(a)) return a;
-  throw InvalidArgument("unknown algorithm '" + std::string(text) + "' (valid: auto, ring, mpi)");
+    valid += (valid.empty() ? "" : ", ") + std::string(to_string(a));
+  }
+  throw InvalidArgument("unknown algorithm '" + std::string(text) + "' (valid: " + valid + ")");
 }
 
 }  // namespace toroid

@@ -2,29 +2,76 @@
 
 #include <hwloc.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <numeric>
+#include <sstream>
 
 #include "exec/mpi_check.hpp"
+#include "toroid/error.hpp"
 
 namespace toroid::topology {
 
-NodeLayout discover_nodes(MPI_Comm comm) {
+NodeLayout layout_from_nodes(std::vector<int> node_of_rank, int rank) {
+  NodeLayout n;
+  const int p = static_cast<int>(node_of_rank.size());
+  std::vector<int> sizes;
+  for (int q = 0; q < p; ++q) {
+    const int id = node_of_rank[q];
+    if (id >= static_cast<int>(sizes.size())) sizes.resize(id + 1, 0);
+    if (id == node_of_rank[rank] && q < rank) ++n.local_rank;
+    ++sizes[id];
+  }
+  n.nodes = static_cast<int>(sizes.size());
+  n.local_size = sizes[node_of_rank[rank]];
+  n.uniform = std::all_of(sizes.begin(), sizes.end(), [&](int v) { return v == sizes[0]; });
+  n.node_of_rank = std::move(node_of_rank);
+  return n;
+}
+
+NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated) {
   using exec::mpi_check;
-  MPI_Comm local = MPI_COMM_NULL;
-  int rank = 0;
+  int rank = 0, size = 1;
   mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  std::vector<int> node(size);
+  if (!emulated.empty()) {
+    std::vector<int> counts;
+    std::stringstream in(emulated);
+    for (std::string item; std::getline(in, item, ',');) {
+      int v = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+      if (ec != std::errc() || end != item.data() + item.size() || v < 1)
+        throw InvalidArgument("TOROID_NODES: '" + emulated + "': '" + item + "' is not a positive rank count");
+      counts.push_back(v);
+    }
+    if (std::accumulate(counts.begin(), counts.end(), 0) != size)
+      throw InvalidArgument(fmt::format("TOROID_NODES: '{}' adds up to {} ranks, communicator has {}", emulated,
+                                        std::accumulate(counts.begin(), counts.end(), 0), size));
+    int q = 0;
+    for (std::size_t id = 0; id < counts.size(); ++id)
+      for (int k = 0; k < counts[id]; ++k) node[q++] = static_cast<int>(id);
+    return layout_from_nodes(std::move(node), rank);
+  }
+  MPI_Comm local = MPI_COMM_NULL;
   mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local),
             "MPI_Comm_split_type");
-  NodeLayout n;
-  mpi_check(MPI_Comm_rank(local, &n.local_rank), "MPI_Comm_rank");
-  mpi_check(MPI_Comm_size(local, &n.local_size), "MPI_Comm_size");
+  // A node is named by its lowest rank; node indices follow those ranks in order.
+  int leader = rank;
+  mpi_check(MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, local), "MPI_Allreduce");
   MPI_Comm_free(&local);
-  const int leader = n.local_rank == 0 ? 1 : 0;
-  mpi_check(MPI_Allreduce(&leader, &n.nodes, 1, MPI_INT, MPI_SUM, comm), "MPI_Allreduce");
-  int sizes[2] = {n.local_size, -n.local_size}, ext[2] = {0, 0};
-  mpi_check(MPI_Allreduce(sizes, ext, 2, MPI_INT, MPI_MAX, comm), "MPI_Allreduce");
-  n.uniform = ext[0] == -ext[1];
-  return n;
+  std::vector<int> leaders(size);
+  mpi_check(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm), "MPI_Allgather");
+  std::vector<int> ids(size, -1);
+  int next = 0;
+  for (int q = 0; q < size; ++q) {
+    if (ids[leaders[q]] < 0) ids[leaders[q]] = next++;
+    node[q] = ids[leaders[q]];
+  }
+  return layout_from_nodes(std::move(node), rank);
 }
 
 HostInfo host_info() {

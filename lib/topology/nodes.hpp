@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 namespace toroid::topology {
 
@@ -12,10 +13,14 @@ struct NodeLayout {
   int local_rank = 0;    // rank within my node
   int local_size = 1;    // ranks on my node
   bool uniform = true;   // every node has the same number of ranks
+  std::vector<int> node_of_rank;  // node index (0..nodes-1, by lowest rank) of every rank
 };
 
-// Collective over comm.
-NodeLayout discover_nodes(MPI_Comm comm);
+// Collective over comm. `emulated` ("3,2,3": ranks per node, consecutive ranks) replaces the
+// shared-memory split, so node-aware algorithms can be studied and tested on one machine;
+// throws InvalidArgument when it is malformed or does not add up to the communicator size.
+NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated = "");
+NodeLayout layout_from_nodes(std::vector<int> node_of_rank, int rank);
 
 struct HostInfo {
   int cores = 0;  // physical cores of this host (hwloc)

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "exec/verifier.hpp"
-#include "schedule/ring.hpp"
+#include "schedule/build.hpp"
 
 using namespace toroid;
 using namespace toroid::schedule;
@@ -84,8 +84,7 @@ TEST_CASE("a wrong result is caught by the reference comparison") {
   // Reduce-scatter schedules run as if they were all-reduce: the blocks not owned stay unset.
   exec::CheckSpec spec{Collective::allreduce, 4, 40, false, DataType::i64, ReduceOp::sum};
   const std::string e = exec::check_collective(spec, [](int r) {
-    Schedule s = build_ring(Collective::reduce_scatter, r, 4, 40, true, false);
-    return s;
+    return build(Algorithm::ring, {Collective::reduce_scatter, 40, true, false, {}}, {r, Torus2D(4, 1), {}});
   });
   CHECK_THAT(e, Catch::Contains("differs from the reference"));
 }

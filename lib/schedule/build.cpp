@@ -1,0 +1,48 @@
+#include "schedule/build.hpp"
+
+#include <fmt/format.h>
+
+#include "schedule/dimension.hpp"
+#include "schedule/group.hpp"
+#include "toroid/error.hpp"
+
+namespace toroid::schedule {
+
+Schedule build(Algorithm a, const Request& r, const Context& ctx) {
+  const auto refuse = [&](std::string_view why) -> Schedule {
+    throw InvalidArgument(fmt::format("algorithm {} cannot run {}{} on topology {}: {}", to_string(a),
+                                      to_string(r.collective), r.axis ? " along an axis" : "",
+                                      ctx.topology.to_string(), why));
+  };
+  if (r.axis && a != Algorithm::ring && a != Algorithm::bidir_ring)
+    return refuse("axis collectives use the axis' own links (bidir_ring, or a line on a mesh axis) or mpi");
+  Schedule s;
+  switch (a) {
+    case Algorithm::ring:
+    case Algorithm::bidir_ring: s = build_linear(a, r, ctx); break;
+    case Algorithm::torus2d: s = build_torus2d(false, r, ctx); break;
+    case Algorithm::torus2d_both:
+      if (r.collective != Collective::allreduce)
+        return refuse("it only implements allreduce (use torus2d for the 2D reduce-scatter/all-gather)");
+      s = build_torus2d(true, r, ctx);
+      break;
+    case Algorithm::hierarchical:
+      if (r.collective != Collective::allreduce) return refuse("it only implements allreduce");
+      s = build_hierarchical(r, ctx);
+      break;
+    case Algorithm::recursive_doubling:
+    case Algorithm::rabenseifner:
+      if (r.collective != Collective::allreduce) return refuse("it only implements allreduce");
+      s = build_halving_doubling(a, r, ctx);
+      break;
+    case Algorithm::automatic:
+    case Algorithm::mpi: return refuse("no schedule: resolved by the caller");
+  }
+  s.algorithm = std::string(to_string(a));
+  s.rank = ctx.rank;
+  s.nranks = ctx.nranks();
+  order_by_phase(s);
+  return s;
+}
+
+}  // namespace toroid::schedule

@@ -1,0 +1,39 @@
+// The one entry point from (algorithm, collective, shape) to a rank's schedule.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "schedule/step.hpp"
+#include "toroid/algorithm.hpp"
+#include "toroid/topology.hpp"
+
+namespace toroid::schedule {
+
+struct Context {
+  int rank = 0;
+  Torus2D topology{1, 1};
+  std::vector<int> node_of_rank;  // node index of every rank (hierarchical); empty: one node
+  int nranks() const { return topology.size(); }
+};
+
+struct Request {
+  Collective collective = Collective::allreduce;
+  std::uint64_t count = 0;  // full vector length
+  bool in_place = false;
+  bool average = false;
+  std::optional<Axis> axis;  // set: the collective runs along this axis only (rows or columns)
+};
+
+// Throws InvalidArgument saying why when the algorithm cannot run this request
+// (e.g. rabenseifner for all-gather, or an axis collective with a latency algorithm).
+// `automatic` and `mpi` are resolved before this point.
+Schedule build(Algorithm a, const Request& r, const Context& ctx);
+
+// Schedules of the individual families (used by build and by the unit tests).
+Schedule build_linear(Algorithm a, const Request& r, const Context& ctx);        // ring, bidir_ring, axis
+Schedule build_torus2d(bool both, const Request& r, const Context& ctx);
+Schedule build_hierarchical(const Request& r, const Context& ctx);
+Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ctx);
+
+}  // namespace toroid::schedule

@@ -1,0 +1,27 @@
+// One dimension's reduce-scatter / all-gather, over whatever links that dimension has.
+//
+//   ring        one direction (tag t)
+//   bidir_ring  each block cut in two halves: the first travels direction +1 (tag t), the second
+//               direction -1 (tag t+1), in the same phases, so both links of every member work
+//   line        no wraparound link: the mesh line algorithm of line.hpp (tags t, t+1)
+#pragma once
+
+#include "schedule/group.hpp"
+
+namespace toroid::schedule {
+
+enum class Links { ring, bidir_ring, line };
+
+// A torus dimension of size > 2 with wraparound is a bidirectional ring; without, a line.
+// Size 2: one neighbour either way, so a bidirectional ring (two lanes to the same peer).
+inline Links links_of(bool wraps) { return wraps ? Links::bidir_ring : Links::line; }
+
+std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, const Blocks& blocks,
+                                    int tag, Buf from, Buf acc, Chunk result, std::uint32_t phase);
+std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const Blocks& blocks,
+                               int tag, Chunk own, Buf out, std::uint32_t phase);
+
+// Sorts steps by phase (stable): builders append concurrent lanes one after the other.
+void order_by_phase(Schedule& s);
+
+}  // namespace toroid::schedule

@@ -1,0 +1,38 @@
+// Groups of ranks and the blocks they own: the vocabulary shared by every builder.
+//
+//   group   = ordered list of communicator ranks taking part in one sub-collective
+//             (a ring, a line, a row, a column, a node)
+//   blocks  = one (offset, count) per group member, absolute element offsets in the buffer:
+//             member j owns blocks[j] after a reduce-scatter and contributes it to an all-gather
+#pragma once
+
+#include <vector>
+
+#include "schedule/step.hpp"
+#include "toroid/collectives.hpp"
+
+namespace toroid::schedule {
+
+struct Group {
+  std::vector<int> members;
+  int position = 0;  // my index in members
+  int size() const { return static_cast<int>(members.size()); }
+};
+
+// Group of `members` seen from communicator rank `me` (which must be one of them).
+Group group_of(std::vector<int> members, int me);
+
+using Blocks = std::vector<Block>;
+
+// [offset, offset + count) cut into p blocks by the block rule of block_of.
+Blocks even_blocks(std::uint64_t offset, std::uint64_t count, int p);
+// Each block cut in two: first halves (the larger when odd) and second halves.
+Blocks first_halves(const Blocks& b);
+Blocks second_halves(const Blocks& b);
+// The part of a chunk that corresponds to first_halves/second_halves of its block.
+Chunk first_half(Chunk c);
+Chunk second_half(Chunk c);
+
+inline Chunk chunk(Buf buf, const Block& b) { return {buf, b.offset, b.count}; }
+
+}  // namespace toroid::schedule

@@ -1,0 +1,154 @@
+// Latency algorithms for all-reduce on any number of ranks.
+//
+//   p2    = largest power of two <= p;  rem = p - p2
+//   fold  = ranks r < 2·rem pair up (r even, r+1): the even one sends its whole vector to the
+//           odd one and sits out; p2 ranks remain, renumbered 0..p2-1 ("new rank")
+//   unfold= at the end the odd one sends the result back to its even partner
+//
+// recursive_doubling: log2(p2) rounds; in round k new rank n exchanges its whole partial vector
+// with n XOR 2^k and both reduce. Partial vectors alternate between two scratch slots so a
+// round never writes what it sends; the last round writes the output.
+//
+//      n0 <-> n1   n2 <-> n3        round 0 (distance 1)
+//      n0 <----> n2, n1 <----> n3   round 1 (distance 2)
+//
+// rabenseifner: recursive halving reduce-scatter (round k: keep one half of the current range
+// of blocks, send the other half to n XOR p2/2^(k+1), reduce what arrives) leaves new rank n with
+// block n; then recursive doubling all-gather reverses the exchanges. 2·log2(p2) rounds, about
+// 2(p2-1)/p2 of the vector sent per rank.
+#include <bit>
+
+#include "schedule/build.hpp"
+#include "schedule/group.hpp"
+
+namespace toroid::schedule {
+namespace {
+
+struct Fold {
+  int p2 = 1, rem = 0;
+  int new_rank = -1;  // -1: an even rank that sits out
+  bool odd_folded = false;
+  int real(int n) const { return n < rem ? 2 * n + 1 : n + rem; }
+};
+
+Fold fold_of(int rank, int p) {
+  Fold f;
+  f.p2 = static_cast<int>(std::bit_floor(static_cast<unsigned>(p)));
+  f.rem = p - f.p2;
+  if (rank < 2 * f.rem) {
+    f.odd_folded = rank % 2 == 1;
+    f.new_rank = f.odd_folded ? rank / 2 : -1;
+  } else {
+    f.new_rank = rank - f.rem;
+  }
+  return f;
+}
+
+struct Builder {
+  Schedule& s;
+  std::uint32_t phase = 0;
+  void add(Kind k, int peer, Chunk src, Chunk dst) {
+    if ((k == Kind::send ? src.count : dst.count) > 0) s.steps.push_back({k, peer, 0, phase, src, dst});
+  }
+};
+
+}  // namespace
+
+Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ctx) {
+  Schedule s;
+  const int p = ctx.nranks(), rank = ctx.rank;
+  const std::uint64_t n = r.count;
+  const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
+  Builder b{s};
+  const Fold f = fold_of(rank, p);
+  auto scale = [&](Chunk c) {
+    if (r.average && c.count > 0 && p > 1) {
+      s.steps.push_back({Kind::scale, -1, 0, b.phase++, {}, c, static_cast<std::uint32_t>(p)});
+    }
+  };
+  if (p == 1) {
+    if (!r.in_place && n > 0) s.steps.push_back({Kind::copy, -1, 0, 0, input, output});
+    return s;
+  }
+  if (f.new_rank < 0) {  // folded away: hand over the data, get the result back
+    b.add(Kind::send, rank + 1, input, {});
+    ++b.phase;
+    b.add(Kind::recv, rank + 1, {}, output);
+    return s;
+  }
+  const int rounds = std::countr_zero(static_cast<unsigned>(f.p2));
+  if (a == Algorithm::recursive_doubling) {
+    s.scratch_count = 2 * n;
+    const int writes = rounds + (f.odd_folded ? 1 : 0);
+    // Write k goes to scratch slot k % 2, the last one to the output (or to a slot and then a
+    // copy, when it would read the output it writes: a single in-place write).
+    const bool last_to_output = !(writes == 1 && r.in_place);
+    int k = 0;
+    Chunk cur = input;
+    auto next_target = [&]() {
+      const bool last = k == writes - 1;
+      const Chunk t = last && last_to_output ? output : Chunk{Buf::scratch, static_cast<std::uint64_t>(k % 2) * n, n};
+      ++k;
+      return t;
+    };
+    if (f.odd_folded) {
+      const Chunk t = next_target();
+      b.add(Kind::recv_reduce, rank - 1, cur, t);
+      ++b.phase;
+      cur = t;
+    }
+    for (int mask = 1; mask < f.p2; mask <<= 1) {
+      const int partner = f.real(f.new_rank ^ mask);
+      const Chunk t = next_target();
+      b.add(Kind::send, partner, cur, {});
+      b.add(Kind::recv_reduce, partner, cur, t);
+      ++b.phase;
+      cur = t;
+    }
+    if (cur.buf != Buf::output && n > 0) s.steps.push_back({Kind::copy, -1, 0, b.phase++, cur, output});
+  } else {
+    Buf from = Buf::input;
+    if (f.odd_folded) {
+      b.add(Kind::recv_reduce, rank - 1, input, output);
+      ++b.phase;
+      from = Buf::output;
+    }
+    const Blocks blocks = even_blocks(0, n, f.p2);
+    auto range = [&](int lo, int hi) {  // blocks [lo, hi) as one chunk
+      const std::uint64_t begin = blocks[lo].offset, end = blocks[hi - 1].offset + blocks[hi - 1].count;
+      return Block{begin, end - begin};
+    };
+    int lo = 0, hi = f.p2;
+    for (int mask = f.p2 / 2; mask >= 1; mask /= 2) {
+      const int partner = f.real(f.new_rank ^ mask);
+      const int mid = lo + (hi - lo) / 2;
+      const bool lower = (f.new_rank & mask) == 0;
+      const Block keep = lower ? range(lo, mid) : range(mid, hi);
+      const Block give = lower ? range(mid, hi) : range(lo, mid);
+      b.add(Kind::send, partner, chunk(from, give), {});
+      b.add(Kind::recv_reduce, partner, chunk(from, keep), chunk(Buf::output, keep));
+      ++b.phase;
+      if (lower) hi = mid; else lo = mid;
+      from = Buf::output;
+    }
+    if (from == Buf::input && !r.in_place && n > 0) {  // p2 == 1 cannot happen for p > 1
+      s.steps.push_back({Kind::copy, -1, 0, b.phase++, input, output});
+    }
+    scale(chunk(Buf::output, blocks[f.new_rank]));
+    for (int mask = 1; mask < f.p2; mask <<= 1) {
+      const int partner = f.real(f.new_rank ^ mask);
+      const int mine = f.new_rank & ~(mask - 1), theirs = (f.new_rank ^ mask) & ~(mask - 1);
+      b.add(Kind::send, partner, chunk(Buf::output, range(mine, mine + mask)), {});
+      b.add(Kind::recv, partner, {}, chunk(Buf::output, range(theirs, theirs + mask)));
+      ++b.phase;
+    }
+  }
+  if (a == Algorithm::recursive_doubling) scale(output);
+  if (f.odd_folded) {
+    b.add(Kind::send, rank - 1, output, {});
+    ++b.phase;
+  }
+  return s;
+}
+
+}  // namespace toroid::schedule

@@ -1,0 +1,90 @@
+// Line collectives (a mesh dimension: no link between the two ends).
+//
+// p members m0 - m1 - ... - m(p-1); member i owns block Bi. Block j is reduced by two chains
+// that end at its owner: a rightward chain m0 -> m1 -> ... -> mj and a leftward chain
+// m(p-1) -> ... -> mj. They are staggered so each link direction carries one block per step:
+//
+//   rightward, step s: member i sends B(i + p-1 - s) to i+1      (for blocks right of i)
+//   leftward,  step s: member i sends B(s - (p-1-i)) to i-1      (for blocks left of i)
+//
+//      p = 4, step 0:  m0 -B3-> m1          m2 <-B0- m3
+//             step 1:  m0 -B2-> m1 -B3-> m2 m1 <-B0- m2 <-B1- m3
+//             step 2:  m0 -B1-> m1 -B2-> m2 -B3-> m3 ... (and leftward B0,B1,B2 arrive)
+//
+// Both chains reach the owner in step p-2; the second one is reduced in an extra phase (p-1)
+// so the two never write the own block in the same phase. Busiest link: (p-1)/p of the data in
+// each direction, the same as a one-directional ring, using both directions of each link.
+//
+// All-gather: block j spreads right (m_j -> m_j+1 -> ...) and left at once; member i sends
+// B(i-s) rightward and B(i+s) leftward in step s.
+#include "schedule/line.hpp"
+
+namespace toroid::schedule {
+
+std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks,
+                                         int tag, Buf from, Buf acc, Chunk result,
+                                         std::uint32_t phase) {
+  const int p = g.size(), i = g.position;
+  if (p == 1) {
+    const Chunk all = chunk(from, blocks[0]);
+    if (all.count > 0 && !(all.buf == result.buf && all.offset == result.offset))
+      s.steps.push_back({Kind::copy, -1, 0, phase++, all, result});
+    return phase;
+  }
+  const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
+  const int rtag = tag, ltag = tag + 1;
+  auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {
+    if ((k == Kind::send ? src.count : dst.count) > 0) s.steps.push_back({k, peer, t, ph, src, dst});
+  };
+  for (int step = 0; step <= p - 2; ++step) {
+    const std::uint32_t ph = phase + static_cast<std::uint32_t>(step);
+    // Rightward chain.
+    if (right >= 0 && step >= i) {
+      const int j = i + p - 1 - step;
+      add(Kind::send, right, rtag, ph, chunk(i == 0 ? from : acc, blocks[j]), {});
+    }
+    if (left >= 0 && step >= i - 1) {
+      const int j = i - 1 + p - 1 - step;
+      add(Kind::recv_reduce, left, rtag, ph, chunk(from, blocks[j]), j == i ? result : chunk(acc, blocks[j]));
+    }
+    // Leftward chain.
+    if (left >= 0 && step >= p - 1 - i) {
+      const int j = step - (p - 1 - i);
+      add(Kind::send, left, ltag, ph, chunk(i == p - 1 ? from : acc, blocks[j]), {});
+    }
+    if (right >= 0 && step >= p - 2 - i) {
+      const int j = step - (p - 2 - i);
+      if (j < i) {
+        add(Kind::recv_reduce, right, ltag, ph, chunk(from, blocks[j]), chunk(acc, blocks[j]));
+      } else if (left < 0) {  // member 0: only the leftward chain brings its block
+        add(Kind::recv_reduce, right, ltag, ph, chunk(from, blocks[j]), result);
+      } else {  // both chains end here: reduce the second one a phase later
+        add(Kind::recv_reduce, right, ltag, ph + 1, result, result);
+      }
+    }
+  }
+  return phase + static_cast<std::uint32_t>(p - 1) + (i > 0 && i < p - 1 ? 1 : 0);
+}
+
+std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& blocks, int tag,
+                                    Chunk own, Buf out, std::uint32_t phase) {
+  const int p = g.size(), i = g.position;
+  const Chunk own_place = chunk(out, blocks[i]);
+  if (own.count > 0 && !(own.buf == own_place.buf && own.offset == own_place.offset))
+    s.steps.push_back({Kind::copy, -1, 0, phase, own, own_place});
+  if (p == 1) return phase + 1;
+  const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
+  auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {
+    if ((k == Kind::send ? src.count : dst.count) > 0) s.steps.push_back({k, peer, t, ph, src, dst});
+  };
+  for (int step = 0; step <= p - 2; ++step) {
+    const std::uint32_t ph = phase + static_cast<std::uint32_t>(step);
+    if (right >= 0 && step <= i) add(Kind::send, right, tag, ph, step == 0 ? own : chunk(out, blocks[i - step]), {});
+    if (left >= 0 && step <= i - 1) add(Kind::recv, left, tag, ph, {}, chunk(out, blocks[i - 1 - step]));
+    if (left >= 0 && i + step <= p - 1) add(Kind::send, left, tag + 1, ph, step == 0 ? own : chunk(out, blocks[i + step]), {});
+    if (right >= 0 && i + 1 + step <= p - 1) add(Kind::recv, right, tag + 1, ph, {}, chunk(out, blocks[i + 1 + step]));
+  }
+  return phase + static_cast<std::uint32_t>(p - 1);
+}
+
+}  // namespace toroid::schedule

@@ -1,0 +1,54 @@
+// One-dimensional collectives: a ring over every rank (rank order), or along one torus axis.
+//
+//   all-reduce     = reduce-scatter (partials in the output) + scale (avg) + all-gather
+//   reduce-scatter = partials in scratch (out of place) or in the buffer itself (in place)
+//   all-gather     = the own block copied into place, then passed around
+#include "schedule/build.hpp"
+#include "schedule/dimension.hpp"
+#include "schedule/group.hpp"
+
+namespace toroid::schedule {
+
+Schedule build_linear(Algorithm a, const Request& r, const Context& ctx) {
+  Schedule s;
+  Group g;
+  Links links = a == Algorithm::ring ? Links::ring : Links::bidir_ring;
+  if (r.axis) {
+    g = group_of(ctx.topology.line_through(ctx.rank, *r.axis), ctx.rank);
+    if (!ctx.topology.wraps(*r.axis)) links = Links::line;  // no wraparound link to use
+  } else {
+    for (int q = 0; q < ctx.nranks(); ++q) g.members.push_back(q);
+    g.position = ctx.rank;
+  }
+  const Blocks blocks = even_blocks(0, r.count, g.size());
+  const Block own = blocks[g.position];
+  const Chunk own_in_out = chunk(Buf::output, own);
+  std::uint32_t phase = 0;
+  auto scale = [&](Chunk c) {
+    if (r.average && c.count > 0 && g.size() > 1)
+      s.steps.push_back({Kind::scale, -1, 0, phase++, {}, c, static_cast<std::uint32_t>(g.size())});
+  };
+  switch (r.collective) {
+    case Collective::allreduce:
+      phase = append_reduce_scatter(s, links, g, blocks, 0, Buf::input, Buf::output, own_in_out, phase);
+      scale(own_in_out);
+      append_allgather(s, links, g, blocks, 0, own_in_out, Buf::output, phase);
+      break;
+    case Collective::reduce_scatter: {
+      const Chunk result = r.in_place ? own_in_out : Chunk{Buf::output, 0, own.count};
+      if (!r.in_place) s.scratch_count = r.count;
+      phase = append_reduce_scatter(s, links, g, blocks, 0, Buf::input,
+                                    r.in_place ? Buf::output : Buf::scratch, result, phase);
+      scale(result);
+      break;
+    }
+    case Collective::allgather: {
+      const Chunk own_src = r.in_place ? own_in_out : Chunk{Buf::input, 0, own.count};
+      append_allgather(s, links, g, blocks, 0, own_src, Buf::output, phase);
+      break;
+    }
+  }
+  return s;
+}
+
+}  // namespace toroid::schedule

@@ -1,0 +1,29 @@
+// Runs an algorithm's schedules for every rank of a shape through the in-process verifier.
+#pragma once
+
+#include <string>
+
+#include "exec/verifier.hpp"
+#include "schedule/build.hpp"
+
+namespace toroid::testing {
+
+struct Shape {
+  Torus2D topology{1, 1};
+  std::vector<int> node_of_rank;  // empty: one node
+};
+
+inline std::string check(Algorithm a, schedule::Collective c, const Shape& shape, std::uint64_t n,
+                         bool in_place, DataType t = DataType::i64, ReduceOp op = ReduceOp::sum,
+                         exec::Traffic* traffic = nullptr) {
+  exec::CheckSpec spec{c, shape.topology.size(), n, in_place, t, op};
+  return exec::check_collective(
+      spec,
+      [&](int r) {
+        schedule::Context ctx{r, shape.topology, shape.node_of_rank};
+        return schedule::build(a, {c, n, in_place, op == ReduceOp::avg, std::nullopt}, ctx);
+      },
+      traffic);
+}
+
+}  // namespace toroid::testing

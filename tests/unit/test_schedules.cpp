@@ -1,0 +1,228 @@
+// Every algorithm's schedules, checked by the in-process verifier on real data: matching sends
+// and receives under rendezvous semantics, no phase hazards, and the exact reference result.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "core/element.hpp"
+#include "toroid/collectives.hpp"
+#include "schedule_check.hpp"
+
+using namespace toroid;
+using schedule::Collective;
+using testing::check;
+using testing::Shape;
+
+namespace {
+
+const Collective kAll[] = {Collective::allreduce, Collective::reduce_scatter, Collective::allgather};
+
+bool supports(Algorithm a, Collective c) {
+  switch (a) {
+    case Algorithm::ring:
+    case Algorithm::bidir_ring:
+    case Algorithm::torus2d: return true;
+    default: return c == Collective::allreduce;
+  }
+}
+
+Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y, wx, wy), {}}; }
+
+}  // namespace
+
+TEST_CASE("ring collectives are right for p = 1..64 and awkward counts") {
+  for (Collective c : kAll)
+    for (int p = 1; p <= 64; ++p)
+      for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p - 1),
+                              std::uint64_t(p), std::uint64_t(p + 1), std::uint64_t{1000}})
+        for (bool in_place : {false, true}) {
+          INFO(schedule::to_string(c) << " p=" << p << " n=" << n << " in_place=" << in_place);
+          REQUIRE(check(Algorithm::ring, c, shape(p, 1), n, in_place) == "");
+        }
+}
+
+TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh") {
+  const Algorithm algos[] = {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
+                             Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner};
+  for (int x = 1; x <= 8; ++x)
+    for (int y = 1; y <= 8; ++y)
+      for (int wrap = 0; wrap < 4; ++wrap) {
+        const Shape s = shape(x, y, wrap & 1, wrap & 2);
+        const int p = x * y;
+        for (Algorithm a : algos)
+          for (Collective c : kAll) {
+            if (!supports(a, c)) continue;
+            for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t(p - 1), std::uint64_t(4 * p + 3), std::uint64_t{97}})
+              for (bool in_place : {false, true}) {
+                INFO(to_string(a) << " " << schedule::to_string(c) << " on " << s.topology.to_string() << " n=" << n
+                                  << " in_place=" << in_place);
+                REQUIRE(check(a, c, s, n, in_place) == "");
+              }
+          }
+      }
+}
+
+TEST_CASE("every algorithm for every type and op (avg included)") {
+  const Algorithm algos[] = {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
+                             Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner};
+  for (DataType t : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg}) {
+      if (op == ReduceOp::avg && !is_floating(t)) continue;
+      for (Algorithm a : algos)
+        for (Collective c : {Collective::allreduce, Collective::reduce_scatter}) {
+          if (!supports(a, c)) continue;
+          for (const Shape& s : {shape(3, 2), shape(2, 3, false, true), shape(5, 1)}) {
+            INFO(to_string(a) << " " << schedule::to_string(c) << " " << to_string(t) << " " << to_string(op)
+                              << " on " << s.topology.to_string());
+            REQUIRE(check(a, c, s, 37, false, t, op) == "");
+            REQUIRE(check(a, c, s, 37, true, t, op) == "");
+          }
+        }
+    }
+}
+
+TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus neighbours") {
+  for (const Shape& s : {shape(2, 3), shape(3, 5), shape(3, 5, false, false), shape(16, 16),
+                         shape(16, 16, true, false), shape(128, 32, false, true)}) {
+    const bool big = s.topology.size() > 1000;
+    for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both})
+      for (Collective c : kAll) {
+        if (!supports(a, c)) continue;
+        for (std::uint64_t n : big ? std::vector<std::uint64_t>{1, 300} : std::vector<std::uint64_t>{7, 1000}) {
+          INFO(to_string(a) << " " << schedule::to_string(c) << " on " << s.topology.to_string() << " n=" << n);
+          exec::Traffic t;
+          REQUIRE(check(a, c, s, n, false, DataType::i64, ReduceOp::sum, &t) == "");
+          for (auto [from, to] : t.links) {
+            INFO("link " << from << " -> " << to);
+            REQUIRE(s.topology.adjacent(from, to));
+          }
+        }
+      }
+  }
+}
+
+TEST_CASE("torus2d moves 2(N-1)/N of the vector per chip in 2(X-1)+2(Y-1) steps") {
+  const Shape s = shape(4, 3);
+  const std::uint64_t n = 4 * 3 * 40;
+  exec::Traffic t;
+  REQUIRE(check(Algorithm::torus2d, Collective::allreduce, s, n, false, DataType::f32, ReduceOp::sum, &t) == "");
+  CHECK(t.bytes == 12 * 2 * 11 * (n / 12) * 4);
+  schedule::Context ctx{5, s.topology, {}};
+  const auto sched = schedule::build(Algorithm::torus2d, {Collective::allreduce, n, false, false, {}}, ctx);
+  CHECK(sched.phase_count() == 2 * (4 - 1) + 2 * (3 - 1));
+}
+
+TEST_CASE("ring moves the bandwidth-optimal number of bytes, only to ring neighbours") {
+  const int p = 6;
+  const std::uint64_t n = 600;
+  exec::Traffic t;
+  REQUIRE(check(Algorithm::ring, Collective::allreduce, shape(p, 1), n, false, DataType::f32, ReduceOp::sum, &t) == "");
+  CHECK(t.bytes == std::uint64_t(p) * 2 * (p - 1) * (n / p) * 4);
+  CHECK(t.messages == std::uint64_t(p) * 2 * (p - 1));
+  for (auto [from, to] : t.links) CHECK(to == (from + 1) % p);
+}
+
+TEST_CASE("ring all-reduce at 4096 ranks, small counts") {
+  for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{100}, std::uint64_t{600}}) {
+    INFO("n=" << n);
+    REQUIRE(check(Algorithm::ring, Collective::allreduce, shape(4096, 1), n, false) == "");
+  }
+  REQUIRE(check(Algorithm::ring, Collective::reduce_scatter, shape(4096, 1), 300, true, DataType::f32, ReduceOp::max) == "");
+  REQUIRE(check(Algorithm::ring, Collective::allgather, shape(4096, 1), 300, false, DataType::i32) == "");
+}
+
+TEST_CASE("latency algorithms on any rank count, including non-powers of two") {
+  for (int p = 1; p <= 33; ++p)
+    for (Algorithm a : {Algorithm::recursive_doubling, Algorithm::rabenseifner})
+      for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p), std::uint64_t{257}})
+        for (bool ip : {false, true}) {
+          INFO(to_string(a) << " p=" << p << " n=" << n << " in_place=" << ip);
+          REQUIRE(check(a, Collective::allreduce, shape(p, 1), n, ip) == "");
+          REQUIRE(check(a, Collective::allreduce, shape(p, 1), n, ip, DataType::f32, ReduceOp::avg) == "");
+        }
+}
+
+TEST_CASE("hierarchical all-reduce on equal and unequal nodes") {
+  const std::vector<std::vector<int>> layouts = {
+      {0, 0, 1, 1}, {0, 0, 0, 1, 1}, {0, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 0, 0, 1}, {0, 1, 2, 3}, {0, 0, 1, 1, 1, 2, 2, 2}};
+  for (const auto& nodes : layouts) {
+    const Shape s{Torus2D(static_cast<int>(nodes.size()), 1), nodes};
+    for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{101}})
+      for (bool ip : {false, true}) {
+        INFO("nodes of " << nodes.size() << " ranks, n=" << n << " in_place=" << ip);
+        REQUIRE(check(Algorithm::hierarchical, Collective::allreduce, s, n, ip) == "");
+        REQUIRE(check(Algorithm::hierarchical, Collective::allreduce, s, n, ip, DataType::bf16, ReduceOp::avg) == "");
+      }
+  }
+}
+
+TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound link") {
+  const Shape s = shape(6, 1, false, false);
+  exec::Traffic t;
+  REQUIRE(check(Algorithm::torus2d, Collective::reduce_scatter, s, 600, false, DataType::i64, ReduceOp::sum, &t) == "");
+  CHECK(t.links.count({0, 1}) == 1);
+  CHECK(t.links.count({1, 0}) == 1);
+  CHECK(t.links.count({5, 0}) == 0);
+  CHECK(t.links.count({0, 5}) == 0);
+  // Busiest link direction carries (p-1)/p of the vector, as a one-directional ring would.
+  CHECK(t.bytes == 2 * (600 / 6) * 8 * (1 + 2 + 3 + 4 + 5));
+}
+
+TEST_CASE("axis collectives reduce every row (column) independently") {
+  const Torus2D topo(4, 3, true, false);
+  for (Axis axis : {Axis::x, Axis::y})
+    for (Collective c : kAll)
+      for (Algorithm a : {Algorithm::ring, Algorithm::bidir_ring}) {
+        const int p = topo.size(), len = topo.dim(axis);
+        const std::uint64_t n = 23;
+        std::vector<exec::RankMemory> mem(p);
+        std::vector<schedule::Schedule> scheds;
+        auto input = [](int r, std::uint64_t i) { return static_cast<std::int64_t>(r * 100 + i); };
+        for (int r = 0; r < p; ++r) {
+          const Coord at = topo.coord_of(r);
+          const Block own = block_of(n, len, axis == Axis::x ? at.x : at.y);
+          const std::uint64_t in_n = c == Collective::allgather ? own.count : n;
+          mem[r].input.resize(in_n * 8);
+          for (std::uint64_t i = 0; i < in_n; ++i) {
+            const std::int64_t v = input(r, c == Collective::allgather ? own.offset + i : i);
+            std::memcpy(mem[r].input.data() + i * 8, &v, 8);
+          }
+          mem[r].output.assign((c == Collective::reduce_scatter ? own.count : n) * 8, std::byte{0});
+          scheds.push_back(schedule::build(a, {c, n, false, false, axis}, {r, topo, {}}));
+        }
+        exec::Traffic t;
+        REQUIRE(exec::execute_in_process(scheds, mem, DataType::i64, ReduceOp::sum, &t) == "");
+        for (int r = 0; r < p; ++r) {
+          const std::vector<int> line = topo.line_through(r, axis);
+          const Coord at = topo.coord_of(r);
+          const Block own = block_of(n, len, axis == Axis::x ? at.x : at.y);
+          for (std::uint64_t i = 0; i < mem[r].output.size() / 8; ++i) {
+            const std::uint64_t g = c == Collective::reduce_scatter ? own.offset + i : i;
+            std::int64_t want = 0;
+            if (c == Collective::allgather) {
+              int owner = 0;
+              while (block_of(n, len, owner).offset + block_of(n, len, owner).count <= g) ++owner;
+              want = input(line[owner], g);
+            } else {
+              for (int q : line) want += input(q, g);
+            }
+            std::int64_t got;
+            std::memcpy(&got, mem[r].output.data() + i * 8, 8);
+            INFO("axis " << (axis == Axis::x ? "x" : "y") << " " << schedule::to_string(c) << " " << to_string(a)
+                         << " rank " << r << " element " << g);
+            REQUIRE(got == want);
+          }
+        }
+        for (auto [from, to] : t.links) REQUIRE(topo.adjacent(from, to));
+      }
+}
+
+TEST_CASE("an algorithm that cannot run a request says why") {
+  const schedule::Context ctx{0, Torus2D(2, 2), {}};
+  CHECK_THROWS_WITH(schedule::build(Algorithm::rabenseifner, {Collective::allgather, 8, false, false, {}}, ctx),
+                    Catch::Contains("algorithm rabenseifner cannot run allgather on topology 2x2: it only implements allreduce"));
+  CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d_both, {Collective::reduce_scatter, 8, false, false, {}}, ctx),
+                    Catch::Contains("use torus2d for the 2D reduce-scatter"));
+  CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d, {Collective::allreduce, 8, false, false, Axis::x}, ctx),
+                    Catch::Contains("along an axis"));
+}
