@@ -3,7 +3,9 @@
 // type exact).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -161,6 +163,163 @@ TEST_CASE("reduce_scatter matches stock MPI for every type, op, count and placem
 }
 TEST_CASE("allgather matches stock MPI for every type, count and placement") {
   sweep(Coll::allgather, "allgather");
+}
+
+namespace {
+
+// Shapes of the current rank count: 2D factorizations both ways (torus and mesh), Nx1, 1xN.
+std::vector<std::string> shapes(int p) {
+  std::vector<std::string> out{std::to_string(p) + "x1", "1x" + std::to_string(p),
+                               std::to_string(p) + "x1:wrap=none"};
+  for (int x = 2; x < p; ++x)
+    if (p % x == 0) {
+      const std::string s = std::to_string(x) + "x" + std::to_string(p / x);
+      out.push_back(s);
+      out.push_back(s + ":wrap=x");
+    }
+  return out;
+}
+
+bool implements(Algorithm a, Coll c) {
+  switch (a) {
+    case Algorithm::torus2d_both:
+    case Algorithm::hierarchical:
+    case Algorithm::recursive_doubling:
+    case Algorithm::rabenseifner: return c == Coll::allreduce;
+    default: return true;
+  }
+}
+
+// Inputs whose rounding depends on the order of reduction.
+std::vector<float> awkward_floats(int rank, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = 1.0f / static_cast<float>(3 + (i * 7 + rank * 13) % 101) + 1e4f * (i % 3 == 0);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("every algorithm on every shape that fits matches stock MPI") {
+  const int p = testing::world_size();
+  std::uint64_t cases = 0;
+  for (const std::string& shape : shapes(p)) {
+    Options o;
+    o.topology = shape;
+    Communicator comm(MPI_COMM_WORLD, o);
+    for (Algorithm a : all_algorithms) {
+      if (a == Algorithm::mpi) continue;
+      for (Coll coll : {Coll::allreduce, Coll::reduce_scatter, Coll::allgather}) {
+        if (!implements(a, coll)) continue;
+        for (ReduceOp op : kOps) {
+          if (coll == Coll::allgather && op != ReduceOp::sum) continue;
+          for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t(p + 1), std::uint64_t{1001}}) {
+            const std::vector<double> ref = reference(op, n, comm.rank(), p);
+            for (DataType t : kTypes) {
+              if (op == ReduceOp::avg && !is_floating(t)) continue;
+              for (bool ip : {false, true}) {
+                const Case c{a, t, op, n, ip};
+                const std::uint64_t wrong = run_case(coll, c, comm, ref);
+                ++cases;
+                if (!all_ranks(wrong == 0))
+                  FAIL(c.describe(coll == Coll::allreduce ? "allreduce" : coll == Coll::reduce_scatter ? "reduce_scatter" : "allgather")
+                       << " on " << shape << ": " << wrong << " wrong on rank " << comm.rank());
+              }
+            }
+          }
+        }
+      }
+    }
+    // One larger vector per algorithm, so pipelining over many segments runs on every shape.
+    for (Algorithm a : all_algorithms) {
+      const Case c{a, DataType::f32, ReduceOp::sum, 300007, false};
+      const std::vector<double> ref = reference(ReduceOp::sum, c.n, comm.rank(), p);
+      const std::uint64_t wrong = run_case(Coll::allreduce, c, comm, ref);
+      if (!all_ranks(wrong == 0)) FAIL(c.describe("allreduce") << " on " << shape);
+    }
+  }
+  CHECK(cases > 0);
+}
+
+TEST_CASE("hierarchical all-reduce on emulated unequal nodes") {
+  const int p = testing::world_size();
+  // Node layouts that add up to p: one rank alone, then the rest together; and alternating sizes.
+  std::vector<std::string> layouts{std::to_string(p)};
+  if (p > 1) layouts.push_back("1," + std::to_string(p - 1));
+  if (p > 2) layouts.push_back(std::to_string(p - 2) + ",2");
+  for (const std::string& nodes : layouts) {
+    Options o;
+    o.nodes = nodes;
+    Communicator comm(MPI_COMM_WORLD, o);
+    for (std::uint64_t n : {std::uint64_t{3}, std::uint64_t{1000}, std::uint64_t{65537}})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::avg})
+        for (bool ip : {false, true}) {
+          const Case c{Algorithm::hierarchical, DataType::f32, op, n, ip};
+          const std::uint64_t wrong = run_case(Coll::allreduce, c, comm, reference(op, n, comm.rank(), p));
+          if (!all_ranks(wrong == 0)) FAIL(c.describe("allreduce") << " on nodes " << nodes);
+        }
+    CHECK(comm.nodes() == static_cast<int>(std::count(nodes.begin(), nodes.end(), ',') + 1));
+  }
+}
+
+TEST_CASE("results are bitwise identical across repeated runs and segment sizes") {
+  const int p = testing::world_size();
+  const std::size_t n = 50021;
+  const std::vector<float> in = awkward_floats(testing::world_rank(), n);
+  for (const std::string& shape : shapes(p)) {
+    for (Algorithm a : all_algorithms) {
+      if (a == Algorithm::mpi || a == Algorithm::automatic) continue;
+      std::vector<std::vector<float>> results;
+      for (std::size_t seg : {std::size_t{256 * 1024}, std::size_t{64}, std::size_t{4096}, std::size_t{256 * 1024}}) {
+        Options o;
+        o.topology = shape;
+        o.segment_bytes = seg;
+        Communicator comm(MPI_COMM_WORLD, o);
+        std::vector<float> out(n);
+        allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, comm, a);
+        results.push_back(std::move(out));
+      }
+      bool same = true;
+      for (const auto& r : results) same = same && std::memcmp(r.data(), results[0].data(), n * 4) == 0;
+      // Every rank must also hold the same bits as every other rank.
+      std::vector<float> root = results[0];
+      MPI_Bcast(root.data(), static_cast<int>(n), MPI_FLOAT, 0, MPI_COMM_WORLD);
+      same = same && std::memcmp(root.data(), results[0].data(), n * 4) == 0;
+      if (!all_ranks(same)) FAIL(to_string(a) << " on " << shape << " is not deterministic");
+    }
+  }
+}
+
+TEST_CASE("axis collectives match stock MPI on each row and column") {
+  const int p = testing::world_size();
+  for (const std::string& shape : shapes(p)) {
+    Options o;
+    o.topology = shape;
+    Communicator comm(MPI_COMM_WORLD, o);
+    const Coord at = comm.topology().coord_of(comm.rank());
+    for (Axis axis : {Axis::x, Axis::y}) {
+      const int len = comm.topology().dim(axis), pos = axis == Axis::x ? at.x : at.y;
+      for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::bidir_ring, Algorithm::mpi})
+        for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1003}}) {
+          std::vector<std::int64_t> in(n), out(n), ref(n);
+          for (std::uint64_t i = 0; i < n; ++i) in[i] = comm.rank() * 1000 + static_cast<std::int64_t>(i);
+          // Reference: the stock reduction over the row (column) communicator.
+          MPI_Comm line;
+          MPI_Comm_split(MPI_COMM_WORLD, axis == Axis::x ? at.y : at.x, pos, &line);
+          MPI_Allreduce(in.data(), ref.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, line);
+          allreduce_axis(in.data(), n, out.data(), n, DataType::i64, ReduceOp::sum, axis, comm, a);
+          bool ok = out == ref;
+          const Block own = block_of(n, len, pos);
+          std::vector<std::int64_t> piece(own.count);
+          reduce_scatter_axis(in.data(), n, piece.data(), own.count, DataType::i64, ReduceOp::sum, axis, comm, a);
+          ok = ok && std::equal(piece.begin(), piece.end(), ref.begin() + static_cast<std::ptrdiff_t>(own.offset));
+          std::vector<std::int64_t> gathered(n);
+          allgather_axis(ref.data() + own.offset, own.count, gathered.data(), n, DataType::i64, axis, comm, a);
+          ok = ok && gathered == ref;
+          MPI_Comm_free(&line);
+          if (!all_ranks(ok)) FAIL("axis collectives with " << to_string(a) << " on " << shape << " n=" << n);
+        }
+    }
+  }
 }
 
 TEST_CASE("typed span API, segment sizes and the TOROID_* defaults agree with each other") {
