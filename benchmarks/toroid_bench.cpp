@@ -49,6 +49,17 @@ struct Row {
   double vs_mpi;
 };
 
+// Algorithms that only implement all-reduce are skipped for the other collectives.
+bool implements(Algorithm a, Coll c) {
+  switch (a) {
+    case Algorithm::torus2d_both:
+    case Algorithm::hierarchical:
+    case Algorithm::recursive_doubling:
+    case Algorithm::rabenseifner: return c == Coll::allreduce;
+    default: return true;
+  }
+}
+
 std::string_view name(Coll c) {
   return c == Coll::allreduce ? "allreduce" : c == Coll::reduce_scatter ? "reduce_scatter" : "allgather";
 }
@@ -70,7 +81,9 @@ Settings parse(int argc, char** argv, bool& help, std::string& help_text) {
   d.add_options()
       ("help,h", "print this help")
       ("op", po::value(&op)->default_value(op), "allreduce|reduce_scatter|allgather|all")
-      ("algo", po::value(&algo)->default_value(algo), "comma list of ring|auto|mpi, or all")
+      ("algo", po::value(&algo)->default_value(algo),
+       "comma list of auto|ring|bidir_ring|torus2d|torus2d_both|hierarchical|recursive_doubling|rabenseifner|mpi, "
+       "or all (every algorithm that implements the collective)")
       ("topology", po::value(&s.topology)->default_value("auto"), "XxY[:wrap=xy|x|y|none] or auto")
       ("dtype", po::value(&dtype)->default_value(dtype), "f32|f64|bf16|f16|i32|i64")
       ("redop", po::value(&redop)->default_value(redop), "sum|prod|min|max|avg")
@@ -100,7 +113,9 @@ Settings parse(int argc, char** argv, bool& help, std::string& help_text) {
     else if (o == "allgather") s.ops.push_back(Coll::allgather);
     else throw InvalidArgument("--op: unknown collective '" + o + "' (valid: allreduce, reduce_scatter, allgather, all)");
   }
-  for (const std::string& a : algo == "all" ? std::vector<std::string>{"ring", "mpi"} : split(algo)) {
+  std::vector<std::string> every;
+  for (Algorithm a : all_algorithms) every.emplace_back(to_string(a));
+  for (const std::string& a : algo == "all" ? every : split(algo)) {
     try {
       s.algos.push_back(parse_algorithm(a));
     } catch (const InvalidArgument& ex) {
@@ -108,8 +123,10 @@ Settings parse(int argc, char** argv, bool& help, std::string& help_text) {
     }
   }
   s.baseline = vm.count("no-baseline") == 0;
-  if (s.baseline && std::find(s.algos.begin(), s.algos.end(), Algorithm::mpi) == s.algos.end())
-    s.algos.insert(s.algos.begin(), Algorithm::mpi);
+  // The stock collective runs first at every size, so every row can show its ratio to it.
+  const bool listed = std::find(s.algos.begin(), s.algos.end(), Algorithm::mpi) != s.algos.end();
+  std::erase(s.algos, Algorithm::mpi);
+  if (s.baseline || listed) s.algos.insert(s.algos.begin(), Algorithm::mpi);
   try {
     s.type = parse_data_type(dtype);
   } catch (const InvalidArgument& ex) {
@@ -283,6 +300,7 @@ int main(int argc, char** argv) {
       for (std::uint64_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= s.factor) {
         double stock_us = 0;
         for (Algorithm a : s.algos) {
+          if (!implements(a, c)) continue;
           Row row = measure(c, s, bytes, a, comm);
           if (a == Algorithm::mpi) stock_us = row.median_us;
           row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
