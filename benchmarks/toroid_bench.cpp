@@ -26,10 +26,9 @@ using namespace toroid;
 
 namespace {
 
-enum class Coll { allreduce, reduce_scatter, allgather };
 
 struct Settings {
-  std::vector<Coll> ops;
+  std::vector<Collective> ops;
   std::vector<Algorithm> algos;
   std::string topology;
   DataType type = DataType::f32;
@@ -49,20 +48,6 @@ struct Row {
   double vs_mpi;
 };
 
-// Algorithms that only implement all-reduce are skipped for the other collectives.
-bool implements(Algorithm a, Coll c) {
-  switch (a) {
-    case Algorithm::torus2d_both:
-    case Algorithm::hierarchical:
-    case Algorithm::recursive_doubling:
-    case Algorithm::rabenseifner: return c == Coll::allreduce;
-    default: return true;
-  }
-}
-
-std::string_view name(Coll c) {
-  return c == Coll::allreduce ? "allreduce" : c == Coll::reduce_scatter ? "reduce_scatter" : "allgather";
-}
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -108,9 +93,9 @@ Settings parse(int argc, char** argv, bool& help, std::string& help_text) {
   help_text = h.str();
   help = vm.count("help") > 0;
   for (const std::string& o : op == "all" ? std::vector<std::string>{"allreduce", "reduce_scatter", "allgather"} : split(op)) {
-    if (o == "allreduce") s.ops.push_back(Coll::allreduce);
-    else if (o == "reduce_scatter") s.ops.push_back(Coll::reduce_scatter);
-    else if (o == "allgather") s.ops.push_back(Coll::allgather);
+    if (o == "allreduce") s.ops.push_back(Collective::allreduce);
+    else if (o == "reduce_scatter") s.ops.push_back(Collective::reduce_scatter);
+    else if (o == "allgather") s.ops.push_back(Collective::allgather);
     else throw InvalidArgument("--op: unknown collective '" + o + "' (valid: allreduce, reduce_scatter, allgather, all)");
   }
   std::vector<std::string> every;
@@ -153,20 +138,20 @@ Settings parse(int argc, char** argv, bool& help, std::string& help_text) {
 }
 
 // One collective call of `c` with this rank's buffers; `in` is the full-length input.
-void call(Coll c, const Settings& s, std::vector<std::byte>& in, std::vector<std::byte>& out,
+void call(Collective c, const Settings& s, std::vector<std::byte>& in, std::vector<std::byte>& out,
           std::uint64_t count, Algorithm algo, Communicator& comm) {
   const std::size_t es = size_of(s.type);
   const Block own = block_of(count, comm.size(), comm.rank());
   switch (c) {
-    case Coll::allreduce:
+    case Collective::allreduce:
       if (s.in_place) allreduce(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
       else allreduce(in.data(), count, out.data(), count, s.type, s.op, comm, algo);
       return;
-    case Coll::reduce_scatter:
+    case Collective::reduce_scatter:
       if (s.in_place) reduce_scatter(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
       else reduce_scatter(in.data(), count, out.data(), own.count, s.type, s.op, comm, algo);
       return;
-    case Coll::allgather:
+    case Collective::allgather:
       if (s.in_place) allgather(out.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
       else allgather(in.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
       return;
@@ -174,19 +159,19 @@ void call(Coll c, const Settings& s, std::vector<std::byte>& in, std::vector<std
 }
 
 // Number of wrong elements after one call, given inputs exact_input(op, rank, i).
-std::uint64_t count_wrong(Coll c, const Settings& s, const std::vector<std::byte>& out,
+std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std::byte>& out,
                           std::uint64_t count, Communicator& comm) {
   const int p = comm.size();
   const std::size_t es = size_of(s.type);
   const Block own = block_of(count, p, comm.rank());
-  const std::uint64_t first = c == Coll::reduce_scatter ? own.offset : 0;
-  const std::uint64_t len = c == Coll::reduce_scatter ? own.count : count;
-  const std::uint64_t at = c == Coll::reduce_scatter && !s.in_place ? 0 : first;
+  const std::uint64_t first = c == Collective::reduce_scatter ? own.offset : 0;
+  const std::uint64_t len = c == Collective::reduce_scatter ? own.count : count;
+  const std::uint64_t at = c == Collective::reduce_scatter && !s.in_place ? 0 : first;
   std::uint64_t wrong = 0;
   for (std::uint64_t i = 0; i < len; ++i) {
     const std::uint64_t g = first + i;
     double want;
-    if (c == Coll::allgather) {
+    if (c == Collective::allgather) {
       int owner = 0;
       while (block_of(count, p, owner).offset + block_of(count, p, owner).count <= g) ++owner;
       want = exact_input(s.op, owner, g);
@@ -212,7 +197,7 @@ std::uint64_t count_wrong(Coll c, const Settings& s, const std::vector<std::byte
   return wrong;
 }
 
-Row measure(Coll c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm) {
+Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm) {
   const std::size_t es = size_of(s.type);
   const int p = comm.size();
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
@@ -242,9 +227,9 @@ Row measure(Coll c, const Settings& s, std::uint64_t bytes, Algorithm algo, Comm
   std::sort(times.begin(), times.end());
   const double med = times[times.size() / 2];
   const double total = static_cast<double>(count * es);
-  const double factor = c == Coll::allreduce ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;
+  const double factor = c == Collective::allreduce ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;
   const double algbw = total / (med * 1e-6) / 1e9;
-  return {std::string(name(c)), count * es, count, std::string(to_string(algo)), med, times.front(), times.back(),
+  return {std::string(to_string(c)), count * es, count, std::string(to_string(algo)), med, times.front(), times.back(),
           algbw, algbw * factor, wrong, 0.0};
 }
 
@@ -296,11 +281,11 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     std::uint64_t total_wrong = 0;
-    for (Coll c : s.ops)
+    for (Collective c : s.ops)
       for (std::uint64_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= s.factor) {
         double stock_us = 0;
         for (Algorithm a : s.algos) {
-          if (!implements(a, c)) continue;
+          if (!implements(a, c)) continue;  // e.g. rabenseifner: all-reduce only
           Row row = measure(c, s, bytes, a, comm);
           if (a == Algorithm::mpi) stock_us = row.median_us;
           row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;

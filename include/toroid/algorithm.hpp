@@ -22,7 +22,13 @@ inline constexpr Algorithm all_algorithms[] = {
     Algorithm::torus2d,      Algorithm::torus2d_both, Algorithm::hierarchical,
     Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::mpi};
 
+enum class Collective { allreduce, reduce_scatter, allgather };
+
 std::string_view to_string(Algorithm a) noexcept;
+std::string_view to_string(Collective c) noexcept;
+// Whether `a` has a schedule (or stock call) for collective `c`; the latency, hierarchical and
+// torus2d_both algorithms implement all-reduce only.
+bool implements(Algorithm a, Collective c) noexcept;
 // Accepts the names above ("auto", "ring", ...); throws InvalidArgument listing the valid ones.
 Algorithm parse_algorithm(std::string_view text);
 

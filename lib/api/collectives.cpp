@@ -50,7 +50,7 @@ bool in_place(const Call& c, const Block& own) {
 }
 
 void validate(const Call& c, int rank, Span group) {
-  const std::string name = std::string(schedule::to_string(c.collective)) +
+  const std::string name = std::string(toroid::to_string(c.collective)) +
                            (c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "");
   const std::size_t es = size_of(c.type);
   constexpr std::uint64_t max_bytes = 1ull << 62;
@@ -102,7 +102,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   auto check_args = [&] { validate(c, m.rank, group); };
   if (m.config.check) {
     api::run_agreed(m.comm, check_args);
-    api::require_agreement(m.comm, schedule::to_string(c.collective),
+    api::require_agreement(m.comm, toroid::to_string(c.collective),
                            {{"count", static_cast<std::int64_t>(full_count(c))},
                             {"type", static_cast<std::int64_t>(c.type)},
                             {"op", static_cast<std::int64_t>(c.op)},

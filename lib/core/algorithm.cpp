@@ -22,6 +22,25 @@ std::string_view to_string(Algorithm a) noexcept {
   return "?";
 }
 
+std::string_view to_string(Collective c) noexcept {
+  switch (c) {
+    case Collective::allreduce: return "allreduce";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::allgather: return "allgather";
+  }
+  return "?";
+}
+
+bool implements(Algorithm a, Collective c) noexcept {
+  switch (a) {
+    case Algorithm::torus2d_both:
+    case Algorithm::hierarchical:
+    case Algorithm::recursive_doubling:
+    case Algorithm::rabenseifner: return c == Collective::allreduce;
+    default: return true;
+  }
+}
+
 Algorithm parse_algorithm(std::string_view text) {
   std::string valid;
   for (Algorithm a : all_algorithms) {

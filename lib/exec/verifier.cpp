@@ -313,7 +313,7 @@ std::string check_collective(const CheckSpec& spec,
       if (std::memcmp(mem[r].output.data() + (at + i) * es, reference.data() + (ref_at + i) * es, es) != 0)
         return fmt::format("{} of {} elements on {} ranks ({}, {}, {}): rank {} element {} differs "
                            "from the reference",
-                           schedule::to_string(spec.collective), n, p, to_string(spec.type),
+                           toroid::to_string(spec.collective), n, p, to_string(spec.type),
                            to_string(spec.op), spec.in_place ? "in place" : "out of place", r,
                            ref_at + i);
   }

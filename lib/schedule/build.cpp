@@ -11,30 +11,24 @@ namespace toroid::schedule {
 Schedule build(Algorithm a, const Request& r, const Context& ctx) {
   const auto refuse = [&](std::string_view why) -> Schedule {
     throw InvalidArgument(fmt::format("algorithm {} cannot run {}{} on topology {}: {}", to_string(a),
-                                      to_string(r.collective), r.axis ? " along an axis" : "",
+                                      toroid::to_string(r.collective), r.axis ? " along an axis" : "",
                                       ctx.topology.to_string(), why));
   };
   if (r.axis && a != Algorithm::ring && a != Algorithm::bidir_ring)
     return refuse("axis collectives use the axis' own links (bidir_ring, or a line on a mesh axis) or mpi");
+  if (!implements(a, r.collective))
+    return refuse(a == Algorithm::torus2d_both
+                      ? "it only implements allreduce (use torus2d for the 2D reduce-scatter/all-gather)"
+                      : "it only implements allreduce");
   Schedule s;
   switch (a) {
     case Algorithm::ring:
     case Algorithm::bidir_ring: s = build_linear(a, r, ctx); break;
     case Algorithm::torus2d: s = build_torus2d(false, r, ctx); break;
-    case Algorithm::torus2d_both:
-      if (r.collective != Collective::allreduce)
-        return refuse("it only implements allreduce (use torus2d for the 2D reduce-scatter/all-gather)");
-      s = build_torus2d(true, r, ctx);
-      break;
-    case Algorithm::hierarchical:
-      if (r.collective != Collective::allreduce) return refuse("it only implements allreduce");
-      s = build_hierarchical(r, ctx);
-      break;
+    case Algorithm::torus2d_both: s = build_torus2d(true, r, ctx); break;
+    case Algorithm::hierarchical: s = build_hierarchical(r, ctx); break;
     case Algorithm::recursive_doubling:
-    case Algorithm::rabenseifner:
-      if (r.collective != Collective::allreduce) return refuse("it only implements allreduce");
-      s = build_halving_doubling(a, r, ctx);
-      break;
+    case Algorithm::rabenseifner: s = build_halving_doubling(a, r, ctx); break;
     case Algorithm::automatic:
     case Algorithm::mpi: return refuse("no schedule: resolved by the caller");
   }

@@ -29,15 +29,6 @@ std::string_view to_string(Kind k) noexcept {
   return "?";
 }
 
-std::string_view to_string(Collective c) noexcept {
-  switch (c) {
-    case Collective::allreduce: return "allreduce";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::allgather: return "allgather";
-  }
-  return "?";
-}
-
 std::string describe(const Step& s) {
   switch (s.kind) {
     case Kind::send:

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "toroid/algorithm.hpp"
+
 namespace toroid::schedule {
 
 enum class Buf : std::uint8_t { input, output, scratch };
@@ -52,10 +54,9 @@ struct Schedule {
 };
 
 // Which collective a schedule computes; the verifier's reference depends on it.
-enum class Collective : std::uint8_t { allreduce, reduce_scatter, allgather };
+using toroid::Collective;
 
 std::string_view to_string(Kind k) noexcept;
-std::string_view to_string(Collective c) noexcept;
 std::string describe(const Step& s);  // one line, for error messages and debugging
 
 }  // namespace toroid::schedule

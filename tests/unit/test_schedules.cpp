@@ -17,15 +17,6 @@ namespace {
 
 const Collective kAll[] = {Collective::allreduce, Collective::reduce_scatter, Collective::allgather};
 
-bool supports(Algorithm a, Collective c) {
-  switch (a) {
-    case Algorithm::ring:
-    case Algorithm::bidir_ring:
-    case Algorithm::torus2d: return true;
-    default: return c == Collective::allreduce;
-  }
-}
-
 Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y, wx, wy), {}}; }
 
 }  // namespace
@@ -36,7 +27,7 @@ TEST_CASE("ring collectives are right for p = 1..64 and awkward counts") {
       for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p - 1),
                               std::uint64_t(p), std::uint64_t(p + 1), std::uint64_t{1000}})
         for (bool in_place : {false, true}) {
-          INFO(schedule::to_string(c) << " p=" << p << " n=" << n << " in_place=" << in_place);
+          INFO(toroid::to_string(c) << " p=" << p << " n=" << n << " in_place=" << in_place);
           REQUIRE(check(Algorithm::ring, c, shape(p, 1), n, in_place) == "");
         }
 }
@@ -51,10 +42,10 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh") {
         const int p = x * y;
         for (Algorithm a : algos)
           for (Collective c : kAll) {
-            if (!supports(a, c)) continue;
+            if (!implements(a, c)) continue;
             for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t(p - 1), std::uint64_t(4 * p + 3), std::uint64_t{97}})
               for (bool in_place : {false, true}) {
-                INFO(to_string(a) << " " << schedule::to_string(c) << " on " << s.topology.to_string() << " n=" << n
+                INFO(to_string(a) << " " << toroid::to_string(c) << " on " << s.topology.to_string() << " n=" << n
                                   << " in_place=" << in_place);
                 REQUIRE(check(a, c, s, n, in_place) == "");
               }
@@ -70,9 +61,9 @@ TEST_CASE("every algorithm for every type and op (avg included)") {
       if (op == ReduceOp::avg && !is_floating(t)) continue;
       for (Algorithm a : algos)
         for (Collective c : {Collective::allreduce, Collective::reduce_scatter}) {
-          if (!supports(a, c)) continue;
+          if (!implements(a, c)) continue;
           for (const Shape& s : {shape(3, 2), shape(2, 3, false, true), shape(5, 1)}) {
-            INFO(to_string(a) << " " << schedule::to_string(c) << " " << to_string(t) << " " << to_string(op)
+            INFO(to_string(a) << " " << toroid::to_string(c) << " " << to_string(t) << " " << to_string(op)
                               << " on " << s.topology.to_string());
             REQUIRE(check(a, c, s, 37, false, t, op) == "");
             REQUIRE(check(a, c, s, 37, true, t, op) == "");
@@ -87,9 +78,9 @@ TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus nei
     const bool big = s.topology.size() > 1000;
     for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both})
       for (Collective c : kAll) {
-        if (!supports(a, c)) continue;
+        if (!implements(a, c)) continue;
         for (std::uint64_t n : big ? std::vector<std::uint64_t>{1, 300} : std::vector<std::uint64_t>{7, 1000}) {
-          INFO(to_string(a) << " " << schedule::to_string(c) << " on " << s.topology.to_string() << " n=" << n);
+          INFO(to_string(a) << " " << toroid::to_string(c) << " on " << s.topology.to_string() << " n=" << n);
           exec::Traffic t;
           REQUIRE(check(a, c, s, n, false, DataType::i64, ReduceOp::sum, &t) == "");
           for (auto [from, to] : t.links) {
@@ -208,7 +199,7 @@ TEST_CASE("axis collectives reduce every row (column) independently") {
             }
             std::int64_t got;
             std::memcpy(&got, mem[r].output.data() + i * 8, 8);
-            INFO("axis " << (axis == Axis::x ? "x" : "y") << " " << schedule::to_string(c) << " " << to_string(a)
+            INFO("axis " << (axis == Axis::x ? "x" : "y") << " " << toroid::to_string(c) << " " << to_string(a)
                          << " rank " << r << " element " << g);
             REQUIRE(got == want);
           }
