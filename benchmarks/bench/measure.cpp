@@ -1,0 +1,114 @@
+// Timing: a barrier before each iteration, the slowest rank's time per iteration, the median
+// over iterations. Checking: inputs whose exact result is known (small integers), every
+// element compared.
+#include "bench/measure.hpp"
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/element.hpp"
+
+namespace toroid::bench {
+namespace {
+
+// One collective call of `c` with this rank's buffers; `in` is the full-length input.
+void call(Collective c, const Settings& s, std::vector<std::byte>& in, std::vector<std::byte>& out,
+          std::uint64_t count, Algorithm algo, Communicator& comm) {
+  const std::size_t es = size_of(s.type);
+  const Block own = block_of(count, comm.size(), comm.rank());
+  switch (c) {
+    case Collective::allreduce:
+      if (s.in_place) allreduce(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
+      else allreduce(in.data(), count, out.data(), count, s.type, s.op, comm, algo);
+      return;
+    case Collective::reduce_scatter:
+      if (s.in_place) reduce_scatter(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
+      else reduce_scatter(in.data(), count, out.data(), own.count, s.type, s.op, comm, algo);
+      return;
+    case Collective::allgather:
+      if (s.in_place) allgather(out.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
+      else allgather(in.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
+      return;
+  }
+}
+
+// Number of wrong elements after one call, given inputs exact_input(op, rank, i).
+std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std::byte>& out,
+                          std::uint64_t count, Communicator& comm) {
+  const int p = comm.size();
+  const std::size_t es = size_of(s.type);
+  const Block own = block_of(count, p, comm.rank());
+  const std::uint64_t first = c == Collective::reduce_scatter ? own.offset : 0;
+  const std::uint64_t len = c == Collective::reduce_scatter ? own.count : count;
+  const std::uint64_t at = c == Collective::reduce_scatter && !s.in_place ? 0 : first;
+  std::uint64_t wrong = 0;
+  for (std::uint64_t i = 0; i < len; ++i) {
+    const std::uint64_t g = first + i;
+    double want;
+    if (c == Collective::allgather) {
+      int owner = 0;
+      while (block_of(count, p, owner).offset + block_of(count, p, owner).count <= g) ++owner;
+      want = exact_input(s.op, owner, g);
+    } else {
+      want = exact_input(s.op, 0, g);
+      for (int r = 1; r < p; ++r) {
+        const double v = exact_input(s.op, r, g);
+        switch (s.op) {
+          case ReduceOp::sum: case ReduceOp::avg: want += v; break;
+          case ReduceOp::prod: want *= v; break;
+          case ReduceOp::min: want = std::min(want, v); break;
+          case ReduceOp::max: want = std::max(want, v); break;
+        }
+      }
+      if (s.op == ReduceOp::avg) want /= p;
+    }
+    std::byte ref[8];
+    store_as(s.type, ref, want);
+    const double got = load_as_double(s.type, out.data() + (at + i) * es), exp = load_as_double(s.type, ref);
+    const double tol = s.op == ReduceOp::avg ? 1e-2 * std::max(1.0, std::abs(exp)) : 0.0;
+    wrong += std::abs(got - exp) > tol;
+  }
+  return wrong;
+}
+
+}  // namespace
+
+Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm) {
+  const std::size_t es = size_of(s.type);
+  const int p = comm.size();
+  // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
+  std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
+  std::vector<std::byte> in(count * es), out(count * es);
+  auto fill = [&] {
+    for (std::uint64_t i = 0; i < count; ++i) store_as(s.type, in.data() + i * es, exact_input(s.op, comm.rank(), i));
+    if (s.in_place) out = in;
+  };
+  fill();
+  std::uint64_t wrong = 0;
+  if (s.check) {
+    call(c, s, in, out, count, algo, comm);
+    wrong = count_wrong(c, s, out, count, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, comm.mpi_comm());
+  }
+  std::vector<double> times;
+  for (int it = 0; it < s.warmup + s.iters; ++it) {
+    if (s.in_place) out = in;  // in place overwrites the input; restore it outside the timing
+    MPI_Barrier(comm.mpi_comm());
+    const double t0 = MPI_Wtime();
+    call(c, s, in, out, count, algo, comm);
+    double dt = MPI_Wtime() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
+    if (it >= s.warmup) times.push_back(dt * 1e6);
+  }
+  std::sort(times.begin(), times.end());
+  const double med = times[times.size() / 2];
+  const double total = static_cast<double>(count * es);
+  const double factor = c == Collective::allreduce ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;
+  const double algbw = total / (med * 1e-6) / 1e9;
+  return {std::string(to_string(c)), std::string(to_string(s.type)), std::string(to_string(s.op)), count * es, count, std::string(to_string(algo)), med, times.front(), times.back(),
+          algbw, algbw * factor, wrong, 0.0};
+}
+
+}  // namespace toroid::bench

@@ -1,0 +1,21 @@
+// One measured row of toroid-bench: a collective, a size, an algorithm.
+#pragma once
+
+#include "bench/settings.hpp"
+
+namespace toroid::bench {
+
+struct Row {
+  std::string coll, type, redop;
+  std::uint64_t bytes, count;
+  std::string algo;
+  double median_us, min_us, max_us, algbw, busbw;
+  std::uint64_t wrong;
+  double vs_mpi;  // stock median / this median; 0 when no baseline ran
+};
+
+
+// Checks once (when s.check) and times s.warmup + s.iters calls; every rank returns the same row.
+Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm);
+
+}  // namespace toroid::bench

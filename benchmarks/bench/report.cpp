@@ -1,0 +1,114 @@
+#include "bench/report.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+
+#include "kernels/isa.hpp"
+#include "topology/nodes.hpp"
+
+namespace toroid::bench {
+namespace {
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) { out += fmt::format("\\u{:04x}", c); continue; }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+RunInfo describe_run(const Settings& s, Communicator& comm) {
+  RunInfo info;
+  char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  std::string v(version, static_cast<std::size_t>(len));
+  v = v.substr(0, v.find_first_of("\n,"));
+  const auto host = topology::host_info();
+  const int per_node = comm.size() / std::max(comm.nodes(), 1);
+  info.fields = {{"toroid", TOROID_VERSION_STRING},
+                 {"mpi", v},
+                 {"ranks", std::to_string(comm.size())},
+                 {"nodes", std::to_string(comm.nodes())},
+                 {"topology", comm.topology().to_string()},
+                 {"type", std::string(to_string(s.type))},
+                 {"redop", std::string(to_string(s.op))},
+                 {"placement", s.in_place ? "in-place" : "out-of-place"},
+                 {"kernel_isa", std::string(kernels::to_string(kernels::active_isa()))},
+                 {"segment_bytes", std::to_string(comm.segment_bytes())},
+                 {"cores", std::to_string(host.cores)},
+                 {"hardware_threads", std::to_string(host.pus)},
+                 {"rank0_binding", host.binding.empty() ? "?" : host.binding},
+                 {"iterations", std::to_string(s.iters)},
+                 {"warmup", std::to_string(s.warmup)}};
+  if (host.cores > 0 && per_node > host.cores)
+    info.warnings.push_back(fmt::format(
+        "{} ranks per node on {} cores: ranks share cores, timings include waiting for a core", per_node,
+        host.cores));
+  return info;
+}
+
+void Report::begin(const RunInfo& info, int iters) {
+  if (format_ == "json") {
+    fmt::print(out_, "{{\n  \"run\": {{");
+    for (std::size_t i = 0; i < info.fields.size(); ++i)
+      fmt::print(out_, "{}\n    {}: {}", i ? "," : "", json_string(info.fields[i].first),
+                 json_string(info.fields[i].second));
+    fmt::print(out_, "\n  }},\n  \"warnings\": [");
+    for (std::size_t i = 0; i < info.warnings.size(); ++i)
+      fmt::print(out_, "{}{}", i ? ", " : "", json_string(info.warnings[i]));
+    fmt::print(out_, "],\n  \"rows\": [");
+    return;
+  }
+  std::string line;
+  for (const auto& [k, v] : info.fields) {
+    const std::string item = fmt::format("{} {}", k, v);
+    if (line.size() + item.size() > 96) {
+      fmt::print(out_, "#{}\n", line);
+      line.clear();
+    }
+    line += "  " + item;
+  }
+  if (!line.empty()) fmt::print(out_, "#{}\n", line);
+  for (const auto& w : info.warnings) fmt::print(out_, "# WARNING: {}\n", w);
+  fmt::print(out_, "# time = median over {} iterations of the slowest rank; vs_mpi = stock time / this time\n", iters);
+  if (format_ == "csv")
+    fmt::print(out_, "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,collective\n");
+  else
+    fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7}\n", "collective",
+               "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw", "busbw", "wrong", "vs_mpi");
+}
+
+void Report::row(const Row& r, bool has_baseline) {
+  const std::string vs = has_baseline ? fmt::format("{:.2f}", r.vs_mpi) : "-";
+  if (format_ == "json") {
+    fmt::print(out_,
+               "{}\n    {{\"collective\": \"{}\", \"size\": {}, \"count\": {}, \"type\": \"{}\", \"redop\": \"{}\", "
+               "\"algo\": \"{}\", \"time_us\": {:.3f}, \"min_us\": {:.3f}, \"max_us\": {:.3f}, \"algbw\": {:.4f}, "
+               "\"busbw\": {:.4f}, \"wrong\": {}, \"vs_mpi\": {}}}",
+               first_row_ ? "" : ",", r.coll, r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.min_us,
+               r.max_us, r.algbw, r.busbw, r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "null");
+  } else if (format_ == "csv") {
+    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{}\n", r.bytes, r.count, r.type, r.redop,
+               r.algo, r.median_us, r.min_us, r.max_us, r.algbw, r.busbw, r.wrong,
+               has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll);
+  } else {
+    fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7}\n", r.coll,
+               r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.algbw, r.busbw, r.wrong, vs);
+  }
+  first_row_ = false;
+  std::fflush(out_);
+}
+
+void Report::end() {
+  if (format_ == "json") fmt::print(out_, "\n  ]\n}}\n");
+  std::fflush(out_);
+}
+
+}  // namespace toroid::bench

@@ -1,0 +1,36 @@
+// toroid-bench's output: a header block describing the run, then one row per measurement, as a
+// table, CSV (header block as '#' lines, then the named columns) or JSON.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/measure.hpp"
+
+namespace toroid::bench {
+
+// What the run was: (key, value) pairs, plus warnings.
+struct RunInfo {
+  std::vector<std::pair<std::string, std::string>> fields;
+  std::vector<std::string> warnings;
+};
+
+// Collective over comm (hwloc and MPI queries); meaningful on every rank.
+RunInfo describe_run(const Settings& s, Communicator& comm);
+
+class Report {
+ public:
+  Report(std::FILE* out, std::string format) : out_(out), format_(std::move(format)) {}
+  void begin(const RunInfo& info, int iters);
+  void row(const Row& r, bool has_baseline);
+  void end();
+
+ private:
+  std::FILE* out_;
+  std::string format_;
+  bool first_row_ = true;
+};
+
+}  // namespace toroid::bench

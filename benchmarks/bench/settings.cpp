@@ -1,0 +1,108 @@
+#include "bench/settings.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/parse_size.hpp"
+
+namespace po = boost::program_options;
+
+namespace toroid::bench {
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+}  // namespace
+
+// Throws InvalidArgument with the option name on bad values. Exit status 2 on every rank.
+Settings parse_settings(int argc, char** argv, bool& help, std::string& help_text) {
+  po::options_description d("toroid-bench options");
+  std::string op = "allreduce", algo = "ring", dtype = "f32", redop = "sum", b = "4K", e = "64M";
+  Settings s;
+  int check = 1, inplace = 0;
+  d.add_options()
+      ("help,h", "print this help")
+      ("op", po::value(&op)->default_value(op), "allreduce|reduce_scatter|allgather|all")
+      ("algo", po::value(&algo)->default_value(algo),
+       "comma list of auto|ring|bidir_ring|torus2d|torus2d_both|hierarchical|recursive_doubling|rabenseifner|mpi, "
+       "or all (every algorithm that implements the collective)")
+      ("topology", po::value(&s.topology)->default_value("auto"), "XxY[:wrap=xy|x|y|none] or auto")
+      ("dtype", po::value(&dtype)->default_value(dtype), "f32|f64|bf16|f16|i32|i64")
+      ("redop", po::value(&redop)->default_value(redop), "sum|prod|min|max|avg")
+      (",b", po::value(&b)->default_value(b), "smallest message in bytes (K/M/G suffixes)")
+      (",e", po::value(&e)->default_value(e), "largest message in bytes")
+      (",f", po::value(&s.factor)->default_value(s.factor), "size multiplication factor (>= 2)")
+      (",n", po::value(&s.iters)->default_value(s.iters), "timed iterations per size")
+      (",w", po::value(&s.warmup)->default_value(s.warmup), "warm-up iterations per size")
+      ("check", po::value(&check)->default_value(check), "verify every element (0|1)")
+      ("inplace", po::value(&inplace)->default_value(inplace), "in-place collectives (0|1)")
+      ("no-baseline", "do not add the stock MPI collective as a baseline")
+      ("format", po::value(&s.format)->default_value(s.format), "table|csv|json")
+      ("output", po::value(&s.output), "write the results to this file instead of stdout");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, d), vm);
+    po::notify(vm);
+  } catch (const po::error& ex) {
+    throw InvalidArgument(ex.what());
+  }
+  std::ostringstream h;
+  h << d;
+  help_text = h.str();
+  help = vm.count("help") > 0;
+  for (const std::string& o : op == "all" ? std::vector<std::string>{"allreduce", "reduce_scatter", "allgather"} : split(op)) {
+    if (o == "allreduce") s.ops.push_back(Collective::allreduce);
+    else if (o == "reduce_scatter") s.ops.push_back(Collective::reduce_scatter);
+    else if (o == "allgather") s.ops.push_back(Collective::allgather);
+    else throw InvalidArgument("--op: unknown collective '" + o + "' (valid: allreduce, reduce_scatter, allgather, all)");
+  }
+  std::vector<std::string> every;
+  for (Algorithm a : all_algorithms) every.emplace_back(to_string(a));
+  for (const std::string& a : algo == "all" ? every : split(algo)) {
+    try {
+      s.algos.push_back(parse_algorithm(a));
+    } catch (const InvalidArgument& ex) {
+      throw InvalidArgument(std::string("--algo: ") + ex.what());
+    }
+  }
+  s.baseline = vm.count("no-baseline") == 0;
+  // The stock collective runs first at every size, so every row can show its ratio to it.
+  const bool listed = std::find(s.algos.begin(), s.algos.end(), Algorithm::mpi) != s.algos.end();
+  std::erase(s.algos, Algorithm::mpi);
+  if (s.baseline || listed) s.algos.insert(s.algos.begin(), Algorithm::mpi);
+  try {
+    s.type = parse_data_type(dtype);
+  } catch (const InvalidArgument& ex) {
+    throw InvalidArgument(std::string("--dtype: ") + ex.what());
+  }
+  try {
+    s.op = parse_reduce_op(redop);
+  } catch (const InvalidArgument& ex) {
+    throw InvalidArgument(std::string("--redop: ") + ex.what());
+  }
+  s.min_bytes = parse_size(b, "-b");
+  s.max_bytes = parse_size(e, "-e");
+  if (s.min_bytes > s.max_bytes)
+    throw InvalidArgument(fmt::format("-b {} is larger than -e {}", b, e));
+  if (s.factor < 2) throw InvalidArgument(fmt::format("-f {} must be at least 2", s.factor));
+  if (s.iters < 1) throw InvalidArgument(fmt::format("-n {} must be at least 1", s.iters));
+  if (s.warmup < 0) throw InvalidArgument(fmt::format("-w {} must not be negative", s.warmup));
+  if (s.format != "table" && s.format != "csv" && s.format != "json")
+    throw InvalidArgument("--format: '" + s.format + "' is not table, csv or json");
+  if (s.op == ReduceOp::avg && !is_floating(s.type))
+    throw InvalidArgument(fmt::format("--redop avg needs a floating --dtype, got {}", to_string(s.type)));
+  s.check = check != 0;
+  s.in_place = inplace != 0;
+  return s;
+}
+
+}  // namespace toroid::bench

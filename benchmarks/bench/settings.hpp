@@ -1,0 +1,29 @@
+// toroid-bench's command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "toroid/toroid.hpp"
+
+namespace toroid::bench {
+
+struct Settings {
+  std::vector<Collective> ops;
+  std::vector<Algorithm> algos;
+  std::string topology;
+  DataType type = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  std::uint64_t min_bytes = 4096, max_bytes = 64ull << 20, factor = 4;
+  int iters = 20, warmup = 3;
+  bool check = true, in_place = false, baseline = true;
+  std::string format = "table";  // table | csv | json
+  std::string output;            // file for the results; empty: stdout
+};
+
+// Parses argv; sets `help` (and `help_text`) for --help. Throws InvalidArgument naming the option
+// and its value on bad input (the caller exits with status 2 on every rank).
+Settings parse_settings(int argc, char** argv, bool& help, std::string& help_text);
+
+}  // namespace toroid::bench
