@@ -25,6 +25,7 @@ namespace {
 int run(const Settings& s, int rank) {
   Options o;
   o.topology = s.topology;
+  if (s.timeout_s > 0) o.timeout_seconds = s.timeout_s;
   Communicator comm(MPI_COMM_WORLD, o);
   const RunInfo info = describe_run(s, comm);
   std::FILE* out = stdout;

@@ -47,7 +47,9 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       ("inplace", po::value(&inplace)->default_value(inplace), "in-place collectives (0|1)")
       ("no-baseline", "do not add the stock MPI collective as a baseline")
       ("format", po::value(&s.format)->default_value(s.format), "table|csv|json")
-      ("output", po::value(&s.output), "write the results to this file instead of stdout");
+      ("output", po::value(&s.output), "write the results to this file instead of stdout")
+      ("timeout", po::value(&s.timeout_s)->default_value(s.timeout_s),
+       "seconds without progress before a stuck collective reports and ends the run (0: off)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, d), vm);
@@ -100,6 +102,7 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
     throw InvalidArgument("--format: '" + s.format + "' is not table, csv or json");
   if (s.op == ReduceOp::avg && !is_floating(s.type))
     throw InvalidArgument(fmt::format("--redop avg needs a floating --dtype, got {}", to_string(s.type)));
+  if (!(s.timeout_s >= 0)) throw InvalidArgument(fmt::format("--timeout {} must not be negative", s.timeout_s));
   s.check = check != 0;
   s.in_place = inplace != 0;
   return s;

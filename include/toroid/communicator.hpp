@@ -28,6 +28,9 @@ struct Options {
   // and `auto` topology then see these nodes). Empty: TOROID_NODES, else the real shared-memory
   // nodes (MPI_Comm_split_type).
   std::string nodes;
+  // Watchdog: a collective that makes no progress for this many seconds prints, on each stuck
+  // rank, what it waits for and aborts the job (MPI_Abort). Empty: TOROID_TIMEOUT, else off.
+  std::optional<double> timeout_seconds;
 };
 
 inline constexpr std::size_t default_segment_bytes = 256 * 1024;

@@ -138,6 +138,10 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   params.type = c.type;
   params.op = c.op;
   params.segment_bytes = m.config.segment_bytes;
+  params.timeout_s = m.config.timeout_s;
+  if (params.timeout_s > 0)
+    params.what = fmt::format("{}{} ({})", to_string(c.collective),
+                              c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "", to_string(algo));
   exec::run_mpi(s, b, params, m.comm, m.workspace);
 }
 

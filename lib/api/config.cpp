@@ -50,6 +50,15 @@ Config resolve_config(const Options& options) {
     else if (s == "0" || s == "off") c.check = false;
     else throw InvalidArgument("TOROID_CHECK: '" + s + "' is not 0, 1, on or off");
   }
+  if (options.timeout_seconds) {
+    c.timeout_s = *options.timeout_seconds;
+  } else if (const char* v = env("TOROID_TIMEOUT")) {
+    char* end = nullptr;
+    c.timeout_s = std::strtod(v, &end);
+    if (end == v || *end != '\0' || !(c.timeout_s >= 0) || c.timeout_s > 1e6)
+      throw InvalidArgument(std::string("TOROID_TIMEOUT: '") + v + "' is not a number of seconds in [0, 1e6]");
+  }
+  if (c.timeout_s < 0) throw InvalidArgument("Options::timeout_seconds must not be negative");
   if (!options.nodes.empty()) c.nodes = options.nodes;
   else if (const char* v = env("TOROID_NODES")) c.nodes = v;
   return c;

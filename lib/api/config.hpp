@@ -16,6 +16,7 @@ struct Config {
   std::size_t segment_bytes = default_segment_bytes;
   bool check = false;  // compare collective arguments across ranks before each call
   std::string nodes;   // emulated node sizes ("3,2,3"); empty: the real nodes
+  double timeout_s = 0;  // watchdog (TOROID_TIMEOUT); 0: off
 };
 
 // Throws InvalidArgument naming the option or environment variable and its value.

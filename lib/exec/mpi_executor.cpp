@@ -15,7 +15,11 @@
 #include "exec/mpi_executor.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "exec/mpi_check.hpp"
 #include "kernels/reduce.hpp"
@@ -36,7 +40,32 @@ struct Pending {  // what a request index stands for
   int stream = -1;  // -1: a send or a plain receive
   int slot = 0;
   std::size_t seg = 0;
+  const Step* step = nullptr;
 };
+
+// Prints, for every request still open, the step it belongs to, then ends the job: a hang
+// becomes a message and a non-zero exit status.
+[[noreturn]] void report_stuck(const ExecParams& params, MPI_Comm comm, const Step& first_step,
+                               const std::vector<MPI_Request>& reqs, const std::vector<Pending>& pending,
+                               std::size_t seg_bytes, std::size_t esize) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string lines;
+  int shown = 0;
+  for (std::size_t i = 0; i < reqs.size() && shown < 8; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL || !pending[i].step) continue;
+    const Step& st = *pending[i].step;
+    const std::size_t bytes = (st.kind == Kind::send ? st.src.count : st.dst.count) * esize;
+    lines += fmt::format("\n  waiting: {} (segment at byte {} of {})", schedule::describe(st),
+                         pending[i].seg * seg_bytes, bytes);
+    ++shown;
+  }
+  fmt::print(stderr, "toroid: rank {}: {} made no progress for {} s in phase {} (TOROID_TIMEOUT){}\n", rank,
+             params.what, params.timeout_s, first_step.phase, lines);
+  std::fflush(stderr);
+  MPI_Abort(comm, 3);
+  std::abort();
+}
 
 }  // namespace
 
@@ -60,7 +89,7 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
     mpi_check(MPI_Irecv(where, seg_len(st.bytes, k), MPI_BYTE, st.step->peer, st.step->tag, comm,
                         &ws.requests[req_index]),
               "MPI_Irecv");
-    pending[req_index] = {si, slot, k};
+    pending[req_index] = {si, slot, k, st.step};
   };
 
   for (std::size_t b = 0; b < s.steps.size();) {
@@ -89,17 +118,21 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
       if (st.kind == Kind::send) {
         const std::size_t bytes = st.src.count * esize;
         const std::byte* p = buf.readable(st.src);
-        for (std::size_t k = 0; k < segments(bytes); ++k, ++r)
+        for (std::size_t k = 0; k < segments(bytes); ++k, ++r) {
           mpi_check(MPI_Isend(p + k * seg_bytes, seg_len(bytes, k), MPI_BYTE, st.peer, st.tag,
                               comm, &ws.requests[r]),
                     "MPI_Isend");
+          pending[r] = {-1, 0, k, &st};
+        }
       } else if (st.kind == Kind::recv) {
         const std::size_t bytes = st.dst.count * esize;
         std::byte* p = buf.writable(st.dst);
-        for (std::size_t k = 0; k < segments(bytes); ++k, ++r)
+        for (std::size_t k = 0; k < segments(bytes); ++k, ++r) {
           mpi_check(MPI_Irecv(p + k * seg_bytes, seg_len(bytes, k), MPI_BYTE, st.peer, st.tag,
                               comm, &ws.requests[r]),
                     "MPI_Irecv");
+          pending[r] = {-1, 0, k, &st};
+        }
       } else if (st.kind == Kind::recv_reduce) {
         const std::size_t bytes = st.dst.count * esize;
         streams.push_back({&st, bytes, segments(bytes), 0,
@@ -122,8 +155,19 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
     }
     for (;;) {
       int idx = MPI_UNDEFINED;
-      mpi_check(MPI_Waitany(static_cast<int>(nreq), ws.requests.data(), &idx, MPI_STATUS_IGNORE),
-                "MPI_Waitany");
+      if (params.timeout_s <= 0) {
+        mpi_check(MPI_Waitany(static_cast<int>(nreq), ws.requests.data(), &idx, MPI_STATUS_IGNORE),
+                  "MPI_Waitany");
+      } else {
+        // Polling instead of blocking, only so that a stall can be noticed and reported.
+        const double since = MPI_Wtime();
+        for (int flag = 0; !flag;) {
+          mpi_check(MPI_Testany(static_cast<int>(nreq), ws.requests.data(), &idx, &flag, MPI_STATUS_IGNORE),
+                    "MPI_Testany");
+          if (!flag && MPI_Wtime() - since > params.timeout_s)
+            report_stuck(params, comm, s.steps[b], ws.requests, pending, seg_bytes, esize);
+        }
+      }
       if (idx == MPI_UNDEFINED) break;
       const Pending done = pending[idx];
       if (done.stream < 0) continue;

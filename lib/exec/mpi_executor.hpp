@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "exec/buffers.hpp"
@@ -17,6 +18,10 @@ struct ExecParams {
   ReduceOp op = ReduceOp::sum;
   std::size_t segment_bytes = 256 * 1024;
   int depth = 4;  // receive-and-reduce segments in flight per step
+  // Watchdog: when > 0 and no request completes for this many seconds, the rank prints what it
+  // waits for (collective, algorithm, phase, peer, bytes done) and aborts the job. 0: off.
+  double timeout_s = 0;
+  std::string what;  // "allreduce (torus2d)", for the watchdog's message
 };
 
 // Reusable memory of the executor (staging for received segments), kept by the Communicator so
