@@ -82,12 +82,63 @@ struct BF16 : F32Math, Buffered<BF16> {
   static void store(void* p, Vec v) { _mm_storeu_si128(static_cast<__m128i*>(p), narrow(v)); }
 };
 
+// bf16 reductions, 16 lanes per 256-bit load: the even elements become f32 by a shift left,
+// the odd ones by clearing their low neighbour, so nothing crosses a 128-bit half on the way in
+// or out (BF16 above widens and packs, which costs more than the arithmetic). Same rounding and
+// NaN rule as BF16::narrow.
+struct BF16Pairs : Buffered<BF16Pairs> {
+  using Elem = std::uint16_t;
+  struct Vec { __m256 even, odd; };
+  static constexpr size_t kLanes = 16;
+  static Vec split(__m256i x) {
+    return {_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)),
+            _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xffff0000u))))};
+  }
+  // The rounded f32 bits, bf16 in the top half (the low half is left over from rounding).
+  static __m256i round(__m256 v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    const __m256i quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
+    return _mm256_blendv_epi8(r, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+  }
+  static Vec load(const void* p) { return split(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
+  static void store(void* p, Vec v) {
+    const __m256i joined = _mm256_blend_epi16(_mm256_srli_epi32(round(v.even), 16), round(v.odd), 0xaa);
+    _mm256_storeu_si256(static_cast<__m256i*>(p), joined);
+  }
+  static Vec add(Vec a, Vec b) { return {F32Math::add(a.even, b.even), F32Math::add(a.odd, b.odd)}; }
+  static Vec mul(Vec a, Vec b) { return {F32Math::mul(a.even, b.even), F32Math::mul(a.odd, b.odd)}; }
+  static Vec min(Vec a, Vec b) { return {F32Math::min(a.even, b.even), F32Math::min(a.odd, b.odd)}; }
+  static Vec max(Vec a, Vec b) { return {F32Math::max(a.even, b.even), F32Math::max(a.odd, b.odd)}; }
+  static Vec div(Vec a, std::uint32_t d) { return {F32Math::div(a.even, d), F32Math::div(a.odd, d)}; }
+};
+
 // f16 <-> f32 with F16C; round-to-nearest-even and NaN quieting match to_float16 bit for bit.
 struct F16 : F32Math, Buffered<F16> {
   using Elem = std::uint16_t;
   static constexpr size_t kLanes = 8;
   static Vec load(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
   static void store(void* p, Vec v) { _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+};
+
+// VCVTPH2PS quiets a signalling NaN, while to_float(float16) keeps it signalling; the bulk
+// conversion promises the scalar bits, so clear the f32 quiet bit again where the f16 input
+// was signalling (exponent all ones, quiet bit clear, payload not zero).
+struct F16Widen : F32Math, Buffered<F16Widen> {
+  using Elem = std::uint16_t;
+  static constexpr size_t kLanes = 8;
+  static Vec load(const void* p) {
+    const __m128i h = _mm_loadu_si128(static_cast<const __m128i*>(p));
+    const __m256i x = _mm256_cvtepu16_epi32(h);
+    const __m256i nan_not_quiet =
+        _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7e00)), _mm256_set1_epi32(0x7c00));
+    const __m256i no_payload = _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x1ff)), _mm256_setzero_si256());
+    const __m256i signalling = _mm256_andnot_si256(no_payload, nan_not_quiet);
+    const __m256i u = _mm256_castps_si256(_mm256_cvtph_ps(h));
+    return _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_and_si256(signalling, _mm256_set1_epi32(0x400000)), u));
+  }
+  static void store(void* p, Vec v) { F16::store(p, v); }
 };
 
 // Integer add and low-half multiply wrap around, as the scalar level's unsigned arithmetic does.
@@ -124,7 +175,12 @@ struct I64 : Buffered<I64> {
   static Vec div(Vec a, std::uint32_t) { return a; }
 };
 
-constexpr KernelTable kTable = simd::make_table<F32, F64, F16, BF16, I32, I64>(Isa::avx2);
+constexpr KernelTable build() {
+  KernelTable t = simd::make_table<F32, F64, F16, BF16Pairs, I32, I64>(Isa::avx2);
+  simd::fill_conversions<F32, BF16, F16, F16Widen>(t);
+  return t;
+}
+constexpr KernelTable kTable = build();
 
 }  // namespace
 

@@ -81,6 +81,43 @@ struct BF16 : F32Math {
   static void store_n(void* p, Vec v, size_t n) { _mm256_mask_storeu_epi16(p, mask16(n), narrow(v)); }
 };
 
+// bf16 reductions, 32 lanes per 512-bit load: the even elements become f32 by a shift left,
+// the odd ones by clearing their low neighbour, so no lane crosses a register half on the way
+// in or out (the 16-lane BF16 above needs a widening load and VPMOVDW, which cost more than the
+// arithmetic). Same rounding and NaN rule as BF16::narrow.
+struct BF16Pairs {
+  using Elem = std::uint16_t;
+  struct Vec { __m512 even, odd; };
+  static constexpr size_t kLanes = 32;
+  static Vec split(__m512i x) {
+    return {_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),
+            _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))))};
+  }
+  // The rounded f32 bits, bf16 in the top half (the low half is left over from rounding).
+  static __m512i round(__m512 v) {
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    return _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u, _mm512_set1_epi32(0x400000));
+  }
+  static __m512i join(Vec v) {
+    return _mm512_mask_blend_epi16(0xaaaaaaaau, _mm512_srli_epi32(round(v.even), 16), round(v.odd));
+  }
+  static Vec load(const void* p) { return split(_mm512_loadu_si512(p)); }
+  static void store(void* p, Vec v) { _mm512_storeu_si512(p, join(v)); }
+  static Vec load_n(const void* p, size_t n) {
+    return split(_mm512_maskz_loadu_epi16(static_cast<__mmask32>((1ull << n) - 1u), p));
+  }
+  static void store_n(void* p, Vec v, size_t n) {
+    _mm512_mask_storeu_epi16(p, static_cast<__mmask32>((1ull << n) - 1u), join(v));
+  }
+  static Vec add(Vec a, Vec b) { return {F32Math::add(a.even, b.even), F32Math::add(a.odd, b.odd)}; }
+  static Vec mul(Vec a, Vec b) { return {F32Math::mul(a.even, b.even), F32Math::mul(a.odd, b.odd)}; }
+  static Vec min(Vec a, Vec b) { return {F32Math::min(a.even, b.even), F32Math::min(a.odd, b.odd)}; }
+  static Vec max(Vec a, Vec b) { return {F32Math::max(a.even, b.even), F32Math::max(a.odd, b.odd)}; }
+  static Vec div(Vec a, std::uint32_t d) { return {F32Math::div(a.even, d), F32Math::div(a.odd, d)}; }
+};
+
 // f16 <-> f32 in hardware; round-to-nearest-even and NaN quieting match to_float16 bit for bit.
 struct F16 : F32Math {
   using Elem = std::uint16_t;
@@ -90,6 +127,28 @@ struct F16 : F32Math {
   static void store(void* p, Vec v) { _mm256_storeu_si256(static_cast<__m256i*>(p), narrow(v)); }
   static Vec load_n(const void* p, size_t n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask16(n), p)); }
   static void store_n(void* p, Vec v, size_t n) { _mm256_mask_storeu_epi16(p, mask16(n), narrow(v)); }
+};
+
+// VCVTPH2PS quiets a signalling NaN, while to_float(float16) keeps it signalling; the bulk
+// conversion promises the scalar bits, so clear the f32 quiet bit again where the f16 input
+// was signalling (exponent all ones, quiet bit clear, payload not zero).
+struct F16Widen : F16 {
+  static Vec keep_signalling(__m256i h, Vec v) {
+    const __m512i x = _mm512_cvtepu16_epi32(h);
+    const __mmask16 nan_not_quiet =
+        _mm512_cmpeq_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7e00)), _mm512_set1_epi32(0x7c00));
+    const __mmask16 signalling = nan_not_quiet & _mm512_test_epi32_mask(x, _mm512_set1_epi32(0x1ff));
+    const __m512i u = _mm512_castps_si512(v);
+    return _mm512_castsi512_ps(_mm512_mask_andnot_epi32(u, signalling, _mm512_set1_epi32(0x400000), u));
+  }
+  static Vec load(const void* p) {
+    const __m256i h = _mm256_loadu_si256(static_cast<const __m256i*>(p));
+    return keep_signalling(h, _mm512_cvtph_ps(h));
+  }
+  static Vec load_n(const void* p, size_t n) {
+    const __m256i h = _mm256_maskz_loadu_epi16(mask16(n), p);
+    return keep_signalling(h, _mm512_cvtph_ps(h));
+  }
 };
 
 // Integer add and low-half multiply wrap around, as the scalar level's unsigned arithmetic does.
@@ -129,7 +188,12 @@ struct I64 {
   static Vec div(Vec a, std::uint32_t) { return a; }
 };
 
-constexpr KernelTable kTable = simd::make_table<F32, F64, F16, BF16, I32, I64>(Isa::avx512);
+constexpr KernelTable build() {
+  KernelTable t = simd::make_table<F32, F64, F16, BF16Pairs, I32, I64>(Isa::avx512);
+  simd::fill_conversions<F32, BF16, F16, F16Widen>(t);
+  return t;
+}
+constexpr KernelTable kTable = build();
 
 }  // namespace
 

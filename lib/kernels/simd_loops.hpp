@@ -125,6 +125,7 @@ void convert(const void* src, void* dst, std::size_t n) {
   if (i < n) To::store_n(at<To>(dst, i), From::load_n(at<From>(src, i), n - i), n - i);
 }
 
+// constexpr, so the ISA files' tables are constant data: taking one runs no ISA-specific code.
 template <class V, bool floating>
 constexpr void fill_type(KernelTable& t, DataType type) {
   const int i = static_cast<int>(type);  // not KernelTable::index: see the top of this file
@@ -140,7 +141,7 @@ constexpr void fill_type(KernelTable& t, DataType type) {
   else t.divide[i] = divide_nothing<V>;
 }
 
-// constexpr, so the ISA files' tables are constant data: taking one runs no ISA-specific code.
+// The reductions and divide of one level, from its lane traits per type.
 template <class F32, class F64, class F16, class BF16, class I32, class I64>
 constexpr KernelTable make_table(Isa isa) {
   KernelTable t{};
@@ -151,11 +152,18 @@ constexpr KernelTable make_table(Isa isa) {
   fill_type<BF16, true>(t, DataType::bf16);
   fill_type<I32, false>(t, DataType::i32);
   fill_type<I64, false>(t, DataType::i64);
+  return t;
+}
+
+// The conversions: all four traits have f32 registers of the same width. F16Widen is f16 lanes
+// whose load keeps signalling NaNs signalling (reductions can use the plain F16: their store
+// quiets every NaN anyway).
+template <class F32, class BF16, class F16, class F16Widen>
+constexpr void fill_conversions(KernelTable& t) {
   t.f32_to_bf16 = convert<F32, BF16>;
   t.f32_to_f16 = convert<F32, F16>;
   t.bf16_to_f32 = convert<BF16, F32>;
-  t.f16_to_f32 = convert<F16, F32>;
-  return t;
+  t.f16_to_f32 = convert<F16Widen, F32>;
 }
 
 }  // namespace toroid::kernels::simd
