@@ -1,0 +1,206 @@
+#include "sim/options.hpp"
+
+#include <boost/program_options.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "core/parse_size.hpp"
+
+namespace po = boost::program_options;
+
+namespace toroid::sim_cli {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep = ',') {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, sep);)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+struct Preset {
+  const char* name;
+  const char* topology;
+  const char* note;
+};
+
+// Link figures are per direction; the multipod's X dimension (128) has no wraparound link: an
+// assumption (pods joined side by side along X), overridable with --wrap.
+constexpr Preset kPresets[] = {
+    {"tpu-v3-pod", "32x32", "32x32 torus (wraparound in both dimensions)"},
+    {"tpu-v3-multipod", "128x32:wrap=y", "128x32, wraparound only along the 32 (Y) dimension (assumed)"},
+};
+
+double positive(const po::variables_map& vm, const char* name, double fallback) {
+  if (!vm.count(name)) return fallback;
+  const double v = vm[name].as<double>();
+  if (!(v > 0) || !std::isfinite(v)) throw InvalidArgument(fmt::format("--{} {} must be a positive number", name, v));
+  return v;
+}
+
+double not_negative(const po::variables_map& vm, const char* name, double fallback) {
+  if (!vm.count(name)) return fallback;
+  const double v = vm[name].as<double>();
+  if (!(v >= 0) || !std::isfinite(v)) throw InvalidArgument(fmt::format("--{} {} must not be negative", name, v));
+  return v;
+}
+
+// "1K:1G" (with --factor), "64M", or "4K,1M,1G".
+std::vector<std::uint64_t> parse_sizes(const std::string& text, std::uint64_t factor) {
+  std::vector<std::uint64_t> out;
+  if (const auto colon = text.find(':'); colon != std::string::npos) {
+    const std::uint64_t lo = parse_size(text.substr(0, colon), "--bytes");
+    const std::uint64_t hi = parse_size(text.substr(colon + 1), "--bytes");
+    if (lo == 0 || lo > hi) throw InvalidArgument(fmt::format("--bytes: '{}' needs 0 < low <= high", text));
+    for (std::uint64_t b = lo; b <= hi; b *= factor) {
+      out.push_back(b);
+      if (b > UINT64_MAX / factor) break;
+    }
+  } else {
+    for (const std::string& item : split(text)) {
+      const std::uint64_t b = parse_size(item, "--bytes");
+      if (b == 0) throw InvalidArgument("--bytes: sizes must be positive");
+      out.push_back(b);
+    }
+  }
+  if (out.empty()) throw InvalidArgument(fmt::format("--bytes: '{}' names no size", text));
+  return out;
+}
+
+}  // namespace
+
+Options parse_options(int argc, char** argv, bool& help, std::string& help_text) {
+  Options o;
+  std::string preset = "tpu-v3-pod", topology, wrap, op = "allreduce",
+              algo = "ring,bidir_ring,torus2d,torus2d_both,hierarchical", bytes = "1K:1G", dtype = "f32",
+              segment = "256K", cal_max = "64M", compare;
+  std::uint64_t factor = 4;
+  po::options_description d(
+      "toroid-sim: the schedules of toroid's algorithms costed on a modeled 2D torus of chips\n"
+      "(docs/simulator.md). Presets: tpu-v3-pod = 32x32 torus; tpu-v3-multipod = 128x32 with\n"
+      "wraparound only along the 32 dimension (an assumption: override with --wrap). Both: 80 GB/s\n"
+      "per link direction, 1 us per hop, 300 GB/s reduction per chip.\n\n"
+      "  toroid-sim --preset tpu-v3-multipod --algo torus2d,ring --bytes 1K:1G\n"
+      "  scripts/mpirun.sh -np 2 toroid-sim --calibrate [--compare bench_np2.csv,bench_np4.csv]\n\n"
+      "Options");
+  d.add_options()
+      ("help,h", "print this help")
+      ("preset", po::value(&preset)->default_value(preset), "tpu-v3-pod | tpu-v3-multipod")
+      ("topology", po::value(&topology), "XxY[:wrap=xy|x|y|none] (default: the preset's)")
+      ("wrap", po::value(&wrap), "dimensions with wraparound links: xy | x | y | none (overrides --topology's)")
+      ("op", po::value(&op)->default_value(op), "allreduce | reduce_scatter | allgather, a comma list, or all")
+      ("algo", po::value(&algo)->default_value(algo),
+       "comma list of ring | bidir_ring | torus2d | torus2d_both | hierarchical | recursive_doubling | "
+       "rabenseifner, or all (those that implement the op)")
+      ("bytes", po::value(&bytes)->default_value(bytes), "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")
+      ("factor", po::value(&factor)->default_value(factor), "size step for LOW:HIGH (>= 2)")
+      ("dtype", po::value(&dtype)->default_value(dtype), "f32 | bf16 | f16 | f64 | i32 | i64")
+      ("link-gbps", po::value<double>(), "link bandwidth per direction, GB/s (1e9 bytes/s), both dimensions")
+      ("link-gbps-x", po::value<double>(), "... along X only")
+      ("link-gbps-y", po::value<double>(), "... along Y only")
+      ("hop-us", po::value<double>(), "latency per hop, microseconds, both dimensions")
+      ("hop-us-x", po::value<double>(), "... along X only")
+      ("hop-us-y", po::value<double>(), "... along Y only")
+      ("reduce-gbps", po::value<double>(), "reduction throughput per chip, GB/s of received data (also copies)")
+      ("segment-bytes", po::value(&segment)->default_value(segment), "pipelining segment (as TOROID_SEGMENT_BYTES)")
+      ("chips-per-node", po::value(&o.chips_per_node)->default_value(0),
+       "hierarchical: consecutive chips per node (0: one row of X chips)")
+      ("phases", "also print rank 0's time per phase")
+      ("format", po::value(&o.format)->default_value(o.format), "table | csv | json")
+      ("output", po::value(&o.output), "write to this file instead of stdout")
+      ("calibrate", "under mpirun -np 2: fit latency and bandwidth from an MPI ping-pong, measure the "
+                    "reduction, then predict toroid-bench's all-reduce at 2 and 4 ranks")
+      ("calibrate-max", po::value(&cal_max)->default_value(cal_max), "largest ping-pong message")
+      ("calibrate-iters", po::value(&o.calibrate_iters)->default_value(o.calibrate_iters), "ping-pongs per size")
+      ("compare", po::value(&compare), "with --calibrate: comma list of toroid-bench CSV files to set against the predictions");
+  po::variables_map vm;
+  try {
+    po::store(po::parse_command_line(argc, argv, d), vm);
+    po::notify(vm);
+  } catch (const po::error& ex) {
+    throw InvalidArgument(ex.what());
+  }
+  std::ostringstream h;
+  h << d;
+  help_text = h.str();
+  help = vm.count("help") > 0;
+
+  const Preset* p = nullptr;
+  for (const Preset& q : kPresets)
+    if (preset == q.name) p = &q;
+  if (!p) throw InvalidArgument(fmt::format("--preset: unknown preset '{}' (valid: tpu-v3-pod, tpu-v3-multipod)", preset));
+  o.preset = preset;
+  try {
+    o.model.topology = Torus2D::parse(topology.empty() ? p->topology : topology);
+  } catch (const Error& ex) {
+    throw InvalidArgument(fmt::format("--topology: {}", ex.what()));
+  }
+  if (!wrap.empty()) {
+    if (wrap != "xy" && wrap != "x" && wrap != "y" && wrap != "none")
+      throw InvalidArgument(fmt::format("--wrap: '{}' is not xy, x, y or none", wrap));
+    const Torus2D& t = o.model.topology;
+    o.model.topology = Torus2D(t.x_dim(), t.y_dim(), wrap == "xy" || wrap == "x", wrap == "xy" || wrap == "y");
+  }
+  const double gbps = positive(vm, "link-gbps", 80.0), hop = not_negative(vm, "hop-us", 1.0);
+  o.model.link_bytes_per_s[0] = positive(vm, "link-gbps-x", gbps) * 1e9;
+  o.model.link_bytes_per_s[1] = positive(vm, "link-gbps-y", gbps) * 1e9;
+  o.model.hop_latency_s[0] = not_negative(vm, "hop-us-x", hop) * 1e-6;
+  o.model.hop_latency_s[1] = not_negative(vm, "hop-us-y", hop) * 1e-6;
+  o.model.reduce_bytes_per_s = positive(vm, "reduce-gbps", 300.0) * 1e9;
+  o.model.segment_bytes = parse_size(segment, "--segment-bytes");
+  if (o.model.segment_bytes < 64) throw InvalidArgument(fmt::format("--segment-bytes {} must be at least 64", segment));
+  if (o.chips_per_node < 0 || o.chips_per_node > o.model.topology.size())
+    throw InvalidArgument(fmt::format("--chips-per-node {} must be 0..{}", o.chips_per_node, o.model.topology.size()));
+
+  for (const std::string& c : op == "all" ? std::vector<std::string>{"allreduce", "reduce_scatter", "allgather"} : split(op)) {
+    if (c == "allreduce") o.ops.push_back(Collective::allreduce);
+    else if (c == "reduce_scatter") o.ops.push_back(Collective::reduce_scatter);
+    else if (c == "allgather") o.ops.push_back(Collective::allgather);
+    else throw InvalidArgument("--op: unknown collective '" + c + "' (valid: allreduce, reduce_scatter, allgather, all)");
+  }
+  if (o.ops.empty()) throw InvalidArgument("--op: names no collective");
+  const std::vector<std::string> every = {"ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical",
+                                          "recursive_doubling", "rabenseifner"};
+  for (const std::string& a : algo == "all" ? every : split(algo)) {
+    Algorithm parsed;
+    try {
+      parsed = parse_algorithm(a);
+    } catch (const InvalidArgument& ex) {
+      throw InvalidArgument(std::string("--algo: ") + ex.what());
+    }
+    if (parsed == Algorithm::automatic || parsed == Algorithm::mpi)
+      throw InvalidArgument(fmt::format("--algo: '{}' has no schedule to simulate", a));
+    o.algos.push_back(parsed);
+  }
+  if (o.algos.empty()) throw InvalidArgument("--algo: names no algorithm");
+  if (factor < 2) throw InvalidArgument(fmt::format("--factor {} must be at least 2", factor));
+  o.sizes = parse_sizes(bytes, factor);
+  try {
+    o.type = parse_data_type(dtype);
+  } catch (const InvalidArgument& ex) {
+    throw InvalidArgument(std::string("--dtype: ") + ex.what());
+  }
+  if (o.format != "table" && o.format != "csv" && o.format != "json")
+    throw InvalidArgument("--format: '" + o.format + "' is not table, csv or json");
+  o.phases = vm.count("phases") > 0;
+  o.calibrate = vm.count("calibrate") > 0;
+  o.calibrate_max = parse_size(cal_max, "--calibrate-max");
+  if (o.calibrate_max < 1024) throw InvalidArgument(fmt::format("--calibrate-max {} must be at least 1K", cal_max));
+  if (o.calibrate_iters < 1) throw InvalidArgument(fmt::format("--calibrate-iters {} must be at least 1", o.calibrate_iters));
+  o.compare = split(compare);
+  if (!o.compare.empty() && !o.calibrate) throw InvalidArgument("--compare: only with --calibrate");
+  return o;
+}
+
+std::vector<int> nodes_of(const Options& o) {
+  const int n = o.model.topology.size();
+  const int per = o.chips_per_node > 0 ? o.chips_per_node : o.model.topology.x_dim();
+  std::vector<int> node(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) node[r] = r / per;
+  return node;
+}
+
+}  // namespace toroid::sim_cli

@@ -1,0 +1,39 @@
+// toroid-sim's command line: the machine model (preset, then per-option overrides), what to
+// simulate, and how to print it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "exec/simulator.hpp"
+#include "toroid/toroid.hpp"
+
+namespace toroid::sim_cli {
+
+struct Options {
+  exec::SimModel model;
+  std::string preset;
+  int chips_per_node = 0;  // hierarchical: consecutive chips per node; 0 = one row (X chips)
+  std::vector<Collective> ops;
+  std::vector<Algorithm> algos;
+  std::vector<std::uint64_t> sizes;  // bytes
+  DataType type = DataType::f32;
+  std::string format = "table";
+  std::string output;
+  bool phases = false;  // rank 0's per-phase breakdown too
+  // --calibrate (under mpirun -np 2)
+  bool calibrate = false;
+  std::uint64_t calibrate_max = 64ull << 20;
+  int calibrate_iters = 20;
+  std::vector<std::string> compare;  // toroid-bench CSV files to set against the predictions
+};
+
+// Throws InvalidArgument naming the option and its value (the caller exits with status 2).
+// Sets `help` and `help_text` for --help.
+Options parse_options(int argc, char** argv, bool& help, std::string& help_text);
+
+// The node of every chip for the hierarchical algorithm.
+std::vector<int> nodes_of(const Options& o);
+
+}  // namespace toroid::sim_cli

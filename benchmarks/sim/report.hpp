@@ -1,0 +1,36 @@
+// toroid-sim's output: one row per (collective, algorithm, size) as a table, CSV or JSON, with
+// the model in a header ('#' lines, or a "model" object).
+#pragma once
+
+#include <cstdio>
+#include <string>
+
+#include "exec/simulator.hpp"
+#include "sim/options.hpp"
+
+namespace toroid::sim_cli {
+
+struct Row {
+  Collective op;
+  Algorithm algo;
+  std::uint64_t bytes;
+  exec::SimResult result;
+  double wall_s;  // how long the simulation took here
+};
+
+class Report {
+ public:
+  Report(std::FILE* out, const Options& o) : out_(out), o_(o) {}
+  void begin();
+  void row(const Row& r);
+  void end();
+
+ private:
+  std::FILE* out_;
+  const Options& o_;
+  bool first_ = true;
+};
+
+std::string link_name(int link);  // "(x,y)+x"
+
+}  // namespace toroid::sim_cli

@@ -1,0 +1,66 @@
+#include "exec/sim_network.hpp"
+
+#include <algorithm>
+
+namespace toroid::exec::sim {
+namespace {
+
+// Steps along one dimension of length n from u to v: (direction +1/-1, hop count).
+std::pair<int, int> steps_along(int u, int v, int n, bool wraps) {
+  if (u == v) return {+1, 0};
+  if (!wraps) return {v > u ? +1 : -1, v > u ? v - u : u - v};
+  const int forward = ((v - u) % n + n) % n;
+  // A tie (exactly half way round) goes the + way, so both directions of a ring stay apart.
+  return forward <= n - forward ? std::pair{+1, forward} : std::pair{-1, n - forward};
+}
+
+}  // namespace
+
+Network::Network(const SimModel& m)
+    : m_(m), free_(static_cast<std::size_t>(m.topology.size()) * 4, 0.0),
+      bytes_(free_.size(), 0), busy_(free_.size(), 0.0) {}
+
+void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops[2]) {
+  Coord c = t.coord_of(a);
+  const Coord to = t.coord_of(b);
+  const int X = t.x_dim(), Y = t.y_dim();
+  const auto [dx, hx] = steps_along(c.x, to.x, X, t.wraps(Axis::x));
+  for (int i = 0; i < hx; ++i) {
+    path.push_back(link_id(c.y * X + c.x, dx > 0 ? LinkDir::plus_x : LinkDir::minus_x));
+    c.x = (c.x + dx + X) % X;
+  }
+  const auto [dy, hy] = steps_along(c.y, to.y, Y, t.wraps(Axis::y));
+  for (int i = 0; i < hy; ++i) {
+    path.push_back(link_id(c.y * X + c.x, dy > 0 ? LinkDir::plus_y : LinkDir::minus_y));
+    c.y = (c.y + dy + Y) % Y;
+  }
+  hops[0] = hx;
+  hops[1] = hy;
+}
+
+Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready) {
+  path_.clear();
+  route_into(m_.topology, a, b, path_, hops_);
+  double bw = 0, latency = 0;
+  for (int d = 0; d < 2; ++d) {
+    if (hops_[d] == 0) continue;
+    bw = bw == 0 ? m_.link_bytes_per_s[d] : std::min(bw, m_.link_bytes_per_s[d]);
+    latency += hops_[d] * m_.hop_latency_s[d];
+  }
+  Reservation r;
+  r.hops = static_cast<int>(path_.size());
+  r.start = ready;
+  for (int l : path_) r.start = std::max(r.start, free_[l]);
+  const double duration = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
+  for (int l : path_) {
+    free_[l] = r.start + duration;
+    bytes_[l] += bytes;
+    busy_[l] += duration;
+  }
+  const double seg = static_cast<double>(std::min(bytes, segment_bytes));
+  r.arrive = r.start + latency + duration;
+  r.first_segment = r.start + latency + (bw > 0 ? seg / bw : 0.0);
+  return r;
+}
+
+}  // namespace toroid::exec::sim

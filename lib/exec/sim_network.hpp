@@ -1,0 +1,41 @@
+// The simulator's links: dimension-order routes and FIFO reservation of link directions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "exec/simulator.hpp"
+
+namespace toroid::exec::sim {
+
+// Appends the link ids from chip a to chip b to `path`; hops[d] = links crossed along axis d.
+void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops[2]);
+
+struct Reservation {
+  double start = 0;     // when the route was free and the transfer began
+  double arrive = 0;    // last byte at the receiver
+  double first_segment = 0;  // first segment at the receiver
+  int hops = 0;
+};
+
+class Network {
+ public:
+  explicit Network(const SimModel& m);
+
+  // Reserves every link dir from chip a to chip b for `bytes`, no earlier than `ready`, after
+  // whatever already holds them (FIFO). Counts the bytes and busy time on each link dir.
+  Reservation reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready);
+
+  const std::vector<std::uint64_t>& bytes() const { return bytes_; }
+  const std::vector<double>& busy() const { return busy_; }
+
+ private:
+  const SimModel& m_;
+  std::vector<double> free_;  // per link id: when its last reservation ends
+  std::vector<std::uint64_t> bytes_;
+  std::vector<double> busy_;
+  std::vector<int> path_;     // reused route buffer
+  int hops_[2] = {0, 0};      // of the last route, per dimension
+};
+
+}  // namespace toroid::exec::sim

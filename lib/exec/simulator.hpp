@@ -1,0 +1,96 @@
+// Simulator: costs the schedules the MPI executor runs on a model of a 2D torus of chips.
+//
+// Terms:
+//   chip       = one rank; rank = y*X + x as in Torus2D
+//   link dir   = one direction of one physical link, named by the chip it leaves and the way it
+//                goes (+x, -x, +y, -y); the two directions of a link are independent resources
+//   hop        = one link crossed; each has a latency, and each dimension its own bandwidth
+//   route      = dimension order, X first, then Y; along a dimension with wraparound the shorter
+//                way round (a tie takes +), along a mesh dimension straight to the coordinate
+//   transfer   = one send step met by its receive step (same pair, same tag, in order: the
+//                verifier's rendezvous matching); it starts when both ranks have reached the
+//                phases holding them
+//   reducer    = the chip's reduction unit, a resource with a throughput (bytes/s); recv_reduce
+//                and the local steps (copy, scale) queue on it
+//
+//      (0,0) --+x--> (1,0) --+x--> (2,0)        a transfer (0,0) -> (2,1) crosses
+//        |             |             |          +x of (0,0), +x of (1,0), then +y of (2,0):
+//       +y            +y            +y          3 hops of latency, bandwidth of the slowest,
+//        v             v             v          and it holds all three link dirs at once
+//      (0,1) ------- (1,1) ------- (2,1)
+//
+// Time of one transfer of B bytes over h hops, started at t0 = the later of the two ranks'
+// phase starts and the moment every link dir on its route is free (links are FIFO: a transfer
+// holds its whole route for B/bw, the next one waits for it):
+//
+//   link dirs busy      [start, start + B/bw)
+//   last byte arrives   start + sum(hop latencies) + B/bw              (cut-through routing)
+//   recv_reduce done    max(arrival + s/reduce_bw,                     (last segment's reduction)
+//                           reducer start + B/reduce_bw)               (reducer-bound transfers)
+//   with s = min(B, segment) and the reducer starting when the first segment has landed.
+//
+// So segments pipeline analytically (no per-segment events): a segment's reduction overlaps the
+// next one's transfer, as in the MPI executor. A rank runs its phases in order like the MPI
+// executor: phase k+1 starts when every step of phase k is done. FIFO rather than fair sharing
+// keeps a transfer O(hops): for transfers that start together on one link dir, the last one
+// ends when fair sharing would end them all (same bytes through the same link).
+//
+// Cost: one event per (rank, phase), O(hops) per transfer; no per-element work.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "schedule/build.hpp"
+#include "schedule/step.hpp"
+#include "toroid/topology.hpp"
+#include "toroid/types.hpp"
+
+namespace toroid::exec {
+
+struct SimModel {
+  Torus2D topology{1, 1};
+  double link_bytes_per_s[2] = {80e9, 80e9};  // per direction, [x, y]
+  double hop_latency_s[2] = {1e-6, 1e-6};     // per hop, [x, y]
+  double reduce_bytes_per_s = 300e9;          // received bytes reduced per second, per chip
+  std::uint64_t segment_bytes = 256 * 1024;   // the executor's pipelining segment
+};
+
+struct SimPhase {
+  std::uint32_t phase = 0;  // the schedule's phase number
+  double start_s = 0, end_s = 0;
+};
+
+// The four link directions leaving a chip; link id = chip * 4 + direction.
+enum class LinkDir : std::uint8_t { plus_x, minus_x, plus_y, minus_y };
+inline int link_id(int chip, LinkDir d) { return chip * 4 + static_cast<int>(d); }
+
+struct SimResult {
+  std::string error;          // "" when every schedule ran to its end; else what went wrong
+  double time_s = 0;          // the last rank's finish
+  std::vector<SimPhase> rank0_phases;
+  std::vector<std::uint64_t> link_bytes;  // per link id
+  std::vector<double> link_busy_s;        // per link id
+  std::vector<std::uint64_t> chip_sent_bytes;  // bytes each chip injected (its sends)
+  int busiest_link = -1;                  // link id with the most busy time
+  double busiest_utilisation = 0;         // its busy time / time_s
+  std::uint64_t transfers = 0, max_hops = 0;
+  std::uint64_t vector_bytes = 0;  // the collective's full vector
+  double algbw_gbps = 0, busbw_gbps = 0;  // 1e9 bytes/s; busbw as toroid-bench computes it
+};
+
+// Simulates schedules (index = rank) whose chunks count elements of `elem_size` bytes.
+SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& schedules,
+                   std::size_t elem_size);
+
+// Builds and simulates every rank's schedule of one collective; schedules are compacted as they
+// are built, so 4096 ranks of `ring` (8190 steps each) fit in memory. Throws what build throws.
+SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Request& r,
+                              DataType type, const std::vector<int>& node_of_rank = {});
+
+// Link dirs a message from chip a to chip b crosses, in order (dimension order, X then Y).
+std::vector<int> route(const Torus2D& t, int a, int b);
+
+}  // namespace toroid::exec
