@@ -16,6 +16,7 @@
 #include "bench/measure.hpp"
 #include "bench/report.hpp"
 #include "bench/settings.hpp"
+#include "kernels/table.hpp"
 
 using namespace toroid;
 using namespace toroid::bench;
@@ -45,6 +46,7 @@ int run(const Settings& s, int rank) {
     if (b > UINT64_MAX / s.factor) break;
   }
   std::uint64_t wrong = 0;
+  const kernels::Isa default_isa = kernels::active_kernels().isa;
   for (Collective c : s.ops)
     for (std::uint64_t bytes = s.min_bytes; bytes <= s.max_bytes; bytes *= s.factor) {
       double stock_us = 0;
@@ -52,11 +54,19 @@ int run(const Settings& s, int rank) {
         ++done;
         if (!implements(a, c)) continue;  // e.g. rabenseifner: all-reduce only
         if (progress) fmt::print(stderr, "\r[{}/{}] {} {} B {}        ", done, total, to_string(c), bytes, to_string(a));
-        Row row = measure(c, s, bytes, a, comm);
-        if (a == Algorithm::mpi) stock_us = row.median_us;
-        row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
-        wrong += row.wrong;
-        if (rank == 0) report.row(row, stock_us > 0);
+        // The stock collective runs once; toroid's algorithms once per requested kernel level.
+        const std::vector<std::string> levels =
+            a == Algorithm::mpi || s.isas.empty() ? std::vector<std::string>{""} : s.isas;
+        for (const std::string& level : levels) {
+          // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
+          kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
+          Row row = measure(c, s, bytes, a, comm);
+          if (!level.empty()) row.algo = fmt::format("{}@{}", row.algo, kernels::to_string(kernels::active_kernels().isa));
+          if (a == Algorithm::mpi) stock_us = row.median_us;
+          row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
+          wrong += row.wrong;
+          if (rank == 0) report.row(row, stock_us > 0);
+        }
       }
       if (bytes > UINT64_MAX / s.factor) break;
     }

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "kernels/isa.hpp"
+#include "kernels/table.hpp"
 #include "topology/nodes.hpp"
 
 namespace toroid::bench {
@@ -40,7 +40,7 @@ RunInfo describe_run(const Settings& s, Communicator& comm) {
                  {"type", std::string(to_string(s.type))},
                  {"redop", std::string(to_string(s.op))},
                  {"placement", s.in_place ? "in-place" : "out-of-place"},
-                 {"kernel_isa", std::string(kernels::to_string(kernels::active_isa()))},
+                 {"kernel_isa", std::string(kernels::to_string(kernels::active_kernels().isa))},
                  {"segment_bytes", std::to_string(comm.segment_bytes())},
                  {"cores", std::to_string(host.cores)},
                  {"hardware_threads", std::to_string(host.pus)},

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/parse_size.hpp"
+#include "kernels/isa.hpp"
 
 namespace po = boost::program_options;
 
@@ -48,6 +49,8 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       ("no-baseline", "do not add the stock MPI collective as a baseline")
       ("format", po::value(&s.format)->default_value(s.format), "table|csv|json")
       ("output", po::value(&s.output), "write the results to this file instead of stdout")
+      ("isa", po::value<std::string>(), "comma list of kernel levels (scalar, avx2, avx512, auto): toroid's rows "
+                                         "are repeated per level, named ALGO@LEVEL, all in this run")
       ("timeout", po::value(&s.timeout_s)->default_value(s.timeout_s),
        "seconds without progress before a stuck collective reports and ends the run (0: off)");
   po::variables_map vm;
@@ -103,6 +106,16 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
   if (s.op == ReduceOp::avg && !is_floating(s.type))
     throw InvalidArgument(fmt::format("--redop avg needs a floating --dtype, got {}", to_string(s.type)));
   if (!(s.timeout_s >= 0)) throw InvalidArgument(fmt::format("--timeout {} must not be negative", s.timeout_s));
+  if (vm.count("isa")) {
+    for (const std::string& level : split(vm["isa"].as<std::string>())) {
+      try {
+        (void)kernels::select_isa(level);  // validates the name and that this CPU has it
+      } catch (const InvalidArgument& ex) {
+        throw InvalidArgument(std::string("--isa: ") + ex.what());
+      }
+      s.isas.push_back(level);
+    }
+  }
   s.check = check != 0;
   s.in_place = inplace != 0;
   return s;

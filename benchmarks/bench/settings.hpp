@@ -20,7 +20,8 @@ struct Settings {
   bool check = true, in_place = false, baseline = true;
   std::string format = "table";  // table | csv | json
   std::string output;            // file for the results; empty: stdout
-  double timeout_s = 300;        // watchdog: a stuck collective ends the run with a message
+  double timeout_s = 300;
+  std::vector<std::string> isas;  // kernel levels to run toroid's algorithms with; empty: the active one        // watchdog: a stuck collective ends the run with a message
 };
 
 // Parses argv; sets `help` (and `help_text`) for --help. Throws InvalidArgument naming the option

@@ -14,6 +14,7 @@
 // The level is chosen once, on the first kernel lookup: the best the CPU (and OS, which must save
 // the wider registers) supports, unless TOROID_ISA=scalar|avx2|avx512 forces one. Forcing a level
 // the CPU lacks, or an unknown name, raises InvalidArgument; it never falls back silently.
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
@@ -139,9 +140,21 @@ const KernelTable& kernels_for(Isa isa) {
   return *built_table(isa);
 }
 
+namespace {
+// Set once from TOROID_ISA on first use; use_isa() may switch it (benchmarks compare levels in
+// one run). Relaxed ordering suffices: each value is a complete, immutable table.
+std::atomic<const KernelTable*> current{nullptr};
+}  // namespace
+
 const KernelTable& active_kernels() {
-  static const KernelTable& table = kernels_for(active_isa());
-  return table;
+  const KernelTable* t = current.load(std::memory_order_relaxed);
+  if (!t) {
+    t = &kernels_for(active_isa());
+    current.store(t, std::memory_order_relaxed);
+  }
+  return *t;
 }
+
+void use_isa(Isa isa) { current.store(&kernels_for(isa), std::memory_order_relaxed); }
 
 }  // namespace toroid::kernels

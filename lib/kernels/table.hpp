@@ -38,8 +38,12 @@ struct KernelTable {
 
 // The table of one level; throws InvalidArgument if this CPU cannot run it.
 const KernelTable& kernels_for(Isa isa);
-// The table of active_isa().
+// The table the library runs: active_isa()'s, unless use_isa() switched it.
 const KernelTable& active_kernels();
+// Switches every later kernel call of this process to `isa` (throws InvalidArgument if this CPU
+// cannot run it). For benchmarks that compare levels within one run; not thread-safe against
+// collectives running at the same time.
+void use_isa(Isa isa);
 
 // Filled by scalar.cpp, avx2.cpp, avx512.cpp. Reach them only through kernels_for(): the SIMD
 // tables' kernels fault on CPUs without the level.
