@@ -115,22 +115,17 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
     std::size_t r = 0;
     for (std::size_t i = b; i < e; ++i) {
       const Step& st = s.steps[i];
-      if (st.kind == Kind::send) {
-        const std::size_t bytes = st.src.count * esize;
-        const std::byte* p = buf.readable(st.src);
+      if (st.kind == Kind::send || st.kind == Kind::recv) {
+        // Every segment of a plain transfer is posted at once, straight from/into place.
+        const bool send = st.kind == Kind::send;
+        const std::size_t bytes = (send ? st.src.count : st.dst.count) * esize;
+        const std::byte* from = send ? buf.readable(st.src) : nullptr;
+        std::byte* into = send ? nullptr : buf.writable(st.dst);
         for (std::size_t k = 0; k < segments(bytes); ++k, ++r) {
-          mpi_check(MPI_Isend(p + k * seg_bytes, seg_len(bytes, k), MPI_BYTE, st.peer, st.tag,
-                              comm, &ws.requests[r]),
-                    "MPI_Isend");
-          pending[r] = {-1, 0, k, &st};
-        }
-      } else if (st.kind == Kind::recv) {
-        const std::size_t bytes = st.dst.count * esize;
-        std::byte* p = buf.writable(st.dst);
-        for (std::size_t k = 0; k < segments(bytes); ++k, ++r) {
-          mpi_check(MPI_Irecv(p + k * seg_bytes, seg_len(bytes, k), MPI_BYTE, st.peer, st.tag,
-                              comm, &ws.requests[r]),
-                    "MPI_Irecv");
+          const std::size_t off = k * seg_bytes;
+          mpi_check(send ? MPI_Isend(from + off, seg_len(bytes, k), MPI_BYTE, st.peer, st.tag, comm, &ws.requests[r])
+                         : MPI_Irecv(into + off, seg_len(bytes, k), MPI_BYTE, st.peer, st.tag, comm, &ws.requests[r]),
+                    send ? "MPI_Isend" : "MPI_Irecv");
           pending[r] = {-1, 0, k, &st};
         }
       } else if (st.kind == Kind::recv_reduce) {
