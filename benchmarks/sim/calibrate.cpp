@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -82,8 +83,10 @@ void read_bench_csv(const std::string& path, Measured& into) {
   for (std::string line; std::getline(in, line);) {
     if (line.rfind("#", 0) == 0) {
       std::istringstream ss(line.substr(1));
+      // "ranks 4" in the run header (other lines say "4 ranks per node").
       for (std::string k, v; ss >> k;)
-        if (k == "ranks" && ss >> v) ranks = std::stoi(v);
+        if (k == "ranks" && ranks == 0 && ss >> v && !v.empty() && std::isdigit(static_cast<unsigned char>(v[0])))
+          ranks = std::stoi(v);
       continue;
     }
     std::vector<std::string> f;
@@ -99,7 +102,11 @@ void read_bench_csv(const std::string& path, Measured& into) {
       return it == cols.end() || i >= f.size() ? "" : f[i];
     };
     if (at("collective") != "allreduce" || at("size").empty()) continue;
-    into[{ranks, at("algo"), std::stoull(at("size"))}] = std::stod(at("time_us"));
+    try {
+      into[{ranks, at("algo"), std::stoull(at("size"))}] = std::stod(at("time_us"));
+    } catch (const std::exception&) {
+      throw InvalidArgument(fmt::format("--compare: '{}': unreadable row '{}'", path, line));
+    }
   }
   if (cols.empty() || ranks == 0)
     throw InvalidArgument(fmt::format("--compare: '{}' is not toroid-bench CSV (--format csv)", path));
@@ -142,6 +149,12 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) {
     const Fit f = fit(pts);
+    // Messages past the caches run at memory speed: a second fit on those alone shows how much
+    // of a large-size miss is the cache/DRAM step that one bandwidth cannot describe.
+    std::vector<std::pair<double, double>> large;
+    for (auto pt : pts)
+      if (pt.first >= (1 << 20)) large.push_back(pt);
+    const Fit fl = large.size() >= 2 ? fit(large) : f;
     fmt::print(out, "# ping-pong between 2 ranks, one-way time (median of {}), fit t(n) = alpha + n/beta\n",
                o.calibrate_iters);
     fmt::print(out, "{:>12}{:>14}{:>14}{:>8}\n", "bytes", "measured(us)", "fit(us)", "fit/m");
@@ -151,12 +164,13 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
     }
     fmt::print(out, "# alpha {:.3f} us, beta {:.3f} GB/s, f32 sum kernel {:.3f} GB/s (one operand)\n",
                f.alpha_s * 1e6, f.beta_bytes_per_s / 1e9, reduce / 1e9);
-    fmt::print(out, "# as toroid-sim options: --hop-us {:.3f} --link-gbps {:.3f} --reduce-gbps {:.3f}\n\n",
+    fmt::print(out, "# as toroid-sim options: --hop-us {:.3f} --link-gbps {:.3f} --reduce-gbps {:.3f}\n",
                f.alpha_s * 1e6, f.beta_bytes_per_s / 1e9, reduce / 1e9);
+    fmt::print(out, "# messages >= 1 MiB alone: beta {:.3f} GB/s (column 'pred_1M+')\n\n", fl.beta_bytes_per_s / 1e9);
 
     fmt::print(out, "# predicted toroid-bench all-reduce (f32, count rounded to a multiple of the ranks)\n");
-    fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15}{:>15}{:>10}\n", "ranks", "shape", "algo", "bytes", "predicted(us)",
-               "measured(us)", "m/p");
+    fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15}{:>15}{:>10}{:>12}{:>10}\n", "ranks", "shape", "algo", "bytes",
+               "predicted(us)", "measured(us)", "m/p", "pred_1M+", "m/p_1M+");
     for (int np : {2, 4}) {
       exec::SimModel m;
       m.topology = np == 2 ? Torus2D(2, 1) : Torus2D(2, 2);
@@ -164,15 +178,20 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
       m.hop_latency_s[0] = m.hop_latency_s[1] = f.alpha_s;
       m.reduce_bytes_per_s = reduce;
       m.segment_bytes = o.model.segment_bytes;
+      exec::SimModel ml = m;
+      ml.link_bytes_per_s[0] = ml.link_bytes_per_s[1] = fl.beta_bytes_per_s;
       for (Algorithm a : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d})
         for (std::uint64_t bytes = 4096; bytes <= (64ull << 20); bytes *= 4) {
           schedule::Request r;
           r.count = std::max<std::uint64_t>(bytes / 4 / np, 1) * np;  // as toroid-bench rounds
           const exec::SimResult s = exec::simulate_collective(m, a, r, DataType::f32);
+          const exec::SimResult sl = exec::simulate_collective(ml, a, r, DataType::f32);
           const auto it = measured.find({np, std::string(to_string(a)), r.count * 4});
-          fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15.2f}{:>15}{:>10}\n", np, m.topology.to_string(), to_string(a),
-                     r.count * 4, s.time_s * 1e6, it == measured.end() ? "-" : fmt::format("{:.2f}", it->second),
-                     it == measured.end() ? "-" : fmt::format("{:.2f}", it->second / (s.time_s * 1e6)));
+          const bool have = it != measured.end();
+          fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15.2f}{:>15}{:>10}{:>12.2f}{:>10}\n", np, m.topology.to_string(),
+                     to_string(a), r.count * 4, s.time_s * 1e6, have ? fmt::format("{:.2f}", it->second) : "-",
+                     have ? fmt::format("{:.2f}", it->second / (s.time_s * 1e6)) : "-", sl.time_s * 1e6,
+                     have ? fmt::format("{:.2f}", it->second / (sl.time_s * 1e6)) : "-");
         }
     }
   }
