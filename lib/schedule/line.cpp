@@ -11,8 +11,9 @@
 //             step 1:  m0 -B2-> m1 -B3-> m2 m1 <-B0- m2 <-B1- m3
 //             step 2:  m0 -B1-> m1 -B2-> m2 -B3-> m3 ... (and leftward B0,B1,B2 arrive)
 //
-// Both chains reach the owner in step p-2; the second one is reduced in an extra phase (p-1)
-// so the two never write the own block in the same phase. Busiest link: (p-1)/p of the data in
+// Both chains reach the owner in step p-2; the leftward one is sent and reduced in an extra
+// phase (p-1) so the two never write the own block in the same phase, and no rank waits in
+// phase p-2 for a neighbour that is already in p-1. Busiest link: (p-1)/p of the data in
 // each direction, the same as a one-directional ring, using both directions of each link.
 //
 // All-gather: block j spreads right (m_j -> m_j+1 -> ...) and left at once; member i sends
@@ -50,7 +51,11 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
     // Leftward chain.
     if (left >= 0 && step >= p - 1 - i) {
       const int j = step - (p - 1 - i);
-      add(Kind::send, left, ltag, ph, chunk(i == p - 1 ? from : acc, blocks[j]), {});
+      // The left neighbour's own block: when both chains end there, it is reduced a phase
+      // later, so it is sent a phase later too. Sending it in this phase would hold this rank
+      // in phase p-2 until the neighbour reaches p-1, and that wait would ripple down the line.
+      const bool deferred = j == i - 1 && i - 1 > 0;
+      add(Kind::send, left, ltag, deferred ? ph + 1 : ph, chunk(i == p - 1 ? from : acc, blocks[j]), {});
     }
     if (right >= 0 && step >= p - 2 - i) {
       const int j = step - (p - 2 - i);
@@ -63,7 +68,7 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
       }
     }
   }
-  return phase + static_cast<std::uint32_t>(p - 1) + (i > 0 && i < p - 1 ? 1 : 0);
+  return phase + static_cast<std::uint32_t>(p);  // p-1 steps and the deferred last reduction
 }
 
 std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& blocks, int tag,

@@ -151,14 +151,14 @@ TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when b
   REQUIRE(ring_ag.error == "");
   REQUIRE(line_ag.error == "");
   CHECK(line_ag.time_s / ring_ag.time_s == Approx(2.0).epsilon(0.02));
-  // All-reduce: the line's reduce-scatter receives the leftward chain's last block one phase
-  // after its sender sends it, so under rendezvous matching each middle member's sender waits
-  // for it to finish the previous phase: p-2 more block steps, (3p-4)/(p-1) ~ 2.9x the ring.
+  // All-reduce: the same 2x for both halves, plus the line reduce-scatter's one extra phase
+  // (the second chain's last block), which must not ripple down the line (it once did: a
+  // sender waited for its neighbour's next phase, ~(3p-4)/(p-1) = 2.9x).
   const SimResult ring = allreduce(ring_model, Algorithm::torus2d, count);
   const SimResult line = allreduce(line_model, Algorithm::torus2d, count);
   INFO("ring " << ring.time_s << " s, line " << line.time_s << " s");
   CHECK(line.time_s / ring.time_s > 1.9);
-  CHECK(line.time_s / ring.time_s == Approx((3.0 * p - 4) / (p - 1)).epsilon(0.03));
+  CHECK(line.time_s / ring.time_s < 2.0 * p / (p - 1) + 0.02);
 }
 
 TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh") {
