@@ -8,7 +8,8 @@ Algorithm choose_algorithm(schedule::Collective c, std::uint64_t bytes, const To
     if (t.size() == 1) return Algorithm::ring;
     // Latency-bound: fewest rounds wins (log2 p exchanges instead of 2(p-1) ring steps).
     if (bytes < small_message_bytes) return Algorithm::recursive_doubling;
-    if (bytes < medium_message_bytes) return Algorithm::rabenseifner;
+    // Two ranks: Rabenseifner is two half-size exchanges where one whole exchange does.
+    if (bytes < medium_message_bytes) return t.size() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;
     // Bandwidth-bound: the algorithms that follow the torus and keep its links busy.
     return two_d ? Algorithm::torus2d_both : Algorithm::bidir_ring;
   }
