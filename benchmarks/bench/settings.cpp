@@ -6,23 +6,13 @@
 #include <algorithm>
 #include <sstream>
 
+#include "cli/cli.hpp"
 #include "core/parse_size.hpp"
 #include "kernels/isa.hpp"
 
 namespace po = boost::program_options;
 
 namespace toroid::bench {
-namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-}  // namespace
 
 // Throws InvalidArgument with the option name on bad values. Exit status 2 on every rank.
 Settings parse_settings(int argc, char** argv, bool& help, std::string& help_text) {
@@ -53,32 +43,9 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
                                          "are repeated per level, named ALGO@LEVEL, all in this run")
       ("timeout", po::value(&s.timeout_s)->default_value(s.timeout_s),
        "seconds without progress before a stuck collective reports and ends the run (0: off)");
-  po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, d), vm);
-    po::notify(vm);
-  } catch (const po::error& ex) {
-    throw InvalidArgument(ex.what());
-  }
-  std::ostringstream h;
-  h << d;
-  help_text = h.str();
-  help = vm.count("help") > 0;
-  for (const std::string& o : op == "all" ? std::vector<std::string>{"allreduce", "reduce_scatter", "allgather"} : split(op)) {
-    if (o == "allreduce") s.ops.push_back(Collective::allreduce);
-    else if (o == "reduce_scatter") s.ops.push_back(Collective::reduce_scatter);
-    else if (o == "allgather") s.ops.push_back(Collective::allgather);
-    else throw InvalidArgument("--op: unknown collective '" + o + "' (valid: allreduce, reduce_scatter, allgather, all)");
-  }
-  std::vector<std::string> every;
-  for (Algorithm a : all_algorithms) every.emplace_back(to_string(a));
-  for (const std::string& a : algo == "all" ? every : split(algo)) {
-    try {
-      s.algos.push_back(parse_algorithm(a));
-    } catch (const InvalidArgument& ex) {
-      throw InvalidArgument(std::string("--algo: ") + ex.what());
-    }
-  }
+  const po::variables_map vm = cli::parse_command_line(d, argc, argv, help, help_text);
+  s.ops = cli::parse_collectives(op);
+  s.algos = cli::parse_algorithms(algo, {std::begin(all_algorithms), std::end(all_algorithms)});
   s.baseline = vm.count("no-baseline") == 0;
   // The stock collective runs first at every size, so every row can show its ratio to it.
   const bool listed = std::find(s.algos.begin(), s.algos.end(), Algorithm::mpi) != s.algos.end();
@@ -107,7 +74,7 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
     throw InvalidArgument(fmt::format("--redop avg needs a floating --dtype, got {}", to_string(s.type)));
   if (!(s.timeout_s >= 0)) throw InvalidArgument(fmt::format("--timeout {} must not be negative", s.timeout_s));
   if (vm.count("isa")) {
-    for (const std::string& level : split(vm["isa"].as<std::string>())) {
+    for (const std::string& level : cli::split_list(vm["isa"].as<std::string>())) {
       try {
         (void)kernels::select_isa(level);  // validates the name and that this CPU has it
       } catch (const InvalidArgument& ex) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "cli/cli.hpp"
 #include "core/parse_size.hpp"
 
 namespace po = boost::program_options;
@@ -13,13 +14,6 @@ namespace po = boost::program_options;
 namespace toroid::sim_cli {
 namespace {
 
-std::vector<std::string> split(const std::string& s, char sep = ',') {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, sep);)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 struct Preset {
   const char* name;
@@ -60,7 +54,7 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text, std::uint64_t fa
       if (b > UINT64_MAX / factor) break;
     }
   } else {
-    for (const std::string& item : split(text)) {
+    for (const std::string& item : cli::split_list(text)) {
       const std::uint64_t b = parse_size(item, "--bytes");
       if (b == 0) throw InvalidArgument("--bytes: sizes must be positive");
       out.push_back(b);
@@ -116,17 +110,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       ("calibrate-max", po::value(&cal_max)->default_value(cal_max), "largest ping-pong message")
       ("calibrate-iters", po::value(&o.calibrate_iters)->default_value(o.calibrate_iters), "ping-pongs per size")
       ("compare", po::value(&compare), "with --calibrate: comma list of toroid-bench CSV files to set against the predictions");
-  po::variables_map vm;
-  try {
-    po::store(po::parse_command_line(argc, argv, d), vm);
-    po::notify(vm);
-  } catch (const po::error& ex) {
-    throw InvalidArgument(ex.what());
-  }
-  std::ostringstream h;
-  h << d;
-  help_text = h.str();
-  help = vm.count("help") > 0;
+  const po::variables_map vm = cli::parse_command_line(d, argc, argv, help, help_text);
 
   const Preset* p = nullptr;
   for (const Preset& q : kPresets)
@@ -155,27 +139,12 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   if (o.chips_per_node < 0 || o.chips_per_node > o.model.topology.size())
     throw InvalidArgument(fmt::format("--chips-per-node {} must be 0..{}", o.chips_per_node, o.model.topology.size()));
 
-  for (const std::string& c : op == "all" ? std::vector<std::string>{"allreduce", "reduce_scatter", "allgather"} : split(op)) {
-    if (c == "allreduce") o.ops.push_back(Collective::allreduce);
-    else if (c == "reduce_scatter") o.ops.push_back(Collective::reduce_scatter);
-    else if (c == "allgather") o.ops.push_back(Collective::allgather);
-    else throw InvalidArgument("--op: unknown collective '" + c + "' (valid: allreduce, reduce_scatter, allgather, all)");
-  }
-  if (o.ops.empty()) throw InvalidArgument("--op: names no collective");
-  const std::vector<std::string> every = {"ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical",
-                                          "recursive_doubling", "rabenseifner"};
-  for (const std::string& a : algo == "all" ? every : split(algo)) {
-    Algorithm parsed;
-    try {
-      parsed = parse_algorithm(a);
-    } catch (const InvalidArgument& ex) {
-      throw InvalidArgument(std::string("--algo: ") + ex.what());
-    }
-    if (parsed == Algorithm::automatic || parsed == Algorithm::mpi)
-      throw InvalidArgument(fmt::format("--algo: '{}' has no schedule to simulate", a));
-    o.algos.push_back(parsed);
-  }
-  if (o.algos.empty()) throw InvalidArgument("--algo: names no algorithm");
+  o.ops = cli::parse_collectives(op);
+  o.algos = cli::parse_algorithms(algo, {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
+                                         Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner});
+  for (Algorithm a : o.algos)
+    if (a == Algorithm::automatic || a == Algorithm::mpi)
+      throw InvalidArgument(fmt::format("--algo: '{}' has no schedule to simulate", to_string(a)));
   if (factor < 2) throw InvalidArgument(fmt::format("--factor {} must be at least 2", factor));
   o.sizes = parse_sizes(bytes, factor);
   try {
@@ -190,7 +159,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   o.calibrate_max = parse_size(cal_max, "--calibrate-max");
   if (o.calibrate_max < 1024) throw InvalidArgument(fmt::format("--calibrate-max {} must be at least 1K", cal_max));
   if (o.calibrate_iters < 1) throw InvalidArgument(fmt::format("--calibrate-iters {} must be at least 1", o.calibrate_iters));
-  o.compare = split(compare);
+  o.compare = cli::split_list(compare);
   if (!o.compare.empty() && !o.calibrate) throw InvalidArgument("--compare: only with --calibrate");
   return o;
 }

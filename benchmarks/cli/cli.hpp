@@ -1,0 +1,28 @@
+// Command-line pieces shared by toroid-bench and toroid-sim.
+#pragma once
+
+#include <boost/program_options.hpp>
+
+#include <string>
+#include <vector>
+
+#include "toroid/algorithm.hpp"
+
+namespace toroid::cli {
+
+// "a,b,,c" -> {"a", "b", "c"}
+std::vector<std::string> split_list(const std::string& text, char sep = ',');
+
+// Parses argv against `d`; boost's errors become InvalidArgument. Sets `help` for --help and
+// fills `help_text` with the options' description.
+boost::program_options::variables_map parse_command_line(const boost::program_options::options_description& d,
+                                                         int argc, char** argv, bool& help,
+                                                         std::string& help_text);
+
+// --op: "allreduce,allgather" or "all". Throws InvalidArgument naming --op and the bad name.
+std::vector<Collective> parse_collectives(const std::string& text);
+// --algo: a comma list of algorithm names, or "all" (every name in `all`). Throws
+// InvalidArgument naming --algo and the bad name.
+std::vector<Algorithm> parse_algorithms(const std::string& text, const std::vector<Algorithm>& all);
+
+}  // namespace toroid::cli

@@ -1,0 +1,20 @@
+# toroid-sim end to end (no MPI): a small run prints its row; each bad input exits with status 2
+# and a message naming the option.
+function(run_sim expect_rc expect_text)
+  execute_process(COMMAND ${SIM} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL expect_rc)
+    message(FATAL_ERROR "toroid-sim ${ARGN}: exit ${rc}, expected ${expect_rc}\n${out}\n${err}")
+  endif()
+  if(NOT "${out}${err}" MATCHES "${expect_text}")
+    message(FATAL_ERROR "toroid-sim ${ARGN}: output lacks '${expect_text}'\n${out}\n${err}")
+  endif()
+endfunction()
+
+run_sim(0 "allreduce +torus2d +1048576" --topology 8x4 --algo torus2d --bytes 1M)
+run_sim(0 "\"algo\": \"torus2d_both\"" --preset tpu-v3-pod --algo torus2d_both --bytes 64K --format json)
+run_sim(2 "--topology: invalid topology '8x'" --topology 8x)
+run_sim(2 "--preset: unknown preset 'foo'" --preset foo)
+run_sim(2 "--bytes: '1Q' is not a size" --bytes 1Q)
+run_sim(2 "--link-gbps -3 must be a positive number" --link-gbps -3)
+run_sim(2 "--algo: 'mpi' has no schedule to simulate" --algo mpi)
+run_sim(2 "--op: unknown collective 'bcast'" --op bcast)
