@@ -30,18 +30,8 @@ namespace {
 using schedule::Kind;
 using schedule::Step;
 
-struct Stream {  // one receive-and-reduce step in flight
-  const Step* step;
-  std::size_t bytes, nseg, next_seg = 0;
-  std::byte* staging;  // depth slots
-};
-
-struct Pending {  // what a request index stands for
-  int stream = -1;  // -1: a send or a plain receive
-  int slot = 0;
-  std::size_t seg = 0;
-  const Step* step = nullptr;
-};
+using detail::Pending;
+using detail::Stream;
 
 // Prints, for every request still open, the step it belongs to, then ends the job: a hang
 // becomes a message and a non-zero exit status.
@@ -75,8 +65,8 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
   const std::size_t seg_bytes = std::max<std::size_t>(1, params.segment_bytes / esize) * esize;
   const int depth = std::max(1, params.depth);
   const kernels::ReduceFn reduce = kernels::reduce_fn(params.type, params.op);
-  std::vector<Stream> streams;
-  std::vector<Pending> pending;
+  std::vector<Stream>& streams = ws.streams;
+  std::vector<Pending>& pending = ws.pending;
 
   auto segments = [&](std::size_t bytes) { return (bytes + seg_bytes - 1) / seg_bytes; };
   auto seg_len = [&](std::size_t bytes, std::size_t k) {

@@ -26,10 +26,27 @@ struct ExecParams {
 
 // Reusable memory of the executor (staging for received segments), kept by the Communicator so
 // repeated collectives do not allocate.
+namespace detail {
+struct Stream {  // one receive-and-reduce step in flight
+  const schedule::Step* step;
+  std::size_t bytes, nseg, next_seg = 0;
+  std::byte* staging;  // `depth` slots
+};
+struct Pending {  // what a request index stands for
+  int stream = -1;  // -1: a send or a plain receive
+  int slot = 0;
+  std::size_t seg = 0;
+  const schedule::Step* step = nullptr;
+};
+}  // namespace detail
+
 struct Workspace {
   std::vector<std::byte> staging;
   std::vector<std::byte> scratch;
+  // Per-phase bookkeeping, kept so that small collectives do not allocate on every call.
   std::vector<MPI_Request> requests;
+  std::vector<detail::Stream> streams;
+  std::vector<detail::Pending> pending;
 };
 
 void run_mpi(const schedule::Schedule& s, const BufferSet& buffers, const ExecParams& params,
