@@ -6,15 +6,9 @@
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(launch ${MPIEXEC} -n ${NP} --oversubscribe ${BENCH})
 
+include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
 function(run_bench expect_rc expect_text)
-  execute_process(COMMAND ${launch} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL expect_rc)
-    message(FATAL_ERROR "toroid-bench ${ARGN}: exit ${rc}, expected ${expect_rc}\n${out}\n${err}")
-  endif()
-  if(NOT "${out}${err}" MATCHES "${expect_text}")
-    message(FATAL_ERROR "toroid-bench ${ARGN}: output lacks '${expect_text}'\n${out}\n${err}")
-  endif()
-  set(last_output "${out}" PARENT_SCOPE)
+  expect_run(${expect_rc} "${expect_text}" ${launch} ${ARGN})
 endfunction()
 
 if(MODE STREQUAL "sweep")

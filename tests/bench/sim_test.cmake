@@ -1,13 +1,8 @@
 # toroid-sim end to end (no MPI): a small run prints its row; each bad input exits with status 2
 # and a message naming the option.
+include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
 function(run_sim expect_rc expect_text)
-  execute_process(COMMAND ${SIM} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc EQUAL expect_rc)
-    message(FATAL_ERROR "toroid-sim ${ARGN}: exit ${rc}, expected ${expect_rc}\n${out}\n${err}")
-  endif()
-  if(NOT "${out}${err}" MATCHES "${expect_text}")
-    message(FATAL_ERROR "toroid-sim ${ARGN}: output lacks '${expect_text}'\n${out}\n${err}")
-  endif()
+  expect_run(${expect_rc} "${expect_text}" ${SIM} ${ARGN})
 endfunction()
 
 run_sim(0 "allreduce +torus2d +1048576" --topology 8x4 --algo torus2d --bytes 1M)
