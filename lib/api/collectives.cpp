@@ -50,18 +50,20 @@ bool in_place(const Call& c, const Block& own) {
 }
 
 void validate(const Call& c, int rank, Span group) {
-  const std::string name = std::string(toroid::to_string(c.collective)) +
-                           (c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "");
+  // Built only when there is an error to report: validation runs on every call.
+  const auto name = [&] {
+    return std::string(toroid::to_string(c.collective)) + (c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "");
+  };
   const std::size_t es = size_of(c.type);
   constexpr std::uint64_t max_bytes = 1ull << 62;
   if (c.in_count > max_bytes / es || c.out_count > max_bytes / es)
-    throw InvalidArgument(fmt::format("{} on rank {}: count {} of {} is too large", name, rank,
+    throw InvalidArgument(fmt::format("{} on rank {}: count {} of {} is too large", name(), rank,
                                       std::max(c.in_count, c.out_count), to_string(c.type)));
   if (c.op == ReduceOp::avg && !is_floating(c.type))
-    throw InvalidArgument(fmt::format("{} on rank {}: op avg needs a floating type, got {}", name,
+    throw InvalidArgument(fmt::format("{} on rank {}: op avg needs a floating type, got {}", name(),
                                       rank, to_string(c.type)));
   if (c.in_count > 0 && c.in == nullptr)
-    throw InvalidArgument(fmt::format("{} on rank {}: input is null with count {}", name, rank, c.in_count));
+    throw InvalidArgument(fmt::format("{} on rank {}: input is null with count {}", name(), rank, c.in_count));
   const Block own = block_of(full_count(c), group.size, group.position);
   std::uint64_t needed = 0;
   switch (c.collective) {
@@ -71,21 +73,21 @@ void validate(const Call& c, int rank, Span group) {
       needed = c.out_count;
       if (c.in_count != own.count)
         throw InvalidArgument(fmt::format(
-            "{} on rank {}: input has {} elements, but block {} of a {}-element result has {}", name,
+            "{} on rank {}: input has {} elements, but block {} of a {}-element result has {}", name(),
             rank, c.in_count, group.position, c.out_count, own.count));
       break;
   }
   if (needed > 0 && c.out == nullptr)
-    throw InvalidArgument(fmt::format("{} on rank {}: output is null but {} elements are needed", name, rank, needed));
+    throw InvalidArgument(fmt::format("{} on rank {}: output is null but {} elements are needed", name(), rank, needed));
   if (c.out_count < needed)
-    throw InvalidArgument(fmt::format("{} on rank {}: output has {} elements, needs {}", name, rank,
+    throw InvalidArgument(fmt::format("{} on rank {}: output has {} elements, needs {}", name(), rank,
                                       c.out_count, needed));
   // Input and output must be the same memory (in place) or not overlap at all.
   if (!in_place(c, own) && c.in_count > 0 && needed > 0) {
     const auto* i = static_cast<const std::byte*>(c.in);
     const auto* o = static_cast<const std::byte*>(c.out);
     if (i < o + needed * es && o < i + c.in_count * es)
-      throw InvalidArgument(fmt::format("{} on rank {}: input and output overlap without being in place", name, rank));
+      throw InvalidArgument(fmt::format("{} on rank {}: input and output overlap without being in place", name(), rank));
   }
 }
 
