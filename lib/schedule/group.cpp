@@ -44,4 +44,17 @@ Chunk second_half(Chunk c) {
   return {c.buf, c.offset + first, c.count / 2};
 }
 
+bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase) {
+  if (from.count == 0 || (from.buf == to.buf && from.offset == to.offset)) return false;
+  s.steps.push_back({Kind::copy, -1, 0, phase, from, to});
+  return true;
+}
+
+std::uint32_t append_average(Schedule& s, bool average, Chunk c, std::uint32_t divisor,
+                             std::uint32_t phase) {
+  if (!average || c.count == 0 || divisor <= 1) return phase;
+  s.steps.push_back({Kind::scale, -1, 0, phase, {}, c, divisor});
+  return phase + 1;
+}
+
 }  // namespace toroid::schedule

@@ -35,4 +35,14 @@ Chunk second_half(Chunk c);
 
 inline Chunk chunk(Buf buf, const Block& b) { return {buf, b.offset, b.count}; }
 
+// Appends `copy from -> to` in `phase` unless it is empty or `from` already sits at `to`
+// (same buffer id and offset; the executor also skips a copy whose two addresses coincide in
+// place). Returns whether a step was added.
+bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase);
+
+// The last step of an average: `c` divided by `divisor`, in a phase of its own. Nothing when not
+// averaging, when `c` is empty or when the divisor is 1. Returns the next free phase.
+std::uint32_t append_average(Schedule& s, bool average, Chunk c, std::uint32_t divisor,
+                             std::uint32_t phase);
+
 }  // namespace toroid::schedule

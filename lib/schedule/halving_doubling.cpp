@@ -61,11 +61,7 @@ Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ct
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
   Builder b{s};
   const Fold f = fold_of(rank, p);
-  auto scale = [&](Chunk c) {
-    if (r.average && c.count > 0 && p > 1) {
-      s.steps.push_back({Kind::scale, -1, 0, b.phase++, {}, c, static_cast<std::uint32_t>(p)});
-    }
-  };
+  auto scale = [&](Chunk c) { b.phase = append_average(s, r.average, c, static_cast<std::uint32_t>(p), b.phase); };
   if (p == 1) {
     if (!r.in_place && n > 0) s.steps.push_back({Kind::copy, -1, 0, 0, input, output});
     return s;

@@ -49,8 +49,7 @@ Schedule build_hierarchical(const Request& r, const Context& ctx) {
     const Block part = parts[across.position];
     phase = append_reduce_scatter(s, Links::bidir_ring, across, parts, 2, Buf::output, Buf::output,
                                   chunk(Buf::output, part), phase);
-    if (r.average && part.count > 0 && p > 1)
-      s.steps.push_back({Kind::scale, -1, 0, phase++, {}, chunk(Buf::output, part), static_cast<std::uint32_t>(p)});
+    phase = append_average(s, r.average, chunk(Buf::output, part), static_cast<std::uint32_t>(p), phase);
     phase = append_allgather(s, Links::bidir_ring, across, parts, 2, chunk(Buf::output, part), Buf::output, phase);
   }
   append_allgather(s, Links::bidir_ring, local, pieces, 0, chunk(Buf::output, mine), Buf::output, phase);

@@ -26,12 +26,7 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
                                          int tag, Buf from, Buf acc, Chunk result,
                                          std::uint32_t phase) {
   const int p = g.size(), i = g.position;
-  if (p == 1) {
-    const Chunk all = chunk(from, blocks[0]);
-    if (all.count > 0 && !(all.buf == result.buf && all.offset == result.offset))
-      s.steps.push_back({Kind::copy, -1, 0, phase++, all, result});
-    return phase;
-  }
+  if (p == 1) return phase + (append_move(s, chunk(from, blocks[0]), result, phase) ? 1 : 0);
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
   const int rtag = tag, ltag = tag + 1;
   auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {
@@ -75,8 +70,7 @@ std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& b
                                     Chunk own, Buf out, std::uint32_t phase) {
   const int p = g.size(), i = g.position;
   const Chunk own_place = chunk(out, blocks[i]);
-  if (own.count > 0 && !(own.buf == own_place.buf && own.offset == own_place.offset))
-    s.steps.push_back({Kind::copy, -1, 0, phase, own, own_place});
+  append_move(s, own, own_place, phase);
   if (p == 1) return phase + 1;
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
   auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {

@@ -24,14 +24,11 @@ Schedule build_linear(Algorithm a, const Request& r, const Context& ctx) {
   const Block own = blocks[g.position];
   const Chunk own_in_out = chunk(Buf::output, own);
   std::uint32_t phase = 0;
-  auto scale = [&](Chunk c) {
-    if (r.average && c.count > 0 && g.size() > 1)
-      s.steps.push_back({Kind::scale, -1, 0, phase++, {}, c, static_cast<std::uint32_t>(g.size())});
-  };
+  const auto divisor = static_cast<std::uint32_t>(g.size());
   switch (r.collective) {
     case Collective::allreduce:
       phase = append_reduce_scatter(s, links, g, blocks, 0, Buf::input, Buf::output, own_in_out, phase);
-      scale(own_in_out);
+      phase = append_average(s, r.average, own_in_out, divisor, phase);
       append_allgather(s, links, g, blocks, 0, own_in_out, Buf::output, phase);
       break;
     case Collective::reduce_scatter: {
@@ -39,7 +36,7 @@ Schedule build_linear(Algorithm a, const Request& r, const Context& ctx) {
       if (!r.in_place) s.scratch_count = r.count;
       phase = append_reduce_scatter(s, links, g, blocks, 0, Buf::input,
                                     r.in_place ? Buf::output : Buf::scratch, result, phase);
-      scale(result);
+      append_average(s, r.average, result, divisor, phase);
       break;
     }
     case Collective::allgather: {

@@ -23,20 +23,13 @@ namespace {
 
 int wrap(int v, int p) { return ((v % p) + p) % p; }
 
-bool same_place(const Chunk& a, const Chunk& b) { return a.buf == b.buf && a.offset == b.offset; }
-
 }  // namespace
 
 std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks,
                                          int d, int tag, Buf from, Buf acc, Chunk result,
                                          std::uint32_t phase) {
   const int p = g.size(), i = g.position;
-  if (p == 1) {
-    const Chunk all = chunk(from, blocks[0]);
-    if (all.count > 0 && !same_place(all, result))
-      s.steps.push_back({Kind::copy, -1, 0, phase++, all, result});
-    return phase;
-  }
+  if (p == 1) return phase + (append_move(s, chunk(from, blocks[0]), result, phase) ? 1 : 0);
   const int next = g.members[wrap(i + d, p)], prev = g.members[wrap(i - d, p)];
   for (int step = 0; step < p - 1; ++step, ++phase) {
     const int sent = wrap(i - d * (step + 1), p), got = wrap(i - d * (step + 2), p);
@@ -53,13 +46,9 @@ std::uint32_t append_ring_allgather(Schedule& s, const Group& g, const Blocks& b
                                     int tag, Chunk own, Buf out, std::uint32_t phase) {
   const int p = g.size(), i = g.position;
   const Chunk own_place = chunk(out, blocks[i]);
-  const bool needs_copy = own.count > 0 && !same_place(own, own_place);
-  if (p == 1) {
-    if (needs_copy) s.steps.push_back({Kind::copy, -1, 0, phase++, own, own_place});
-    return phase;
-  }
+  const bool moved = append_move(s, own, own_place, phase);
+  if (p == 1) return phase + (moved ? 1 : 0);
   const int next = g.members[wrap(i + d, p)], prev = g.members[wrap(i - d, p)];
-  if (needs_copy) s.steps.push_back({Kind::copy, -1, 0, phase, own, own_place});
   for (int step = 0; step < p - 1; ++step, ++phase) {
     const Chunk send = step == 0 ? own : chunk(out, blocks[wrap(i - d * step, p)]);
     if (send.count > 0) s.steps.push_back({Kind::send, next, tag, phase, send, {}});
