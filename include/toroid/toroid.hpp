@@ -5,6 +5,7 @@
 #include "toroid/collectives.hpp"
 #include "toroid/communicator.hpp"
 #include "toroid/error.hpp"
+#include "toroid/optimizer.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/types.hpp"
 #include "toroid/version.hpp"

@@ -6,6 +6,7 @@
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include "kernels/optimizer_loops.hpp"
 #include "kernels/simd_loops.hpp"
 
 namespace toroid::kernels {
@@ -175,9 +176,30 @@ struct I64 : Buffered<I64> {
   static Vec div(Vec a, std::uint32_t) { return a; }
 };
 
+// f32 lanes for the optimizer kernels; the f64 sum of squares widens each half.
+struct OptF32 : F32 {
+  struct Acc { __m256d lo, hi; };
+  static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+  static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
+  static Vec sqrt(Vec a) { return _mm256_sqrt_ps(a); }
+  static Vec set1(float x) { return _mm256_set1_ps(x); }
+  static Acc acc_zero() { return {_mm256_setzero_pd(), _mm256_setzero_pd()}; }
+  static Acc acc_squares(Acc acc, Vec v) {
+    const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+    const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    return {_mm256_add_pd(acc.lo, _mm256_mul_pd(lo, lo)), _mm256_add_pd(acc.hi, _mm256_mul_pd(hi, hi))};
+  }
+  static double acc_total(Acc acc) {
+    double lanes[4];
+    _mm256_storeu_pd(lanes, _mm256_add_pd(acc.lo, acc.hi));
+    return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  }
+};
+
 constexpr KernelTable build() {
   KernelTable t = simd::make_table<F32, F64, F16, BF16Pairs, I32, I64>(Isa::avx2);
   simd::fill_conversions<F32, BF16, F16, F16Widen>(t);
+  t.optimizer = opt::make_optimizer_kernels<OptF32>();
   return t;
 }
 constexpr KernelTable kTable = build();

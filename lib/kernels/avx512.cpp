@@ -14,6 +14,7 @@
 #endif
 #include <immintrin.h>
 
+#include "kernels/optimizer_loops.hpp"
 #include "kernels/simd_loops.hpp"
 
 namespace toroid::kernels {
@@ -188,9 +189,31 @@ struct I64 {
   static Vec div(Vec a, std::uint32_t) { return a; }
 };
 
+// f32 lanes for the optimizer kernels; the f64 sum of squares widens each half (the upper
+// half is taken as f64 bits because extracting 256 f32 bits needs AVX-512DQ).
+struct OptF32 : F32 {
+  struct Acc { __m512d lo, hi; };
+  static Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
+  static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
+  static Vec sqrt(Vec a) { return _mm512_sqrt_ps(a); }
+  static Vec set1(float x) { return _mm512_set1_ps(x); }
+  static Acc acc_zero() { return {_mm512_setzero_pd(), _mm512_setzero_pd()}; }
+  static Acc acc_squares(Acc acc, Vec v) {
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    return {_mm512_add_pd(acc.lo, _mm512_mul_pd(lo, lo)), _mm512_add_pd(acc.hi, _mm512_mul_pd(hi, hi))};
+  }
+  static double acc_total(Acc acc) {
+    double lanes[8];
+    _mm512_storeu_pd(lanes, _mm512_add_pd(acc.lo, acc.hi));
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  }
+};
+
 constexpr KernelTable build() {
   KernelTable t = simd::make_table<F32, F64, F16, BF16Pairs, I32, I64>(Isa::avx512);
   simd::fill_conversions<F32, BF16, F16, F16Widen>(t);
+  t.optimizer = opt::make_optimizer_kernels<OptF32>();
   return t;
 }
 constexpr KernelTable kTable = build();

@@ -1,7 +1,9 @@
 // The portable level: plain loops the compiler vectorizes for the baseline ISA where it can.
 // These are the reference every SIMD level is tested against, bit for bit.
+#include <cmath>
 #include <type_traits>
 
+#include "kernels/optimizer_loops.hpp"
 #include "kernels/table.hpp"
 
 namespace toroid::kernels {
@@ -103,6 +105,27 @@ void fill_type(KernelTable& t, DataType type) {
   else t.divide[i] = divide<T>;
 }
 
+// One float per "register": the optimizer loops then run element by element, in the same
+// operation order as every SIMD level.
+struct ScalarLanes {
+  using Vec = float;
+  using Acc = double;
+  static constexpr std::size_t kLanes = 1;
+  static float load(const float* p) { return *p; }
+  static void store(float* p, float v) { *p = v; }
+  static float load_n(const float* p, std::size_t) { return *p; }  // never called: no tails
+  static void store_n(float* p, float v, std::size_t) { *p = v; }
+  static float add(float a, float b) { return a + b; }
+  static float sub(float a, float b) { return a - b; }
+  static float mul(float a, float b) { return a * b; }
+  static float div(float a, float b) { return a / b; }
+  static float sqrt(float a) { return std::sqrt(a); }
+  static float set1(float x) { return x; }
+  static double acc_zero() { return 0.0; }
+  static double acc_squares(double acc, float v) { return acc + static_cast<double>(v) * v; }
+  static double acc_total(double acc) { return acc; }
+};
+
 KernelTable make_table() {
   KernelTable t{};
   t.isa = Isa::scalar;
@@ -116,6 +139,7 @@ KernelTable make_table() {
   t.f32_to_f16 = convert<float, float16>;
   t.bf16_to_f32 = convert<bfloat16, float>;
   t.f16_to_f32 = convert<float16, float>;
+  t.optimizer = opt::make_optimizer_kernels<ScalarLanes>();
   return t;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/isa.hpp"
+#include "kernels/optimizer_kernels.hpp"
 #include "kernels/reduce.hpp"
 #include "toroid/types.hpp"
 
@@ -27,6 +28,7 @@ struct KernelTable {
   ReduceCopyFn reduce_copy[kTypes][kOps];
   DivideFn divide[kTypes];  // no-ops for the integer types
   ConvertFn f32_to_bf16, f32_to_f16, bf16_to_f32, f16_to_f32;
+  OptimizerKernels optimizer;
 
   ReduceFn reduce_for(DataType t, ReduceOp op) const { return reduce[index(t)][index(op)]; }
   ReduceCopyFn reduce_copy_for(DataType t, ReduceOp op) const {

@@ -1,0 +1,125 @@
+// Weight-update sharding: every rank reduce-scatters the gradients, updates only its shard of
+// the weights with only its shard of the optimizer state, and all-gathers the new weights.
+//
+//   ranks 0..p-1 each hold all weights W and their own gradients G_r
+//
+//   bucket  | t0 ........ | t1 ..... | t2 ...... |pad|   parameters flattened in order, cut into
+//           |  shard 0  |  shard 1  |  shard 2  |      buckets of `bucket_bytes`, each padded to a
+//                                                      multiple of p and split into p equal shards
+//   1. reduce-scatter G over ranks (optionally in bf16)  -> rank r: sum of shard r
+//   2. norms: one small all-reduce of per-tensor partial sums of squares (clipping, LAMB, LARS)
+//   3. update shard r of W with shard r of the state (fused kernel, one pass)
+//   4. all-gather W                                        -> every rank: all new weights
+//
+// A training program adopts it in a few lines:
+//
+//   toroid::Communicator comm(MPI_COMM_WORLD);
+//   std::vector<toroid::Parameter> params = {{"fc1.weight", w1, g1}, {"fc1.bias", b1, gb1}};
+//   toroid::ShardedOptimizer opt(comm, params, {.kind = toroid::OptimizerKind::adam});
+//   for (...) { forward_backward(); opt.step(); }   // weights w1, b1 updated on every rank
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "toroid/communicator.hpp"
+#include "toroid/types.hpp"
+
+namespace toroid {
+
+enum class OptimizerKind { sgd, adam, adamw, lamb, lars };
+std::string_view to_string(OptimizerKind kind) noexcept;
+// "sgd", "adam", "adamw", "lamb", "lars"; throws InvalidArgument naming the value otherwise.
+OptimizerKind parse_optimizer_kind(std::string_view name);
+
+// One tensor: its f32 master weights (updated in place by step()) and its gradient, f32 or
+// bf16, with as many elements. The spans must stay valid for the optimizer's life.
+struct Parameter {
+  Parameter(std::string name, std::span<float> weights, std::span<const float> grads);
+  Parameter(std::string name, std::span<float> weights, std::span<const bfloat16> grads);
+  std::string name;
+  std::span<float> weights;
+  const void* grads;
+  std::size_t grad_count;
+  DataType grad_type;  // f32 or bf16
+};
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::adam;
+  double learning_rate = 1e-3;
+  // Learning rate of step `step` (1-based) from the base rate; empty: constant. Must give the
+  // same value on every rank.
+  std::function<double(std::int64_t step, double base)> schedule;
+  double momentum = 0.9;  // sgd, lars
+  bool nesterov = false;  // sgd, lars
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam, adamw, lamb (bias-corrected)
+  // sgd, adam: added to the gradient (L2); adamw, lamb: decoupled, added to the update;
+  // lars: inside the trust ratio and the update, as in You et al. 2017.
+  double weight_decay = 0;
+  // Name patterns (glob with * and ?; a pattern without them matches any name containing it)
+  // of tensors excluded from weight decay, and from LAMB/LARS layer adaptation (trust ratio 1),
+  // e.g. {"bias", "LayerNorm"}.
+  std::vector<std::string> no_weight_decay;
+  std::vector<std::string> no_trust_ratio;
+  double lars_trust_coefficient = 0.001;  // eta
+  // > 0: scale the averaged gradient so its global L2 norm is at most this.
+  double max_grad_norm = 0;
+  // Off: every rank all-reduces and updates everything (the replicated baseline).
+  bool shard = true;
+  // Send gradients in bf16 (each addition in f32, rounded to bf16 between hops); the shard is
+  // widened to f32 before the update.
+  bool bf16_gradients = false;
+  // Divide the summed gradient by the rank count (data-parallel mean).
+  bool average = true;
+  std::size_t bucket_bytes = std::size_t{32} << 20;
+};
+
+// What one step did and how long its phases took (seconds, this rank).
+struct StepReport {
+  std::int64_t step = 0;
+  double learning_rate = 0;
+  double grad_norm = -1;   // global L2 norm of the averaged gradient; -1 when not computed
+  double clip_scale = 1;   // factor applied by max_grad_norm
+  double reduce_seconds = 0, update_seconds = 0, gather_seconds = 0;
+};
+
+class ShardedOptimizer {
+ public:
+  // Collective over comm. Throws InvalidArgument on every rank for an empty parameter list,
+  // weights and gradients of different sizes, duplicate names, bad hyper-parameters, or
+  // parameter lists / configurations that differ between ranks.
+  ShardedOptimizer(Communicator& comm, std::vector<Parameter> params, OptimizerConfig config);
+  ~ShardedOptimizer();
+  ShardedOptimizer(const ShardedOptimizer&) = delete;
+  ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;
+
+  // Collective: one optimizer step from the current gradients.
+  StepReport step();
+
+  std::int64_t steps_taken() const noexcept;
+  // LAMB/LARS: the trust ratio each parameter got in the last step (1 where excluded).
+  std::span<const double> trust_ratios() const noexcept;
+  // Bytes of optimizer state (moments, momentum, LAMB scratch) this rank holds.
+  std::size_t state_bytes() const noexcept;
+  // Elements of the flattened parameters this rank updates (padding included).
+  std::size_t shard_elements() const noexcept;
+
+  // Collective. One file with the step count, every weight and the whole optimizer state,
+  // independent of the rank count and of sharding; `load` accepts a file from any rank count
+  // whose parameters have the same names and sizes, and sets the weights too.
+  void save(const std::string& path);
+  void load(const std::string& path);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace toroid
