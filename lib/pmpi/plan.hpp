@@ -1,0 +1,40 @@
+// Serve or forward: whether toroid takes an intercepted call, and as what.
+//
+// The answer must be the same on every rank, or some ranks would run toroid's schedule while
+// others wait in the stock collective. So it depends only on what MPI requires every rank to
+// pass alike (count, datatype, op, the reduce-scatter counts, the communicator) and on the
+// preload's settings (the same environment on every rank), never on buffers or timing.
+//
+// Every function returns nullopt, meaning "forward to PMPI_ unchanged", for: a call made from
+// inside toroid, MPI_COMM_NULL, an inter-communicator, a type or op toroid has no twin for, no
+// data, or fewer bytes in the whole vector than TOROID_MIN_BYTES.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "toroid/types.hpp"
+
+namespace toroid::pmpi {
+
+struct Plan {
+  DataType type;
+  ReduceOp op;          // all-gather: unused
+  std::uint64_t count;  // elements of the whole vector
+  int size;             // ranks of the communicator
+};
+
+// MPI_Allreduce: `count` elements.
+std::optional<Plan> plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+// MPI_Reduce_scatter_block: `count` elements per rank.
+std::optional<Plan> plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+// MPI_Reduce_scatter: only counts that follow toroid's block rule (equal counts, or the first
+// total % p ranks one element more, as toroid::block_of cuts); others are forwarded.
+std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+// MPI_Allgather: `count` elements per rank of `type`. The caller has checked that the send side
+// is MPI_IN_PLACE or the same count and type.
+std::optional<Plan> plan_allgather(int count, MPI_Datatype type, MPI_Comm comm);
+
+}  // namespace toroid::pmpi

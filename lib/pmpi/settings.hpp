@@ -1,0 +1,29 @@
+// The preload's own settings, read once per process from the environment: which calls go to
+// toroid (TOROID_MIN_BYTES) and whether to say what was chosen (TOROID_LOG). TOROID_ALGO,
+// TOROID_TOPOLOGY and the other TOROID_* variables are read by toroid::Communicator itself.
+//
+// Whether a call is served must be decided alike on every rank, and it depends on these
+// settings: every rank of a job must see the same TOROID_MIN_BYTES (mpirun -x passes one value).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace toroid::pmpi {
+
+// Below this many bytes of the whole vector, toroid's per-call bookkeeping (plus the attribute
+// lookup) costs more than it saves: measured with toroid-bench --algo mpi under the preload at 2
+// and 4 ranks, see docs/preload.md.
+inline constexpr std::uint64_t default_min_bytes = 8 * 1024;
+
+struct Settings {
+  std::uint64_t min_bytes = default_min_bytes;
+  bool log_info = false;
+  // Non-empty when a variable is malformed. Then min_bytes is 0, so the first call toroid could
+  // serve reports this through the communicator's error handler instead of ignoring it.
+  std::string error;
+};
+
+const Settings& settings();
+
+}  // namespace toroid::pmpi

@@ -1,0 +1,116 @@
+#include "pmpi/state.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "pmpi/guard.hpp"
+#include "pmpi/settings.hpp"
+#include "toroid/error.hpp"
+
+namespace toroid::pmpi {
+namespace {
+
+// The registry exists only so MPI_Finalize can free what the program did not; the mutex
+// covers it and keyval creation, never a collective (two threads may build states on two
+// communicators at once, and holding a lock across a collective could deadlock them).
+std::mutex registry_mutex;
+std::set<State*> live;
+int state_keyval = MPI_KEYVAL_INVALID;
+int finalize_keyval = MPI_KEYVAL_INVALID;
+std::once_flag keyvals_made;
+
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  throw MpiError(fmt::format("{} failed while attaching toroid's state (MPI error {})", what, rc), rc);
+}
+
+int delete_state(MPI_Comm, int, void* value, void*) {
+  // ~Communicator frees toroid's communicators; anything collective it did would be toroid's.
+  ToroidScope inside;
+  auto* s = static_cast<State*>(value);
+  {
+    std::lock_guard lock(registry_mutex);
+    live.erase(s);
+  }
+  delete s;
+  return MPI_SUCCESS;
+}
+
+int free_all_at_finalize(MPI_Comm, int, void*, void*) {
+  std::vector<MPI_Comm> attached;
+  {
+    std::lock_guard lock(registry_mutex);
+    for (const State* s : live) attached.push_back(s->user);
+  }
+  // Each deletion runs delete_state, which takes the lock: not held here.
+  for (MPI_Comm c : attached) PMPI_Comm_delete_attr(c, state_keyval);
+  PMPI_Comm_free_keyval(&state_keyval);
+  PMPI_Comm_free_keyval(&finalize_keyval);
+  return MPI_SUCCESS;
+}
+
+void make_keyvals() {
+  check(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &state_keyval, nullptr),
+        "MPI_Comm_create_keyval");
+  check(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_all_at_finalize, &finalize_keyval, nullptr),
+        "MPI_Comm_create_keyval");
+  check(PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr), "MPI_Comm_set_attr");
+}
+
+std::string_view served_by(const State& s, Collective c) {
+  return s.algorithm_for(c) ? "auto" : to_string(s.comm.default_algorithm());
+}
+
+void log_choice(const State& s) {
+  char name[MPI_MAX_OBJECT_NAME] = {};
+  int len = 0;
+  PMPI_Comm_get_name(s.user, name, &len);
+  const Settings& set = settings();
+  fmt::print(stderr,
+             "toroid: {} ({} ranks): topology {}, all-reduce {}, reduce-scatter {}, all-gather {}; "
+             "calls of {} bytes and more go to toroid, smaller ones to MPI\n",
+             len > 0 ? name : "communicator", s.comm.size(), s.comm.topology().to_string(),
+             served_by(s, Collective::allreduce), served_by(s, Collective::reduce_scatter),
+             served_by(s, Collective::allgather), set.min_bytes);
+  std::fflush(stderr);
+}
+
+}  // namespace
+
+State::State(MPI_Comm c) : user(c), comm(c) {}
+
+std::optional<Algorithm> State::algorithm_for(Collective c) const {
+  if (implements(comm.default_algorithm(), c)) return std::nullopt;
+  return Algorithm::automatic;
+}
+
+State& state_of(MPI_Comm comm) {
+  std::call_once(keyvals_made, make_keyvals);
+  void* value = nullptr;
+  int found = 0;
+  check(PMPI_Comm_get_attr(comm, state_keyval, &value, &found), "MPI_Comm_get_attr");
+  if (found) return *static_cast<State*>(value);
+
+  // Same environment on every rank, so every rank throws here alike.
+  if (!settings().error.empty()) throw InvalidArgument(settings().error);
+  auto s = std::make_unique<State>(comm);
+  {
+    // Registered before it is attached: once attached, nothing here may throw and free it.
+    std::lock_guard lock(registry_mutex);
+    live.insert(s.get());
+  }
+  if (const int rc = PMPI_Comm_set_attr(comm, state_keyval, s.get()); rc != MPI_SUCCESS) {
+    std::lock_guard lock(registry_mutex);
+    live.erase(s.get());
+    check(rc, "MPI_Comm_set_attr");
+  }
+  if (settings().log_info && s->comm.rank() == 0) log_choice(*s);
+  return *s.release();
+}
+
+}  // namespace toroid::pmpi

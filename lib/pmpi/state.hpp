@@ -1,0 +1,33 @@
+// Per-communicator toroid state, kept as an attribute of the caller's communicator.
+//
+// Lifetime: built at the first call toroid serves on a communicator (toroid::Communicator is
+// collective; every rank reaches that same call because the serve decision is alike on all
+// ranks), freed by the keyval's delete callback when the communicator is freed
+// (MPI_Comm_free, MPI_Comm_disconnect). Communicators still alive at MPI_Finalize (MPI_COMM_WORLD
+// and any the program never freed) are freed from a delete callback on MPI_COMM_SELF, which
+// MPI runs first thing in MPI_Finalize, while every MPI call still works. Duplicates made with
+// MPI_Comm_dup do not inherit the state (MPI_COMM_NULL_COPY_FN): each builds its own.
+#pragma once
+
+#include <mpi.h>
+
+#include <optional>
+
+#include "toroid/communicator.hpp"
+
+namespace toroid::pmpi {
+
+struct State {
+  explicit State(MPI_Comm user);
+  // The algorithm to ask toroid for: the configured one (TOROID_ALGO) where it implements the
+  // collective, else auto. A program's MPI_Allgather keeps working under TOROID_ALGO=rabenseifner.
+  std::optional<Algorithm> algorithm_for(Collective c) const;
+
+  MPI_Comm user;  // the caller's communicator this state is attached to
+  Communicator comm;
+};
+
+// The state of `comm`, built on first use (see above). Throws toroid::Error.
+State& state_of(MPI_Comm comm);
+
+}  // namespace toroid::pmpi
