@@ -70,7 +70,8 @@ void gather_weights(ShardedOptimizer::Impl& s) {
   for (const auto& b : s.layout.buckets) {
     float* own = buf + b.own_begin;
     for (const auto& piece : b.own) std::memcpy(own + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
-    std::fill(buf + std::max(b.own_begin, b.length), own + b.shard, 0.0f);
+    // The padding inside this shard (only the last shard of a bucket can have any).
+    std::fill(buf + std::clamp(b.length, b.own_begin, b.own_begin + b.shard), own + b.shard, 0.0f);
     allgather(own, b.shard, buf, b.padded, DataType::f32, s.comm);
     for (const auto& piece : b.pieces)
       std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset, buf + piece.offset,
