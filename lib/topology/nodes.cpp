@@ -5,11 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <numeric>
-#include <sstream>
 
+#include "core/config_values.hpp"
 #include "exec/mpi_check.hpp"
 #include "toroid/error.hpp"
 
@@ -39,18 +38,12 @@ NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated) {
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   std::vector<int> node(size);
   if (!emulated.empty()) {
-    std::vector<int> counts;
-    std::stringstream in(emulated);
-    for (std::string item; std::getline(in, item, ',');) {
-      int v = 0;
-      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
-      if (ec != std::errc() || end != item.data() + item.size() || v < 1)
-        throw InvalidArgument("TOROID_NODES: '" + emulated + "': '" + item + "' is not a positive rank count");
-      counts.push_back(v);
-    }
-    if (std::accumulate(counts.begin(), counts.end(), 0) != size)
+    const std::vector<int> counts = parse_node_counts(emulated, "TOROID_NODES");
+    // parse_node_counts bounds the total, so this sum cannot overflow.
+    const int total = std::accumulate(counts.begin(), counts.end(), 0);
+    if (total != size)
       throw InvalidArgument(fmt::format("TOROID_NODES: '{}' adds up to {} ranks, communicator has {}", emulated,
-                                        std::accumulate(counts.begin(), counts.end(), 0), size));
+                                        total, size));
     int q = 0;
     for (std::size_t id = 0; id < counts.size(); ++id)
       for (int k = 0; k < counts[id]; ++k) node[q++] = static_cast<int>(id);
