@@ -7,7 +7,8 @@
 //
 // A size is the bytes of each operand array. GB/s counts every byte a kernel reads or writes:
 // a reduce reads a and b and writes a separate dst (3 arrays), reduce-copy also writes the copy (4),
-// divide reads and writes one (2), a conversion reads one type and writes the other. Reductions
+// divide reads and writes one (2), a conversion reads one type and writes the other, the
+// optimizer kernels as listed where they are measured. Reductions
 // and divide are shown as % of the add stream (dst = a + b over f32, the same 3-array traffic),
 // conversions as % of the copy. Each number is the best of repeated timed batches.
 #include <fmt/format.h>
@@ -163,7 +164,7 @@ std::string size_name(std::size_t b) {
 int main(int argc, char** argv) try {
   const Options o = parse(argc, argv);
   const std::size_t max_bytes = *std::max_element(o.sizes.begin(), o.sizes.end());
-  Array a(max_bytes), b(max_bytes), d(max_bytes), c(max_bytes);
+  Array a(max_bytes), b(max_bytes), d(max_bytes), c(max_bytes), e(max_bytes);
   std::vector<Row> rows;
   std::map<std::size_t, double> add_ref, copy_ref;
 
@@ -232,6 +233,35 @@ int main(int argc, char** argv) try {
       for (const Conv& cv : widen) {
         const double tc = best_time([&] { cv.fn(b.p, d.p, nf); }, t_budget);
         record(cv.name, isa, 6.0 * nf, tc, true);
+      }
+    }
+    // The fused optimizer kernels on f32 arrays of `bytes` each: w, g, m, v (and u for LAMB).
+    // Traffic per element: adam 4 reads + 3 writes, momentum 3 + 2, lamb direction 4 + 3,
+    // apply 2 + 1, sum of squares 1 read.
+    if (std::find(o.types.begin(), o.types.end(), DataType::f32) != o.types.end()) {
+      float* w = reinterpret_cast<float*>(a.p);
+      float* g = reinterpret_cast<float*>(b.p);
+      float* m = reinterpret_cast<float*>(c.p);
+      float* v = reinterpret_cast<float*>(d.p);
+      float* u = reinterpret_cast<float*>(e.p);
+      for (std::size_t i = 0; i < nf; ++i) w[i] = 0.5f, g[i] = 0.01f, m[i] = 0.0f, v[i] = 0.0f;
+      for (Isa isa : o.isas) {
+        const OptimizerKernels& k = kernels_for(isa).optimizer;
+        // A zero learning rate keeps every value where it is, so repeated calls time the same work.
+        AdamArgs adam;
+        adam.lr = 0.0f;
+        const MomentumArgs momentum{1.0f, 0.0f, 0.0f, 1.0f, 0.0f, false};
+        const double ta = best_time([&] { k.adam(w, g, m, v, nf, adam); }, t_budget);
+        record("adam f32", isa, 28.0 * nf, ta, false);
+        const double tl = best_time([&] { k.lamb_direction(w, g, m, v, u, nf, adam); }, t_budget);
+        record("lamb dir f32", isa, 28.0 * nf, tl, false);
+        const double tm = best_time([&] { k.momentum(w, g, m, nf, momentum); }, t_budget);
+        record("momentum f32", isa, 20.0 * nf, tm, false);
+        const double tp = best_time([&] { k.apply(w, u, nf, 0.0f); }, t_budget);
+        record("apply f32", isa, 12.0 * nf, tp, false);
+        volatile double sink = 0;
+        const double ts = best_time([&] { sink = sink + k.sum_squares(g, nf); }, t_budget);
+        record("sumsq f32", isa, 4.0 * nf, ts, true);
       }
     }
     measure_refs();
