@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <vector>
 
 #include "pmpi/guard.hpp"
@@ -72,17 +74,32 @@ void log_choice(const State& s) {
   PMPI_Comm_get_name(s.user, name, &len);
   const Settings& set = settings();
   fmt::print(stderr,
-             "toroid: {} ({} ranks): topology {}, all-reduce {}, reduce-scatter {}, all-gather {}; "
+             "toroid: {} ({} rank{}): topology {}, all-reduce {}, reduce-scatter {}, all-gather {}; "
              "calls of {} bytes and more go to toroid, smaller ones to MPI\n",
-             len > 0 ? name : "communicator", s.comm.size(), s.comm.topology().to_string(),
+             len > 0 ? name : "communicator", s.comm.size(), s.comm.size() == 1 ? "" : "s", s.comm.topology().to_string(),
              served_by(s, Collective::allreduce), served_by(s, Collective::reduce_scatter),
              served_by(s, Collective::allgather), set.min_bytes);
   std::fflush(stderr);
 }
 
+// TOROID_TOPOLOGY names one shape, but a program has communicators of many sizes (MPI_COMM_SELF,
+// the halves of a split). The shape must fit every communicator as large as MPI_COMM_WORLD, so
+// a wrong one is still an error; communicators of another size than the shape get `auto`.
+Options options_for(MPI_Comm c) {
+  Options o;
+  const char* text = std::getenv("TOROID_TOPOLOGY");
+  if (!text || !*text || std::string_view(text) == "auto") return o;
+  const Torus2D shape = Torus2D::parse(text);
+  int size = 0, world = 0;
+  check(PMPI_Comm_size(c, &size), "MPI_Comm_size");
+  check(PMPI_Comm_size(MPI_COMM_WORLD, &world), "MPI_Comm_size");
+  if (shape.size() != size && size != world) o.topology = "auto";
+  return o;
+}
+
 }  // namespace
 
-State::State(MPI_Comm c) : user(c), comm(c) {}
+State::State(MPI_Comm c) : user(c), comm(c, options_for(c)) {}
 
 std::optional<Algorithm> State::algorithm_for(Collective c) const {
   if (implements(comm.default_algorithm(), c)) return std::nullopt;

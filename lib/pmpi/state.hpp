@@ -1,5 +1,8 @@
 // Per-communicator toroid state, kept as an attribute of the caller's communicator.
 //
+// TOROID_TOPOLOGY is used for communicators of its size and required to fit MPI_COMM_WORLD;
+// others get `auto` (see options_for in state.cpp).
+//
 // Lifetime: built at the first call toroid serves on a communicator (toroid::Communicator is
 // collective; every rank reaches that same call because the serve decision is alike on all
 // ranks), freed by the keyval's delete callback when the communicator is freed

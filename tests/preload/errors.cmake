@@ -1,0 +1,26 @@
+# Bad settings under the preload: the error comes back through the MPI error handler with
+# toroid's message, and with the default handler the job ends cleanly (no crash).
+# Inputs: MPIEXEC, PRELOAD, PROGRAM
+include(${CMAKE_CURRENT_LIST_DIR}/../bench/expect.cmake)
+set(launch ${MPIEXEC} -n 2 --oversubscribe -x LD_PRELOAD=${PRELOAD})
+
+# handled(SETTING CLASS CALLS SMALL TEXT): the program's handler sees each failing call once,
+# with the same code each time. A malformed preload setting (TOROID_MIN_BYTES, TOROID_LOG)
+# leaves the size threshold unknown, so the small call fails too (CALLS 3, SMALL failed).
+function(handled setting cls calls small text)
+  expect_run(0 "class ${cls} handler_calls ${calls} same_code 1 small_call ${small} message toroid: MPI_Allreduce: ${text}"
+             ${launch} -x ${setting} ${PROGRAM} handler)
+  message(STATUS "${setting}: ${last_output}")
+endfunction()
+handled(TOROID_ALGO=bogus arg 2 ok "TOROID_ALGO: unknown algorithm 'bogus'")
+handled(TOROID_TOPOLOGY=3x3 topology 2 ok "topology 3x3 needs 9 ranks, communicator has 2")
+handled(TOROID_MIN_BYTES=lots arg 3 failed "TOROID_MIN_BYTES: 'lots' is not a size")
+handled(TOROID_LOG=loud arg 3 failed "TOROID_LOG: 'loud' is not off or info")
+
+# The default handler aborts the job with toroid's message; nothing crashes on the way.
+execute_process(COMMAND ${launch} -x TOROID_ALGO=bogus ${PROGRAM} fatal RESULT_VARIABLE rc
+                OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "toroid: MPI_Allreduce: TOROID_ALGO: "
+   OR "${out}${err}" MATCHES "Segmentation|terminate called|core dumped|signal 6|signal 11")
+  message(FATAL_ERROR "MPI_ERRORS_ARE_FATAL with a bad TOROID_ALGO: exit ${rc}\n${out}\n${err}")
+endif()
