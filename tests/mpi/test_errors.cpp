@@ -1,6 +1,8 @@
 // Bad inputs: each gives a clear error on every rank, never a hang.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mpi_test.hpp"
@@ -102,11 +104,57 @@ TEST_CASE("with checking on, ranks that disagree on the count all get an error n
   CHECK(all_ranks(raised));
 }
 
-TEST_CASE("a bad TOROID_ALGO names the variable and the value") {
-  setenv("TOROID_ALGO", "fastest", 1);
-  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD), Catch::Contains("TOROID_ALGO: unknown algorithm 'fastest'"));
-  unsetenv("TOROID_ALGO");
-  setenv("TOROID_SEGMENT_BYTES", "12Q", 1);
-  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD), Catch::Contains("TOROID_SEGMENT_BYTES: '12Q' is not a size"));
-  unsetenv("TOROID_SEGMENT_BYTES");
+// Communicator construction with `name=value` in the environment raises `expect` on every rank.
+void check_bad_env(const char* name, const char* value, const std::string& expect) {
+  setenv(name, value, 1);
+  std::string got = "(no error)";
+  try {
+    Communicator c(MPI_COMM_WORLD);
+  } catch (const Error& e) {
+    got = e.what();
+  }
+  unsetenv(name);
+  INFO(name << "=" << value << ": " << got);
+  CHECK(all_ranks(got.find(expect) != std::string::npos));
+}
+
+TEST_CASE("bad TOROID_* values name the variable and the value on every rank") {
+  check_bad_env("TOROID_ALGO", "fastest", "TOROID_ALGO: unknown algorithm 'fastest'");
+  check_bad_env("TOROID_SEGMENT_BYTES", "12Q", "TOROID_SEGMENT_BYTES: '12Q' is not a size");
+  check_bad_env("TOROID_TOPOLOGY", "4x", "invalid topology '4x': Y dimension '' is not an integer");
+  check_bad_env("TOROID_NODES", "3,x", "TOROID_NODES: '3,x' has 'x', which is not a positive rank count");
+  check_bad_env("TOROID_NODES", "999", "TOROID_NODES: '999' adds up to 999 ranks, communicator has " +
+                                          std::to_string(world_size()));
+  check_bad_env("TOROID_TIMEOUT", "soon", "TOROID_TIMEOUT: 'soon' is not a number of seconds in [0, 1e6]");
+  check_bad_env("TOROID_CHECK", "yes", "TOROID_CHECK: 'yes' is not 0, 1, on or off");
+}
+
+TEST_CASE("counts whose byte size cannot be represented are refused before any memory is touched") {
+  Communicator comm(MPI_COMM_WORLD);
+  const std::string on = " on rank " + std::to_string(comm.rank()) + ": ";
+  // Never dereferenced: the count is checked first. 2^62 f32 is 2^64 bytes (wraps size_t).
+  float dummy[2] = {};
+  const std::uint64_t wraps = 1ull << 62;
+  CHECK_THROWS_WITH(allreduce(dummy, wraps, dummy + 1, wraps, DataType::f32, ReduceOp::sum, comm),
+                    "allreduce" + on + "count 4611686018427387904 of f32 is too large");
+  CHECK_THROWS_WITH(reduce_scatter(dummy, UINT64_MAX, dummy + 1, 1, DataType::f64, ReduceOp::max, comm),
+                    "reduce_scatter" + on + "count 18446744073709551615 of f64 is too large");
+  CHECK_THROWS_WITH(allgather(dummy, 1, dummy + 1, UINT64_MAX / 2, DataType::i64, comm),
+                    "allgather" + on + "count 9223372036854775807 of i64 is too large");
+}
+
+TEST_CASE("partly overlapping buffers are refused for every collective") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = comm.size(), r = comm.rank();
+  std::vector<double> buf(64 * p + 8);
+  CHECK_THROWS_WITH(reduce_scatter(buf.data(), 64 * p, buf.data() + 3, 64, DataType::f64, ReduceOp::sum, comm),
+                    Catch::Contains("reduce_scatter on rank " + std::to_string(r) + ": input and output overlap"));
+  const std::uint64_t own = block_of(64 * p, p, r).count;
+  // The own block one element off its place inside the output: neither in place nor disjoint.
+  CHECK_THROWS_WITH(allgather(buf.data() + block_of(64 * p, p, r).offset + 1, own, buf.data(), 64 * p,
+                              DataType::f64, comm),
+                    Catch::Contains("allgather on rank " + std::to_string(r) + ": input and output overlap"));
+  CHECK_THROWS_WITH(allreduce(std::span<const double>(buf.data() + 8, 64), std::span<double>(buf.data(), 64),
+                              ReduceOp::min, comm),
+                    Catch::Contains("allreduce on rank " + std::to_string(r) + ": input and output overlap"));
 }
