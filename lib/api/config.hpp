@@ -10,11 +10,19 @@
 
 namespace toroid::api {
 
+// Debug builds of the library (no NDEBUG) check collective arguments across ranks unless told
+// not to: a mismatch caught while developing costs less than a hang found in production.
+#ifdef NDEBUG
+inline constexpr bool check_by_default = false;
+#else
+inline constexpr bool check_by_default = true;
+#endif
+
 struct Config {
   std::string topology = "auto";
   Algorithm algorithm = Algorithm::automatic;
   std::size_t segment_bytes = default_segment_bytes;
-  bool check = false;  // compare collective arguments across ranks before each call
+  bool check = check_by_default;  // compare collective arguments across ranks before each call
   std::string nodes;   // emulated node sizes ("3,2,3"); empty: the real nodes
   double timeout_s = 0;  // watchdog (TOROID_TIMEOUT); 0: off
 };
