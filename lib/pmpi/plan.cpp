@@ -25,25 +25,23 @@ std::optional<Plan> sized(std::uint64_t total, MPI_Datatype type, std::optional<
   return Plan{t, *op, total, size};
 }
 
-std::optional<Plan> per_rank(int count, MPI_Datatype type, std::optional<ReduceOp> op, MPI_Comm comm) {
+// `count` elements, times the communicator size for the calls that count per rank.
+std::optional<Plan> counted(int count, bool per_rank, MPI_Datatype type, std::optional<ReduceOp> op, MPI_Comm comm) {
   if (count <= 0) return std::nullopt;
   const std::optional<int> size = eligible_size(type, op, comm);
   if (!size) return std::nullopt;
-  return sized(static_cast<std::uint64_t>(count) * static_cast<std::uint64_t>(*size), type, op, *size);
+  const std::uint64_t ranks = per_rank ? static_cast<std::uint64_t>(*size) : 1;
+  return sized(static_cast<std::uint64_t>(count) * ranks, type, op, *size);
 }
 
 }  // namespace
 
 std::optional<Plan> plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  if (count <= 0) return std::nullopt;
-  const std::optional<ReduceOp> o = toroid_op(op);
-  const std::optional<int> size = eligible_size(type, o, comm);
-  if (!size) return std::nullopt;
-  return sized(static_cast<std::uint64_t>(count), type, o, *size);
+  return counted(count, false, type, toroid_op(op), comm);
 }
 
 std::optional<Plan> plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  return per_rank(count, type, toroid_op(op), comm);
+  return counted(count, true, type, toroid_op(op), comm);
 }
 
 std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
@@ -61,7 +59,7 @@ std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, M
 }
 
 std::optional<Plan> plan_allgather(int count, MPI_Datatype type, MPI_Comm comm) {
-  return per_rank(count, type, ReduceOp::sum, comm);
+  return counted(count, true, type, ReduceOp::sum, comm);
 }
 
 }  // namespace toroid::pmpi
