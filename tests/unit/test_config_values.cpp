@@ -50,6 +50,9 @@ TEST_CASE("node lists: positive counts separated by single commas") {
   // Items that each fit an int but whose sum does not: the total is bounded, not wrapped.
   CHECK_THROWS_WITH(parse_node_counts("2000000000,2000000000", "TOROID_NODES"),
                     Contains("adds up to more than 16M ranks"));
+  // libFuzzer's first find against the parser as it was (the int sum overflowed, under UBSan).
+  CHECK_THROWS_WITH(parse_node_counts("01801665155,21011152,1051051,3,01500511511,035", "TOROID_NODES"),
+                    Contains("adds up to more than 16M ranks"));
   CHECK(parse_node_counts("16777215,1", "TOROID_NODES").size() == 2);
   CHECK_THROWS_AS(parse_node_counts("16777216,1", "TOROID_NODES"), InvalidArgument);
 }
