@@ -8,11 +8,18 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "toroid/algorithm.hpp"
 #include "toroid/topology.hpp"
 
 namespace toroid {
+
+// How steps between two ranks travel. automatic and shm: over shared-memory channels when both
+// ranks are on one node (MPI otherwise); mpi: always MPI point-to-point.
+enum class Transport { automatic, mpi, shm };
+std::string_view to_string(Transport t) noexcept;
+Transport parse_transport(std::string_view name);  // "auto", "mpi", "shm"; InvalidArgument otherwise
 
 struct Options {
   // "auto", "4x2", "4x2:wrap=x", ... Empty: TOROID_TOPOLOGY, else "auto".
@@ -31,6 +38,8 @@ struct Options {
   // Watchdog: a collective that makes no progress for this many seconds prints, on each stuck
   // rank, what it waits for and aborts the job (MPI_Abort). Empty: TOROID_TIMEOUT, else off.
   std::optional<double> timeout_seconds;
+  // Empty: TOROID_TRANSPORT, else automatic.
+  std::optional<Transport> transport;
 };
 
 inline constexpr std::size_t default_segment_bytes = 256 * 1024;
@@ -52,6 +61,9 @@ class Communicator {
   std::size_t segment_bytes() const noexcept;
   int nodes() const noexcept;  // number of (shared-memory or emulated) nodes the ranks span
   int node_of(int rank) const;  // node index of a rank
+  // The transport asked for, and whether this rank has shared-memory channels (peers on its node).
+  Transport transport() const noexcept;
+  bool uses_shared_memory() const noexcept;
 
   MPI_Comm mpi_comm() const noexcept;  // the duplicate; usable for MPI calls of the caller's own
 

@@ -103,13 +103,14 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   const Span group = span_of(c, m);
   auto check_args = [&] { validate(c, m.rank, group); };
   if (m.config.check) {
-    api::run_agreed(m.comm, check_args);
+    api::run_agreed(m.comm, check_args, m.config.timeout_s);
     api::require_agreement(m.comm, toroid::to_string(c.collective),
                            {{"count", static_cast<std::int64_t>(full_count(c))},
                             {"type", static_cast<std::int64_t>(c.type)},
                             {"op", static_cast<std::int64_t>(c.op)},
                             {"algorithm", static_cast<std::int64_t>(c.algo)},
-                            {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1}});
+                            {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1}},
+                           m.config.timeout_s);
   } else {
     check_args();
   }
@@ -141,6 +142,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   params.op = c.op;
   params.segment_bytes = m.config.segment_bytes;
   params.timeout_s = m.config.timeout_s;
+  params.links = m.links.get();
   if (params.timeout_s > 0)
     params.what = fmt::format("{}{} ({})", to_string(c.collective),
                               c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "", to_string(algo));

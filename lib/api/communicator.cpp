@@ -50,7 +50,9 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     const Coord c = m.topology.coord_of(m.rank);
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
+    if (m.config.transport != Transport::mpi) m.links = std::make_unique<exec::ShmLinks>(m.comm);
   } catch (...) {
+    m.links.reset();
     free_comm(m.row);
     free_comm(m.column);
     free_comm(m.comm);
@@ -62,6 +64,7 @@ Communicator::~Communicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized || !impl_) return;
+  impl_->links.reset();
   free_comm(impl_->row);
   free_comm(impl_->column);
   free_comm(impl_->comm);
@@ -72,6 +75,8 @@ int Communicator::size() const noexcept { return impl_->size; }
 const Torus2D& Communicator::topology() const noexcept { return impl_->topology; }
 Algorithm Communicator::default_algorithm() const noexcept { return impl_->config.algorithm; }
 std::size_t Communicator::segment_bytes() const noexcept { return impl_->config.segment_bytes; }
+Transport Communicator::transport() const noexcept { return impl_->config.transport; }
+bool Communicator::uses_shared_memory() const noexcept { return impl_->links && impl_->links->local_ranks() > 1; }
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
 int Communicator::node_of(int rank) const {
   if (rank < 0 || rank >= impl_->size)

@@ -7,6 +7,7 @@
 
 #include "api/config.hpp"
 #include "exec/mpi_executor.hpp"
+#include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
 #include "schedule/step.hpp"
 #include "toroid/communicator.hpp"
@@ -43,6 +44,7 @@ struct Communicator::Impl {
   ScheduleCache schedules;
   exec::Workspace workspace;
   exec::StockOps stock_ops;
+  std::unique_ptr<exec::ShmLinks> links;  // null with Transport::mpi
 };
 
 }  // namespace toroid

@@ -47,7 +47,35 @@ Config resolve_config(const Options& options) {
   if (c.timeout_s < 0) throw InvalidArgument("Options::timeout_seconds must not be negative");
   if (!options.nodes.empty()) c.nodes = options.nodes;
   else if (const char* v = env("TOROID_NODES")) c.nodes = v;
+  if (options.transport) {
+    c.transport = *options.transport;
+  } else if (const char* v = env("TOROID_TRANSPORT")) {
+    try {
+      c.transport = parse_transport(v);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(std::string("TOROID_TRANSPORT: ") + e.what());
+    }
+  }
   return c;
 }
 
 }  // namespace toroid::api
+
+namespace toroid {
+
+std::string_view to_string(Transport t) noexcept {
+  switch (t) {
+    case Transport::automatic: return "auto";
+    case Transport::mpi: return "mpi";
+    case Transport::shm: return "shm";
+  }
+  return "?";
+}
+
+Transport parse_transport(std::string_view name) {
+  for (Transport t : {Transport::automatic, Transport::mpi, Transport::shm})
+    if (name == to_string(t)) return t;
+  throw InvalidArgument("unknown transport '" + std::string(name) + "' (expected auto, mpi or shm)");
+}
+
+}  // namespace toroid

@@ -25,6 +25,7 @@ struct Config {
   bool check = check_by_default;  // compare collective arguments across ranks before each call
   std::string nodes;   // emulated node sizes ("3,2,3"); empty: the real nodes
   double timeout_s = 0;  // watchdog (TOROID_TIMEOUT); 0: off
+  Transport transport = Transport::automatic;
 };
 
 // Throws InvalidArgument naming the option or environment variable and its value.

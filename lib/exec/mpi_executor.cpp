@@ -12,7 +12,15 @@
 // Segments of one (peer, tag) stream match in posting order (MPI's non-overtaking rule), so
 // the k-th receive posted for a step always carries segment k. Each MPI message is at most one
 // segment (< 2 GiB), so no MPI count overflows.
+//
+// Steps whose peer shares the node travel over a shared-memory channel instead (shm_links.hpp):
+// the phase then polls, moving segments through every channel that can move and testing the
+// MPI requests, spinning briefly and then yielding the core when nothing moves, so ranks that
+// outnumber the cores still run. A channel's ring is FIFO like an MPI (peer, tag) stream, so the
+// schedule's order is kept the same way.
 #include "exec/mpi_executor.hpp"
+
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -37,11 +45,16 @@ using detail::Stream;
 // becomes a message and a non-zero exit status.
 [[noreturn]] void report_stuck(const ExecParams& params, MPI_Comm comm, const Step& first_step,
                                const std::vector<MPI_Request>& reqs, const std::vector<Pending>& pending,
-                               std::size_t seg_bytes, std::size_t esize) {
+                               const std::vector<ShmTransfer>& shm, std::size_t seg_bytes, std::size_t esize) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   std::string lines;
   int shown = 0;
+  for (const ShmTransfer& t : shm) {
+    if (t.finished() || shown >= 8) continue;
+    lines += fmt::format("\n  waiting: {} (shared memory, byte {} of {})", schedule::describe(*t.step), t.done, t.bytes);
+    ++shown;
+  }
   for (std::size_t i = 0; i < reqs.size() && shown < 8; ++i) {
     if (reqs[i] == MPI_REQUEST_NULL || !pending[i].step) continue;
     const Step& st = *pending[i].step;
@@ -55,6 +68,54 @@ using detail::Stream;
   std::fflush(stderr);
   MPI_Abort(comm, 3);
   std::abort();
+}
+
+// A phase with shared-memory transfers: move whatever can move on every channel, test the MPI
+// requests, and when nothing moved spin a little (the peer is usually a few hundred
+// nanoseconds away) and then give the core away, so oversubscribed ranks are not starved.
+template <class Complete>
+void poll_phase(const ExecParams& params, MPI_Comm comm, const Step& first, Workspace& ws,
+                kernels::ReduceFn reduce, std::size_t nreq, Complete&& complete, std::size_t seg_bytes,
+                std::size_t esize) {
+  constexpr int kSpins = 64;
+  bool mpi_open = nreq > 0;
+  int idle = 0;
+  double idle_since = 0;
+  for (;;) {
+    bool moved = false, open = false;
+    for (ShmTransfer& t : ws.shm) {
+      if (t.finished()) continue;
+      moved |= t.step->kind == Kind::send ? t.push() : t.pop(reduce);
+      open |= !t.finished();
+    }
+    while (mpi_open) {
+      int idx = MPI_UNDEFINED, flag = 0;
+      mpi_check(MPI_Testany(static_cast<int>(nreq), ws.requests.data(), &idx, &flag, MPI_STATUS_IGNORE),
+                "MPI_Testany");
+      if (!flag) break;
+      if (idx == MPI_UNDEFINED) {
+        mpi_open = false;
+        break;
+      }
+      complete(idx);
+      moved = true;
+    }
+    if (!open && !mpi_open) return;
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (idle == 0) idle_since = params.timeout_s > 0 ? MPI_Wtime() : 0;
+    if (++idle < kSpins) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    sched_yield();
+    if (params.timeout_s > 0 && idle % 256 == 0 && MPI_Wtime() - idle_since > params.timeout_s)
+      report_stuck(params, comm, first, ws.requests, ws.pending, ws.shm, seg_bytes, esize);
+  }
 }
 
 }  // namespace
@@ -86,10 +147,30 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
     std::size_t e = b;
     while (e < s.steps.size() && s.steps[e].phase == s.steps[b].phase) ++e;
 
+    // Steps to ranks on this node go over shared memory; the rest are sized for MPI below.
+    ws.shm.clear();
+    auto on_shm = [&](const Step& st) {
+      return params.links && st.kind != Kind::copy && st.kind != Kind::scale && params.links->carries(st.peer, st.tag);
+    };
+    for (std::size_t i = b; i < e; ++i) {
+      const Step& st = s.steps[i];
+      if (!on_shm(st)) continue;
+      const bool send = st.kind == Kind::send;
+      ShmTransfer t;
+      t.step = &st;
+      t.channel = send ? params.links->outgoing(st.peer, st.tag) : params.links->incoming(st.peer, st.tag);
+      t.from = send || st.kind == Kind::recv_reduce ? buf.readable(st.src) : nullptr;
+      t.into = send ? nullptr : buf.writable(st.dst);
+      t.bytes = (send ? st.src.count : st.dst.count) * esize;
+      t.elem_size = esize;
+      ws.shm.push_back(t);
+    }
+
     // Size the request table and the staging area for this phase.
     std::size_t nreq = 0, nstream = 0;
     for (std::size_t i = b; i < e; ++i) {
       const Step& st = s.steps[i];
+      if (on_shm(st)) continue;
       const std::size_t nseg = segments(st.kind == Kind::send ? st.src.count * esize : st.dst.count * esize);
       if (st.kind == Kind::send || st.kind == Kind::recv) nreq += nseg;
       if (st.kind == Kind::recv_reduce) {
@@ -105,6 +186,7 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
     std::size_t r = 0;
     for (std::size_t i = b; i < e; ++i) {
       const Step& st = s.steps[i];
+      if (on_shm(st)) continue;
       if (st.kind == Kind::send || st.kind == Kind::recv) {
         // Every segment of a plain transfer is posted at once, straight from/into place.
         const bool send = st.kind == Kind::send;
@@ -138,6 +220,22 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
         kernels::divide(params.type, buf.writable(st.dst), st.dst.count, st.divisor);
       }
     }
+    // One finished MPI request: a staged segment is reduced and its slot re-posted.
+    auto complete = [&](int idx) {
+      const Pending done = pending[static_cast<std::size_t>(idx)];
+      if (done.stream < 0) return;
+      Stream& st = streams[static_cast<std::size_t>(done.stream)];
+      const std::size_t off = done.seg * seg_bytes;
+      const std::size_t len = static_cast<std::size_t>(seg_len(st.bytes, done.seg));
+      reduce(buf.writable(st.step->dst) + off, buf.readable(st.step->src) + off,
+             st.staging + static_cast<std::size_t>(done.slot) * seg_bytes, len / esize);
+      if (st.next_seg < st.nseg) post_stream_recv(done.stream, done.slot, static_cast<std::size_t>(idx));
+    };
+    if (!ws.shm.empty()) {
+      poll_phase(params, comm, s.steps[b], ws, reduce, nreq, complete, seg_bytes, esize);
+      b = e;
+      continue;
+    }
     for (;;) {
       int idx = MPI_UNDEFINED;
       if (params.timeout_s <= 0) {
@@ -150,18 +248,11 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
           mpi_check(MPI_Testany(static_cast<int>(nreq), ws.requests.data(), &idx, &flag, MPI_STATUS_IGNORE),
                     "MPI_Testany");
           if (!flag && MPI_Wtime() - since > params.timeout_s)
-            report_stuck(params, comm, s.steps[b], ws.requests, pending, seg_bytes, esize);
+            report_stuck(params, comm, s.steps[b], ws.requests, pending, ws.shm, seg_bytes, esize);
         }
       }
       if (idx == MPI_UNDEFINED) break;
-      const Pending done = pending[idx];
-      if (done.stream < 0) continue;
-      Stream& st = streams[done.stream];
-      const std::size_t off = done.seg * seg_bytes;
-      const std::size_t len = static_cast<std::size_t>(seg_len(st.bytes, done.seg));
-      reduce(buf.writable(st.step->dst) + off, buf.readable(st.step->src) + off,
-             st.staging + static_cast<std::size_t>(done.slot) * seg_bytes, len / esize);
-      if (st.next_seg < st.nseg) post_stream_recv(done.stream, done.slot, static_cast<std::size_t>(idx));
+      complete(idx);
     }
     b = e;
   }

@@ -1,4 +1,5 @@
-// Runs a schedule with non-blocking MPI point-to-point, one phase at a time.
+// Runs a schedule one phase at a time: steps to ranks on this node over shared-memory channels
+// (when the communicator has them), the others with non-blocking MPI point-to-point.
 #pragma once
 
 #include <mpi.h>
@@ -8,6 +9,8 @@
 #include <vector>
 
 #include "exec/buffers.hpp"
+#include "exec/shm_links.hpp"
+#include "exec/shm_transfer.hpp"
 #include "schedule/step.hpp"
 #include "toroid/types.hpp"
 
@@ -22,6 +25,8 @@ struct ExecParams {
   // waits for (collective, algorithm, phase, peer, bytes done) and aborts the job. 0: off.
   double timeout_s = 0;
   std::string what;  // "allreduce (torus2d)", for the watchdog's message
+  // Shared-memory channels to the ranks on this node; null: every step goes over MPI.
+  const ShmLinks* links = nullptr;
 };
 
 // Reusable memory of the executor (staging for received segments), kept by the Communicator so
@@ -47,6 +52,7 @@ struct Workspace {
   std::vector<MPI_Request> requests;
   std::vector<detail::Stream> streams;
   std::vector<detail::Pending> pending;
+  std::vector<ShmTransfer> shm;  // this phase's steps over shared memory
 };
 
 void run_mpi(const schedule::Schedule& s, const BufferSet& buffers, const ExecParams& params,

@@ -1,0 +1,105 @@
+#include "exec/shm_links.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "exec/mpi_check.hpp"
+
+namespace toroid::exec {
+namespace {
+
+constexpr std::size_t kLine = 64;  // head and tail on lines of their own: no false sharing
+
+std::size_t channel_bytes(std::size_t slot_bytes, std::uint32_t slots) { return 2 * kLine + slot_bytes * slots; }
+
+}  // namespace
+
+ShmLinks::ShmLinks(MPI_Comm comm, std::size_t slot_bytes, std::uint32_t slots)
+    : slot_bytes_(slot_bytes), slots_(slots) {
+  int size = 0;
+  mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_), "MPI_Comm_split_type");
+  int local = 0;
+  mpi_check(MPI_Comm_size(node_, &local), "MPI_Comm_size");
+  local_count_ = local;
+  mpi_check(MPI_Comm_rank(node_, &my_local_), "MPI_Comm_rank");
+
+  // Which communicator ranks share this node, and their index on it.
+  local_index_.assign(static_cast<std::size_t>(size), -1);
+  {
+    MPI_Group world_group, node_group;
+    mpi_check(MPI_Comm_group(comm, &world_group), "MPI_Comm_group");
+    mpi_check(MPI_Comm_group(node_, &node_group), "MPI_Comm_group");
+    std::vector<int> node_ranks(static_cast<std::size_t>(local)), comm_ranks(static_cast<std::size_t>(local));
+    for (int i = 0; i < local; ++i) node_ranks[static_cast<std::size_t>(i)] = i;
+    mpi_check(MPI_Group_translate_ranks(node_group, local, node_ranks.data(), world_group, comm_ranks.data()),
+              "MPI_Group_translate_ranks");
+    for (int i = 0; i < local; ++i) local_index_[static_cast<std::size_t>(comm_ranks[static_cast<std::size_t>(i)])] = i;
+    MPI_Group_free(&world_group);
+    MPI_Group_free(&node_group);
+  }
+  if (local < 2) {  // nobody to share with
+    std::fill(local_index_.begin(), local_index_.end(), -1);
+    local_count_ = 0;
+    return;
+  }
+
+  // Each rank's part holds the channels it receives on; "noncontig" lets each part be placed
+  // near its owner, which reads it.
+  const MPI_Aint part = static_cast<MPI_Aint>(bytes_per_rank());
+  MPI_Info info;
+  MPI_Info_create(&info);
+  MPI_Info_set(info, "alloc_shared_noncontig", "true");
+  std::byte* mine = nullptr;
+  const int rc = MPI_Win_allocate_shared(part, 1, info, node_, &mine, &win_);
+  MPI_Info_free(&info);
+  mpi_check(rc, "MPI_Win_allocate_shared");
+  // Counters start at zero; the slots need no initial contents.
+  for (int s = 0; s < local; ++s)
+    for (int lane = 0; lane < kLanes; ++lane) {
+      std::byte* ch = mine + (static_cast<std::size_t>(s) * kLanes + static_cast<std::size_t>(lane)) *
+                                 channel_bytes(slot_bytes_, slots_);
+      std::memset(ch, 0, 2 * kLine);
+    }
+  bases_.resize(static_cast<std::size_t>(local));
+  for (int i = 0; i < local; ++i) {
+    MPI_Aint bytes = 0;
+    int disp = 0;
+    void* base = nullptr;
+    mpi_check(MPI_Win_shared_query(win_, i, &bytes, &disp, &base), "MPI_Win_shared_query");
+    bases_[static_cast<std::size_t>(i)] = static_cast<std::byte*>(base);
+  }
+  // Nobody may use a channel before its receiver has zeroed the counters.
+  mpi_check(MPI_Barrier(node_), "MPI_Barrier");
+}
+
+ShmLinks::~ShmLinks() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
+  if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+}
+
+std::size_t ShmLinks::bytes_per_rank() const noexcept {
+  return static_cast<std::size_t>(local_count_) * kLanes * channel_bytes(slot_bytes_, slots_);
+}
+
+ShmChannel ShmLinks::channel(int receiver_local, int sender_local, int lane) const {
+  std::byte* ch = bases_[static_cast<std::size_t>(receiver_local)] +
+                  (static_cast<std::size_t>(sender_local) * kLanes + static_cast<std::size_t>(lane)) *
+                      channel_bytes(slot_bytes_, slots_);
+  return {reinterpret_cast<std::uint64_t*>(ch), reinterpret_cast<std::uint64_t*>(ch + kLine), ch + 2 * kLine,
+          slot_bytes_, slots_};
+}
+
+ShmChannel ShmLinks::outgoing(int peer, int lane) const {
+  return channel(local_index_[static_cast<std::size_t>(peer)], my_local_, lane);
+}
+
+ShmChannel ShmLinks::incoming(int peer, int lane) const {
+  return channel(my_local_, local_index_[static_cast<std::size_t>(peer)], lane);
+}
+
+}  // namespace toroid::exec

@@ -1,0 +1,62 @@
+// One schedule step carried over a shared-memory channel (see shm_links.hpp), advanced without
+// blocking: each call moves as many segments as the ring allows and says whether it moved any.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "exec/shm_links.hpp"
+#include "kernels/reduce.hpp"
+#include "schedule/step.hpp"
+
+namespace toroid::exec {
+
+struct ShmTransfer {
+  const schedule::Step* step = nullptr;
+  ShmChannel channel;
+  const std::byte* from = nullptr;  // send: the data; recv_reduce: the local operand
+  std::byte* into = nullptr;        // recv, recv_reduce: the destination
+  std::size_t bytes = 0, done = 0;  // done: bytes moved so far
+  std::size_t elem_size = 1;
+
+  bool finished() const { return done >= bytes; }
+
+  // Sender: copy segments into free slots and publish them.
+  bool push() {
+    std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
+    bool moved = false;
+    while (done < bytes) {
+      const std::uint64_t h = head.load(std::memory_order_relaxed);
+      if (h - tail.load(std::memory_order_acquire) >= channel.slot_count) break;  // ring full
+      const std::size_t len = segment();
+      std::memcpy(slot(h), from + done, len);
+      head.store(h + 1, std::memory_order_release);
+      done += len, moved = true;
+    }
+    return moved;
+  }
+
+  // Receiver: take published segments, reducing (or copying) each straight out of its slot.
+  bool pop(kernels::ReduceFn reduce) {
+    std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
+    bool moved = false;
+    while (done < bytes) {
+      const std::uint64_t t = tail.load(std::memory_order_relaxed);
+      if (head.load(std::memory_order_acquire) == t) break;  // nothing published yet
+      const std::size_t len = segment();
+      if (step->kind == schedule::Kind::recv_reduce) reduce(into + done, from + done, slot(t), len / elem_size);
+      else std::memcpy(into + done, slot(t), len);
+      tail.store(t + 1, std::memory_order_release);
+      done += len, moved = true;
+    }
+    return moved;
+  }
+
+ private:
+  std::size_t segment() const { return bytes - done < channel.slot_bytes ? bytes - done : channel.slot_bytes; }
+  std::byte* slot(std::uint64_t seq) const { return channel.slots + (seq % channel.slot_count) * channel.slot_bytes; }
+};
+
+}  // namespace toroid::exec
