@@ -12,6 +12,8 @@
 
 #include <cstdio>
 #include <iostream>
+#include <memory>
+#include <vector>
 
 #include "bench/measure.hpp"
 #include "bench/report.hpp"
@@ -24,11 +26,17 @@ using namespace toroid::bench;
 namespace {
 
 int run(const Settings& s, int rank) {
-  Options o;
-  o.topology = s.topology;
-  if (s.timeout_s > 0) o.timeout_seconds = s.timeout_s;
-  Communicator comm(MPI_COMM_WORLD, o);
-  const RunInfo info = describe_run(s, comm);
+  // One communicator per transport (each has its own shared-memory channels, or none).
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (Transport t : s.transports) {
+    Options o;
+    o.topology = s.topology;
+    o.transport = t;
+    if (s.timeout_s > 0) o.timeout_seconds = s.timeout_s;
+    comms.push_back(std::make_unique<Communicator>(MPI_COMM_WORLD, o));
+  }
+  Communicator& comm = *comms.front();
+  const RunInfo info = describe_run(s, comms);
   std::FILE* out = stdout;
   if (rank == 0 && !s.output.empty()) {
     out = std::fopen(s.output.c_str(), "w");
@@ -57,16 +65,24 @@ int run(const Settings& s, int rank) {
         // The stock collective runs once; toroid's algorithms once per requested kernel level.
         const std::vector<std::string> levels =
             a == Algorithm::mpi || s.isas.empty() ? std::vector<std::string>{""} : s.isas;
-        for (const std::string& level : levels) {
-          // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
-          kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
-          Row row = measure(c, s, bytes, a, comm);
-          if (!level.empty()) row.algo = fmt::format("{}@{}", row.algo, kernels::to_string(kernels::active_kernels().isa));
-          if (a == Algorithm::mpi) stock_us = row.median_us;
-          row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
-          wrong += row.wrong;
-          if (rank == 0) report.row(row, stock_us > 0);
-        }
+        const std::size_t transports = a == Algorithm::mpi ? 1 : comms.size();
+        for (std::size_t t = 0; t < transports; ++t)
+          for (const std::string& level : levels) {
+            // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
+            kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
+            Row row = measure(c, s, bytes, a, *comms[t]);
+            if (comms.size() > 1 && a != Algorithm::mpi) row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
+            if (!level.empty()) row.algo = fmt::format("{}@{}", row.algo, kernels::to_string(kernels::active_kernels().isa));
+            if (a == Algorithm::mpi) stock_us = row.median_us;
+            row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
+            wrong += row.wrong;
+            if (rank == 0) report.row(row, stock_us > 0);
+          }
+      }
+      if (s.bound) {
+        Row row = measure_copy_bound(c, s, bytes, comm);
+        row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
+        if (rank == 0) report.row(row, stock_us > 0);
       }
       if (bytes > UINT64_MAX / s.factor) break;
     }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "core/element.hpp"
 
@@ -75,6 +76,34 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std
 
 }  // namespace
 
+// Median over iterations of the slowest rank's time of fn, each iteration after a barrier.
+template <class Fn>
+std::vector<double> timed(const Settings& s, Communicator& comm, Fn&& fn) {
+  std::vector<double> times;
+  for (int it = 0; it < s.warmup + s.iters; ++it) {
+    MPI_Barrier(comm.mpi_comm());
+    const double t0 = MPI_Wtime();
+    fn();
+    double dt = MPI_Wtime() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
+    if (it >= s.warmup) times.push_back(dt * 1e6);
+  }
+  std::sort(times.begin(), times.end());
+  return times;
+}
+
+Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Communicator& comm) {
+  const std::size_t es = size_of(s.type);
+  const int p = comm.size();
+  const std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
+  std::vector<std::byte> in(count * es, std::byte{1}), out(count * es, std::byte{0});
+  const auto times = timed(s, comm, [&] { std::memcpy(out.data(), in.data(), in.size()); });
+  const double med = times[times.size() / 2];
+  const double algbw = static_cast<double>(count * es) / (med * 1e-6) / 1e9;
+  return {std::string(to_string(c)), std::string(to_string(s.type)), std::string(to_string(s.op)), count * es, count,
+          "copy_bound", med, times.front(), times.back(), algbw, algbw, 0, 0.0};
+}
+
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm) {
   const std::size_t es = size_of(s.type);
   const int p = comm.size();
@@ -93,16 +122,20 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, comm.mpi_comm());
   }
   std::vector<double> times;
-  for (int it = 0; it < s.warmup + s.iters; ++it) {
-    if (s.in_place) out = in;  // in place overwrites the input; restore it outside the timing
-    MPI_Barrier(comm.mpi_comm());
-    const double t0 = MPI_Wtime();
-    call(c, s, in, out, count, algo, comm);
-    double dt = MPI_Wtime() - t0;
-    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
-    if (it >= s.warmup) times.push_back(dt * 1e6);
+  if (!s.in_place) {
+    times = timed(s, comm, [&] { call(c, s, in, out, count, algo, comm); });
+  } else {
+    for (int it = 0; it < s.warmup + s.iters; ++it) {
+      out = in;  // in place overwrites the input; restore it outside the timing
+      MPI_Barrier(comm.mpi_comm());
+      const double t0 = MPI_Wtime();
+      call(c, s, in, out, count, algo, comm);
+      double dt = MPI_Wtime() - t0;
+      MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
+      if (it >= s.warmup) times.push_back(dt * 1e6);
+    }
+    std::sort(times.begin(), times.end());
   }
-  std::sort(times.begin(), times.end());
   const double med = times[times.size() / 2];
   const double total = static_cast<double>(count * es);
   const double factor = c == Collective::allreduce ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;

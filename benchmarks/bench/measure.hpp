@@ -17,5 +17,9 @@ struct Row {
 
 // Checks once (when s.check) and times s.warmup + s.iters calls; every rank returns the same row.
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm);
+// The memory-traffic bound of a collective of `bytes` per rank: every rank memcpy's its vector
+// at the same time (timed like the collectives). An all-reduce must at least read its input and
+// write its output, so no algorithm on one node beats this row.
+Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Communicator& comm);
 
 }  // namespace toroid::bench

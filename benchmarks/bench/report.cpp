@@ -23,8 +23,15 @@ std::string json_string(const std::string& s) {
 
 }  // namespace
 
-RunInfo describe_run(const Settings& s, Communicator& comm) {
+RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Communicator>>& comms) {
+  const Communicator& comm = *comms.front();
   RunInfo info;
+  // "auto (shared memory)" when the transport found ranks to share the node with, "auto (mpi)"
+  // when it did not, one entry per transport of the run.
+  std::string transports;
+  for (std::size_t t = 0; t < comms.size(); ++t)
+    transports += fmt::format("{}{} ({})", t ? ", " : "", to_string(s.transports[t]),
+                              comms[t]->uses_shared_memory() ? "shared memory on the node, mpi beyond" : "mpi");
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
   MPI_Get_library_version(version, &len);
@@ -42,6 +49,7 @@ RunInfo describe_run(const Settings& s, Communicator& comm) {
                  {"placement", s.in_place ? "in-place" : "out-of-place"},
                  {"kernel_isa", std::string(kernels::to_string(kernels::active_kernels().isa))},
                  {"segment_bytes", std::to_string(comm.segment_bytes())},
+                 {"transport", transports},
                  {"cores", std::to_string(host.cores)},
                  {"hardware_threads", std::to_string(host.pus)},
                  {"rank0_binding", host.binding.empty() ? "?" : host.binding},

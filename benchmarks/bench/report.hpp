@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,7 +19,8 @@ struct RunInfo {
 };
 
 // Collective over comm (hwloc and MPI queries); meaningful on every rank.
-RunInfo describe_run(const Settings& s, Communicator& comm);
+// `comms`: one communicator per requested transport, in the order of s.transports.
+RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Communicator>>& comms);
 
 class Report {
  public:

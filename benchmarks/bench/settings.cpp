@@ -41,6 +41,10 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       ("output", po::value(&s.output), "write the results to this file instead of stdout")
       ("isa", po::value<std::string>(), "comma list of kernel levels (scalar, avx2, avx512, auto): toroid's rows "
                                          "are repeated per level, named ALGO@LEVEL, all in this run")
+      ("transport", po::value<std::string>(), "comma list of auto|mpi|shm: toroid's rows over each transport "
+                                               "(named ALGO/TRANSPORT when more than one), all in this run")
+      ("bound", "add a copy_bound row per size: every rank copies its vector at once (memcpy), the time "
+                "the bytes an all-reduce must move (read the input, write the output) take")
       ("timeout", po::value(&s.timeout_s)->default_value(s.timeout_s),
        "seconds without progress before a stuck collective reports and ends the run (0: off)");
   const po::variables_map vm = cli::parse_command_line(d, argc, argv, help, help_text);
@@ -83,6 +87,17 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       s.isas.push_back(level);
     }
   }
+  if (vm.count("transport")) {
+    s.transports.clear();
+    for (const std::string& t : cli::split_list(vm["transport"].as<std::string>())) {
+      try {
+        s.transports.push_back(parse_transport(t));
+      } catch (const InvalidArgument& ex) {
+        throw InvalidArgument(std::string("--transport: ") + ex.what());
+      }
+    }
+  }
+  s.bound = vm.count("bound") > 0;
   s.check = check != 0;
   s.in_place = inplace != 0;
   return s;

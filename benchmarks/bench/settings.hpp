@@ -21,7 +21,10 @@ struct Settings {
   std::string format = "table";  // table | csv | json
   std::string output;            // file for the results; empty: stdout
   double timeout_s = 300;
-  std::vector<std::string> isas;  // kernel levels to run toroid's algorithms with; empty: the active one        // watchdog: a stuck collective ends the run with a message
+  std::vector<std::string> isas;  // kernel levels to run toroid's algorithms with; empty: the active one
+  // Transports to run toroid's algorithms over (rows named ALGO/TRANSPORT when more than one).
+  std::vector<Transport> transports = {Transport::automatic};
+  bool bound = false;  // add the memory-traffic bound row (every rank copies its vector at once)
 };
 
 // Parses argv; sets `help` (and `help_text`) for --help. Throws InvalidArgument naming the option
