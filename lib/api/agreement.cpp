@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -22,9 +24,35 @@ enum class ErrorKind : int { none, invalid_argument, topology, mpi, other };
   }
 }
 
+// Completes a non-blocking agreement collective. Without a timeout it just waits; with one it
+// polls, and after timeout_s seconds with the request still open reports and ends the job, as
+// the executor's watchdog does for the collective proper.
+void finish(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call) {
+  using exec::mpi_check;
+  if (timeout_s <= 0) {
+    mpi_check(MPI_Wait(&req, MPI_STATUS_IGNORE), call);
+    return;
+  }
+  const double since = MPI_Wtime();
+  for (int done = 0; !done;) {
+    mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
+    if (!done && MPI_Wtime() - since > timeout_s) {
+      int rank = 0;
+      MPI_Comm_rank(comm, &rank);
+      fmt::print(stderr,
+                 "toroid: rank {}: the cross-rank argument check ({}) made no progress for {} s "
+                 "(TOROID_TIMEOUT): some rank has not entered the same call\n",
+                 rank, call, timeout_s);
+      std::fflush(stderr);
+      MPI_Abort(comm, 3);
+      std::abort();
+    }
+  }
+}
+
 }  // namespace
 
-void run_agreed(MPI_Comm comm, const std::function<void()>& f) {
+void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s) {
   using exec::mpi_check;
   ErrorKind kind = ErrorKind::none;
   std::string msg;
@@ -44,7 +72,9 @@ void run_agreed(MPI_Comm comm, const std::function<void()>& f) {
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   const int mine = kind == ErrorKind::none ? size : rank;
   int first = size;
-  mpi_check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+  MPI_Request req = MPI_REQUEST_NULL;
+  mpi_check(MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &req), "MPI_Iallreduce");
+  finish(req, comm, timeout_s, "MPI_Iallreduce");
   if (first == size) return;
   int header[2] = {static_cast<int>(kind), static_cast<int>(msg.size())};
   mpi_check(MPI_Bcast(header, 2, MPI_INT, first, comm), "MPI_Bcast");
@@ -55,15 +85,18 @@ void run_agreed(MPI_Comm comm, const std::function<void()>& f) {
   raise(static_cast<ErrorKind>(header[0]), fmt::format("rank {}: {}", first, text));
 }
 
-void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields) {
+void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields,
+                       double timeout_s) {
   using exec::mpi_check;
   int size = 1;
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   const int n = static_cast<int>(fields.size());
   std::vector<std::int64_t> mine(n), all(static_cast<std::size_t>(n) * size);
   for (int i = 0; i < n; ++i) mine[i] = fields[i].value;
-  mpi_check(MPI_Allgather(mine.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, comm),
-            "MPI_Allgather");
+  MPI_Request req = MPI_REQUEST_NULL;
+  mpi_check(MPI_Iallgather(mine.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, comm, &req),
+            "MPI_Iallgather");
+  finish(req, comm, timeout_s, "MPI_Iallgather");
   for (int i = 0; i < n; ++i) {
     std::map<std::int64_t, std::vector<int>> holders;
     for (int r = 0; r < size; ++r) holders[all[static_cast<std::size_t>(r) * n + i]].push_back(r);

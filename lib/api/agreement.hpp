@@ -14,7 +14,11 @@ namespace toroid::api {
 // rank its own error, the others an error of the same kind with the message of the lowest
 // failing rank prefixed with "rank N: ". A bad argument on one rank never leaves the others
 // waiting in a collective.
-void run_agreed(MPI_Comm comm, const std::function<void()>& f);
+//
+// With timeout_s > 0 (TOROID_TIMEOUT) the agreeing collectives are watched like the collective
+// itself: a rank that never joins (it skipped the call) gets the job ended with a message
+// instead of a hang inside the check.
+void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s = 0);
 
 // Every rank passes the same named fields; if any field differs between ranks, every rank throws
 // InvalidArgument naming the field and which ranks hold which value, e.g.
@@ -23,6 +27,7 @@ struct Field {
   std::string_view name;
   std::int64_t value;
 };
-void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields);
+void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields,
+                       double timeout_s = 0);
 
 }  // namespace toroid::api
