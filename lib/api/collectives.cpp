@@ -142,6 +142,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   params.op = c.op;
   params.segment_bytes = m.config.segment_bytes;
   params.timeout_s = m.config.timeout_s;
+  params.links = m.links.get();
   if (params.timeout_s > 0)
     params.what = fmt::format("{}{} ({})", to_string(c.collective),
                               c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "", to_string(algo));
