@@ -1,0 +1,71 @@
+// The shared-memory transport against MPI point-to-point: same results bit for bit for every
+// algorithm, the switch works both ways, and bad values are errors.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "mpi_test.hpp"
+#include "toroid/toroid.hpp"
+
+using namespace toroid;
+using testing::all_ranks;
+using testing::world_rank;
+using testing::world_size;
+
+TEST_CASE("transport: shared memory on one node unless mpi is forced") {
+  Options o;
+  o.transport = Transport::mpi;
+  Communicator over_mpi(MPI_COMM_WORLD, o);
+  CHECK_FALSE(over_mpi.uses_shared_memory());
+  o.transport = Transport::shm;
+  Communicator over_shm(MPI_COMM_WORLD, o);
+  CHECK(over_shm.uses_shared_memory() == (world_size() > 1));  // the tests run on one node
+  CHECK(over_shm.transport() == Transport::shm);
+}
+
+TEST_CASE("transport: every algorithm gives the same bits over shared memory and over MPI") {
+  Options o;
+  o.transport = Transport::mpi;
+  Communicator a(MPI_COMM_WORLD, o);
+  o.transport = Transport::shm;
+  Communicator b(MPI_COMM_WORLD, o);
+  // Several slot rings' worth, an odd count, floating values whose sums depend on the order.
+  const std::size_t n = 300'007;
+  std::vector<float> in(n);
+  for (std::size_t i = 0; i < n; ++i) in[i] = 1.0f / static_cast<float>(i % 977 + 1 + world_rank());
+  for (Algorithm algo : all_algorithms) {
+    if (algo == Algorithm::mpi || !implements(algo, Collective::allreduce)) continue;
+    INFO(to_string(algo));
+    std::vector<float> x(n), y(n);
+    allreduce(std::span<const float>(in), std::span<float>(x), ReduceOp::sum, a, algo);
+    allreduce(std::span<const float>(in), std::span<float>(y), ReduceOp::sum, b, algo);
+    CHECK(all_ranks(std::memcmp(x.data(), y.data(), n * sizeof(float)) == 0));
+    // Reduce-scatter and all-gather too, where the algorithm has them.
+    if (implements(algo, Collective::reduce_scatter)) {
+      const Block own = block_of(n, world_size(), world_rank());
+      std::vector<float> rx(own.count), ry(own.count);
+      reduce_scatter(std::span<const float>(in), std::span<float>(rx), ReduceOp::max, a, algo);
+      reduce_scatter(std::span<const float>(in), std::span<float>(ry), ReduceOp::max, b, algo);
+      CHECK(all_ranks(rx == ry));
+      std::vector<float> gx(n), gy(n);
+      allgather(std::span<const float>(rx), std::span<float>(gx), a, algo);
+      allgather(std::span<const float>(ry), std::span<float>(gy), b, algo);
+      CHECK(all_ranks(gx == gy));
+    }
+  }
+}
+
+TEST_CASE("transport: TOROID_TRANSPORT names a transport or is an error on every rank") {
+  setenv("TOROID_TRANSPORT", "carrier-pigeon", 1);
+  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD),
+                    "TOROID_TRANSPORT: unknown transport 'carrier-pigeon' (expected auto, mpi or shm)");
+  setenv("TOROID_TRANSPORT", "mpi", 1);
+  {
+    Communicator c(MPI_COMM_WORLD);
+    CHECK_FALSE(c.uses_shared_memory());
+  }
+  unsetenv("TOROID_TRANSPORT");
+  CHECK_THROWS_WITH(parse_transport("SHM"), "unknown transport 'SHM' (expected auto, mpi or shm)");
+}
