@@ -30,6 +30,8 @@
 #include <fmt/format.h>
 
 #include "exec/mpi_check.hpp"
+#include "exec/shm_window.hpp"
+#include "exec/stuck.hpp"
 #include "kernels/reduce.hpp"
 
 namespace toroid::exec {
@@ -41,20 +43,13 @@ using schedule::Step;
 using detail::Pending;
 using detail::Stream;
 
-// Prints, for every request still open, the step it belongs to, then ends the job: a hang
-// becomes a message and a non-zero exit status.
-[[noreturn]] void report_stuck(const ExecParams& params, MPI_Comm comm, const Step& first_step,
-                               const std::vector<MPI_Request>& reqs, const std::vector<Pending>& pending,
-                               const std::vector<ShmTransfer>& shm, std::size_t seg_bytes, std::size_t esize) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
+// Every request still open and every unfinished shared-memory transfer, for the watchdog.
+std::string waiting_lines(const std::vector<MPI_Request>& reqs, const std::vector<Pending>& pending,
+                          const std::vector<ShmTransfer>& shm, std::size_t seg_bytes, std::size_t esize) {
   std::string lines;
   int shown = 0;
-  for (const ShmTransfer& t : shm) {
-    if (t.finished() || shown >= 8) continue;
-    lines += fmt::format("\n  waiting: {} (shared memory, byte {} of {})", schedule::describe(*t.step), t.done, t.bytes);
-    ++shown;
-  }
+  for (const ShmTransfer& t : shm)
+    if (!t.finished() && shown < 8) lines += describe_waiting(t), ++shown;
   for (std::size_t i = 0; i < reqs.size() && shown < 8; ++i) {
     if (reqs[i] == MPI_REQUEST_NULL || !pending[i].step) continue;
     const Step& st = *pending[i].step;
@@ -63,11 +58,7 @@ using detail::Stream;
                          pending[i].seg * seg_bytes, bytes);
     ++shown;
   }
-  fmt::print(stderr, "toroid: rank {}: {} made no progress for {} s in phase {} (TOROID_TIMEOUT){}\n", rank,
-             params.what, params.timeout_s, first_step.phase, lines);
-  std::fflush(stderr);
-  MPI_Abort(comm, 3);
-  std::abort();
+  return lines;
 }
 
 // A phase with shared-memory transfers: move whatever can move on every channel, test the MPI
@@ -85,7 +76,7 @@ void poll_phase(const ExecParams& params, MPI_Comm comm, const Step& first, Work
     bool moved = false, open = false;
     for (ShmTransfer& t : ws.shm) {
       if (t.finished()) continue;
-      moved |= t.step->kind == Kind::send ? t.push() : t.pop(reduce);
+      moved |= t.advance(reduce, t.bytes);
       open |= !t.finished();
     }
     while (mpi_open) {
@@ -114,7 +105,7 @@ void poll_phase(const ExecParams& params, MPI_Comm comm, const Step& first, Work
     }
     sched_yield();
     if (params.timeout_s > 0 && idle % 256 == 0 && MPI_Wtime() - idle_since > params.timeout_s)
-      report_stuck(params, comm, first, ws.requests, ws.pending, ws.shm, seg_bytes, esize);
+      abort_stuck(params, comm, first.phase, waiting_lines(ws.requests, ws.pending, ws.shm, seg_bytes, esize));
   }
 }
 
@@ -146,6 +137,10 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
   for (std::size_t b = 0; b < s.steps.size();) {
     std::size_t e = b;
     while (e < s.steps.size() && s.steps[e].phase == s.steps[b].phase) ++e;
+    if (params.links && shm_only(s, b, e, *params.links, true)) {
+      b = run_shm_window(s, b, buf, params, comm, ws);
+      continue;
+    }
 
     // Steps to ranks on this node go over shared memory; the rest are sized for MPI below.
     ws.shm.clear();
@@ -248,7 +243,7 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
           mpi_check(MPI_Testany(static_cast<int>(nreq), ws.requests.data(), &idx, &flag, MPI_STATUS_IGNORE),
                     "MPI_Testany");
           if (!flag && MPI_Wtime() - since > params.timeout_s)
-            report_stuck(params, comm, s.steps[b], ws.requests, pending, ws.shm, seg_bytes, esize);
+            abort_stuck(params, comm, s.steps[b].phase, waiting_lines(ws.requests, pending, ws.shm, seg_bytes, esize));
         }
       }
       if (idx == MPI_UNDEFINED) break;

@@ -37,6 +37,11 @@ struct Stream {  // one receive-and-reduce step in flight
   std::size_t bytes, nseg, next_seg = 0;
   std::byte* staging;  // `depth` slots
 };
+struct WindowDeps {  // what a transfer of a shared-memory window waits for (shm_window.hpp)
+  std::uint32_t phase = 0;
+  int gate = -1;              // the earlier receive whose bytes it follows segment by segment
+  std::vector<int> blockers;  // earlier transfers that must finish first
+};
 struct Pending {  // what a request index stands for
   int stream = -1;  // -1: a send or a plain receive
   int slot = 0;
@@ -52,7 +57,8 @@ struct Workspace {
   std::vector<MPI_Request> requests;
   std::vector<detail::Stream> streams;
   std::vector<detail::Pending> pending;
-  std::vector<ShmTransfer> shm;  // this phase's steps over shared memory
+  std::vector<ShmTransfer> shm;  // this phase's (or window's) steps over shared memory
+  std::vector<detail::WindowDeps> window;
 };
 
 void run_mpi(const schedule::Schedule& s, const BufferSet& buffers, const ExecParams& params,

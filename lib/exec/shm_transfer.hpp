@@ -22,15 +22,20 @@ struct ShmTransfer {
   std::size_t elem_size = 1;
 
   bool finished() const { return done >= bytes; }
+  bool sends() const { return step->kind == schedule::Kind::send; }
+  // One call's worth of progress on whichever end this is.
+  bool advance(kernels::ReduceFn reduce, std::size_t limit) { return sends() ? push(limit) : pop(reduce, limit); }
 
-  // Sender: copy segments into free slots and publish them.
-  bool push() {
+  // Sender: copy segments into free slots and publish them, up to byte `limit` of the step
+  // (whole segments only: both ends cut the step at the same places).
+  bool push(std::size_t limit) {
     std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
     bool moved = false;
     while (done < bytes) {
+      const std::size_t len = segment();
+      if (done + len > limit) break;  // the data is not final yet
       const std::uint64_t h = head.load(std::memory_order_relaxed);
       if (h - tail.load(std::memory_order_acquire) >= channel.slot_count) break;  // ring full
-      const std::size_t len = segment();
       std::memcpy(slot(h), from + done, len);
       head.store(h + 1, std::memory_order_release);
       done += len, moved = true;
@@ -38,14 +43,16 @@ struct ShmTransfer {
     return moved;
   }
 
-  // Receiver: take published segments, reducing (or copying) each straight out of its slot.
-  bool pop(kernels::ReduceFn reduce) {
+  // Receiver: take published segments, reducing (or copying) each straight out of its slot,
+  // up to byte `limit` (a recv_reduce operand that is still arriving from elsewhere).
+  bool pop(kernels::ReduceFn reduce, std::size_t limit) {
     std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
     bool moved = false;
     while (done < bytes) {
+      const std::size_t len = segment();
+      if (done + len > limit) break;
       const std::uint64_t t = tail.load(std::memory_order_relaxed);
       if (head.load(std::memory_order_acquire) == t) break;  // nothing published yet
-      const std::size_t len = segment();
       if (step->kind == schedule::Kind::recv_reduce) reduce(into + done, from + done, slot(t), len / elem_size);
       else std::memcpy(into + done, slot(t), len);
       tail.store(t + 1, std::memory_order_release);

@@ -1,0 +1,161 @@
+#include "exec/shm_window.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "exec/stuck.hpp"
+#include "kernels/reduce.hpp"
+
+namespace toroid::exec {
+namespace {
+
+using schedule::Kind;
+using schedule::Step;
+
+struct Range {
+  const std::byte* begin = nullptr;
+  const std::byte* end = nullptr;
+  bool empty() const { return begin == end; }
+  bool overlaps(const Range& o) const { return !empty() && !o.empty() && begin < o.end && o.begin < end; }
+  bool operator==(const Range& o) const { return begin == o.begin && end == o.end; }
+};
+
+std::size_t phase_end(const schedule::Schedule& s, std::size_t b) {
+  std::size_t e = b;
+  while (e < s.steps.size() && s.steps[e].phase == s.steps[b].phase) ++e;
+  return e;
+}
+
+bool is_local(const Step& st) { return st.kind == Kind::copy || st.kind == Kind::scale; }
+
+// What a transfer reads and writes, by address (in place, input and output are one buffer).
+Range reads(const ShmTransfer& t) {
+  if (!t.from) return {};
+  return {t.from, t.from + t.bytes};
+}
+Range writes(const ShmTransfer& t) {
+  if (!t.into) return {};
+  return {t.into, t.into + t.bytes};
+}
+
+bool same_channel(const ShmTransfer& a, const ShmTransfer& b) {
+  return a.sends() == b.sends() && a.channel.head == b.channel.head;
+}
+
+}  // namespace
+
+bool shm_only(const schedule::Schedule& s, std::size_t b, std::size_t e, const ShmLinks& links, bool first) {
+  for (std::size_t i = b; i < e; ++i) {
+    const Step& st = s.steps[i];
+    if (is_local(st) ? !first : !links.carries(st.peer, st.tag)) return false;
+  }
+  return true;
+}
+
+std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const BufferSet& buf,
+                           const ExecParams& params, MPI_Comm comm, Workspace& ws) {
+  const ShmLinks& links = *params.links;
+  const std::size_t esize = buf.elem_size;
+  const kernels::ReduceFn reduce = kernels::reduce_fn(params.type, params.op);
+  std::vector<ShmTransfer>& xfers = ws.shm;
+  std::vector<detail::WindowDeps>& deps = ws.window;
+  xfers.clear();
+  deps.clear();
+
+  // Gather the window's transfers with what each waits for.
+  std::size_t e = b;
+  for (bool first = true; e < s.steps.size(); first = false) {
+    const std::size_t pe = phase_end(s, e);
+    if (!shm_only(s, e, pe, links, first)) break;
+    for (std::size_t i = e; i < pe; ++i) {
+      const Step& st = s.steps[i];
+      if (is_local(st)) continue;
+      const bool send = st.kind == Kind::send;
+      ShmTransfer t;
+      t.step = &st;
+      t.channel = send ? links.outgoing(st.peer, st.tag) : links.incoming(st.peer, st.tag);
+      t.from = send || st.kind == Kind::recv_reduce ? buf.readable(st.src) : nullptr;
+      t.into = send ? nullptr : buf.writable(st.dst);
+      t.bytes = (send ? st.src.count : st.dst.count) * esize;
+      t.elem_size = esize;
+      detail::WindowDeps d;
+      d.phase = st.phase;
+      for (std::size_t j = 0; j < xfers.size(); ++j) {
+        const ShmTransfer& o = xfers[j];
+        if (deps[j].phase == st.phase) continue;  // same phase: hazard-free by construction
+        const bool reads_what_o_writes = reads(t).overlaps(writes(o));
+        if (reads_what_o_writes && reads(t) == writes(o) && d.gate < 0 && !writes(t).overlaps(writes(o))) {
+          d.gate = static_cast<int>(j);
+          continue;
+        }
+        if (reads_what_o_writes || writes(t).overlaps(reads(o)) || writes(t).overlaps(writes(o)) ||
+            same_channel(t, o))
+          d.blockers.push_back(static_cast<int>(j));
+      }
+      xfers.push_back(t);
+      deps.push_back(std::move(d));
+    }
+    e = pe;
+    if (first) {
+      // The first phase's local steps run now, as in any phase (no hazard within a phase).
+      for (std::size_t i = b; i < pe; ++i) {
+        const Step& st = s.steps[i];
+        if (st.kind == Kind::copy) {
+          const std::byte* from = buf.readable(st.src);
+          std::byte* to = buf.writable(st.dst);
+          if (from != to) std::memmove(to, from, st.dst.count * esize);
+        } else if (st.kind == Kind::scale) {
+          kernels::divide(params.type, buf.writable(st.dst), st.dst.count, st.divisor);
+        }
+      }
+    }
+  }
+
+  // Move whatever may move; spin briefly, then yield the core, when nothing can.
+  constexpr int kSpins = 64;
+  int idle = 0;
+  double idle_since = 0;
+  std::size_t first_open = 0;
+  for (;;) {
+    bool moved = false;
+    while (first_open < xfers.size() && xfers[first_open].finished()) ++first_open;
+    if (first_open == xfers.size()) return e;
+    for (std::size_t i = first_open; i < xfers.size(); ++i) {
+      ShmTransfer& t = xfers[i];
+      if (t.finished()) continue;
+      const detail::WindowDeps& d = deps[i];
+      bool blocked = false;
+      for (int j : d.blockers)
+        if (!xfers[static_cast<std::size_t>(j)].finished()) {
+          blocked = true;
+          break;
+        }
+      if (blocked) continue;
+      const std::size_t limit = d.gate < 0 ? t.bytes : xfers[static_cast<std::size_t>(d.gate)].done;
+      moved |= t.advance(reduce, limit);
+    }
+    if (moved) {
+      idle = 0;
+      continue;
+    }
+    if (idle == 0) idle_since = params.timeout_s > 0 ? MPI_Wtime() : 0;
+    if (++idle < kSpins) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      continue;
+    }
+    sched_yield();
+    if (params.timeout_s > 0 && idle % 256 == 0 && MPI_Wtime() - idle_since > params.timeout_s) {
+      std::string lines;
+      int shown = 0;
+      for (const ShmTransfer& t : xfers)
+        if (!t.finished() && shown < 8) lines += describe_waiting(t), ++shown;
+      abort_stuck(params, comm, xfers[first_open].step->phase, lines);
+    }
+  }
+}
+
+}  // namespace toroid::exec

@@ -1,0 +1,20 @@
+// The watchdog's last words: what this rank waits for, then the end of the job.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "exec/mpi_executor.hpp"
+
+namespace toroid::exec {
+
+// Prints "toroid: rank R: <what> made no progress for T s in phase P (TOROID_TIMEOUT)" and the
+// `waiting` lines on stderr, then MPI_Abort(comm, 3): a hang becomes a message and an exit status.
+[[noreturn]] void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase, const std::string& waiting);
+
+// One "waiting" line for a shared-memory transfer that has not finished.
+std::string describe_waiting(const ShmTransfer& t);
+
+}  // namespace toroid::exec
