@@ -117,7 +117,7 @@ State& state_of(MPI_Comm comm) {
   if (!settings().error.empty()) throw InvalidArgument(settings().error);
   auto s = std::make_unique<State>(comm);
   {
-    // Registered before it is attached: once attached, nothing here may throw and free it.
+    // Registered before it is attached, so nothing can throw between attaching and release.
     std::lock_guard lock(registry_mutex);
     live.insert(s.get());
   }
@@ -126,8 +126,9 @@ State& state_of(MPI_Comm comm) {
     live.erase(s.get());
     check(rc, "MPI_Comm_set_attr");
   }
-  if (settings().log_info && s->comm.rank() == 0) log_choice(*s);
-  return *s.release();
+  State& attached = *s.release();  // the communicator owns it now
+  if (settings().log_info && attached.comm.rank() == 0) log_choice(attached);
+  return attached;
 }
 
 }  // namespace toroid::pmpi
