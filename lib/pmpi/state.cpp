@@ -74,11 +74,12 @@ void log_choice(const State& s) {
   PMPI_Comm_get_name(s.user, name, &len);
   const Settings& set = settings();
   fmt::print(stderr,
-             "toroid: {} ({} rank{}): topology {}, all-reduce {}, reduce-scatter {}, all-gather {}; "
+             "toroid: {} ({} rank{}): topology {}, all-reduce {}, reduce-scatter {}, all-gather {}, over {}; "
              "calls of {} bytes and more go to toroid, smaller ones to MPI\n",
              len > 0 ? name : "communicator", s.comm.size(), s.comm.size() == 1 ? "" : "s", s.comm.topology().to_string(),
              served_by(s, Collective::allreduce), served_by(s, Collective::reduce_scatter),
-             served_by(s, Collective::allgather), set.min_bytes);
+             served_by(s, Collective::allgather), s.comm.uses_shared_memory() ? "shared memory" : "MPI",
+             set.min_bytes);
   std::fflush(stderr);
 }
 
