@@ -12,9 +12,9 @@
 namespace toroid::pmpi {
 
 // Below this many bytes of the whole vector, toroid's per-call bookkeeping (plus the attribute
-// lookup) costs more than it saves: measured with toroid-bench --algo mpi under the preload at 2
-// and 4 ranks, see docs/preload.md.
-inline constexpr std::uint64_t default_min_bytes = 8 * 1024;
+// lookup) costs more than it saves: measured with toroid-bench --algo mpi under the preload at 2,
+// 3 and 4 ranks over the shared-memory transport, see docs/preload.md.
+inline constexpr std::uint64_t default_min_bytes = 4 * 1024;
 
 struct Settings {
   std::uint64_t min_bytes = default_min_bytes;
