@@ -14,8 +14,15 @@ std::size_t channel_bytes(std::size_t slot_bytes, std::uint32_t slots) { return 
 
 }  // namespace
 
-ShmLinks::ShmLinks(MPI_Comm comm, std::size_t slot_bytes, std::uint32_t slots)
-    : slot_bytes_(slot_bytes), slots_(slots) {
+std::size_t ShmLinks::slot_bytes_for(int local_ranks) {
+  std::size_t slot = std::size_t{64} << 10;
+  while (slot > (std::size_t{16} << 10) &&
+         static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot, kSlots) > kBudgetBytes)
+    slot /= 2;
+  return slot;
+}
+
+ShmLinks::ShmLinks(MPI_Comm comm) {
   int size = 0;
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
@@ -23,6 +30,7 @@ ShmLinks::ShmLinks(MPI_Comm comm, std::size_t slot_bytes, std::uint32_t slots)
   int local = 0;
   mpi_check(MPI_Comm_size(node_, &local), "MPI_Comm_size");
   local_count_ = local;
+  slot_bytes_ = slot_bytes_for(local);
   mpi_check(MPI_Comm_rank(node_, &my_local_), "MPI_Comm_rank");
 
   // Which communicator ranks share this node, and their index on it.

@@ -4,7 +4,7 @@
 // `slots` segments of `slot_bytes`, placed in the receiver's part of one MPI-3 shared window:
 //
 //   receiver's part:  [ from local rank 0: lane 0 .. lane 7 ][ from local rank 1: ... ] ...
-//   one channel:      | head (64 B line) | tail (64 B line) | slot 0 | slot 1 | ... |
+//   one channel:      | head (64 B line) | tail (64 B line) | slot 0 | slot 1 | ... | slot 7 |
 //
 //   head = segments the sender has published, tail = segments the receiver has consumed; both
 //   only grow, across collectives, so a ring never needs resetting. The sender writes slot
@@ -35,12 +35,15 @@ struct ShmChannel {
 class ShmLinks {
  public:
   static constexpr int kLanes = 8;
-  static constexpr std::size_t kDefaultSlotBytes = 32 * 1024;
-  static constexpr std::uint32_t kDefaultSlots = 4;
+  static constexpr std::uint32_t kSlots = 8;
+  // Slot size: the largest power of two in [16 KiB, 64 KiB] that keeps a rank's part of the
+  // window within kBudgetBytes (64 KiB at up to 4 ranks per node, 16 KiB from 16 ranks on).
+  // Larger rings measured faster at 4 oversubscribed ranks (fewer waits for a descheduled peer).
+  static constexpr std::size_t kBudgetBytes = std::size_t{16} << 20;
+  static std::size_t slot_bytes_for(int local_ranks);
 
   // Collective over `comm`. Ranks alone on their node get no window and reach no one.
-  explicit ShmLinks(MPI_Comm comm, std::size_t slot_bytes = kDefaultSlotBytes,
-                    std::uint32_t slots = kDefaultSlots);
+  explicit ShmLinks(MPI_Comm comm);
   ~ShmLinks();
   ShmLinks(const ShmLinks&) = delete;
   ShmLinks& operator=(const ShmLinks&) = delete;
@@ -64,8 +67,8 @@ class ShmLinks {
   int rank_ = 0;
   int my_local_ = -1;
   int local_count_ = 0;
-  std::size_t slot_bytes_;
-  std::uint32_t slots_;
+  std::size_t slot_bytes_ = 0;
+  std::uint32_t slots_ = kSlots;
   std::vector<int> local_index_;   // communicator rank -> node-local index, -1 elsewhere
   std::vector<std::byte*> bases_;  // node-local index -> that rank's part of the window
 };
