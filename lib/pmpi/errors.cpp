@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <new>
@@ -58,16 +59,36 @@ int code_with_text(int error_class, const std::string& text) {
   return code;
 }
 
+// Whether the communicator's handler ends the job (MPI_ERRORS_ARE_FATAL).
+bool handler_is_fatal(MPI_Comm comm) {
+  MPI_Errhandler handler = MPI_ERRHANDLER_NULL;
+  if (PMPI_Comm_get_errhandler(comm, &handler) != MPI_SUCCESS) return false;
+  const bool fatal = handler == MPI_ERRORS_ARE_FATAL;
+  if (handler != MPI_ERRHANDLER_NULL) PMPI_Errhandler_free(&handler);
+  return fatal;
+}
+
 }  // namespace
 
 int report_error(MPI_Comm comm, const char* call, std::exception_ptr failure) noexcept {
   int code = MPI_ERR_OTHER;
+  std::string text;
   try {
     const Failure f = classify(failure);
     code = f.error_class;
-    code = code_with_text(f.error_class, fmt::format("toroid: {}: {}", call, f.message));
+    text = fmt::format("toroid: {}: {}", call, f.message);
+    code = code_with_text(f.error_class, text);
   } catch (...) {
     // Out of memory while formatting: the bare class (or MPI_ERR_OTHER) still reaches the handler.
+  }
+  // The fatal handler's own report travels to mpirun on the way to the abort and can be lost
+  // when several ranks abort at once ("ORTE_ERROR_LOG: Out of resource in show_help.c" was seen
+  // under load), so the message is also written here, straight to this rank's stderr.
+  if (!text.empty() && handler_is_fatal(comm)) {
+    int rank = 0;
+    PMPI_Comm_rank(comm, &rank);
+    std::fprintf(stderr, "%s (rank %d)\n", text.c_str(), rank);
+    std::fflush(stderr);
   }
   PMPI_Comm_call_errhandler(comm, code);
   return code;
