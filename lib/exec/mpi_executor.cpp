@@ -20,8 +20,6 @@
 // schedule's order is kept the same way.
 #include "exec/mpi_executor.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -46,10 +44,8 @@ using detail::Stream;
 // Every request still open and every unfinished shared-memory transfer, for the watchdog.
 std::string waiting_lines(const std::vector<MPI_Request>& reqs, const std::vector<Pending>& pending,
                           const std::vector<ShmTransfer>& shm, std::size_t seg_bytes, std::size_t esize) {
-  std::string lines;
   int shown = 0;
-  for (const ShmTransfer& t : shm)
-    if (!t.finished() && shown < 8) lines += describe_waiting(t), ++shown;
+  std::string lines = describe_waiting(shm, 8, shown);
   for (std::size_t i = 0; i < reqs.size() && shown < 8; ++i) {
     if (reqs[i] == MPI_REQUEST_NULL || !pending[i].step) continue;
     const Step& st = *pending[i].step;
@@ -68,10 +64,8 @@ template <class Complete>
 void poll_phase(const ExecParams& params, MPI_Comm comm, const Step& first, Workspace& ws,
                 kernels::ReduceFn reduce, std::size_t nreq, Complete&& complete, std::size_t seg_bytes,
                 std::size_t esize) {
-  constexpr int kSpins = 64;
   bool mpi_open = nreq > 0;
-  int idle = 0;
-  double idle_since = 0;
+  Backoff backoff(params.timeout_s);
   for (;;) {
     bool moved = false, open = false;
     for (ShmTransfer& t : ws.shm) {
@@ -92,24 +86,23 @@ void poll_phase(const ExecParams& params, MPI_Comm comm, const Step& first, Work
       moved = true;
     }
     if (!open && !mpi_open) return;
-    if (moved) {
-      idle = 0;
-      continue;
-    }
-    if (idle == 0) idle_since = params.timeout_s > 0 ? MPI_Wtime() : 0;
-    if (++idle < kSpins) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-      continue;
-    }
-    sched_yield();
-    if (params.timeout_s > 0 && idle % 256 == 0 && MPI_Wtime() - idle_since > params.timeout_s)
+    if (moved) backoff.moved();
+    else if (backoff.idle())
       abort_stuck(params, comm, first.phase, waiting_lines(ws.requests, ws.pending, ws.shm, seg_bytes, esize));
   }
 }
 
 }  // namespace
+
+void run_local_step(const Step& st, const BufferSet& buf, DataType type) {
+  if (st.kind == Kind::copy) {
+    const std::byte* from = buf.readable(st.src);
+    std::byte* to = buf.writable(st.dst);
+    if (from != to) std::memmove(to, from, st.dst.count * buf.elem_size);
+  } else if (st.kind == Kind::scale) {
+    kernels::divide(type, buf.writable(st.dst), st.dst.count, st.divisor);
+  }
+}
 
 void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams& params,
              MPI_Comm comm, Workspace& ws) {
@@ -149,16 +142,7 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
     };
     for (std::size_t i = b; i < e; ++i) {
       const Step& st = s.steps[i];
-      if (!on_shm(st)) continue;
-      const bool send = st.kind == Kind::send;
-      ShmTransfer t;
-      t.step = &st;
-      t.channel = send ? params.links->outgoing(st.peer, st.tag) : params.links->incoming(st.peer, st.tag);
-      t.from = send || st.kind == Kind::recv_reduce ? buf.readable(st.src) : nullptr;
-      t.into = send ? nullptr : buf.writable(st.dst);
-      t.bytes = (send ? st.src.count : st.dst.count) * esize;
-      t.elem_size = esize;
-      ws.shm.push_back(t);
+      if (on_shm(st)) ws.shm.push_back(shm_transfer_for(st, *params.links, buf));
     }
 
     // Size the request table and the staging area for this phase.
@@ -205,16 +189,7 @@ void run_mpi(const schedule::Schedule& s, const BufferSet& buf, const ExecParams
       }
     }
     // Local steps overlap the transfers just posted (the verifier guarantees no hazard).
-    for (std::size_t i = b; i < e; ++i) {
-      const Step& st = s.steps[i];
-      if (st.kind == Kind::copy) {
-        const std::byte* from = buf.readable(st.src);
-        std::byte* to = buf.writable(st.dst);
-        if (from != to) std::memmove(to, from, st.dst.count * esize);
-      } else if (st.kind == Kind::scale) {
-        kernels::divide(params.type, buf.writable(st.dst), st.dst.count, st.divisor);
-      }
-    }
+    for (std::size_t i = b; i < e; ++i) run_local_step(s.steps[i], buf, params.type);
     // One finished MPI request: a staged segment is reduced and its slot re-posted.
     auto complete = [&](int idx) {
       const Pending done = pending[static_cast<std::size_t>(idx)];

@@ -61,6 +61,9 @@ struct Workspace {
   std::vector<detail::WindowDeps> window;
 };
 
+// A copy or scale step (local: no peer), run at once.
+void run_local_step(const schedule::Step& st, const BufferSet& buf, DataType type);
+
 void run_mpi(const schedule::Schedule& s, const BufferSet& buffers, const ExecParams& params,
              MPI_Comm comm, Workspace& ws);
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "exec/buffers.hpp"
 #include "exec/shm_links.hpp"
 #include "kernels/reduce.hpp"
 #include "schedule/step.hpp"
@@ -64,6 +65,36 @@ struct ShmTransfer {
  private:
   std::size_t segment() const { return bytes - done < channel.slot_bytes ? bytes - done : channel.slot_bytes; }
   std::byte* slot(std::uint64_t seq) const { return channel.slots + (seq % channel.slot_count) * channel.slot_bytes; }
+};
+
+// The transfer that carries `st` (a send, recv or recv_reduce to a rank `links` reaches).
+inline ShmTransfer shm_transfer_for(const schedule::Step& st, const ShmLinks& links, const BufferSet& buf) {
+  const bool send = st.kind == schedule::Kind::send;
+  ShmTransfer t;
+  t.step = &st;
+  t.channel = send ? links.outgoing(st.peer, st.tag) : links.incoming(st.peer, st.tag);
+  t.from = send || st.kind == schedule::Kind::recv_reduce ? buf.readable(st.src) : nullptr;
+  t.into = send ? nullptr : buf.writable(st.dst);
+  t.bytes = (send ? st.src.count : st.dst.count) * buf.elem_size;
+  t.elem_size = buf.elem_size;
+  return t;
+}
+
+// Waiting for a peer that shares the node: spin briefly (it is usually a few hundred
+// nanoseconds away), then give the core away each round, so ranks that outnumber the cores
+// still run. `idle()` is called after a round in which nothing moved and says whether the wait
+// has lasted longer than the watchdog's timeout; `moved()` after one in which something did.
+class Backoff {
+ public:
+  explicit Backoff(double timeout_s) : timeout_s_(timeout_s) {}
+  void moved() { rounds_ = 0; }
+  bool idle();
+
+ private:
+  static constexpr int kSpins = 64;
+  double timeout_s_;
+  int rounds_ = 0;
+  double since_ = 0;
 };
 
 }  // namespace toroid::exec

@@ -1,10 +1,5 @@
 #include "exec/shm_window.hpp"
 
-#include <sched.h>
-
-#include <algorithm>
-#include <cstring>
-
 #include "exec/stuck.hpp"
 #include "kernels/reduce.hpp"
 
@@ -57,7 +52,6 @@ bool shm_only(const schedule::Schedule& s, std::size_t b, std::size_t e, const S
 std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const BufferSet& buf,
                            const ExecParams& params, MPI_Comm comm, Workspace& ws) {
   const ShmLinks& links = *params.links;
-  const std::size_t esize = buf.elem_size;
   const kernels::ReduceFn reduce = kernels::reduce_fn(params.type, params.op);
   std::vector<ShmTransfer>& xfers = ws.shm;
   std::vector<detail::WindowDeps>& deps = ws.window;
@@ -72,14 +66,7 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
     for (std::size_t i = e; i < pe; ++i) {
       const Step& st = s.steps[i];
       if (is_local(st)) continue;
-      const bool send = st.kind == Kind::send;
-      ShmTransfer t;
-      t.step = &st;
-      t.channel = send ? links.outgoing(st.peer, st.tag) : links.incoming(st.peer, st.tag);
-      t.from = send || st.kind == Kind::recv_reduce ? buf.readable(st.src) : nullptr;
-      t.into = send ? nullptr : buf.writable(st.dst);
-      t.bytes = (send ? st.src.count : st.dst.count) * esize;
-      t.elem_size = esize;
+      const ShmTransfer t = shm_transfer_for(st, links, buf);
       detail::WindowDeps d;
       d.phase = st.phase;
       for (std::size_t j = 0; j < xfers.size(); ++j) {
@@ -100,23 +87,12 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
     e = pe;
     if (first) {
       // The first phase's local steps run now, as in any phase (no hazard within a phase).
-      for (std::size_t i = b; i < pe; ++i) {
-        const Step& st = s.steps[i];
-        if (st.kind == Kind::copy) {
-          const std::byte* from = buf.readable(st.src);
-          std::byte* to = buf.writable(st.dst);
-          if (from != to) std::memmove(to, from, st.dst.count * esize);
-        } else if (st.kind == Kind::scale) {
-          kernels::divide(params.type, buf.writable(st.dst), st.dst.count, st.divisor);
-        }
-      }
+      for (std::size_t i = b; i < pe; ++i) run_local_step(s.steps[i], buf, params.type);
     }
   }
 
-  // Move whatever may move; spin briefly, then yield the core, when nothing can.
-  constexpr int kSpins = 64;
-  int idle = 0;
-  double idle_since = 0;
+  // Move whatever may move; back off (spin, then yield the core) when nothing can.
+  Backoff backoff(params.timeout_s);
   std::size_t first_open = 0;
   for (;;) {
     bool moved = false;
@@ -137,23 +113,10 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
       moved |= t.advance(reduce, limit);
     }
     if (moved) {
-      idle = 0;
-      continue;
-    }
-    if (idle == 0) idle_since = params.timeout_s > 0 ? MPI_Wtime() : 0;
-    if (++idle < kSpins) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-      continue;
-    }
-    sched_yield();
-    if (params.timeout_s > 0 && idle % 256 == 0 && MPI_Wtime() - idle_since > params.timeout_s) {
-      std::string lines;
+      backoff.moved();
+    } else if (backoff.idle()) {
       int shown = 0;
-      for (const ShmTransfer& t : xfers)
-        if (!t.finished() && shown < 8) lines += describe_waiting(t), ++shown;
-      abort_stuck(params, comm, xfers[first_open].step->phase, lines);
+      abort_stuck(params, comm, xfers[first_open].step->phase, describe_waiting(xfers, 8, shown));
     }
   }
 }

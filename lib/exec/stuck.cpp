@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <sched.h>
+
 namespace toroid::exec {
 
 void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase, const std::string& waiting) {
@@ -17,8 +19,26 @@ void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase, c
   std::abort();
 }
 
-std::string describe_waiting(const ShmTransfer& t) {
-  return fmt::format("\n  waiting: {} (shared memory, byte {} of {})", schedule::describe(*t.step), t.done, t.bytes);
+std::string describe_waiting(const std::vector<ShmTransfer>& transfers, int max_lines, int& shown) {
+  std::string lines;
+  for (const ShmTransfer& t : transfers) {
+    if (t.finished() || shown >= max_lines) continue;
+    lines += fmt::format("\n  waiting: {} (shared memory, byte {} of {})", schedule::describe(*t.step), t.done, t.bytes);
+    ++shown;
+  }
+  return lines;
+}
+
+bool Backoff::idle() {
+  if (rounds_ == 0 && timeout_s_ > 0) since_ = MPI_Wtime();
+  if (++rounds_ < kSpins) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+    return false;
+  }
+  sched_yield();
+  return timeout_s_ > 0 && rounds_ % 256 == 0 && MPI_Wtime() - since_ > timeout_s_;
 }
 
 }  // namespace toroid::exec

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "exec/mpi_executor.hpp"
 
@@ -14,7 +15,8 @@ namespace toroid::exec {
 // `waiting` lines on stderr, then MPI_Abort(comm, 3): a hang becomes a message and an exit status.
 [[noreturn]] void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase, const std::string& waiting);
 
-// One "waiting" line for a shared-memory transfer that has not finished.
-std::string describe_waiting(const ShmTransfer& t);
+// "waiting" lines for the shared-memory transfers that have not finished, at most `max_lines`;
+// `shown` counts the lines written.
+std::string describe_waiting(const std::vector<ShmTransfer>& transfers, int max_lines, int& shown);
 
 }  // namespace toroid::exec
