@@ -22,6 +22,10 @@ struct ShmTransfer {
   std::size_t bytes = 0, done = 0;  // done: bytes moved so far
   std::size_t elem_size = 1;
 
+  // A receive whose bytes a later send forwards (a relay, see pop): whether its destination must
+  // still be written when the segment goes straight on (false: nothing else ever reads it).
+  bool keep_dst = true;
+
   bool finished() const { return done >= bytes; }
   bool sends() const { return step->kind == schedule::Kind::send; }
   // One call's worth of progress on whichever end this is.
@@ -46,7 +50,17 @@ struct ShmTransfer {
 
   // Receiver: take published segments, reducing (or copying) each straight out of its slot,
   // up to byte `limit` (a recv_reduce operand that is still arriving from elsewhere).
-  bool pop(kernels::ReduceFn reduce, std::size_t limit) {
+  //
+  // relay: the send that forwards exactly these bytes (null: none, or it may not move yet).
+  // While it has kept pace, each segment is reduced (copied) straight into its next free slot,
+  // and into the destination too only when keep_dst says something else reads it later:
+  //
+  //   in slot --reduce with operand--> out slot (the relay's)  [+ destination, same pass]
+  //
+  // so a ring's intermediate partial sums never go to memory. When the relay's ring is full the
+  // segment goes to the destination as usual and the relay catches up from there.
+  bool pop(kernels::ReduceFn reduce, std::size_t limit, ShmTransfer* relay = nullptr,
+           kernels::ReduceCopyFn reduce_copy = nullptr) {
     std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
     bool moved = false;
     while (done < bytes) {
@@ -54,8 +68,19 @@ struct ShmTransfer {
       if (done + len > limit) break;
       const std::uint64_t t = tail.load(std::memory_order_relaxed);
       if (head.load(std::memory_order_acquire) == t) break;  // nothing published yet
-      if (step->kind == schedule::Kind::recv_reduce) reduce(into + done, from + done, slot(t), len / elem_size);
-      else std::memcpy(into + done, slot(t), len);
+      const bool reduces = step->kind == schedule::Kind::recv_reduce;
+      std::byte* out = relay ? relay->free_slot_at(done) : nullptr;
+      if (out) {
+        if (reduces && keep_dst) reduce_copy(into + done, out, from + done, slot(t), len / elem_size);
+        else if (reduces) reduce(out, from + done, slot(t), len / elem_size);
+        else std::memcpy(out, slot(t), len);
+        if (!reduces && keep_dst) std::memcpy(into + done, out, len);
+        relay->publish(len);
+      } else if (reduces) {
+        reduce(into + done, from + done, slot(t), len / elem_size);
+      } else {
+        std::memcpy(into + done, slot(t), len);
+      }
       tail.store(t + 1, std::memory_order_release);
       done += len, moved = true;
     }
@@ -63,6 +88,20 @@ struct ShmTransfer {
   }
 
  private:
+  // Sender side of a relay: the slot for its next segment when it has sent everything up to
+  // byte `at` of its data and its ring has room; null otherwise.
+  std::byte* free_slot_at(std::size_t at) const {
+    if (done != at || finished()) return nullptr;
+    std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
+    const std::uint64_t h = head.load(std::memory_order_relaxed);
+    if (h - tail.load(std::memory_order_acquire) >= channel.slot_count) return nullptr;
+    return slot(h);
+  }
+  void publish(std::size_t len) {
+    std::atomic_ref<std::uint64_t> head(*channel.head);
+    head.store(head.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    done += len;
+  }
   std::size_t segment() const { return bytes - done < channel.slot_bytes ? bytes - done : channel.slot_bytes; }
   std::byte* slot(std::uint64_t seq) const { return channel.slots + (seq % channel.slot_count) * channel.slot_bytes; }
 };

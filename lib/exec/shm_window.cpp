@@ -39,6 +39,43 @@ bool same_channel(const ShmTransfer& a, const ShmTransfer& b) {
   return a.sends() == b.sends() && a.channel.head == b.channel.head;
 }
 
+// What any step reads and writes (a scale reads and writes its chunk).
+Range step_reads(const Step& st, const BufferSet& buf) {
+  const std::size_t es = buf.elem_size;
+  switch (st.kind) {
+    case Kind::send: case Kind::recv_reduce: case Kind::copy: {
+      const std::byte* p = buf.readable(st.src);
+      return {p, p + st.src.count * es};
+    }
+    case Kind::scale: {
+      const std::byte* p = buf.readable(st.dst);
+      return {p, p + st.dst.count * es};
+    }
+    case Kind::recv: return {};
+  }
+  return {};
+}
+Range step_writes(const Step& st, const BufferSet& buf) {
+  if (st.kind == Kind::send) return {};
+  const std::byte* p = buf.writable(st.dst);
+  return {p, p + st.dst.count * buf.elem_size};
+}
+
+// Whether the bytes step g writes are dead once step `reader` has read them: no other later
+// step reads them before one overwrites them all, or the schedule ends with them in scratch.
+// (A ring all-reduce's partial sums: forwarded once, then overwritten by the all-gather.)
+bool dead_after(const schedule::Schedule& s, std::size_t g, std::size_t reader, const BufferSet& buf) {
+  const Range w = step_writes(s.steps[g], buf);
+  for (std::size_t j = g + 1; j < s.steps.size(); ++j) {
+    const Step& st = s.steps[j];
+    if (j == reader || st.phase == s.steps[g].phase) continue;
+    if (step_reads(st, buf).overlaps(w)) return false;
+    const Range o = step_writes(st, buf);
+    if (o.begin <= w.begin && w.end <= o.end && !o.empty()) return true;
+  }
+  return s.steps[g].dst.buf == schedule::Buf::scratch;
+}
+
 }  // namespace
 
 bool shm_only(const schedule::Schedule& s, std::size_t b, std::size_t e, const ShmLinks& links, bool first) {
@@ -53,6 +90,7 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
                            const ExecParams& params, MPI_Comm comm, Workspace& ws) {
   const ShmLinks& links = *params.links;
   const kernels::ReduceFn reduce = kernels::reduce_fn(params.type, params.op);
+  const kernels::ReduceCopyFn reduce_copy = kernels::reduce_copy_fn(params.type, params.op);
   std::vector<ShmTransfer>& xfers = ws.shm;
   std::vector<detail::WindowDeps>& deps = ws.window;
   xfers.clear();
@@ -75,6 +113,11 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
         const bool reads_what_o_writes = reads(t).overlaps(writes(o));
         if (reads_what_o_writes && reads(t) == writes(o) && d.gate < 0 && !writes(t).overlaps(writes(o))) {
           d.gate = static_cast<int>(j);
+          if (t.sends() && deps[j].relay < 0 && t.channel.slot_bytes == o.channel.slot_bytes) {
+            deps[j].relay = static_cast<int>(xfers.size());
+            xfers[j].keep_dst = !dead_after(s, static_cast<std::size_t>(o.step - s.steps.data()),
+                                            static_cast<std::size_t>(&st - s.steps.data()), buf);
+          }
           continue;
         }
         if (reads_what_o_writes || writes(t).overlaps(reads(o)) || writes(t).overlaps(writes(o)) ||
@@ -92,6 +135,11 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
   }
 
   // Move whatever may move; back off (spin, then yield the core) when nothing can.
+  auto blocked_by = [&](const detail::WindowDeps& d) {
+    for (int j : d.blockers)
+      if (!xfers[static_cast<std::size_t>(j)].finished()) return true;
+    return false;
+  };
   Backoff backoff(params.timeout_s);
   std::size_t first_open = 0;
   for (;;) {
@@ -102,15 +150,16 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
       ShmTransfer& t = xfers[i];
       if (t.finished()) continue;
       const detail::WindowDeps& d = deps[i];
-      bool blocked = false;
-      for (int j : d.blockers)
-        if (!xfers[static_cast<std::size_t>(j)].finished()) {
-          blocked = true;
-          break;
-        }
-      if (blocked) continue;
+      if (blocked_by(d)) continue;
       const std::size_t limit = d.gate < 0 ? t.bytes : xfers[static_cast<std::size_t>(d.gate)].done;
-      moved |= t.advance(reduce, limit);
+      if (t.sends()) {
+        moved |= t.push(limit);
+      } else {
+        ShmTransfer* relay = d.relay >= 0 && !blocked_by(deps[static_cast<std::size_t>(d.relay)])
+                                 ? &xfers[static_cast<std::size_t>(d.relay)]
+                                 : nullptr;
+        moved |= t.pop(reduce, limit, relay, reduce_copy);
+      }
     }
     if (moved) {
       backoff.moved();
