@@ -25,6 +25,9 @@ struct ShmTransfer {
   // A receive whose bytes a later send forwards (a relay, see pop): whether its destination must
   // still be written when the segment goes straight on (false: nothing else ever reads it).
   bool keep_dst = true;
+  // How a plain receive writes its destination: null = memcpy; kernels::copy_stream_fn() for
+  // large data nothing in the collective reads again (it would only push other data out).
+  kernels::CopyFn store = nullptr;
 
   bool finished() const { return done >= bytes; }
   bool sends() const { return step->kind == schedule::Kind::send; }
@@ -74,12 +77,12 @@ struct ShmTransfer {
         if (reduces && keep_dst) reduce_copy(into + done, out, from + done, slot(t), len / elem_size);
         else if (reduces) reduce(out, from + done, slot(t), len / elem_size);
         else std::memcpy(out, slot(t), len);
-        if (!reduces && keep_dst) std::memcpy(into + done, out, len);
+        if (!reduces && keep_dst) store_dst(out, len);
         relay->publish(len);
       } else if (reduces) {
         reduce(into + done, from + done, slot(t), len / elem_size);
       } else {
-        std::memcpy(into + done, slot(t), len);
+        store_dst(slot(t), len);
       }
       tail.store(t + 1, std::memory_order_release);
       done += len, moved = true;
@@ -101,6 +104,10 @@ struct ShmTransfer {
     std::atomic_ref<std::uint64_t> head(*channel.head);
     head.store(head.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     done += len;
+  }
+  void store_dst(const std::byte* src, std::size_t len) {
+    if (store) store(into + done, src, len);
+    else std::memcpy(into + done, src, len);
   }
   std::size_t segment() const { return bytes - done < channel.slot_bytes ? bytes - done : channel.slot_bytes; }
   std::byte* slot(std::uint64_t seq) const { return channel.slots + (seq % channel.slot_count) * channel.slot_bytes; }

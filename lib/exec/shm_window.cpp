@@ -61,20 +61,25 @@ Range step_writes(const Step& st, const BufferSet& buf) {
   return {p, p + st.dst.count * buf.elem_size};
 }
 
-// Whether the bytes step g writes are dead once step `reader` has read them: no other later
-// step reads them before one overwrites them all, or the schedule ends with them in scratch.
-// (A ring all-reduce's partial sums: forwarded once, then overwritten by the all-gather.)
-bool dead_after(const schedule::Schedule& s, std::size_t g, std::size_t reader, const BufferSet& buf) {
+// What becomes of the bytes step g writes once step `reader` (a relay, or none) has read them:
+// dead (no other later step reads them before one overwrites them all, or the schedule ends
+// with them in scratch; a ring all-reduce's partial sums), read (something else reads them
+// later), or final (output that nothing in the collective reads again).
+enum class LaterUse { dead, read, final };
+LaterUse later_use(const schedule::Schedule& s, std::size_t g, std::size_t reader, const BufferSet& buf) {
   const Range w = step_writes(s.steps[g], buf);
   for (std::size_t j = g + 1; j < s.steps.size(); ++j) {
     const Step& st = s.steps[j];
     if (j == reader || st.phase == s.steps[g].phase) continue;
-    if (step_reads(st, buf).overlaps(w)) return false;
+    if (step_reads(st, buf).overlaps(w)) return LaterUse::read;
     const Range o = step_writes(st, buf);
-    if (o.begin <= w.begin && w.end <= o.end && !o.empty()) return true;
+    if (o.begin <= w.begin && w.end <= o.end && !o.empty()) return LaterUse::dead;
   }
-  return s.steps[g].dst.buf == schedule::Buf::scratch;
+  return s.steps[g].dst.buf == schedule::Buf::scratch ? LaterUse::dead : LaterUse::final;
 }
+
+// Receives at least this large whose bytes are final write them with non-temporal stores.
+constexpr std::size_t kStreamBytes = std::size_t{1} << 20;
 
 }  // namespace
 
@@ -91,6 +96,7 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
   const ShmLinks& links = *params.links;
   const kernels::ReduceFn reduce = kernels::reduce_fn(params.type, params.op);
   const kernels::ReduceCopyFn reduce_copy = kernels::reduce_copy_fn(params.type, params.op);
+  const kernels::CopyFn copy_stream = kernels::copy_stream_fn();
   std::vector<ShmTransfer>& xfers = ws.shm;
   std::vector<detail::WindowDeps>& deps = ws.window;
   xfers.clear();
@@ -115,8 +121,10 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
           d.gate = static_cast<int>(j);
           if (t.sends() && deps[j].relay < 0 && t.channel.slot_bytes == o.channel.slot_bytes) {
             deps[j].relay = static_cast<int>(xfers.size());
-            xfers[j].keep_dst = !dead_after(s, static_cast<std::size_t>(o.step - s.steps.data()),
-                                            static_cast<std::size_t>(&st - s.steps.data()), buf);
+            const LaterUse use = later_use(s, static_cast<std::size_t>(o.step - s.steps.data()),
+                                           static_cast<std::size_t>(&st - s.steps.data()), buf);
+            xfers[j].keep_dst = use != LaterUse::dead;
+            xfers[j].store = use == LaterUse::final && o.bytes >= kStreamBytes ? copy_stream : nullptr;
           }
           continue;
         }
@@ -126,6 +134,9 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
       }
       xfers.push_back(t);
       deps.push_back(std::move(d));
+      if (st.kind == Kind::recv && t.bytes >= kStreamBytes &&
+          later_use(s, i, s.steps.size(), buf) == LaterUse::final)
+        xfers.back().store = copy_stream;
     }
     e = pe;
     if (first) {

@@ -20,7 +20,13 @@ using ReduceFn = void (*)(void* dst, const void* a, const void* b, std::size_t n
 // dst may alias a or b exactly; copy must not overlap dst, a or b.
 using ReduceCopyFn = void (*)(void* dst, void* copy, const void* a, const void* b, std::size_t n);
 
+// memcpy with non-temporal stores where the level has them (scalar: memcpy): for data written
+// once and not read again soon, so it does not first read every destination line into the cache
+// and push other data out; ends with a store fence. dst and src must not overlap.
+using CopyFn = void (*)(void* dst, const void* src, std::size_t bytes);
+
 ReduceFn reduce_fn(DataType type, ReduceOp op);
+CopyFn copy_stream_fn();
 ReduceCopyFn reduce_copy_fn(DataType type, ReduceOp op);
 // data[i] = data[i] / divisor (integers: not supported, callers reject avg on integers first).
 void divide(DataType type, void* data, std::size_t n, std::uint32_t divisor);

@@ -4,6 +4,8 @@
 #include <type_traits>
 
 #include "kernels/optimizer_loops.hpp"
+#include <cstring>
+
 #include "kernels/table.hpp"
 
 namespace toroid::kernels {
@@ -126,6 +128,8 @@ struct ScalarLanes {
   static double acc_total(double acc) { return acc; }
 };
 
+void copy_plain(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+
 KernelTable make_table() {
   KernelTable t{};
   t.isa = Isa::scalar;
@@ -140,6 +144,7 @@ KernelTable make_table() {
   t.bf16_to_f32 = convert<bfloat16, float>;
   t.f16_to_f32 = convert<float16, float>;
   t.optimizer = opt::make_optimizer_kernels<ScalarLanes>();
+  t.copy_stream = copy_plain;
   return t;
 }
 
