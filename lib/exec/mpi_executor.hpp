@@ -40,6 +40,7 @@ struct Stream {  // one receive-and-reduce step in flight
 struct WindowDeps {  // what a transfer of a shared-memory window waits for (shm_window.hpp)
   std::uint32_t phase = 0;
   int gate = -1;              // the earlier receive whose bytes it follows segment by segment
+  std::size_t gate_offset = 0;  // where in the gate's bytes this transfer's start
   int relay = -1;             // receive: the later send that forwards its bytes (takes them in pop)
   std::vector<int> blockers;  // earlier transfers that must finish first
 };

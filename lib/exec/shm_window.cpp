@@ -1,5 +1,7 @@
 #include "exec/shm_window.hpp"
 
+#include <algorithm>
+
 #include "exec/stuck.hpp"
 #include "kernels/reduce.hpp"
 
@@ -15,6 +17,7 @@ struct Range {
   bool empty() const { return begin == end; }
   bool overlaps(const Range& o) const { return !empty() && !o.empty() && begin < o.end && o.begin < end; }
   bool operator==(const Range& o) const { return begin == o.begin && end == o.end; }
+  bool within(const Range& o) const { return !empty() && o.begin <= begin && end <= o.end; }
 };
 
 std::size_t phase_end(const schedule::Schedule& s, std::size_t b) {
@@ -117,9 +120,10 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
         const ShmTransfer& o = xfers[j];
         if (deps[j].phase == st.phase) continue;  // same phase: hazard-free by construction
         const bool reads_what_o_writes = reads(t).overlaps(writes(o));
-        if (reads_what_o_writes && reads(t) == writes(o) && d.gate < 0 && !writes(t).overlaps(writes(o))) {
+        if (reads_what_o_writes && reads(t).within(writes(o)) && d.gate < 0 && !writes(t).overlaps(writes(o))) {
           d.gate = static_cast<int>(j);
-          if (t.sends() && deps[j].relay < 0 && t.channel.slot_bytes == o.channel.slot_bytes) {
+          d.gate_offset = static_cast<std::size_t>(t.from - o.into);
+          if (reads(t) == writes(o) && t.sends() && deps[j].relay < 0 && t.channel.slot_bytes == o.channel.slot_bytes) {
             deps[j].relay = static_cast<int>(xfers.size());
             const LaterUse use = later_use(s, static_cast<std::size_t>(o.step - s.steps.data()),
                                            static_cast<std::size_t>(&st - s.steps.data()), buf);
@@ -162,7 +166,11 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
       if (t.finished()) continue;
       const detail::WindowDeps& d = deps[i];
       if (blocked_by(d)) continue;
-      const std::size_t limit = d.gate < 0 ? t.bytes : xfers[static_cast<std::size_t>(d.gate)].done;
+      std::size_t limit = t.bytes;
+      if (d.gate >= 0) {  // the part of the gate's bytes that are final covers this much of t
+        const std::size_t ready = xfers[static_cast<std::size_t>(d.gate)].done;
+        limit = ready > d.gate_offset ? std::min(ready - d.gate_offset, t.bytes) : 0;
+      }
       if (t.sends()) {
         moved |= t.push(limit);
       } else {
