@@ -1,11 +1,6 @@
 #include "exec/shm_links.hpp"
 
-#include <sched.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <bit>
-#include <cstdint>
 #include <cstring>
 
 #include "exec/mpi_check.hpp"
@@ -19,37 +14,13 @@ std::size_t channel_bytes(std::size_t slot_bytes, std::uint32_t slots) { return 
 
 }  // namespace
 
-std::size_t ShmLinks::slot_bytes_for(int local_ranks, std::uint32_t slots, std::size_t budget) {
+std::size_t ShmLinks::slot_bytes_for(int local_ranks) {
   std::size_t slot = std::size_t{64} << 10;
   while (slot > (std::size_t{16} << 10) &&
-         static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot, slots) > budget)
+         static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot, kSlots) > kBudgetBytes)
     slot /= 2;
   return slot;
 }
-
-namespace {
-
-// Whether the ranks on this node outnumber the processors they may run on together (the union
-// of their affinity masks): then they take turns on the cores. Same answer on every rank.
-bool node_oversubscribed(MPI_Comm node, int local) {
-  constexpr int kWords = CPU_SETSIZE / 64;
-  std::uint64_t mask[kWords] = {};
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) mask[c / 64] |= std::uint64_t{1} << (c % 64);
-  } else {
-    const long online = sysconf(_SC_NPROCESSORS_ONLN);
-    for (long c = 0; c < online && c < CPU_SETSIZE; ++c) mask[c / 64] |= std::uint64_t{1} << (c % 64);
-  }
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, mask, kWords, MPI_UINT64_T, MPI_BOR, node), "MPI_Allreduce");
-  int cpus = 0;
-  for (std::uint64_t w : mask) cpus += std::popcount(w);
-  return local > cpus;
-}
-
-}  // namespace
 
 ShmLinks::ShmLinks(MPI_Comm comm) {
   int size = 0;
@@ -59,8 +30,7 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   int local = 0;
   mpi_check(MPI_Comm_size(node_, &local), "MPI_Comm_size");
   local_count_ = local;
-  if (local >= 2 && node_oversubscribed(node_, local)) slots_ = kDeepSlots;
-  slot_bytes_ = slot_bytes_for(local, slots_, slots_ == kDeepSlots ? kDeepBudgetBytes : kBudgetBytes);
+  slot_bytes_ = slot_bytes_for(local);
   mpi_check(MPI_Comm_rank(node_, &my_local_), "MPI_Comm_rank");
 
   // Which communicator ranks share this node, and their index on it.
@@ -93,6 +63,13 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   const int rc = MPI_Win_allocate_shared(part, 1, info, node_, &mine, &win_);
   MPI_Info_free(&info);
   mpi_check(rc, "MPI_Win_allocate_shared");
+  // Counters start at zero; the slots need no initial contents.
+  for (int s = 0; s < local; ++s)
+    for (int lane = 0; lane < kLanes; ++lane) {
+      std::byte* ch = mine + (static_cast<std::size_t>(s) * kLanes + static_cast<std::size_t>(lane)) *
+                                 channel_bytes(slot_bytes_, slots_);
+      std::memset(ch, 0, 2 * kLine);
+    }
   bases_.resize(static_cast<std::size_t>(local));
   for (int i = 0; i < local; ++i) {
     MPI_Aint bytes = 0;
@@ -101,16 +78,6 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
     mpi_check(MPI_Win_shared_query(win_, i, &bytes, &disp, &base), "MPI_Win_shared_query");
     bases_[static_cast<std::size_t>(i)] = static_cast<std::byte*>(base);
   }
-  // Write once now to all this rank will touch: its own part (it receives there) and, in every
-  // other part, the channels it sends on. The first pass over fresh shared pages is slow here
-  // (a 4 KiB all-reduce took 250-300 us for the first few dozen calls with 32 slots, 50 us
-  // after this; madvise(MADV_POPULATE_WRITE) did not help), and rings visit every slot in turn.
-  // Zeroing is safe: no channel is used before the barrier below.
-  std::memset(mine, 0, bytes_per_rank());
-  for (int i = 0; i < local; ++i)
-    if (i != my_local_)
-      std::memset(reinterpret_cast<std::byte*>(channel(i, my_local_, 0).head), 0,
-                  kLanes * channel_bytes(slot_bytes_, slots_));
   // Nobody may use a channel before its receiver has zeroed the counters.
   mpi_check(MPI_Barrier(node_), "MPI_Barrier");
 }

@@ -4,7 +4,7 @@
 // `slots` segments of `slot_bytes`, placed in the receiver's part of one MPI-3 shared window:
 //
 //   receiver's part:  [ from local rank 0: lane 0 .. lane 7 ][ from local rank 1: ... ] ...
-//   one channel:      | head (64 B line) | tail (64 B line) | slot 0 | slot 1 | ... | slot 7 (or 31) |
+//   one channel:      | head (64 B line) | tail (64 B line) | slot 0 | slot 1 | ... | slot 7 |
 //
 //   head = segments the sender has published, tail = segments the receiver has consumed; both
 //   only grow, across collectives, so a ring never needs resetting. The sender writes slot
@@ -35,16 +35,12 @@ struct ShmChannel {
 class ShmLinks {
  public:
   static constexpr int kLanes = 8;
-  // Ring depth and the memory it may take per rank (every sender on the node x 8 lanes):
-  // 8 slots within 16 MiB when every rank on the node has a core of its own; 32 slots within
-  // 64 MiB when the ranks outnumber the cores they may run on, where a running rank often
-  // waits for a descheduled peer and deeper rings let it do more per turn (4 ranks on 2 cores,
-  // median of 3 interleaved runs: 16 MiB 8.6 -> 7.6 ms, 64 MiB 35.4 -> 30.5 ms).
-  static constexpr std::uint32_t kSlots = 8, kDeepSlots = 32;
-  static constexpr std::size_t kBudgetBytes = std::size_t{16} << 20, kDeepBudgetBytes = std::size_t{64} << 20;
+  static constexpr std::uint32_t kSlots = 8;
   // Slot size: the largest power of two in [16 KiB, 64 KiB] that keeps a rank's part of the
-  // window within the budget (64 KiB at up to 4 ranks per node, 16 KiB from 16 ranks on).
-  static std::size_t slot_bytes_for(int local_ranks, std::uint32_t slots, std::size_t budget);
+  // window within kBudgetBytes (64 KiB at up to 4 ranks per node, 16 KiB from 16 ranks on).
+  // Larger rings measured faster at 4 oversubscribed ranks (fewer waits for a descheduled peer).
+  static constexpr std::size_t kBudgetBytes = std::size_t{16} << 20;
+  static std::size_t slot_bytes_for(int local_ranks);
 
   // Collective over `comm`. Ranks alone on their node get no window and reach no one.
   explicit ShmLinks(MPI_Comm comm);
@@ -61,8 +57,6 @@ class ShmLinks {
   ShmChannel incoming(int peer, int lane) const;  // this rank receives from peer
   int local_ranks() const noexcept { return static_cast<int>(bases_.size()); }
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
-  std::uint32_t slot_count() const noexcept { return slots_; }
-  bool oversubscribed() const noexcept { return slots_ == kDeepSlots; }
   std::size_t bytes_per_rank() const noexcept;
 
  private:
