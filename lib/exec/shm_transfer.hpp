@@ -37,16 +37,15 @@ struct ShmTransfer {
   // Sender: copy segments into free slots and publish them, up to byte `limit` of the step
   // (whole segments only: both ends cut the step at the same places).
   bool push(std::size_t limit) {
-    std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
     bool moved = false;
     while (done < bytes) {
       const std::size_t len = segment();
       if (done + len > limit) break;  // the data is not final yet
-      const std::uint64_t h = head.load(std::memory_order_relaxed);
-      if (h - tail.load(std::memory_order_acquire) >= channel.slot_count) break;  // ring full
-      std::memcpy(slot(h), from + done, len);
-      head.store(h + 1, std::memory_order_release);
-      done += len, moved = true;
+      std::byte* free = free_slot_at(done);
+      if (!free) break;  // ring full
+      std::memcpy(free, from + done, len);
+      publish(len);
+      moved = true;
     }
     return moved;
   }
@@ -91,8 +90,8 @@ struct ShmTransfer {
   }
 
  private:
-  // Sender side of a relay: the slot for its next segment when it has sent everything up to
-  // byte `at` of its data and its ring has room; null otherwise.
+  // Sender: the slot for its next segment when it has sent everything up to byte `at` of its
+  // data (a relay asks with the receive's position) and its ring has room; null otherwise.
   std::byte* free_slot_at(std::size_t at) const {
     if (done != at || finished()) return nullptr;
     std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
@@ -100,6 +99,7 @@ struct ShmTransfer {
     if (h - tail.load(std::memory_order_acquire) >= channel.slot_count) return nullptr;
     return slot(h);
   }
+  // Sender: hands the segment just written to the receiver (release: its bytes first).
   void publish(std::size_t len) {
     std::atomic_ref<std::uint64_t> head(*channel.head);
     head.store(head.load(std::memory_order_relaxed) + 1, std::memory_order_release);
