@@ -28,21 +28,12 @@ std::size_t phase_end(const schedule::Schedule& s, std::size_t b) {
 
 bool is_local(const Step& st) { return st.kind == Kind::copy || st.kind == Kind::scale; }
 
-// What a transfer reads and writes, by address (in place, input and output are one buffer).
-Range reads(const ShmTransfer& t) {
-  if (!t.from) return {};
-  return {t.from, t.from + t.bytes};
-}
-Range writes(const ShmTransfer& t) {
-  if (!t.into) return {};
-  return {t.into, t.into + t.bytes};
-}
-
 bool same_channel(const ShmTransfer& a, const ShmTransfer& b) {
   return a.sends() == b.sends() && a.channel.head == b.channel.head;
 }
 
-// What any step reads and writes (a scale reads and writes its chunk).
+// What a step reads and writes, by address (in place, input and output are one buffer; a scale
+// reads and writes its chunk).
 Range step_reads(const Step& st, const BufferSet& buf) {
   const std::size_t es = buf.elem_size;
   switch (st.kind) {
@@ -75,8 +66,7 @@ LaterUse later_use(const schedule::Schedule& s, std::size_t g, std::size_t reade
     const Step& st = s.steps[j];
     if (j == reader || st.phase == s.steps[g].phase) continue;
     if (step_reads(st, buf).overlaps(w)) return LaterUse::read;
-    const Range o = step_writes(st, buf);
-    if (o.begin <= w.begin && w.end <= o.end && !o.empty()) return LaterUse::dead;
+    if (w.within(step_writes(st, buf))) return LaterUse::dead;
   }
   return s.steps[g].dst.buf == schedule::Buf::scratch ? LaterUse::dead : LaterUse::final;
 }
@@ -114,16 +104,18 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
       const Step& st = s.steps[i];
       if (is_local(st)) continue;
       const ShmTransfer t = shm_transfer_for(st, links, buf);
+      const Range t_reads = step_reads(st, buf), t_writes = step_writes(st, buf);
       detail::WindowDeps d;
       d.phase = st.phase;
       for (std::size_t j = 0; j < xfers.size(); ++j) {
         const ShmTransfer& o = xfers[j];
         if (deps[j].phase == st.phase) continue;  // same phase: hazard-free by construction
-        const bool reads_what_o_writes = reads(t).overlaps(writes(o));
-        if (reads_what_o_writes && reads(t).within(writes(o)) && d.gate < 0 && !writes(t).overlaps(writes(o))) {
+        const Range o_reads = step_reads(*o.step, buf), o_writes = step_writes(*o.step, buf);
+        const bool reads_what_o_writes = t_reads.overlaps(o_writes);
+        if (reads_what_o_writes && t_reads.within(o_writes) && d.gate < 0 && !t_writes.overlaps(o_writes)) {
           d.gate = static_cast<int>(j);
           d.gate_offset = static_cast<std::size_t>(t.from - o.into);
-          if (reads(t) == writes(o) && t.sends() && deps[j].relay < 0 && t.channel.slot_bytes == o.channel.slot_bytes) {
+          if (t_reads == o_writes && t.sends() && deps[j].relay < 0 && t.channel.slot_bytes == o.channel.slot_bytes) {
             deps[j].relay = static_cast<int>(xfers.size());
             const LaterUse use = later_use(s, static_cast<std::size_t>(o.step - s.steps.data()),
                                            static_cast<std::size_t>(&st - s.steps.data()), buf);
@@ -132,7 +124,7 @@ std::size_t run_shm_window(const schedule::Schedule& s, std::size_t b, const Buf
           }
           continue;
         }
-        if (reads_what_o_writes || writes(t).overlaps(reads(o)) || writes(t).overlaps(writes(o)) ||
+        if (reads_what_o_writes || t_writes.overlaps(o_reads) || t_writes.overlaps(o_writes) ||
             same_channel(t, o))
           d.blockers.push_back(static_cast<int>(j));
       }
