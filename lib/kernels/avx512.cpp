@@ -210,33 +210,19 @@ struct OptF32 : F32 {
   }
 };
 
-// Non-temporal copy: head up to a 64-byte boundary of dst and tail with memcpy, the rest with
-// streaming stores, four registers per turn.
-void copy_stream(void* dst, const void* src, size_t bytes) {
-  auto* d = static_cast<unsigned char*>(dst);
-  const auto* s = static_cast<const unsigned char*>(src);
-  const size_t head = (64 - reinterpret_cast<__UINTPTR_TYPE__>(d) % 64) % 64;
-  if (bytes < head + 4 * 64) {
-    __builtin_memcpy(d, s, bytes);
-    return;
-  }
-  __builtin_memcpy(d, s, head);
-  d += head, s += head, bytes -= head;
-  size_t i = 0;
-  for (; i + 4 * 64 <= bytes; i += 4 * 64)
-    for (size_t k = 0; k < 4 * 64; k += 64)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i + k), _mm512_loadu_si512(reinterpret_cast<const __m512i*>(s + i + k)));
-  for (; i + 64 <= bytes; i += 64)
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), _mm512_loadu_si512(reinterpret_cast<const __m512i*>(s + i)));
-  __builtin_memcpy(d + i, s + i, bytes - i);
-  _mm_sfence();
-}
+// Streaming stores for simd::copy_stream.
+struct Stream {
+  static constexpr size_t kWidth = 64;
+  static __m512i load(const unsigned char* p) { return _mm512_loadu_si512(reinterpret_cast<const __m512i*>(p)); }
+  static void stream(unsigned char* p, __m512i v) { _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v); }
+  static void fence() { _mm_sfence(); }
+};
 
 constexpr KernelTable build() {
   KernelTable t = simd::make_table<F32, F64, F16, BF16Pairs, I32, I64>(Isa::avx512);
   simd::fill_conversions<F32, BF16, F16, F16Widen>(t);
   t.optimizer = opt::make_optimizer_kernels<OptF32>();
-  t.copy_stream = copy_stream;
+  t.copy_stream = simd::copy_stream<Stream>;
   return t;
 }
 constexpr KernelTable kTable = build();

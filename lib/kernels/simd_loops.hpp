@@ -166,4 +166,28 @@ constexpr void fill_conversions(KernelTable& t) {
   t.f16_to_f32 = convert<F16Widen, F32>;
 }
 
+// memcpy with non-temporal stores over "stream traits" S: kWidth bytes per register, load(p)
+// (any alignment) and stream(p, v) (p aligned to kWidth). The head up to a kWidth boundary of
+// dst and the tail go through memcpy; the rest is streamed four registers per turn; ends with
+// S::fence() so the stores are ordered before whatever publishes them.
+template <class S>
+void copy_stream(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t W = S::kWidth;
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  const std::size_t head = (W - reinterpret_cast<std::uintptr_t>(d) % W) % W;
+  if (bytes < head + 4 * W) {
+    __builtin_memcpy(d, s, bytes);
+    return;
+  }
+  __builtin_memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  std::size_t i = 0;
+  for (; i + 4 * W <= bytes; i += 4 * W)
+    for (std::size_t k = 0; k < 4 * W; k += W) S::stream(d + i + k, S::load(s + i + k));
+  for (; i + W <= bytes; i += W) S::stream(d + i, S::load(s + i));
+  __builtin_memcpy(d + i, s + i, bytes - i);
+  S::fence();
+}
+
 }  // namespace toroid::kernels::simd
