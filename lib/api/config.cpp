@@ -14,6 +14,16 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
+// parse(value), with a parser's error prefixed by the variable's name ("TOROID_ALGO: ...").
+template <class Parse>
+auto parse_env(const char* name, const char* value, Parse parse) {
+  try {
+    return parse(value);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string(name) + ": " + e.what());
+  }
+}
+
 }  // namespace
 
 Config resolve_config(const Options& options) {
@@ -24,11 +34,7 @@ Config resolve_config(const Options& options) {
   if (options.algorithm) {
     c.algorithm = *options.algorithm;
   } else if (const char* v = env("TOROID_ALGO")) {
-    try {
-      c.algorithm = parse_algorithm(v);
-    } catch (const InvalidArgument& e) {
-      throw InvalidArgument(std::string("TOROID_ALGO: ") + e.what());
-    }
+    c.algorithm = parse_env("TOROID_ALGO", v, parse_algorithm);
   }
 
   if (options.segment_bytes != 0) c.segment_bytes = checked_segment_bytes(options.segment_bytes, "Options::segment_bytes");
@@ -50,11 +56,7 @@ Config resolve_config(const Options& options) {
   if (options.transport) {
     c.transport = *options.transport;
   } else if (const char* v = env("TOROID_TRANSPORT")) {
-    try {
-      c.transport = parse_transport(v);
-    } catch (const InvalidArgument& e) {
-      throw InvalidArgument(std::string("TOROID_TRANSPORT: ") + e.what());
-    }
+    c.transport = parse_env("TOROID_TRANSPORT", v, parse_transport);
   }
   return c;
 }
