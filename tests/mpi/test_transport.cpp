@@ -16,23 +16,27 @@ using testing::all_ranks;
 using testing::world_rank;
 using testing::world_size;
 
-TEST_CASE("transport: shared memory on one node unless mpi is forced") {
+namespace {
+
+Options over(Transport t) {
   Options o;
-  o.transport = Transport::mpi;
-  Communicator over_mpi(MPI_COMM_WORLD, o);
+  o.transport = t;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("transport: shared memory on one node unless mpi is forced") {
+  Communicator over_mpi(MPI_COMM_WORLD, over(Transport::mpi));
   CHECK_FALSE(over_mpi.uses_shared_memory());
-  o.transport = Transport::shm;
-  Communicator over_shm(MPI_COMM_WORLD, o);
+  Communicator over_shm(MPI_COMM_WORLD, over(Transport::shm));
   CHECK(over_shm.uses_shared_memory() == (world_size() > 1));  // the tests run on one node
   CHECK(over_shm.transport() == Transport::shm);
 }
 
 TEST_CASE("transport: every algorithm gives the same bits over shared memory and over MPI") {
-  Options o;
-  o.transport = Transport::mpi;
-  Communicator a(MPI_COMM_WORLD, o);
-  o.transport = Transport::shm;
-  Communicator b(MPI_COMM_WORLD, o);
+  Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
+  Communicator b(MPI_COMM_WORLD, over(Transport::shm));
   // Several slot rings' worth, an odd count, floating values whose sums depend on the order.
   const std::size_t n = 300'007;
   std::vector<float> in(n);
@@ -64,11 +68,8 @@ TEST_CASE("transport: every algorithm gives the same bits over shared memory and
 // when the forwarding ring is full (here: the last rank enters 20 ms late, so its left
 // neighbour's rings fill up). Chunks over 1 MiB take the non-temporal store path.
 TEST_CASE("transport: large vectors with a late rank, in place or not, give the MPI transport's bits") {
-  Options o;
-  o.transport = Transport::mpi;
-  Communicator a(MPI_COMM_WORLD, o);
-  o.transport = Transport::shm;
-  Communicator b(MPI_COMM_WORLD, o);
+  Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
+  Communicator b(MPI_COMM_WORLD, over(Transport::shm));
   const std::size_t n = 1'200'007;  // 4.8 MB of f32: 1.2 MB chunks at 4 ranks
   std::vector<float> in(n);
   for (std::size_t i = 0; i < n; ++i) in[i] = 1.0f / static_cast<float>(i % 613 + 1 + 2 * world_rank());
