@@ -22,6 +22,14 @@ std::size_t ShmLinks::slot_bytes_for(int local_ranks) {
   return slot;
 }
 
+std::uint32_t ShmLinks::deep_slots_for(int local_ranks, std::size_t slot_bytes) {
+  std::uint32_t slots = kDeepSlots;
+  while (slots > kSlots &&
+         static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot_bytes, slots) > kReserveBytes)
+    slots /= 2;
+  return slots;
+}
+
 ShmLinks::ShmLinks(MPI_Comm comm) {
   int size = 0;
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
@@ -31,6 +39,7 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   mpi_check(MPI_Comm_size(node_, &local), "MPI_Comm_size");
   local_count_ = local;
   slot_bytes_ = slot_bytes_for(local);
+  slots_ = deep_slots_for(local, slot_bytes_);
   mpi_check(MPI_Comm_rank(node_, &my_local_), "MPI_Comm_rank");
 
   // Which communicator ranks share this node, and their index on it.
@@ -70,6 +79,7 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
                                  channel_bytes(slot_bytes_, slots_);
       std::memset(ch, 0, 2 * kLine);
     }
+  written_.assign(static_cast<std::size_t>(local) * kLanes * slots_, 0);
   bases_.resize(static_cast<std::size_t>(local));
   for (int i = 0; i < local; ++i) {
     MPI_Aint bytes = 0;
@@ -99,11 +109,14 @@ ShmChannel ShmLinks::channel(int receiver_local, int sender_local, int lane) con
                   (static_cast<std::size_t>(sender_local) * kLanes + static_cast<std::size_t>(lane)) *
                       channel_bytes(slot_bytes_, slots_);
   return {reinterpret_cast<std::uint64_t*>(ch), reinterpret_cast<std::uint64_t*>(ch + kLine), ch + 2 * kLine,
-          slot_bytes_, slots_};
+          slot_bytes_, slots_, nullptr};
 }
 
 ShmChannel ShmLinks::outgoing(int peer, int lane) const {
-  return channel(local_index_[static_cast<std::size_t>(peer)], my_local_, lane);
+  const int receiver = local_index_[static_cast<std::size_t>(peer)];
+  ShmChannel c = channel(receiver, my_local_, lane);
+  c.written = written_.data() + (static_cast<std::size_t>(receiver) * kLanes + static_cast<std::size_t>(lane)) * slots_;
+  return c;
 }
 
 ShmChannel ShmLinks::incoming(int peer, int lane) const {

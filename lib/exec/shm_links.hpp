@@ -4,13 +4,17 @@
 // `slots` segments of `slot_bytes`, placed in the receiver's part of one MPI-3 shared window:
 //
 //   receiver's part:  [ from local rank 0: lane 0 .. lane 7 ][ from local rank 1: ... ] ...
-//   one channel:      | head (64 B line) | tail (64 B line) | slot 0 | slot 1 | ... | slot 7 |
+//   one channel:      | head (64 B line) | tail (64 B line) | slot 0 .. slot 7 | slot 8 .. slot 63 |
+//                                                             every transfer     large ones only
 //
 //   head = segments the sender has published, tail = segments the receiver has consumed; both
-//   only grow, across collectives, so a ring never needs resetting. The sender writes slot
-//   head % slots when head - tail < slots and then publishes head + 1 (release); the receiver
-//   reads slot tail % slots once head > tail (acquire), reduces or copies it straight into its
-//   destination in one pass, and then publishes tail + 1 (release) to hand the slot back.
+//   only grow, across collectives, so a ring never needs resetting. Which slot a segment uses
+//   depends on its transfer (both ends know the transfer's size): small transfers cycle through
+//   slots 0-7 by sequence number, a large one puts its k-th segment in slot k % depth. The
+//   sender writes a slot once the receiver has consumed whatever went there last (tail past the
+//   sequence number it recorded for that slot, acquire) and then publishes head + 1 (release);
+//   the receiver reads the slot once head > tail (acquire), reduces or copies it straight into
+//   its destination in one pass, and then publishes tail + 1 (release) to hand the slot back.
 //
 // A lane is a schedule step's tag, so two transfers between one pair in one phase never share
 // a ring. Steps and peers this cannot carry (another node, a tag >= kLanes) stay on MPI.
@@ -29,18 +33,30 @@ struct ShmChannel {
   std::uint64_t* tail = nullptr;
   std::byte* slots = nullptr;
   std::size_t slot_bytes = 0;
-  std::uint32_t slot_count = 0;
+  std::uint32_t deep_slots = 0;       // slots reserved; a large transfer uses up to this many
+  std::uint64_t* written = nullptr;   // sender only, in its own memory: per slot, 1 + the last
+                                      // sequence number written there (0: never)
 };
 
 class ShmLinks {
  public:
   static constexpr int kLanes = 8;
+  // Transfers of up to kSlots segments cycle through the first kSlots slots; larger ones use up
+  // to deep_slots_for(..) slots, starting at slot 0 (see ShmTransfer::slot_index), so a sender
+  // can run further ahead of a receiver that is not running. The deep slots are reserved address
+  // space: only transfers that large ever touch them (first touches of fresh shared pages are
+  // slow, so small collectives must not wander through them).
   static constexpr std::uint32_t kSlots = 8;
-  // Slot size: the largest power of two in [16 KiB, 64 KiB] that keeps a rank's part of the
-  // window within kBudgetBytes (64 KiB at up to 4 ranks per node, 16 KiB from 16 ranks on).
-  // Larger rings measured faster at 4 oversubscribed ranks (fewer waits for a descheduled peer).
+  static constexpr std::uint32_t kDeepSlots = 64;
+  // Slot size: the largest power of two in [16 KiB, 64 KiB] that keeps the first kSlots slots of
+  // a rank's channels within kBudgetBytes (64 KiB at up to 4 ranks per node, 16 KiB from 16 ranks
+  // on); then as many deep slots (kSlots..kDeepSlots) as keep its whole part within
+  // kReserveBytes. Larger and deeper rings measured faster at 4 oversubscribed ranks (a
+  // producer waits less often for a descheduled consumer).
   static constexpr std::size_t kBudgetBytes = std::size_t{16} << 20;
+  static constexpr std::size_t kReserveBytes = std::size_t{128} << 20;
   static std::size_t slot_bytes_for(int local_ranks);
+  static std::uint32_t deep_slots_for(int local_ranks, std::size_t slot_bytes);
 
   // Collective over `comm`. Ranks alone on their node get no window and reach no one.
   explicit ShmLinks(MPI_Comm comm);
@@ -71,6 +87,9 @@ class ShmLinks {
   std::uint32_t slots_ = kSlots;
   std::vector<int> local_index_;   // communicator rank -> node-local index, -1 elsewhere
   std::vector<std::byte*> bases_;  // node-local index -> that rank's part of the window
+  // Per outgoing channel (receiver's local index, lane), the sender's record of what it wrote
+  // into each slot (ShmChannel::written).
+  mutable std::vector<std::uint64_t> written_;
 };
 
 }  // namespace toroid::exec

@@ -2,6 +2,7 @@
 // blocking: each call moves as many segments as the ring allows and says whether it moved any.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +22,12 @@ struct ShmTransfer {
   std::byte* into = nullptr;        // recv, recv_reduce: the destination
   std::size_t bytes = 0, done = 0;  // done: bytes moved so far
   std::size_t elem_size = 1;
+  // Where the segments go in the ring: 0 = cycle through the first kSlots slots; otherwise
+  // segment k of the transfer goes to slot k % depth. seq0: the channel's sequence number of
+  // the transfer's first segment, read from the ring when the transfer starts (both ends have
+  // moved the same earlier segments on this channel by then).
+  std::uint32_t depth = 0;
+  std::uint64_t seq0 = 0;
 
   // A receive whose bytes a later send forwards (a relay, see pop): whether its destination must
   // still be written when the segment goes straight on (false: nothing else ever reads it).
@@ -70,6 +77,7 @@ struct ShmTransfer {
       if (done + len > limit) break;
       const std::uint64_t t = tail.load(std::memory_order_relaxed);
       if (head.load(std::memory_order_acquire) == t) break;  // nothing published yet
+      if (done == 0) seq0 = t;
       const bool reduces = step->kind == schedule::Kind::recv_reduce;
       std::byte* out = relay ? relay->free_slot_at(done) : nullptr;
       if (out) {
@@ -92,17 +100,21 @@ struct ShmTransfer {
  private:
   // Sender: the slot for its next segment when it has sent everything up to byte `at` of its
   // data (a relay asks with the receive's position) and its ring has room; null otherwise.
-  std::byte* free_slot_at(std::size_t at) const {
+  std::byte* free_slot_at(std::size_t at) {
     if (done != at || finished()) return nullptr;
     std::atomic_ref<std::uint64_t> head(*channel.head), tail(*channel.tail);
     const std::uint64_t h = head.load(std::memory_order_relaxed);
-    if (h - tail.load(std::memory_order_acquire) >= channel.slot_count) return nullptr;
+    if (done == 0) seq0 = h;
+    // Free once the receiver has consumed whatever went there last (it consumes in order).
+    if (tail.load(std::memory_order_acquire) < channel.written[slot_index(h)]) return nullptr;
     return slot(h);
   }
   // Sender: hands the segment just written to the receiver (release: its bytes first).
   void publish(std::size_t len) {
     std::atomic_ref<std::uint64_t> head(*channel.head);
-    head.store(head.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    const std::uint64_t h = head.load(std::memory_order_relaxed);
+    channel.written[slot_index(h)] = h + 1;
+    head.store(h + 1, std::memory_order_release);
     done += len;
   }
   void store_dst(const std::byte* src, std::size_t len) {
@@ -110,7 +122,10 @@ struct ShmTransfer {
     else std::memcpy(into + done, src, len);
   }
   std::size_t segment() const { return bytes - done < channel.slot_bytes ? bytes - done : channel.slot_bytes; }
-  std::byte* slot(std::uint64_t seq) const { return channel.slots + (seq % channel.slot_count) * channel.slot_bytes; }
+  std::size_t slot_index(std::uint64_t seq) const {
+    return depth == 0 ? seq % ShmLinks::kSlots : (seq - seq0) % depth;
+  }
+  std::byte* slot(std::uint64_t seq) const { return channel.slots + slot_index(seq) * channel.slot_bytes; }
 };
 
 // The transfer that carries `st` (a send, recv or recv_reduce to a rank `links` reaches).
@@ -123,6 +138,9 @@ inline ShmTransfer shm_transfer_for(const schedule::Step& st, const ShmLinks& li
   t.into = send ? nullptr : buf.writable(st.dst);
   t.bytes = (send ? st.src.count : st.dst.count) * buf.elem_size;
   t.elem_size = buf.elem_size;
+  const std::size_t segments = (t.bytes + t.channel.slot_bytes - 1) / t.channel.slot_bytes;
+  if (segments > ShmLinks::kSlots)
+    t.depth = static_cast<std::uint32_t>(std::min<std::size_t>(segments, t.channel.deep_slots));
   return t;
 }
 

@@ -2,6 +2,7 @@
 // algorithm, the switch works both ways, and bad values are errors.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -87,6 +88,43 @@ TEST_CASE("transport: large vectors with a late rank, in place or not, give the 
       run(y, b);
       CHECK(all_ranks(std::memcmp(x.data(), y.data(), n * sizeof(float)) == 0));
     }
+  }
+}
+
+// A ring's slot for a segment depends on its transfer's size: small transfers cycle through the
+// first slots, large ones start at slot 0 and wrap around as deep a ring as there is. A sender
+// moves on to its next transfer on a channel (the next ring step, or the next collective) while
+// the receiver may still be reading the last one's segments from the slots it is about to
+// reuse. Mixed sizes back to back, with the last rank entering each collective late, give every
+// kind of hand-over.
+TEST_CASE("transport: back-to-back collectives of mixed sizes with a lagging rank give the MPI transport's bits") {
+  Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
+  Communicator b(MPI_COMM_WORLD, over(Transport::shm));
+  // Ring chunks of 4.4 MB (up to 4 ranks; 2.2 MB at 8): more segments than the deepest ring
+  // holds (4 MiB; 1 MiB from 8 ranks on), so large transfers wrap around it.
+  const std::size_t big = 1'100'003 * static_cast<std::size_t>(std::min(world_size(), 4));
+  const std::size_t sizes[] = {big, 1, 10'001, 1'200'007, 150'001, 3, big};
+  for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::rabenseifner}) {
+    INFO(to_string(algo));
+    std::vector<std::vector<float>> ins, xs, ys;
+    for (std::size_t n : sizes) {
+      std::vector<float> in(n);
+      for (std::size_t i = 0; i < n; ++i) in[i] = 1.0f / static_cast<float>(i % 331 + 1 + 3 * world_rank());
+      ins.push_back(in);
+      xs.emplace_back(n);
+      ys.emplace_back(n);
+    }
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      allreduce(std::span<const float>(ins[k]), std::span<float>(xs[k]), ReduceOp::sum, a, algo);
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (std::size_t k = 0; k < ins.size(); ++k) {
+      if (world_rank() == world_size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      allreduce(std::span<const float>(ins[k]), std::span<float>(ys[k]), ReduceOp::sum, b, algo);
+    }
+    bool same = true;
+    for (std::size_t k = 0; k < ins.size(); ++k)
+      same = same && std::memcmp(xs[k].data(), ys[k].data(), xs[k].size() * sizeof(float)) == 0;
+    CHECK(all_ranks(same));
   }
 }
 
