@@ -1,7 +1,10 @@
 #include "exec/shm_links.hpp"
 
+#include <sys/statvfs.h>
+
 #include <algorithm>
 #include <cstring>
+#include <cstdlib>
 
 #include "exec/mpi_check.hpp"
 
@@ -28,6 +31,20 @@ std::uint32_t ShmLinks::deep_slots_for(int local_ranks, std::size_t slot_bytes) 
          static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot_bytes, slots) > kReserveBytes)
     slots /= 2;
   return slots;
+}
+
+// How many slots per channel fit in the node's shared-memory file system, where the window is a
+// file (Open MPI: /dev/shm). A window that does not fit does not fail cleanly inside MPI (ranks
+// are left waiting), so the node's first rank looks first and every rank on the node takes its
+// answer: the deep slots halve until the window takes at most half of what is free (other
+// windows and jobs share it); 0 when not even kSlots fit, and the links stay on MPI.
+std::uint32_t ShmLinks::slots_that_fit(int local_ranks, std::size_t slot_bytes, std::uint32_t slots,
+                                       std::uint64_t free_bytes) {
+  const auto ranks = static_cast<std::uint64_t>(local_ranks);
+  for (;; slots /= 2) {
+    if (ranks * ranks * kLanes * channel_bytes(slot_bytes, slots) <= free_bytes / 2) return slots;  // every part
+    if (slots <= kSlots) return 0;
+  }
 }
 
 ShmLinks::ShmLinks(MPI_Comm comm) {
@@ -61,6 +78,22 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
     local_count_ = 0;
     return;
   }
+
+  std::uint32_t fit = slots_;
+  if (my_local_ == 0) {
+    // Open MPI's osc/sm places the file in osc_sm_backing_directory (default /dev/shm on Linux).
+    const char* dir = std::getenv("OMPI_MCA_osc_sm_backing_directory");
+    struct statvfs fs {};
+    if (statvfs(dir && *dir ? dir : kShmDir, &fs) == 0)
+      fit = slots_that_fit(local, slot_bytes_, slots_, static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize);
+  }
+  mpi_check(MPI_Bcast(&fit, 1, MPI_UINT32_T, 0, node_), "MPI_Bcast");
+  if (fit == 0) {  // no room for channels on this node: its links stay on MPI
+    std::fill(local_index_.begin(), local_index_.end(), -1);
+    local_count_ = 0;
+    return;
+  }
+  slots_ = fit;
 
   // Each rank's part holds the channels it receives on; "noncontig" lets each part be placed
   // near its owner, which reads it.

@@ -49,14 +49,20 @@ class ShmLinks {
   static constexpr std::uint32_t kSlots = 8;
   static constexpr std::uint32_t kDeepSlots = 64;
   // Slot size: the largest power of two in [16 KiB, 64 KiB] that keeps the first kSlots slots of
-  // a rank's channels within kBudgetBytes (64 KiB at up to 4 ranks per node, 16 KiB from 16 ranks
-  // on); then as many deep slots (kSlots..kDeepSlots) as keep its whole part within
-  // kReserveBytes. Larger and deeper rings measured faster at 4 oversubscribed ranks (a
+  // a rank's channels, counter lines included, within kBudgetBytes (64 KiB up to 3 ranks per
+  // node, 32 KiB at 4-7, 16 KiB from 8 on); then as many deep slots (kSlots..kDeepSlots) as keep
+  // its whole part within kReserveBytes (rings 4 MiB deep up to 3 ranks, 2 MiB at 4-7, 1 MiB at
+  // 8, shallower from 16 ranks on). Larger and deeper rings measured faster at 4 oversubscribed ranks (a
   // producer waits less often for a descheduled consumer).
   static constexpr std::size_t kBudgetBytes = std::size_t{16} << 20;
   static constexpr std::size_t kReserveBytes = std::size_t{128} << 20;
   static std::size_t slot_bytes_for(int local_ranks);
   static std::uint32_t deep_slots_for(int local_ranks, std::size_t slot_bytes);
+  // Of `slots`, the most (halving, down to kSlots) whose whole window takes at most half of
+  // free_bytes; 0 when not even kSlots fit (then the links stay on MPI).
+  static std::uint32_t slots_that_fit(int local_ranks, std::size_t slot_bytes, std::uint32_t slots,
+                                      std::uint64_t free_bytes);
+  static constexpr const char* kShmDir = "/dev/shm";
 
   // Collective over `comm`. Ranks alone on their node get no window and reach no one.
   explicit ShmLinks(MPI_Comm comm);

@@ -100,8 +100,8 @@ TEST_CASE("transport: large vectors with a late rank, in place or not, give the 
 TEST_CASE("transport: back-to-back collectives of mixed sizes with a lagging rank give the MPI transport's bits") {
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
   Communicator b(MPI_COMM_WORLD, over(Transport::shm));
-  // Ring chunks of 4.4 MB (up to 4 ranks; 2.2 MB at 8): more segments than the deepest ring
-  // holds (4 MiB; 1 MiB from 8 ranks on), so large transfers wrap around it.
+  // Ring chunks of 4.4 MB (up to 4 ranks; 2.9 MB at 6, 2.2 MB at 8): more segments than the
+  // deepest ring holds (4 MiB up to 3 ranks, 2 MiB at 4-7, 1 MiB at 8), so large transfers wrap.
   const std::size_t big = 1'100'003 * static_cast<std::size_t>(std::min(world_size(), 4));
   const std::size_t sizes[] = {big, 1, 10'001, 1'200'007, 150'001, 3, big};
   for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::rabenseifner}) {
