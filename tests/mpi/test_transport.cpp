@@ -103,8 +103,8 @@ TEST_CASE("transport: back-to-back collectives of mixed sizes with a lagging ran
   // Ring chunks of 4.4 MB (up to 4 ranks; 2.9 MB at 6, 2.2 MB at 8): more segments than the
   // deepest ring holds (4 MiB up to 3 ranks, 2 MiB at 4-7, 1 MiB at 8), so large transfers wrap.
   const std::size_t big = 1'100'003 * static_cast<std::size_t>(std::min(world_size(), 4));
-  const std::size_t sizes[] = {big, 1, 10'001, 1'200'007, 150'001, 3, big};
-  for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::rabenseifner}) {
+  const std::size_t sizes[] = {big, 1, 10'001, 150'001, 3, big};
+  for (Algorithm algo : {Algorithm::ring, Algorithm::rabenseifner}) {
     INFO(to_string(algo));
     std::vector<std::vector<float>> ins, xs, ys;
     for (std::size_t n : sizes) {
