@@ -3,8 +3,8 @@
 #include <sys/statvfs.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 
 #include "exec/mpi_check.hpp"
 
@@ -74,8 +74,7 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
     MPI_Group_free(&node_group);
   }
   if (local < 2) {  // nobody to share with
-    std::fill(local_index_.begin(), local_index_.end(), -1);
-    local_count_ = 0;
+    reach_no_one();
     return;
   }
 
@@ -89,8 +88,7 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   }
   mpi_check(MPI_Bcast(&fit, 1, MPI_UINT32_T, 0, node_), "MPI_Bcast");
   if (fit == 0) {  // no room for channels on this node: its links stay on MPI
-    std::fill(local_index_.begin(), local_index_.end(), -1);
-    local_count_ = 0;
+    reach_no_one();
     return;
   }
   slots_ = fit;
@@ -123,6 +121,11 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   }
   // Nobody may use a channel before its receiver has zeroed the counters.
   mpi_check(MPI_Barrier(node_), "MPI_Barrier");
+}
+
+void ShmLinks::reach_no_one() {
+  std::fill(local_index_.begin(), local_index_.end(), -1);
+  local_count_ = 0;
 }
 
 ShmLinks::~ShmLinks() {

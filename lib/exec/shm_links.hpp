@@ -52,8 +52,8 @@ class ShmLinks {
   // a rank's channels, counter lines included, within kBudgetBytes (64 KiB up to 3 ranks per
   // node, 32 KiB at 4-7, 16 KiB from 8 on); then as many deep slots (kSlots..kDeepSlots) as keep
   // its whole part within kReserveBytes (rings 4 MiB deep up to 3 ranks, 2 MiB at 4-7, 1 MiB at
-  // 8, shallower from 16 ranks on). Larger and deeper rings measured faster at 4 oversubscribed ranks (a
-  // producer waits less often for a descheduled consumer).
+  // 8, shallower from 16 ranks on). Larger and deeper rings measured faster at 4 oversubscribed
+  // ranks (a producer waits less often for a descheduled consumer).
   static constexpr std::size_t kBudgetBytes = std::size_t{16} << 20;
   static constexpr std::size_t kReserveBytes = std::size_t{128} << 20;
   static std::size_t slot_bytes_for(int local_ranks);
@@ -83,6 +83,8 @@ class ShmLinks {
 
  private:
   ShmChannel channel(int receiver_local, int sender_local, int lane) const;
+  // No channels: every peer is reached over MPI (alone on the node, or no room for the window).
+  void reach_no_one();
 
   MPI_Comm node_ = MPI_COMM_NULL;
   MPI_Win win_ = MPI_WIN_NULL;
