@@ -50,6 +50,10 @@ class Communicator {
   // topology and builds row/column sub-communicators. Throws TopologyError / InvalidArgument /
   // MpiError on every rank alike (the inputs are compared across ranks first).
   explicit Communicator(MPI_Comm comm, Options options = {});
+  // Local, not collective: frees this rank's resources (its MPI communicators, its view of the
+  // node's shared memory) and waits for no other rank, so Communicators may be destroyed in any
+  // order across ranks, at any time no collective of this rank is running on them. After
+  // MPI_Finalize it frees nothing MPI owns (MPI has freed it).
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;

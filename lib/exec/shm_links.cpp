@@ -1,10 +1,9 @@
 #include "exec/shm_links.hpp"
 
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "exec/mpi_check.hpp"
 
@@ -14,6 +13,11 @@ namespace {
 constexpr std::size_t kLine = 64;  // head and tail on lines of their own: no false sharing
 
 std::size_t channel_bytes(std::size_t slot_bytes, std::uint32_t slots) { return 2 * kLine + slot_bytes * slots; }
+
+std::size_t page_rounded(std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
 
 }  // namespace
 
@@ -33,11 +37,11 @@ std::uint32_t ShmLinks::deep_slots_for(int local_ranks, std::size_t slot_bytes) 
   return slots;
 }
 
-// How many slots per channel fit in the node's shared-memory file system, where the window is a
-// file (Open MPI: /dev/shm). A window that does not fit does not fail cleanly inside MPI (ranks
-// are left waiting), so the node's first rank looks first and every rank on the node takes its
-// answer: the deep slots halve until the window takes at most half of what is free (other
-// windows and jobs share it); 0 when not even kSlots fit, and the links stay on MPI.
+// How many slots per channel fit in the node's shared-memory file system (/dev/shm). The segment
+// is a sparse file, so running out shows only later, as SIGBUS on a first touch; the node's
+// first rank therefore looks first and every rank on the node takes its answer: the deep slots
+// halve until the segment takes at most half of what is free (other segments and jobs share
+// it); 0 when not even kSlots fit, and the links stay on MPI.
 std::uint32_t ShmLinks::slots_that_fit(int local_ranks, std::size_t slot_bytes, std::uint32_t slots,
                                        std::uint64_t free_bytes) {
   const auto ranks = static_cast<std::uint64_t>(local_ranks);
@@ -80,10 +84,8 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
 
   std::uint32_t fit = slots_;
   if (my_local_ == 0) {
-    // Open MPI's osc/sm places the file in osc_sm_backing_directory (default /dev/shm on Linux).
-    const char* dir = std::getenv("OMPI_MCA_osc_sm_backing_directory");
     struct statvfs fs {};
-    if (statvfs(dir && *dir ? dir : kShmDir, &fs) == 0)
+    if (statvfs(SharedSegment::kDir, &fs) == 0)
       fit = slots_that_fit(local, slot_bytes_, slots_, static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize);
   }
   mpi_check(MPI_Bcast(&fit, 1, MPI_UINT32_T, 0, node_), "MPI_Bcast");
@@ -93,34 +95,15 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   }
   slots_ = fit;
 
-  // Each rank's part holds the channels it receives on; "noncontig" lets each part be placed
-  // near its owner, which reads it.
-  const MPI_Aint part = static_cast<MPI_Aint>(bytes_per_rank());
-  MPI_Info info;
-  MPI_Info_create(&info);
-  MPI_Info_set(info, "alloc_shared_noncontig", "true");
-  std::byte* mine = nullptr;
-  const int rc = MPI_Win_allocate_shared(part, 1, info, node_, &mine, &win_);
-  MPI_Info_free(&info);
-  mpi_check(rc, "MPI_Win_allocate_shared");
-  // Counters start at zero; the slots need no initial contents.
-  for (int s = 0; s < local; ++s)
-    for (int lane = 0; lane < kLanes; ++lane) {
-      std::byte* ch = mine + (static_cast<std::size_t>(s) * kLanes + static_cast<std::size_t>(lane)) *
-                                 channel_bytes(slot_bytes_, slots_);
-      std::memset(ch, 0, 2 * kLine);
-    }
-  written_.assign(static_cast<std::size_t>(local) * kLanes * slots_, 0);
+  // Each rank's part holds the channels it receives on; parts start on pages of their own.
+  part_stride_ = page_rounded(bytes_per_rank());
+  segment_ = std::make_unique<SharedSegment>(node_, part_stride_ * static_cast<std::size_t>(local));
   bases_.resize(static_cast<std::size_t>(local));
-  for (int i = 0; i < local; ++i) {
-    MPI_Aint bytes = 0;
-    int disp = 0;
-    void* base = nullptr;
-    mpi_check(MPI_Win_shared_query(win_, i, &bytes, &disp, &base), "MPI_Win_shared_query");
-    bases_[static_cast<std::size_t>(i)] = static_cast<std::byte*>(base);
-  }
-  // Nobody may use a channel before its receiver has zeroed the counters.
-  mpi_check(MPI_Barrier(node_), "MPI_Barrier");
+  for (int i = 0; i < local; ++i) bases_[static_cast<std::size_t>(i)] = segment_->data() + part_stride_ * i;
+  // Counters start at zero because the file does (ftruncate fills it with zeros), so no rank
+  // writes them here and nobody need wait for anybody before the first transfer; the slots need
+  // no initial contents.
+  written_.assign(static_cast<std::size_t>(local) * kLanes * slots_, 0);
 }
 
 void ShmLinks::reach_no_one() {
@@ -128,12 +111,13 @@ void ShmLinks::reach_no_one() {
   local_count_ = 0;
 }
 
+// Local, like everything in a communicator's teardown: the segment unmaps (peers keep their
+// views), and freeing a communicator waits for no other rank.
 ShmLinks::~ShmLinks() {
+  segment_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized) return;
-  if (win_ != MPI_WIN_NULL) MPI_Win_free(&win_);
-  if (node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+  if (!finalized && node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
 }
 
 std::size_t ShmLinks::bytes_per_rank() const noexcept {

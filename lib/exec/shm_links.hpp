@@ -1,7 +1,8 @@
 // Shared-memory links between the ranks of a communicator that share a node.
 //
 // Every directed link (sender -> receiver, lane) is a single-producer single-consumer ring of
-// `slots` segments of `slot_bytes`, placed in the receiver's part of one MPI-3 shared window:
+// `slots` segments of `slot_bytes`, placed in the receiver's part of one node-wide shared segment
+// (shm_segment.hpp, which says why not an MPI window):
 //
 //   receiver's part:  [ from local rank 0: lane 0 .. lane 7 ][ from local rank 1: ... ] ...
 //   one channel:      | head (64 B line) | tail (64 B line) | slot 0 .. slot 7 | slot 8 .. slot 63 |
@@ -24,7 +25,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
+
+#include "exec/shm_segment.hpp"
 
 namespace toroid::exec {
 
@@ -58,14 +62,13 @@ class ShmLinks {
   static constexpr std::size_t kReserveBytes = std::size_t{128} << 20;
   static std::size_t slot_bytes_for(int local_ranks);
   static std::uint32_t deep_slots_for(int local_ranks, std::size_t slot_bytes);
-  // Of `slots`, the most (halving, down to kSlots) whose whole window takes at most half of
+  // Of `slots`, the most (halving, down to kSlots) whose whole segment takes at most half of
   // free_bytes; 0 when not even kSlots fit (then the links stay on MPI).
   static std::uint32_t slots_that_fit(int local_ranks, std::size_t slot_bytes, std::uint32_t slots,
                                       std::uint64_t free_bytes);
-  static constexpr const char* kShmDir = "/dev/shm";
-
-  // Collective over `comm`. Ranks alone on their node get no window and reach no one.
+  // Collective over `comm`. Ranks alone on their node get no segment and reach no one.
   explicit ShmLinks(MPI_Comm comm);
+  // Local: waits for no other rank, so communicators can be freed in any order across ranks.
   ~ShmLinks();
   ShmLinks(const ShmLinks&) = delete;
   ShmLinks& operator=(const ShmLinks&) = delete;
@@ -83,18 +86,19 @@ class ShmLinks {
 
  private:
   ShmChannel channel(int receiver_local, int sender_local, int lane) const;
-  // No channels: every peer is reached over MPI (alone on the node, or no room for the window).
+  // No channels: every peer is reached over MPI (alone on the node, or no room for the segment).
   void reach_no_one();
 
   MPI_Comm node_ = MPI_COMM_NULL;
-  MPI_Win win_ = MPI_WIN_NULL;
+  std::unique_ptr<SharedSegment> segment_;
+  std::size_t part_stride_ = 0;  // bytes from one rank's part to the next (page aligned)
   int rank_ = 0;
   int my_local_ = -1;
   int local_count_ = 0;
   std::size_t slot_bytes_ = 0;
   std::uint32_t slots_ = kSlots;
   std::vector<int> local_index_;   // communicator rank -> node-local index, -1 elsewhere
-  std::vector<std::byte*> bases_;  // node-local index -> that rank's part of the window
+  std::vector<std::byte*> bases_;  // node-local index -> that rank's part of the segment
   // Per outgoing channel (receiver's local index, lane), the sender's record of what it wrote
   // into each slot (ShmChannel::written).
   mutable std::vector<std::uint64_t> written_;

@@ -4,9 +4,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string_view>
 #include <vector>
 
@@ -19,9 +19,12 @@ namespace {
 
 // The registry exists only so MPI_Finalize can free what the program did not; the mutex
 // covers it and keyval creation, never a collective (two threads may build states on two
-// communicators at once, and holding a lock across a collective could deadlock them).
+// communicators at once, and holding a lock across a collective could deadlock them). Keyed by
+// creation, so MPI_Finalize frees in an order that depends on what the program did, not on
+// where the heap placed each state (freeing is local anyway: see state.hpp).
 std::mutex registry_mutex;
-std::set<State*> live;
+std::map<std::uint64_t, State*> live;
+std::uint64_t states_made = 0;
 int state_keyval = MPI_KEYVAL_INVALID;
 int finalize_keyval = MPI_KEYVAL_INVALID;
 std::once_flag keyvals_made;
@@ -37,7 +40,7 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   auto* s = static_cast<State*>(value);
   {
     std::lock_guard lock(registry_mutex);
-    live.erase(s);
+    live.erase(s->created);
   }
   delete s;
   return MPI_SUCCESS;
@@ -47,7 +50,7 @@ int free_all_at_finalize(MPI_Comm, int, void*, void*) {
   std::vector<MPI_Comm> attached;
   {
     std::lock_guard lock(registry_mutex);
-    for (const State* s : live) attached.push_back(s->user);
+    for (auto it = live.rbegin(); it != live.rend(); ++it) attached.push_back(it->second->user);  // newest first
   }
   // Each deletion runs delete_state, which takes the lock: not held here.
   for (MPI_Comm c : attached) PMPI_Comm_delete_attr(c, state_keyval);
@@ -120,11 +123,12 @@ State& state_of(MPI_Comm comm) {
   {
     // Registered before it is attached, so nothing can throw between attaching and release.
     std::lock_guard lock(registry_mutex);
-    live.insert(s.get());
+    s->created = states_made++;
+    live.emplace(s->created, s.get());
   }
   if (const int rc = PMPI_Comm_set_attr(comm, state_keyval, s.get()); rc != MPI_SUCCESS) {
     std::lock_guard lock(registry_mutex);
-    live.erase(s.get());
+    live.erase(s->created);
     check(rc, "MPI_Comm_set_attr");
   }
   State& attached = *s.release();  // the communicator owns it now

@@ -10,10 +10,16 @@
 // and any the program never freed) are freed from a delete callback on MPI_COMM_SELF, which
 // MPI runs first thing in MPI_Finalize, while every MPI call still works. Duplicates made with
 // MPI_Comm_dup do not inherit the state (MPI_COMM_NULL_COPY_FN): each builds its own.
+//
+// Freeing a state is local: it waits for no other rank (toroid::Communicator's destructor is
+// local, see communicator.hpp). It has to be, because each rank gets there on its own: the
+// program frees communicators in its own order, a garbage collector (mpi4py) whenever it runs,
+// and MPI_Finalize walks whatever is left in an order no other rank shares.
 #pragma once
 
 #include <mpi.h>
 
+#include <cstdint>
 #include <optional>
 
 #include "toroid/communicator.hpp"
@@ -28,6 +34,7 @@ struct State {
 
   MPI_Comm user;  // the caller's communicator this state is attached to
   Communicator comm;
+  std::uint64_t created = 0;  // this process's count of states made before it
 };
 
 // The state of `comm`, built on first use (see above). Throws toroid::Error.
