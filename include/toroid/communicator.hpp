@@ -32,8 +32,8 @@ struct Options {
   // so a mismatch raises an error naming the ranks instead of hanging. Empty: TOROID_CHECK.
   std::optional<bool> check;
   // Emulated nodes, e.g. "3,2,3": ranks per node, consecutive ranks (node-aware algorithms
-  // and `auto` topology then see these nodes). Empty: TOROID_NODES, else the real shared-memory
-  // nodes (MPI_Comm_split_type).
+  // and `auto` topology then see these nodes). "real": the real shared-memory nodes
+  // (MPI_Comm_split_type) whatever TOROID_NODES says. Empty: TOROID_NODES, else the real nodes.
   std::string nodes;
   // Watchdog: a collective that makes no progress for this many seconds prints, on each stuck
   // rank, what it waits for and aborts the job (MPI_Abort). Empty: TOROID_TIMEOUT, else off.
@@ -73,6 +73,7 @@ class Communicator {
 
   struct Impl;
   Impl& impl() noexcept { return *impl_; }
+  const Impl& impl() const noexcept { return *impl_; }
 
  private:
   std::unique_ptr<Impl> impl_;

@@ -51,7 +51,8 @@ Config resolve_config(const Options& options) {
     c.timeout_s = parse_seconds(v, "TOROID_TIMEOUT");
   }
   if (c.timeout_s < 0) throw InvalidArgument("Options::timeout_seconds must not be negative");
-  if (!options.nodes.empty()) c.nodes = options.nodes;
+  if (options.nodes == "real") c.nodes.clear();
+  else if (!options.nodes.empty()) c.nodes = options.nodes;
   else if (const char* v = env("TOROID_NODES")) c.nodes = v;
   if (options.transport) {
     c.transport = *options.transport;

@@ -12,6 +12,7 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
     throw InvalidArgument(std::string(what) + ": '" + std::string(text) + "' is not a size (" +
                           std::string(why) + "; expected e.g. 4096, 64K, 16M, 1G)");
   };
+  if (!text.empty() && text.front() == '-') return bad("a size cannot be negative");
   std::uint64_t v = 0;
   const char* end = text.data() + text.size();
   const auto [p, ec] = std::from_chars(text.data(), end, v);

@@ -1,5 +1,9 @@
 #include "exec/selector.hpp"
 
+#include <fmt/format.h>
+
+#include <string_view>
+
 namespace toroid::exec {
 
 Algorithm choose_algorithm(schedule::Collective c, std::uint64_t bytes, const Torus2D& t) {
@@ -14,6 +18,33 @@ Algorithm choose_algorithm(schedule::Collective c, std::uint64_t bytes, const To
     return two_d ? Algorithm::torus2d_both : Algorithm::bidir_ring;
   }
   return two_d ? Algorithm::torus2d : Algorithm::bidir_ring;
+}
+
+namespace {
+
+std::string size_text(std::uint64_t bytes) {
+  if (bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes % (1u << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
+std::string describe_choice(schedule::Collective c, const Torus2D& t) {
+  // The size classes' lower ends; each class runs what its first byte count gets.
+  const std::uint64_t starts[] = {small_message_bytes, medium_message_bytes};
+  std::string text;
+  Algorithm current = choose_algorithm(c, 0, t);
+  std::uint64_t from = 0;
+  for (std::uint64_t start : starts) {
+    const Algorithm a = choose_algorithm(c, start, t);
+    if (a == current) continue;
+    text += fmt::format("{} below {}, ", to_string(current), size_text(start));
+    current = a;
+    from = start;
+  }
+  if (text.empty()) return std::string(to_string(current));
+  return text + fmt::format("{} from {}", to_string(current), size_text(from));
 }
 
 }  // namespace toroid::exec

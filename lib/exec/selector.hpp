@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "schedule/step.hpp"
 #include "toroid/algorithm.hpp"
@@ -17,5 +18,10 @@ inline constexpr std::uint64_t small_message_bytes = 128 * 1024;        // below
 inline constexpr std::uint64_t medium_message_bytes = 2 * 1024 * 1024;  // below: rabenseifner
 
 Algorithm choose_algorithm(schedule::Collective c, std::uint64_t bytes, const Torus2D& t);
+
+// What choose_algorithm picks for c on t, size class by size class (bytes of the whole vector):
+// e.g. "recursive_doubling below 128 KiB, rabenseifner below 2 MiB, torus2d_both from 2 MiB", or
+// one name where every size gets the same.
+std::string describe_choice(schedule::Collective c, const Torus2D& t);
 
 }  // namespace toroid::exec

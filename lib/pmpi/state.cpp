@@ -2,14 +2,20 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "api/communicator_impl.hpp"
+#include "core/config_values.hpp"
+#include "exec/selector.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/settings.hpp"
 #include "toroid/error.hpp"
@@ -67,8 +73,29 @@ void make_keyvals() {
   check(PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr), "MPI_Comm_set_attr");
 }
 
-std::string_view served_by(const State& s, Collective c) {
-  return s.algorithm_for(c) ? "auto" : to_string(s.comm.default_algorithm());
+std::string served_by(const State& s, Collective c) {
+  const Algorithm a = s.algorithm_for(c).value_or(s.comm.default_algorithm());
+  if (a != Algorithm::automatic) return std::string(to_string(a));
+  return fmt::format("auto ({})", exec::describe_choice(c, s.comm.topology()));
+}
+
+// Where rank 0's steps travel: what its node shares, and MPI to ranks elsewhere.
+std::string links_of(const Communicator& c) {
+  const exec::ShmLinks* links = c.impl().links.get();
+  const int shared = links ? links->local_ranks() : 0;
+  if (c.size() == 1) return "none";
+  if (shared < 2) return "MPI";
+  if (shared == c.size()) return "shared memory";
+  return fmt::format("shared memory among its node's {} ranks, MPI to the other {}", shared, c.size() - shared);
+}
+
+std::string nodes_of(const State& s) {
+  const int n = s.comm.nodes();
+  const std::string count = fmt::format("{} node{}", n, n == 1 ? "" : "s");
+  if (!s.emulated_nodes.empty()) return count + " (TOROID_NODES " + s.emulated_nodes + ")";
+  if (!s.unfit_nodes.empty())
+    return fmt::format("{} (real: TOROID_NODES {} is for {} ranks)", count, s.unfit_nodes, s.unfit_ranks);
+  return count;
 }
 
 void log_choice(const State& s) {
@@ -76,34 +103,64 @@ void log_choice(const State& s) {
   int len = 0;
   PMPI_Comm_get_name(s.user, name, &len);
   const Settings& set = settings();
+  // 0-count calls are always forwarded, so the smallest served call has 1 byte.
+  const std::uint64_t smallest = std::max<std::uint64_t>(set.min_bytes, 1);
   fmt::print(stderr,
-             "toroid: {} ({} rank{}): topology {}, all-reduce {}, reduce-scatter {}, all-gather {}, over {}; "
-             "calls of {} bytes and more go to toroid, smaller ones to MPI\n",
-             len > 0 ? name : "communicator", s.comm.size(), s.comm.size() == 1 ? "" : "s", s.comm.topology().to_string(),
-             served_by(s, Collective::allreduce), served_by(s, Collective::reduce_scatter),
-             served_by(s, Collective::allgather), s.comm.uses_shared_memory() ? "shared memory" : "MPI",
-             set.min_bytes);
+             "toroid: {} ({} rank{}{}): topology {}, {}, links {}; all-reduce {}, reduce-scatter {}, all-gather "
+             "{}; calls of {} byte{} and more go to toroid, smaller ones to MPI\n",
+             len > 0 ? name : "communicator", s.comm.size(), s.comm.size() == 1 ? "" : "s",
+             s.comm.size() == 1 && s.user != MPI_COMM_WORLD ? "; other ranks' 1-rank communicators not reported" : "",
+             s.comm.topology().to_string(), nodes_of(s), links_of(s.comm), served_by(s, Collective::allreduce),
+             served_by(s, Collective::reduce_scatter), served_by(s, Collective::allgather), smallest,
+             smallest == 1 ? "" : "s");
   std::fflush(stderr);
 }
 
-// TOROID_TOPOLOGY names one shape, but a program has communicators of many sizes (MPI_COMM_SELF,
-// the halves of a split). The shape must fit every communicator as large as MPI_COMM_WORLD, so
-// a wrong one is still an error; communicators of another size than the shape get `auto`.
-Options options_for(MPI_Comm c) {
-  Options o;
-  const char* text = std::getenv("TOROID_TOPOLOGY");
-  if (!text || !*text || std::string_view(text) == "auto") return o;
-  const Torus2D shape = Torus2D::parse(text);
-  int size = 0, world = 0;
+// Once per communicator, on its rank 0; a 1-rank communicator (every rank may have some, like
+// MPI_COMM_SELF) only on world rank 0, or a job would print one line per rank.
+bool reports(const State& s) {
+  if (s.comm.rank() != 0) return false;
+  if (s.comm.size() > 1 || s.user == MPI_COMM_WORLD) return true;
+  int world_rank = 0;
+  PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  return world_rank == 0;
+}
+
+int size_of_comm(MPI_Comm c) {
+  int size = 0;
   check(PMPI_Comm_size(c, &size), "MPI_Comm_size");
-  check(PMPI_Comm_size(MPI_COMM_WORLD, &world), "MPI_Comm_size");
-  if (shape.size() != size && size != world) o.topology = "auto";
+  return size;
+}
+
+// A program has communicators of many sizes (MPI_COMM_SELF, the halves of a split), but
+// TOROID_TOPOLOGY and TOROID_NODES each describe one size. TOROID_TOPOLOGY must still fit every
+// communicator as large as MPI_COMM_WORLD, so a wrong one is an error; communicators of another
+// size than the shape get `auto`. TOROID_NODES applies where its counts add up to the
+// communicator's size, and the real nodes elsewhere (the log line says which).
+Options options_for(MPI_Comm c, std::string& emulated, std::string& unfit, int& unfit_ranks) {
+  Options o;
+  const int size = size_of_comm(c);
+  const char* text = std::getenv("TOROID_TOPOLOGY");
+  if (text && *text && std::string_view(text) != "auto") {
+    const Torus2D shape = Torus2D::parse(text);
+    if (shape.size() != size && size != size_of_comm(MPI_COMM_WORLD)) o.topology = "auto";
+  }
+  if (const char* nodes = std::getenv("TOROID_NODES"); nodes && *nodes) {
+    const std::vector<int> counts = parse_node_counts(nodes, "TOROID_NODES");
+    unfit_ranks = std::accumulate(counts.begin(), counts.end(), 0);
+    if (unfit_ranks == size) {
+      emulated = nodes;
+    } else {
+      o.nodes = "real";
+      unfit = nodes;
+    }
+  }
   return o;
 }
 
 }  // namespace
 
-State::State(MPI_Comm c) : user(c), comm(c, options_for(c)) {}
+State::State(MPI_Comm c) : user(c), comm(c, options_for(c, emulated_nodes, unfit_nodes, unfit_ranks)) {}
 
 std::optional<Algorithm> State::algorithm_for(Collective c) const {
   if (implements(comm.default_algorithm(), c)) return std::nullopt;
@@ -132,7 +189,7 @@ State& state_of(MPI_Comm comm) {
     check(rc, "MPI_Comm_set_attr");
   }
   State& attached = *s.release();  // the communicator owns it now
-  if (settings().log_info && attached.comm.rank() == 0) log_choice(attached);
+  if (settings().log_info && reports(attached)) log_choice(attached);
   return attached;
 }
 

@@ -1,7 +1,8 @@
 // Per-communicator toroid state, kept as an attribute of the caller's communicator.
 //
 // TOROID_TOPOLOGY is used for communicators of its size and required to fit MPI_COMM_WORLD;
-// others get `auto` (see options_for in state.cpp).
+// others get `auto`. TOROID_NODES is used where its counts add up to the communicator's size;
+// others see their real nodes (see options_for in state.cpp).
 //
 // Lifetime: built at the first call toroid serves on a communicator (toroid::Communicator is
 // collective; every rank reaches that same call because the serve decision is alike on all
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "toroid/communicator.hpp"
 
@@ -33,6 +35,9 @@ struct State {
   std::optional<Algorithm> algorithm_for(Collective c) const;
 
   MPI_Comm user;  // the caller's communicator this state is attached to
+  std::string emulated_nodes;  // TOROID_NODES where it fits this communicator's size
+  std::string unfit_nodes;     // TOROID_NODES where it does not (the real nodes are used)
+  int unfit_ranks = 0;         // what TOROID_NODES adds up to
   Communicator comm;
   std::uint64_t created = 0;  // this process's count of states made before it
 };

@@ -129,6 +129,23 @@ TEST_CASE("bad TOROID_* values name the variable and the value on every rank") {
   check_bad_env("TOROID_CHECK", "yes", "TOROID_CHECK: 'yes' is not 0, 1, on or off");
 }
 
+TEST_CASE("Options::nodes \"real\" sees the real nodes whatever TOROID_NODES says") {
+  setenv("TOROID_NODES", "999", 1);
+  Options real;
+  real.nodes = "real";
+  std::string got = "(no error)";
+  int nodes = 0;
+  try {
+    Communicator c(MPI_COMM_WORLD, real);
+    nodes = c.nodes();
+  } catch (const Error& e) {
+    got = e.what();
+  }
+  unsetenv("TOROID_NODES");
+  INFO(got);
+  CHECK(all_ranks(nodes == 1));  // the tests run on one node
+}
+
 TEST_CASE("counts whose byte size cannot be represented are refused before any memory is touched") {
   Communicator comm(MPI_COMM_WORLD);
   const std::string on = " on rank " + std::to_string(comm.rank()) + ": ";

@@ -1,7 +1,9 @@
 # One program run twice at NP ranks, without and with the preload: every result line must be
 # the same (results.c makes them exact), toroid must have served exactly the calls its rules
 # say, and TOROID_LOG=info must have said once what it chose for MPI_COMM_WORLD.
-# Inputs: MPIEXEC, NP, PROGRAM, PRELOAD, MIN_BYTES, SETTINGS (VAR=value,... for the preload run)
+# 1-rank communicators (MPI_COMM_SELF on every rank) are reported once, not once per rank.
+# Inputs: MPIEXEC, NP, PROGRAM, PRELOAD, MIN_BYTES, SETTINGS (VAR=value|... for the preload run),
+#         LOG_TEXT (optional: a regular expression the log must also match)
 include(${CMAKE_CURRENT_LIST_DIR}/../bench/expect.cmake)
 set(ENV{TOROID_MIN_BYTES} ${MIN_BYTES})
 set(launch ${MPIEXEC} -n ${NP} --oversubscribe)
@@ -10,7 +12,7 @@ expect_run(0 "served -1 expected" ${launch} ${PROGRAM})
 set(stock "${last_output}")
 
 set(exports -x LD_PRELOAD=${PRELOAD} -x TOROID_LOG=info)
-string(REPLACE "," ";" settings "${SETTINGS}")
+string(REPLACE "|" ";" settings "${SETTINGS}")
 foreach(setting IN LISTS settings)
   list(APPEND exports -x ${setting})
 endforeach()
@@ -26,6 +28,14 @@ if(NOT n_said EQUAL 1 OR NOT line)
   message(FATAL_ERROR "TOROID_LOG=info said ${n_said} times what it chose for MPI_COMM_WORLD, not once:\n${err}")
 endif()
 message(STATUS "${line}")
+string(REGEX MATCHALL "toroid: MPI_COMM_SELF \\(" self_said "${err}")
+list(LENGTH self_said n_self)
+if(n_self GREATER 1)
+  message(FATAL_ERROR "TOROID_LOG=info reported MPI_COMM_SELF ${n_self} times (once is the rule):\n${err}")
+endif()
+if(DEFINED LOG_TEXT AND NOT err MATCHES "${LOG_TEXT}")
+  message(FATAL_ERROR "TOROID_LOG=info did not say '${LOG_TEXT}':\n${err}")
+endif()
 
 string(REGEX MATCH "served ([0-9-]+) expected ([0-9]+) mismatched_ranks ([0-9]+)" counts "${preloaded}")
 if(NOT counts OR NOT CMAKE_MATCH_1 EQUAL CMAKE_MATCH_2 OR NOT CMAKE_MATCH_3 EQUAL 0 OR CMAKE_MATCH_1 EQUAL 0)

@@ -15,6 +15,7 @@ endfunction()
 handled(TOROID_ALGO=bogus arg 2 ok "TOROID_ALGO: unknown algorithm 'bogus'")
 handled(TOROID_TOPOLOGY=3x3 topology 2 ok "topology 3x3 needs 9 ranks, communicator has 2")
 handled(TOROID_MIN_BYTES=lots arg 3 failed "TOROID_MIN_BYTES: 'lots' is not a size")
+handled(TOROID_MIN_BYTES=-5 arg 3 failed "TOROID_MIN_BYTES: '-5' is not a size \\(a size cannot be negative")
 handled(TOROID_LOG=loud arg 3 failed "TOROID_LOG: 'loud' is not off or info")
 
 # The default handler aborts the job with toroid's message; nothing crashes on the way.

@@ -61,4 +61,7 @@ TEST_CASE("sizes parse with binary suffixes and bad text names the option") {
   CHECK_THROWS_WITH(parse_size("12Q", "-e"), Catch::Contains("-e: '12Q' is not a size"));
   CHECK_THROWS_WITH(parse_size("", "-b"), Catch::Contains("-b: '' is not a size"));
   CHECK_THROWS_AS(parse_size("99999999999999999999", "-b"), InvalidArgument);
+  CHECK_THROWS_WITH(parse_size("-5", "TOROID_MIN_BYTES"),
+                    Catch::Contains("TOROID_MIN_BYTES: '-5' is not a size (a size cannot be negative"));
+  CHECK_THROWS_WITH(parse_size("x", "-b"), Catch::Contains("(no number"));
 }
