@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# An emulated cluster on this machine: each host is a network namespace with its own hostname
+# (UTS namespace) and its own /dev/shm and /tmp (mount namespace), so MPI sees separate nodes;
+# links are veth pairs whose every direction is shaped with tc. mpirun reaches the hosts without
+# ssh, through scripts/cluster-rsh.sh, which enters a host's namespaces. Needs root.
+#
+#   scripts/cluster.sh up switch [--hosts N] [--rate R] [--delay D]
+#   scripts/cluster.sh up torus XxY[:wrap=xy|x|y|none] [--rate R] [--delay D]
+#   scripts/cluster.sh run [--ranks-per-host K] [mpirun options...] -- program args...
+#   scripts/cluster.sh exec HOST -- command args...     (inside one host, e.g. to cut a link)
+#   scripts/cluster.sh status | down
+#
+# Layouts:
+#   switch   every host's eth0 on one bridge (in a namespace of its own, toroid-sw):
+#              h0 --eth0==port0-- [br0] --port1==eth0-- h1 ...
+#   torus    one veth pair per torus link, named xp/xm/yp/ym (x plus, x minus, ...) on each host;
+#            host i sits at x = i mod X, y = i div X (toroid's rank order with one rank per
+#            host). Each host holds its address on a port-less bridge `host` and forwards packets
+#            for non-neighbours in dimension order, X then Y, the shorter way round where the
+#            dimension wraps, as toroid-sim routes:
+#              h0 --xp==xm-- h1          (2x2: a dimension of 2 has one link, its wraparound
+#              |yp           |yp          would join the same pair again)
+#              |ym           |ym
+#              h2 --xp==xm-- h3
+# Addresses: host i is 10.213.1.(i+1), named h<i> in the hosts' own /etc/hosts; nothing is
+# assigned outside the namespaces this script makes. Rates are tc's (200mbit, 1gbit; default
+# 1gbit), applied with tbf to every direction of every link. --delay needs the kernel's netem
+# qdisc; where the kernel has none, up says so and stops rather than run without the delay.
+#
+# Inside each host net.ipv4.tcp_retries2 is 5 (Linux default 15): a TCP connection over a cut
+# link then gives up after about 6-12 s instead of about 15 minutes, so a fault test ends with
+# MPI's error rather than waiting out the kernel. `down` (also run when `up` fails) kills every
+# process in the hosts and removes every namespace and mount this script made.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+state=${TOROID_CLUSTER_DIR:-/run/toroid-cluster}
+subnet=10.213.1
+prefix=toroid-h
+
+die() { echo "cluster.sh: $*" >&2; exit 2; }
+host_ns() { echo "$prefix$1"; }
+addr() { echo "$subnet.$(($1 + 1))"; }
+hosts() { cat "$state/hosts" 2>/dev/null || echo 0; }
+in_host() { local h=$1; shift; ip netns exec "$(host_ns "$h")" "$@"; }
+
+shape() {  # shape NS DEV: rate (and delay) on DEV's egress inside NS
+  local ns=$1 dev=$2
+  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst 256kb latency 200ms
+  if [ -n "$delay" ]; then
+    ip netns exec "$ns" tc qdisc replace dev "$dev" root netem delay "$delay" rate "$rate" limit 100000
+  fi
+}
+
+check_delay() {
+  [ -n "$delay" ] || return 0
+  ip netns add toroid-probe
+  if ! ip -n toroid-probe link add probe0 type veth peer name probe1 ||
+     ! ip netns exec toroid-probe tc qdisc add dev probe0 root netem delay "$delay" 2>/dev/null; then
+    ip netns del toroid-probe
+    die "--delay $delay: this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM), so links cannot be given a delay; run without --delay (the links then have the veth's own latency, which toroid-sim --calibrate measures)"
+  fi
+  ip netns del toroid-probe
+}
+
+# A host: its network namespace, then a process that holds a UTS and a mount namespace of its
+# own (hostname h<i>, private /dev/shm and /tmp, the hosts file); cluster-rsh.sh enters them.
+make_host() {
+  local i=$1 ns
+  ns=$(host_ns "$i")
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  ip netns exec "$ns" sysctl -qw net.ipv4.tcp_retries2=5 net.ipv4.ip_forward=1 \
+    net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
+  mkdir -p "$state/h$i/keep"
+  # The repository stays visible inside (a shared file system), also when it lives under /tmp.
+  ip netns exec "$ns" unshare --uts --mount --propagation private -- /bin/sh -c '
+    set -e
+    hostname "$1"
+    mount --rbind "$3" "$2/keep"
+    mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+    mount -t tmpfs -o mode=1777 tmpfs /tmp
+    mkdir -p "$3"
+    mount --rbind "$2/keep" "$3"
+    mount --bind "$4" /etc/hosts
+    echo ready > "$2/ready"
+    exec sleep infinity' sh "h$i" "$state/h$i" "$root" "$state/etc-hosts" </dev/null >/dev/null 2>"$state/h$i/log" &
+  echo $! >"$state/h$i/pid"
+  for _ in $(seq 100); do [ -f "$state/h$i/ready" ] && break; sleep 0.05; done
+  [ -f "$state/h$i/ready" ] || die "host h$i did not start: $(cat "$state/h$i/log")"
+  # The holder is unshare's child once it has exec'd: enter through the sleeping process.
+  local holder
+  holder=$(pgrep -P "$(cat "$state/h$i/pid")" -x sleep || cat "$state/h$i/pid")
+  echo "$holder" >"$state/h$i/pid"
+}
+
+up_switch() {
+  ip netns add toroid-sw
+  ip -n toroid-sw link add br0 type bridge
+  ip -n toroid-sw link set br0 up
+  for ((i = 0; i < n; ++i)); do
+    ip link add eth0 netns "$(host_ns $i)" type veth peer name "port$i" netns toroid-sw
+    ip -n toroid-sw link set "port$i" master br0 up
+    ip -n "$(host_ns $i)" addr add "$(addr $i)/24" dev eth0
+    ip -n "$(host_ns $i)" link set eth0 up
+    shape "$(host_ns $i)" eth0
+    shape toroid-sw "port$i"
+  done
+}
+
+# Torus: link from host a's interface ia to host b's interface ib.
+link_hosts() {
+  local a=$1 ia=$2 b=$3 ib=$4
+  ip link add "$ia" netns "$(host_ns "$a")" type veth peer name "$ib" netns "$(host_ns "$b")"
+  for end in "$a $ia" "$b $ib"; do
+    set -- $end
+    ip -n "$(host_ns "$1")" link set "$2" up
+    shape "$(host_ns "$1")" "$2"
+  done
+}
+
+# Which interface of host i leads to its neighbour one step along dim (x|y) in dir (+1|-1).
+step() {  # step I DIM DIR -> "NEIGHBOUR IFACE"
+  local i=$1 dim=$2 dir=$3 x=$(($1 % X)) y=$(($1 / X)) size
+  if [ "$dim" = x ]; then size=$X; else size=$Y; fi
+  local c=$x
+  [ "$dim" = y ] && c=$y
+  local next=$(((c + dir + size) % size)) iface
+  if [ "$dir" = 1 ]; then iface=${dim}p; else iface=${dim}m; fi
+  # A dimension of 2 has one link: x=0's xp is x=1's xm.
+  if [ "$size" = 2 ]; then if [ "$c" = 0 ]; then iface=${dim}p; else iface=${dim}m; fi; fi
+  if [ "$dim" = x ]; then echo "$((y * X + next)) $iface"; else echo "$((next * X + x)) $iface"; fi
+}
+
+# Dimension order, X then Y; the shorter way round where the dimension wraps (+ on a tie).
+next_hop() {  # next_hop FROM TO -> "NEIGHBOUR IFACE"
+  local from=$1 to=$2 dim c t size wrap
+  if [ $((from % X)) != $((to % X)) ]; then dim=x c=$((from % X)) t=$((to % X)) size=$X wrap=$wrap_x
+  else dim=y c=$((from / X)) t=$((to / X)) size=$Y wrap=$wrap_y; fi
+  local forward=$(((t - c + size) % size)) dir
+  if [ "$wrap" = 1 ]; then
+    if ((forward <= size - forward)); then dir=1; else dir=-1; fi
+  else
+    if ((t > c)); then dir=1; else dir=-1; fi
+  fi
+  step "$from" "$dim" "$dir"
+}
+
+up_torus() {
+  for ((i = 0; i < n; ++i)); do
+    local x=$((i % X)) y=$((i / X)) ns
+    ns=$(host_ns $i)
+    # The host's address lives on a bridge without ports: an interface that is always there,
+    # whichever links go down, and the one interface MPI is told to use.
+    ip -n "$ns" link add host type bridge
+    ip -n "$ns" link set host up
+    ip -n "$ns" addr add "$(addr $i)/32" dev host
+    # Links to +x and +y (the minus side is the neighbour's plus side).
+    if ((X > 1)) && { ((x + 1 < X)) || { ((wrap_x)) && ((X > 2)); }; }; then
+      read -r nb ifa <<<"$(step $i x 1)"
+      link_hosts $i xp "$nb" xm
+    fi
+    if ((Y > 1)) && { ((y + 1 < Y)) || { ((wrap_y)) && ((Y > 2)); }; }; then
+      read -r nb ifa <<<"$(step $i y 1)"
+      link_hosts $i yp "$nb" ym
+    fi
+  done
+  for ((i = 0; i < n; ++i)); do
+    for ((j = 0; j < n; ++j)); do
+      ((i == j)) && continue
+      read -r nb ifa <<<"$(next_hop $i $j)"
+      ip -n "$(host_ns $i)" route add "$(addr $j)/32" via "$(addr "$nb")" dev "$ifa" onlink src "$(addr $i)"
+    done
+  done
+}
+
+cmd_up() {
+  [ "$(id -u)" = 0 ] || die "needs root (network namespaces, mounts, tc)"
+  [ ! -e "$state/hosts" ] || die "a cluster is already up ($state); 'scripts/cluster.sh down' first"
+  layout=${1:-}; shift || true
+  n=2 rate=1gbit delay="" X=0 Y=0 wrap_x=1 wrap_y=1
+  case "$layout" in
+    switch) ;;
+    torus)
+      local shape_text=${1:-}; shift || true
+      [[ "$shape_text" =~ ^([0-9]+)x([0-9]+)(:wrap=(xy|x|y|none))?$ ]] ||
+        die "torus '$shape_text': expected XxY or XxY:wrap=xy|x|y|none"
+      X=${BASH_REMATCH[1]} Y=${BASH_REMATCH[2]}
+      case "${BASH_REMATCH[4]:-xy}" in
+        xy) ;; x) wrap_y=0 ;; y) wrap_x=0 ;; none) wrap_x=0 wrap_y=0 ;;
+      esac
+      n=$((X * Y))
+      ;;
+    *) die "up: layout '$layout' is not switch or torus" ;;
+  esac
+  while (($#)); do
+    case "$1" in
+      --hosts) [ "$layout" = switch ] || die "--hosts is for the switch layout (a torus has X*Y hosts)"; n=$2; shift 2 ;;
+      --rate) rate=$2; shift 2 ;;
+      --delay) delay=$2; shift 2 ;;
+      *) die "up: unknown option '$1'" ;;
+    esac
+  done
+  [[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 64)) || die "--hosts '$n': expected 1 to 64 hosts"
+  check_delay
+  mkdir -p "$state"
+  trap 'echo "cluster.sh: up failed; removing what it made" >&2; cmd_down >/dev/null 2>&1' ERR
+  : >"$state/etc-hosts"
+  printf '127.0.0.1 localhost\n' >>"$state/etc-hosts"
+  for ((i = 0; i < n; ++i)); do printf '%s h%d\n' "$(addr $i)" $i >>"$state/etc-hosts"; done
+  echo "$n" >"$state/hosts"
+  for ((i = 0; i < n; ++i)); do make_host $i; done
+  if [ "$layout" = switch ]; then up_switch; else up_torus; fi
+  echo "$layout ${shape_text:-$n hosts} rate=$rate${delay:+ delay=$delay}" >"$state/layout"
+  trap - ERR
+  echo "cluster.sh: up: $(cat "$state/layout"): hosts h0..h$((n - 1)) at $subnet.1-$n"
+}
+
+cmd_run() {
+  [ -e "$state/hosts" ] || die "no cluster is up ('scripts/cluster.sh up ...' first)"
+  local per=1 n
+  n=$(hosts)
+  local opts=()
+  while (($#)) && [ "$1" != -- ]; do
+    case "$1" in
+      --ranks-per-host) per=$2; shift 2 ;;
+      *) opts+=("$1"); shift ;;
+    esac
+  done
+  [ "${1:-}" = -- ] || die "run: expected '--' before the program"
+  shift
+  : >"$state/hostfile"
+  for ((i = 0; i < n; ++i)); do echo "h$i slots=$per" >>"$state/hostfile"; done
+  local launcher
+  launcher=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "${TOROID_BUILD_DIR:-$root/build}/CMakeCache.txt" 2>/dev/null || true)
+  # mpirun runs on h0, like a login node that is also the first compute node.
+  TOROID_CLUSTER_DIR=$state OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    nsenter -t "$(cat "$state/h0/pid")" -n -u -m --wd="$PWD" -- "${launcher:-mpirun}" \
+      --hostfile "$state/hostfile" -np $((n * per)) \
+      --mca plm_rsh_agent "$root/scripts/cluster-rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
+      --mca btl tcp,self,vader --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" \
+      --bind-to none --oversubscribe "${opts[@]}" "$@"
+}
+
+cmd_exec() {
+  local h=${1:-}; shift || true
+  [ "${1:-}" = -- ] && shift
+  [ -f "$state/h${h#h}/pid" ] || die "exec: no host '$h'"
+  nsenter -t "$(cat "$state/h${h#h}/pid")" -n -u -m --wd="$PWD" -- "$@"
+}
+
+cmd_status() {
+  if [ ! -e "$state/hosts" ]; then echo "no cluster is up"; return 0; fi
+  echo "cluster: $(cat "$state/layout" 2>/dev/null || echo '(being set up)')"
+  for ((i = 0; i < $(hosts); ++i)); do
+    local ns
+    ns=$(host_ns $i)
+    printf 'h%d %s: processes %s; links' $i "$(addr $i)" "$(ip netns pids "$ns" 2>/dev/null | wc -l)"
+    ip -n "$ns" -br link 2>/dev/null | awk '$1 != "lo" && $1 != "host" {printf " %s(%s)", $1, $2}'
+    echo
+  done
+}
+
+cmd_down() {
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^($prefix[0-9]+|toroid-sw|toroid-probe)$" || true); do
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+  done
+  for pidfile in "$state"/h*/pid; do
+    [ -f "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null || true
+  done
+  sleep 0.2
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^($prefix[0-9]+|toroid-sw|toroid-probe)$" || true); do
+    ip netns del "$ns" 2>/dev/null || true
+  done
+  rm -rf "$state"
+  echo "cluster.sh: down"
+}
+
+case "${1:-}" in
+  up) shift; cmd_up "$@" ;;
+  run) shift; cmd_run "$@" ;;
+  exec) shift; cmd_exec "$@" ;;
+  status) cmd_status ;;
+  down) cmd_down ;;
+  *) die "usage: cluster.sh up switch|torus XxY[:wrap=..] [--hosts N] [--rate R] [--delay D] | run [--ranks-per-host K] [mpirun options] -- program args | exec HOST -- cmd | status | down" ;;
+esac
