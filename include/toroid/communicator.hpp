@@ -65,6 +65,11 @@ class Communicator {
   std::size_t segment_bytes() const noexcept;
   int nodes() const noexcept;  // number of (shared-memory or emulated) nodes the ranks span
   int node_of(int rank) const;  // node index of a rank
+  // How ranks lie on the nodes: "by node" (consecutive ranks share a node), "round robin" (rank
+  // r on node r mod nodes), "scattered" or "uneven" (nodes of different sizes). `auto` topology
+  // keeps one torus dimension inside the nodes for the first two (rows, resp. columns) and is
+  // the most square grid for the others.
+  std::string_view node_placement() const noexcept;
   // The transport asked for, and whether this rank has shared-memory channels (peers on its node).
   Transport transport() const noexcept;
   bool uses_shared_memory() const noexcept;

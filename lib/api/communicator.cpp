@@ -17,8 +17,13 @@ Torus2D resolve_topology(const std::string& text, int size, const topology::Node
     t.require_size(size);
     return t;
   }
-  // One chip row per node when nodes are alike; otherwise the most square grid.
-  if (nodes.uniform) return Torus2D(nodes.local_size, nodes.nodes);
+  // One dimension within the nodes, so its rings never leave a node, where the placement
+  // allows: rows are the nodes when ranks fill one node after the other, columns are when they
+  // are dealt out in turn (--map-by node). Otherwise the most square grid, and node_placement()
+  // says why.
+  using topology::Placement;
+  if (nodes.placement == Placement::by_node) return Torus2D(nodes.local_size, nodes.nodes);
+  if (nodes.placement == Placement::round_robin) return Torus2D(nodes.nodes, nodes.local_size);
   return Torus2D::most_square(size);
 }
 
@@ -78,6 +83,7 @@ std::size_t Communicator::segment_bytes() const noexcept { return impl_->config.
 Transport Communicator::transport() const noexcept { return impl_->config.transport; }
 bool Communicator::uses_shared_memory() const noexcept { return impl_->links && impl_->links->local_ranks() > 1; }
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
+std::string_view Communicator::node_placement() const noexcept { return topology::to_string(impl_->nodes.placement); }
 int Communicator::node_of(int rank) const {
   if (rank < 0 || rank >= impl_->size)
     throw InvalidArgument(fmt::format("node_of: rank {} is outside [0, {})", rank, impl_->size));

@@ -91,11 +91,13 @@ std::string links_of(const Communicator& c) {
 
 std::string nodes_of(const State& s) {
   const int n = s.comm.nodes();
-  const std::string count = fmt::format("{} node{}", n, n == 1 ? "" : "s");
-  if (!s.emulated_nodes.empty()) return count + " (TOROID_NODES " + s.emulated_nodes + ")";
+  std::vector<std::string> notes;
+  if (!s.emulated_nodes.empty()) notes.push_back("TOROID_NODES " + s.emulated_nodes);
   if (!s.unfit_nodes.empty())
-    return fmt::format("{} (real: TOROID_NODES {} is for {} ranks)", count, s.unfit_nodes, s.unfit_ranks);
-  return count;
+    notes.push_back(fmt::format("real: TOROID_NODES {} is for {} ranks", s.unfit_nodes, s.unfit_ranks));
+  if (n > 1) notes.push_back(fmt::format("ranks {}", s.comm.node_placement()));
+  const std::string count = fmt::format("{} node{}", n, n == 1 ? "" : "s");
+  return notes.empty() ? count : fmt::format("{} ({})", count, fmt::join(notes, "; "));
 }
 
 void log_choice(const State& s) {

@@ -28,7 +28,26 @@ NodeLayout layout_from_nodes(std::vector<int> node_of_rank, int rank) {
   n.local_size = sizes[node_of_rank[rank]];
   n.uniform = std::all_of(sizes.begin(), sizes.end(), [&](int v) { return v == sizes[0]; });
   n.node_of_rank = std::move(node_of_rank);
+  bool by_node = true, round_robin = true;
+  for (int q = 0; q < p; ++q) {
+    by_node = by_node && n.node_of_rank[q] == q / n.local_size;
+    round_robin = round_robin && n.node_of_rank[q] == q % n.nodes;
+  }
+  n.placement = !n.uniform ? Placement::uneven
+                : by_node  ? Placement::by_node
+                : round_robin ? Placement::round_robin
+                              : Placement::scattered;
   return n;
+}
+
+std::string_view to_string(Placement p) noexcept {
+  switch (p) {
+    case Placement::by_node: return "by node";
+    case Placement::round_robin: return "round robin";
+    case Placement::scattered: return "scattered";
+    case Placement::uneven: return "uneven";
+  }
+  return "?";
 }
 
 NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated) {

@@ -45,7 +45,22 @@ TEST_CASE("explicit topologies shape the communicator, auto follows the nodes") 
   CHECK_FALSE(c.topology().wraps(Axis::x));
   Communicator a(MPI_COMM_WORLD);
   CHECK(a.topology().size() == p);
-  CHECK(a.nodes() >= 1);
+  CHECK(a.nodes() == testing::real_nodes());
+  // With nodes of one size and consecutive or dealt-out ranks, one torus dimension stays inside
+  // every node: all of my row, or all of my column, shares my node.
+  const std::string placement(a.node_placement());
+  if (placement == "by node" || placement == "round robin") {
+    const Torus2D& t = a.topology();
+    const Coord me = t.coord_of(a.rank());
+    bool row_local = true, column_local = true;
+    for (int x = 0; x < t.x_dim(); ++x) row_local = row_local && a.node_of(t.rank_of({x, me.y})) == a.node_of(a.rank());
+    for (int y = 0; y < t.y_dim(); ++y)
+      column_local = column_local && a.node_of(t.rank_of({me.x, y})) == a.node_of(a.rank());
+    INFO(placement << ": topology " << t.to_string());
+    CHECK(all_ranks(placement == "by node" ? row_local : column_local));
+  } else {
+    CHECK(a.topology() == Torus2D::most_square(p));
+  }
 }
 
 TEST_CASE("argument errors name the argument, the value and the rank") {
@@ -143,7 +158,7 @@ TEST_CASE("Options::nodes \"real\" sees the real nodes whatever TOROID_NODES say
   }
   unsetenv("TOROID_NODES");
   INFO(got);
-  CHECK(all_ranks(nodes == 1));  // the tests run on one node
+  CHECK(all_ranks(nodes == testing::real_nodes()));
 }
 
 TEST_CASE("counts whose byte size cannot be represented are refused before any memory is touched") {

@@ -31,7 +31,7 @@ TEST_CASE("transport: shared memory on one node unless mpi is forced") {
   Communicator over_mpi(MPI_COMM_WORLD, over(Transport::mpi));
   CHECK_FALSE(over_mpi.uses_shared_memory());
   Communicator over_shm(MPI_COMM_WORLD, over(Transport::shm));
-  CHECK(over_shm.uses_shared_memory() == (world_size() > 1));  // the tests run on one node
+  CHECK(over_shm.uses_shared_memory() == (testing::ranks_on_my_node() > 1));
   CHECK(over_shm.transport() == Transport::shm);
 }
 
