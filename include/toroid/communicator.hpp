@@ -68,7 +68,7 @@ class Communicator {
   // How ranks lie on the nodes: "by node" (consecutive ranks share a node), "round robin" (rank
   // r on node r mod nodes), "scattered" or "uneven" (nodes of different sizes). `auto` topology
   // keeps one torus dimension inside the nodes for the first two (rows, resp. columns) and is
-  // the most square grid for the others.
+  // the most square grid for the others, and where every node has one rank.
   std::string_view node_placement() const noexcept;
   // The transport asked for, and whether this rank has shared-memory channels (peers on its node).
   Transport transport() const noexcept;

@@ -21,7 +21,9 @@ Torus2D resolve_topology(const std::string& text, int size, const topology::Node
   // allows: rows are the nodes when ranks fill one node after the other, columns are when they
   // are dealt out in turn (--map-by node). Otherwise the most square grid, and node_placement()
   // says why.
+  // A rank per node says nothing of how the nodes are wired: then the most square grid too.
   using topology::Placement;
+  if (nodes.local_size == 1 && nodes.nodes > 1) return Torus2D::most_square(size);
   if (nodes.placement == Placement::by_node) return Torus2D(nodes.local_size, nodes.nodes);
   if (nodes.placement == Placement::round_robin) return Torus2D(nodes.nodes, nodes.local_size);
   return Torus2D::most_square(size);

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# toroid across an emulated cluster (scripts/cluster.sh): the benchmark's checked sweep, MPI
+# tests, the sharded optimizer, the training example and the preload, all with ranks on several
+# hosts that reach each other over TCP only. The cluster is taken down however the test ends.
+#   cluster_test.sh switch HOSTS RANKS_PER_HOST BUILD_DIR
+#   cluster_test.sh torus XxY 1 BUILD_DIR
+set -euo pipefail
+layout=$1 shape=$2 per=$3 build=$4
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cluster=$root/scripts/cluster.sh
+export TOROID_CLUSTER_DIR=/run/toroid-cluster-test
+export TOROID_BUILD_DIR=$build
+log=$(mktemp -d)
+trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$log"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+# run NAME mpirun-args... -- program args: runs on the cluster with a time bound, output in $log/NAME
+run() {
+  local name=$1; shift
+  local start=$SECONDS
+  if ! timeout 300 "$cluster" run --ranks-per-host "$per" -x TOROID_TIMEOUT=60 "$@" >"$log/$name" 2>&1; then
+    tail -40 "$log/$name" >&2
+    fail "$name: exit non-zero"
+  fi
+  echo "ok   $name ($((SECONDS - start)) s)"
+}
+
+if [ "$layout" = switch ]; then "$cluster" up switch --hosts "$shape"; else "$cluster" up torus "$shape"; fi
+hosts=$(cat "$TOROID_CLUSTER_DIR/hosts")
+np=$((hosts * per))
+
+# Every algorithm and op, checked against the stock result; the header names the real nodes.
+run bench -- "$build/benchmarks/toroid-bench" --algo all --op all --check 1 -b 4 -e 256K -f 64 -n 2 -w 1
+grep -q "nodes $hosts " "$log/bench" || fail "bench: header does not say nodes $hosts: $(head -2 "$log/bench")"
+awk '$1 ~ /^(allreduce|reduce_scatter|allgather)$/ { rows++; if ($10 != 0) bad++ } END { exit !(rows > 50 && bad == 0) }' \
+  "$log/bench" || fail "bench: wrong elements or too few rows: $(grep -c '^ *all\|^ *reduce' "$log/bench") rows"
+echo "     $(awk '$1 ~ /^(allreduce|reduce_scatter|allgather)$/' "$log/bench" | wc -l) rows, 0 wrong"
+
+# The MPI tests of axes, transports, hierarchy, placement, errors and lifetime. "every algorithm
+# on every shape" (thousands of tiny calls: 90 s over TCP on two cores) is left to the one-node
+# runs; the benchmark's checked sweep above covers every algorithm and op across the hosts.
+run mpi_tests -- "$build/tests/toroid_mpi_tests" \
+  "axis collectives*,transport*,lifetime*,hierarchical*,explicit topologies*,argument errors*,with checking on*,Options::nodes*,a topology error on one rank*"
+grep -q "All tests passed" "$log/mpi_tests" || fail "mpi_tests: $(tail -5 "$log/mpi_tests")"
+# Ranks dealt out over the hosts: auto must keep one dimension inside the hosts (the test
+# checks it), and toroid's results stay right.
+run mpi_tests_map_by_node --map-by node -- "$build/tests/toroid_mpi_tests" "explicit topologies*,axis collectives*"
+grep -q "All tests passed" "$log/mpi_tests_map_by_node" || fail "mpi_tests --map-by node"
+if [ "$per" -gt 1 ]; then
+  grep -q "rank_order round robin" <(timeout 120 "$cluster" run --ranks-per-host "$per" --map-by node -- \
+    "$build/benchmarks/toroid-bench" -b 1K -e 1K -n 1 -w 0 2>&1) || fail "bench --map-by node: rank order not round robin"
+fi
+
+# The sharded optimizer's rules, checkpoints and errors (its bf16 case, 30 s of tiny calls over
+# TCP, is left to the one-node runs).
+run optimizer -- "$build/tests/optimizer/toroid_optimizer_tests" "~bf16 gradients*"
+grep -q "All tests passed" "$log/optimizer" || fail "optimizer: $(tail -5 "$log/optimizer")"
+
+# Sharded and replicated training print the same losses.
+run train_sharded -- "$build/examples/train_mlp" --optimizer adam --steps 20 --shard on
+run train_replicated -- "$build/examples/train_mlp" --optimizer adam --steps 20 --shard off
+/usr/bin/python3 - "$log/train_sharded" "$log/train_replicated" <<'PY' || fail "train_mlp: sharded and replicated losses differ"
+import re, sys
+a, b = ({int(s): float(l) for s, l in re.findall(r"^step (\d+) loss ([0-9.eE+-]+)$", open(f).read(), re.M)} for f in sys.argv[1:])
+assert len(a) == 20 and a.keys() == b.keys(), (a, b)
+assert all(abs(a[k] - b[k]) <= 1e-5 * abs(b[k]) for k in a), (a, b)
+assert a[20] < a[1], a
+print(f"     losses agree over 20 steps ({a[1]:.4f} -> {a[20]:.4f})")
+PY
+
+# The preload under plain MPI programs: the same results with and without it, and MPI_Finalize
+# returning with communicators alive.
+preload=$build/lib/pmpi/libtoroid_preload.so
+run results_stock -x TOROID_MIN_BYTES=0 -- "$build/tests/preload/preload_results"
+run results_preload -x TOROID_MIN_BYTES=0 -x LD_PRELOAD="$preload" -x TOROID_LOG=info -- "$build/tests/preload/preload_results"
+diff <(grep -v '^served' "$log/results_stock" | grep -v '^toroid:' | sort) \
+     <(grep -v '^served' "$log/results_preload" | grep -v '^toroid:' | sort) >/dev/null ||
+  fail "preload: results differ with and without the preload"
+grep -q "served [1-9]" "$log/results_preload" || fail "preload: nothing served"
+grep -q "toroid: MPI_COMM_WORLD ($np ranks): .* $hosts nodes" "$log/results_preload" ||
+  fail "preload: log line does not give $hosts nodes: $(grep 'toroid: MPI_COMM_WORLD' "$log/results_preload")"
+echo "     $(grep 'toroid: MPI_COMM_WORLD' "$log/results_preload" | cut -c1-160)..."
+run finalize -x TOROID_MIN_BYTES=0 -x LD_PRELOAD="$preload" -- "$build/tests/preload/preload_finalize" some
+[ "$(grep -c 'returned from MPI_Finalize' "$log/finalize")" = "$np" ] || fail "finalize: not every rank returned"
+
+"$cluster" down >/dev/null
+leftover=$(ip netns list | grep -c '^toroid-' || true)
+[ "$leftover" = 0 ] || fail "down left $leftover namespaces"
+echo "cluster $layout $shape x $per: every check passed"
