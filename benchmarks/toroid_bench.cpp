@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <vector>
@@ -32,7 +33,11 @@ int run(const Settings& s, int rank) {
     Options o;
     o.topology = s.topology;
     o.transport = t;
-    if (s.timeout_s > 0) o.timeout_seconds = s.timeout_s;
+    // The option wins; without it TOROID_TIMEOUT applies (the library reads it), and without
+    // either the benchmark still never hangs for good.
+    const char* env = std::getenv("TOROID_TIMEOUT");
+    if (s.timeout_s) o.timeout_seconds = *s.timeout_s;
+    else if (!env || !*env) o.timeout_seconds = Settings::default_timeout_s;
     comms.push_back(std::make_unique<Communicator>(MPI_COMM_WORLD, o));
   }
   Communicator& comm = *comms.front();

@@ -54,6 +54,7 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
                  {"cores", std::to_string(host.cores)},
                  {"hardware_threads", std::to_string(host.pus)},
                  {"rank0_binding", host.binding.empty() ? "?" : host.binding},
+                 {"timeout_s", fmt::format("{}", comm.timeout_seconds())},
                  {"iterations", std::to_string(s.iters)},
                  {"warmup", std::to_string(s.warmup)}};
   if (host.cores > 0 && per_node > host.cores)

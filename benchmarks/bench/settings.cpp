@@ -45,8 +45,9 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
                                                "(named ALGO/TRANSPORT when more than one), all in this run")
       ("bound", "add a copy_bound row per size: every rank copies its vector at once (memcpy), the time "
                 "the bytes an all-reduce must move (read the input, write the output) take")
-      ("timeout", po::value(&s.timeout_s)->default_value(s.timeout_s),
-       "seconds without progress before a stuck collective reports and ends the run (0: off)");
+      ("timeout", po::value<double>(),
+       "seconds without progress before a stuck collective reports and ends the run (0: off; default: "
+       "TOROID_TIMEOUT, else 300)");
   const po::variables_map vm = cli::parse_command_line(d, argc, argv, help, help_text);
   s.ops = cli::parse_collectives(op);
   s.algos = cli::parse_algorithms(algo, {std::begin(all_algorithms), std::end(all_algorithms)});
@@ -76,7 +77,9 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
     throw InvalidArgument("--format: '" + s.format + "' is not table, csv or json");
   if (s.op == ReduceOp::avg && !is_floating(s.type))
     throw InvalidArgument(fmt::format("--redop avg needs a floating --dtype, got {}", to_string(s.type)));
-  if (!(s.timeout_s >= 0)) throw InvalidArgument(fmt::format("--timeout {} must not be negative", s.timeout_s));
+  if (vm.count("timeout")) s.timeout_s = vm["timeout"].as<double>();
+  if (s.timeout_s && !(*s.timeout_s >= 0))
+    throw InvalidArgument(fmt::format("--timeout {} must not be negative", *s.timeout_s));
   if (vm.count("isa")) {
     for (const std::string& level : cli::split_list(vm["isa"].as<std::string>())) {
       try {

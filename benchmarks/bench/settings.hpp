@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,9 @@ struct Settings {
   bool check = true, in_place = false, baseline = true;
   std::string format = "table";  // table | csv | json
   std::string output;            // file for the results; empty: stdout
-  double timeout_s = 300;
+  // --timeout; unset: TOROID_TIMEOUT, else default_timeout_s (see toroid_bench.cpp).
+  std::optional<double> timeout_s;
+  static constexpr double default_timeout_s = 300;
   std::vector<std::string> isas;  // kernel levels to run toroid's algorithms with; empty: the active one
   // Transports to run toroid's algorithms over (rows named ALGO/TRANSPORT when more than one).
   std::vector<Transport> transports = {Transport::automatic};

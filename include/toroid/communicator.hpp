@@ -63,6 +63,7 @@ class Communicator {
   const Torus2D& topology() const noexcept;
   Algorithm default_algorithm() const noexcept;
   std::size_t segment_bytes() const noexcept;
+  double timeout_seconds() const noexcept;  // the watchdog's (0: off)
   int nodes() const noexcept;  // number of (shared-memory or emulated) nodes the ranks span
   int node_of(int rank) const;  // node index of a rank
   // How ranks lie on the nodes: "by node" (consecutive ranks share a node), "round robin" (rank

@@ -82,6 +82,7 @@ int Communicator::size() const noexcept { return impl_->size; }
 const Torus2D& Communicator::topology() const noexcept { return impl_->topology; }
 Algorithm Communicator::default_algorithm() const noexcept { return impl_->config.algorithm; }
 std::size_t Communicator::segment_bytes() const noexcept { return impl_->config.segment_bytes; }
+double Communicator::timeout_seconds() const noexcept { return impl_->config.timeout_s; }
 Transport Communicator::transport() const noexcept { return impl_->config.transport; }
 bool Communicator::uses_shared_memory() const noexcept { return impl_->links && impl_->links->local_ranks() > 1; }
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
