@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -41,7 +42,8 @@ void finish(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call)
       MPI_Comm_rank(comm, &rank);
       fmt::print(stderr,
                  "toroid: rank {}: the cross-rank argument check ({}) made no progress for {} s "
-                 "(TOROID_TIMEOUT): some rank has not entered the same call\n",
+                 "(TOROID_TIMEOUT): some rank has not entered the same call (under the preload: or "
+                 "does not have it loaded)\n",
                  rank, call, timeout_s);
       std::fflush(stderr);
       MPI_Abort(comm, 3);
@@ -107,6 +109,62 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
                             ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ","),
                             ranks.size() == 1 ? "has" : "have", value);
     throw InvalidArgument(fmt::format("{}: {} differs between ranks: {}", what, fields[i].name, detail));
+  }
+}
+
+namespace {
+
+std::string_view env_value(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+void require_same_environment(MPI_Comm comm, const std::vector<const char*>& names, double timeout_s) {
+  using exec::mpi_check;
+  int size = 1;
+  mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  const int n = static_cast<int>(names.size());
+  std::vector<std::uint64_t> mine(static_cast<std::size_t>(n)), all(static_cast<std::size_t>(n) * size);
+  for (int i = 0; i < n; ++i) mine[i] = fnv1a(env_value(names[i]));
+  MPI_Request req = MPI_REQUEST_NULL;
+  mpi_check(MPI_Iallgather(mine.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm, &req),
+            "MPI_Iallgather");
+  finish(req, comm, timeout_s, "MPI_Iallgather");
+  for (int i = 0; i < n; ++i) {
+    bool same = true;
+    for (int r = 1; r < size; ++r) same = same && all[static_cast<std::size_t>(r) * n + i] == all[i];
+    if (same) continue;
+    // Every rank knows the values differ; now gather the values themselves to name them.
+    constexpr int kText = 64;
+    std::vector<char> text(kText, '\0'), texts(static_cast<std::size_t>(kText) * size);
+    const std::string_view v = env_value(names[i]);
+    std::copy_n(v.begin(), std::min<std::size_t>(v.size(), kText - 1), text.begin());
+    mpi_check(MPI_Allgather(text.data(), kText, MPI_CHAR, texts.data(), kText, MPI_CHAR, comm), "MPI_Allgather");
+    // Values in the order of the lowest rank that holds each.
+    std::vector<std::pair<std::string, std::vector<int>>> holders;
+    for (int r = 0; r < size; ++r) {
+      std::string value(texts.data() + static_cast<std::size_t>(r) * kText);
+      auto it = std::find_if(holders.begin(), holders.end(), [&](const auto& h) { return h.first == value; });
+      if (it == holders.end()) holders.push_back({std::move(value), {r}});
+      else it->second.push_back(r);
+    }
+    std::string detail;
+    for (const auto& [value, ranks] : holders)
+      detail += fmt::format("{}{} {} {}", detail.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks",
+                            fmt::join(ranks, ","),
+                            value.empty() ? (ranks.size() == 1 ? "has it unset" : "have it unset")
+                                          : fmt::format("{} '{}'", ranks.size() == 1 ? "has" : "have", value));
+    throw InvalidArgument(fmt::format("{} differs between ranks: {} (every rank must see the same TOROID_* "
+                                      "settings: export them everywhere, e.g. mpirun -x {})",
+                                      names[i], detail, names[i]));
   }
 }
 

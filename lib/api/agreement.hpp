@@ -30,4 +30,11 @@ struct Field {
 void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields,
                        double timeout_s = 0);
 
+// Settings that decide what every rank does must be the same on every rank: a TOROID_* variable
+// exported on one host only would make some ranks serve a call (or build a schedule) that the
+// others forward, and the job would hang in mismatched collectives. Compares the environment
+// variables `names` across `comm` (one small all-gather) and, if any differs, throws
+// InvalidArgument on every rank naming the first that differs and which ranks hold which value.
+void require_same_environment(MPI_Comm comm, const std::vector<const char*>& names, double timeout_s = 0);
+
 }  // namespace toroid::api

@@ -46,6 +46,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
   mpi_check(MPI_Comm_rank(m.comm, &m.rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(m.comm, &m.size), "MPI_Comm_size");
   try {
+    api::require_same_environment(m.comm, api::variables_read(options));
     api::run_agreed(m.comm, [&] { m.config = api::resolve_config(options); });
     // Emulated nodes come from text alone (no MPI inside), so their errors can be agreed on;
     // the real discovery is collective and can only fail with an MPI error.

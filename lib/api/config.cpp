@@ -62,6 +62,18 @@ Config resolve_config(const Options& options) {
   return c;
 }
 
+std::vector<const char*> variables_read(const Options& o) {
+  std::vector<const char*> names;
+  if (o.topology.empty()) names.push_back("TOROID_TOPOLOGY");
+  if (!o.algorithm) names.push_back("TOROID_ALGO");
+  if (o.segment_bytes == 0) names.push_back("TOROID_SEGMENT_BYTES");
+  if (!o.check) names.push_back("TOROID_CHECK");
+  if (!o.timeout_seconds) names.push_back("TOROID_TIMEOUT");
+  if (o.nodes.empty()) names.push_back("TOROID_NODES");
+  if (!o.transport) names.push_back("TOROID_TRANSPORT");
+  return names;
+}
+
 }  // namespace toroid::api
 
 namespace toroid {

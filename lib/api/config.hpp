@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "toroid/algorithm.hpp"
 #include "toroid/communicator.hpp"
@@ -30,5 +31,10 @@ struct Config {
 
 // Throws InvalidArgument naming the option or environment variable and its value.
 Config resolve_config(const Options& options);
+
+// The TOROID_* variables resolve_config reads for these options (those the options leave
+// empty). They decide what every rank runs, so they must agree across ranks (TOROID_ISA is not
+// among them: every kernel level gives the same bits).
+std::vector<const char*> variables_read(const Options& options);
 
 }  // namespace toroid::api

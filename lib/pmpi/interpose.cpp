@@ -10,6 +10,7 @@
 #include "pmpi/errors.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/plan.hpp"
+#include "pmpi/settings.hpp"
 #include "pmpi/state.hpp"
 #include "toroid/collectives.hpp"
 
@@ -55,6 +56,19 @@ void reduce_scatter_to_front(const void* sendbuf, void* recvbuf, const Plan& p, 
 }  // namespace
 
 extern "C" {
+
+// MPI_Init and MPI_Init_thread: MPI's, then the settings compared across ranks once.
+int MPI_Init(int* argc, char*** argv) {
+  const int rc = PMPI_Init(argc, argv);
+  if (rc == MPI_SUCCESS) agree_on_settings();
+  return rc;
+}
+
+int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  if (rc == MPI_SUCCESS) agree_on_settings();
+  return rc;
+}
 
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   const std::optional<Plan> p = plan_allreduce(count, type, op, comm);

@@ -1,9 +1,17 @@
 #include "pmpi/settings.hpp"
 
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
+#include <vector>
 
+#include "api/agreement.hpp"
+#include "api/config.hpp"
 #include "core/parse_size.hpp"
+#include "pmpi/guard.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::pmpi {
@@ -29,11 +37,43 @@ Settings read_settings() {
   return s;
 }
 
+Settings& mutable_settings() {
+  static Settings s = read_settings();
+  return s;
+}
+
+// How long MPI_Init's comparison waits for every rank: TOROID_TIMEOUT where that is longer.
+double init_timeout_s() {
+  constexpr double floor_s = 60;
+  const char* v = std::getenv("TOROID_TIMEOUT");
+  char* end = nullptr;
+  const double t = v ? std::strtod(v, &end) : 0;
+  return v && end != v && t > floor_s ? t : floor_s;
+}
+
 }  // namespace
 
-const Settings& settings() {
-  static const Settings s = read_settings();
-  return s;
+const Settings& settings() { return mutable_settings(); }
+
+void agree_on_settings() noexcept {
+  ToroidScope inside;  // the comparison's own collectives go to MPI
+  try {
+    std::vector<const char*> names = api::variables_read(Options{});
+    names.insert(names.begin(), "TOROID_MIN_BYTES");
+    // A rank without the preload never joins the comparison; rather than wait for it for good,
+    // give up after a while with a message (the first served call would hang anyway).
+    api::require_same_environment(MPI_COMM_WORLD, names, init_timeout_s());
+  } catch (const Error& e) {
+    Settings& s = mutable_settings();
+    s.error = e.what();
+    s.min_bytes = 0;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+      fmt::print(stderr, "toroid: MPI_Init: {}\n", e.what());
+      std::fflush(stderr);
+    }
+  }
 }
 
 }  // namespace toroid::pmpi

@@ -3,7 +3,8 @@
 // TOROID_TOPOLOGY and the other TOROID_* variables are read by toroid::Communicator itself.
 //
 // Whether a call is served must be decided alike on every rank, and it depends on these
-// settings: every rank of a job must see the same TOROID_MIN_BYTES (mpirun -x passes one value).
+// settings: every rank of a job must see the same TOROID_MIN_BYTES (mpirun -x passes one value);
+// agree_on_settings checks it at MPI_Init.
 #pragma once
 
 #include <cstdint>
@@ -25,5 +26,12 @@ struct Settings {
 };
 
 const Settings& settings();
+
+// Right after MPI_Init: compares, over MPI_COMM_WORLD, every TOROID_* variable that decides
+// what a rank does (TOROID_MIN_BYTES and the library's). A difference (a variable exported on
+// one host only) becomes `error` on every rank, and rank 0 says so on stderr: every rank then
+// serves its first eligible call and reports the error there, instead of some ranks serving
+// calls that the others forward, which hangs.
+void agree_on_settings() noexcept;
 
 }  // namespace toroid::pmpi

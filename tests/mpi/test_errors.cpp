@@ -146,6 +146,33 @@ TEST_CASE("bad TOROID_* values name the variable and the value on every rank") {
   check_bad_env("TOROID_CHECK", "yes", "TOROID_CHECK: 'yes' is not 0, 1, on or off");
 }
 
+TEST_CASE("a TOROID_* variable set on one rank only is an error naming the ranks, on every rank") {
+  if (world_size() < 2) return;
+  if (testing::world_rank() == 0) setenv("TOROID_ALGO", "ring", 1);
+  std::string got = "(no error)";
+  try {
+    Communicator c(MPI_COMM_WORLD);
+  } catch (const InvalidArgument& e) {
+    got = e.what();
+  }
+  unsetenv("TOROID_ALGO");
+  const std::string others = world_size() == 2 ? "rank 1 has it unset" : "ranks 1,";
+  INFO(got);
+  CHECK(all_ranks(got.find("TOROID_ALGO differs between ranks: rank 0 has 'ring'; " + others) != std::string::npos));
+  // An option given explicitly is not read from the environment, so it need not agree.
+  if (testing::world_rank() == 0) setenv("TOROID_ALGO", "ring", 1);
+  Options o;
+  o.algorithm = Algorithm::automatic;
+  bool built = false;
+  try {
+    Communicator c(MPI_COMM_WORLD, o);
+    built = true;
+  } catch (const Error&) {
+  }
+  unsetenv("TOROID_ALGO");
+  CHECK(all_ranks(built));
+}
+
 TEST_CASE("Options::nodes \"real\" sees the real nodes whatever TOROID_NODES says") {
   setenv("TOROID_NODES", "999", 1);
   Options real;

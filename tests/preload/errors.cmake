@@ -18,6 +18,13 @@ handled(TOROID_MIN_BYTES=lots arg 3 failed "TOROID_MIN_BYTES: 'lots' is not a si
 handled(TOROID_MIN_BYTES=-5 arg 3 failed "TOROID_MIN_BYTES: '-5' is not a size \\(a size cannot be negative")
 handled(TOROID_LOG=loud arg 3 failed "TOROID_LOG: 'loud' is not off or info")
 
+# A setting exported on one rank only (here rank 1): compared at MPI_Init, so every rank serves
+# its first call and reports which ranks hold which value, instead of a hang.
+expect_run(0 "class arg handler_calls 3 same_code 1 small_call failed message toroid: MPI_Allreduce: TOROID_MIN_BYTES differs between ranks: rank 0 has it unset; rank 1 has '0'"
+           ${MPIEXEC} --oversubscribe -n 1 -x LD_PRELOAD=${PRELOAD} ${PROGRAM} handler
+           : -n 1 -x LD_PRELOAD=${PRELOAD} -x TOROID_MIN_BYTES=0 ${PROGRAM} handler)
+message(STATUS "TOROID_MIN_BYTES on rank 1 only: ${last_output}")
+
 # The default handler aborts the job with toroid's message; nothing crashes on the way.
 execute_process(COMMAND ${launch} -x TOROID_ALGO=bogus ${PROGRAM} fatal RESULT_VARIABLE rc
                 OUTPUT_VARIABLE out ERROR_VARIABLE err)
