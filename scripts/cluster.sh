@@ -8,6 +8,7 @@
 #   scripts/cluster.sh up torus XxY[:wrap=xy|x|y|none] [--rate R] [--delay D]
 #   scripts/cluster.sh run [--ranks-per-host K] [mpirun options...] -- program args...
 #   scripts/cluster.sh exec HOST -- command args...     (inside one host, e.g. to cut a link)
+#   scripts/cluster.sh pids HOST [NAME]                 (processes inside a host, by command name)
 #   scripts/cluster.sh status | down
 #
 # Layouts:
@@ -27,9 +28,12 @@
 # 1gbit), applied with tbf to every direction of every link. --delay needs the kernel's netem
 # qdisc; where the kernel has none, up says so and stops rather than run without the delay.
 #
-# Inside each host net.ipv4.tcp_retries2 is 5 (Linux default 15): a TCP connection over a cut
-# link then gives up after about 6-12 s instead of about 15 minutes, so a fault test ends with
-# MPI's error rather than waiting out the kernel. `down` (also run when `up` fails) kills every
+# Inside each host net.ipv4.tcp_retries2 is 5 (Linux default 15): a TCP connection with data in
+# flight over a cut link then gives up after about 6-12 s instead of about 15 minutes. `run`
+# also sets keepalives on mpirun's own connections to the hosts' daemons (4 s idle, 3 probes
+# 2 s apart; Open MPI's default is 300 s, then 9 probes): without them a link cut while nothing
+# was in flight (ranks waiting inside MPI, or the job aborting) left mpirun waiting forever for a
+# daemon it could no longer reach, and that daemon running on its host. `down` (also run when `up` fails) kills every
 # process in the hosts and removes every namespace and mount this script made.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -238,6 +242,7 @@ cmd_run() {
       --hostfile "$state/hostfile" -np $((n * per)) \
       --mca plm_rsh_agent "$root/scripts/cluster-rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
       --mca btl tcp,self,vader --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" \
+      --mca oob_tcp_keepalive_time 4 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3 \
       --bind-to none --oversubscribe "${opts[@]}" "$@"
 }
 
@@ -246,6 +251,15 @@ cmd_exec() {
   [ "${1:-}" = -- ] && shift
   [ -f "$state/h${h#h}/pid" ] || die "exec: no host '$h'"
   nsenter -t "$(cat "$state/h${h#h}/pid")" -n -u -m --wd="$PWD" -- "$@"
+}
+
+cmd_pids() {
+  local h=${1:-} name=${2:-}
+  [ -f "$state/h${h#h}/pid" ] || die "pids: no host '$h'"
+  for pid in $(ip netns pids "$(host_ns "${h#h}")" 2>/dev/null); do
+    [ -z "$name" ] || [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "${name:0:15}" ] && echo "$pid"
+  done
+  return 0
 }
 
 cmd_status() {
@@ -279,6 +293,7 @@ case "${1:-}" in
   up) shift; cmd_up "$@" ;;
   run) shift; cmd_run "$@" ;;
   exec) shift; cmd_exec "$@" ;;
+  pids) shift; cmd_pids "$@" ;;
   status) cmd_status ;;
   down) cmd_down ;;
   *) die "usage: cluster.sh up switch|torus XxY[:wrap=..] [--hosts N] [--rate R] [--delay D] | run [--ranks-per-host K] [mpirun options] -- program args | exec HOST -- cmd | status | down" ;;

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Faults across hosts of the emulated cluster (2 hosts x 2 ranks): each ends the job within a
+# bound, non-zero, with a message saying what happened, and leaves no process on any host.
+#   fault_test.sh BUILD_DIR
+set -euo pipefail
+build=$1
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cluster=$root/scripts/cluster.sh
+export TOROID_CLUSTER_DIR=/run/toroid-cluster-faults
+export TOROID_BUILD_DIR=$build
+log=$(mktemp -d)
+trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$log"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# fault NAME ALGO MESSAGE ACTION: starts a long all-reduce (toroid's ring, or the stock one),
+# runs ACTION after 4 s, and requires the job to end within 60 s, non-zero, with MESSAGE.
+fault() {
+  local name=$1 algo=$2 message=$3 action=$4
+  local baseline=--no-baseline
+  [ "$algo" = mpi ] && baseline=
+  (sleep 4; eval "$action") &
+  local start=$SECONDS rc=0
+  timeout 90 "$cluster" run --ranks-per-host 2 -x TOROID_TIMEOUT=5 -- "$build/benchmarks/toroid-bench" \
+    --algo "$algo" $baseline -b 4M -e 4M -n 1000000 >"$log/$name" 2>&1 || rc=$?
+  wait
+  local took=$((SECONDS - start))
+  ((rc != 0 && rc != 124)) || fail "$name: exit $rc after $took s (124: still running at 90 s)"
+  ((took <= 60)) || fail "$name: took $took s"
+  grep -aq "$message" "$log/$name" || { tail -20 "$log/$name" >&2; fail "$name: no '$message' in the output"; }
+  sleep 1
+  for h in h0 h1; do
+    local left
+    left=$("$cluster" pids "$h" | wc -l)
+    # One process per host is the cluster's own (the holder of its namespaces).
+    ((left == 1)) || fail "$name: $((left - 1)) processes left on $h: $("$cluster" pids "$h" | xargs -r ps -o comm= -p | tr '\n' ' ')"
+  done
+  echo "ok   $name: exit $rc after $took s: $(grep -a -m1 "$message" "$log/$name" | cut -c1-120)"
+}
+
+"$cluster" up switch --hosts 2
+fault kill_rank ring "exited on signal 9" 'kill -9 $("$cluster" pids h1 toroid-bench | head -1)'
+fault stop_rank ring "made no progress for 5 s" 'kill -STOP $("$cluster" pids h1 toroid-bench | head -1)'
+fault cut_link_in_toroid ring "made no progress for 5 s" '"$cluster" exec h1 -- ip link set eth0 down'
+"$cluster" exec h1 -- ip link set eth0 up
+fault cut_link_in_stock mpi "lost communication with a remote daemon" '"$cluster" exec h1 -- ip link set eth0 down'
+echo "every fault ended the job with a message and left no process"
