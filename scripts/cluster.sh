@@ -6,7 +6,8 @@
 #
 #   scripts/cluster.sh up switch [--hosts N] [--rate R] [--delay D]
 #   scripts/cluster.sh up torus XxY[:wrap=xy|x|y|none] [--rate R] [--delay D]
-#   scripts/cluster.sh run [--ranks-per-host K] [mpirun options...] -- program args...
+#   scripts/cluster.sh run [--ranks-per-host K] [--np N] [mpirun options...] -- program args...
+#                          (N defaults to hosts x K; ranks fill h0 first, then h1, ...)
 #   scripts/cluster.sh exec HOST -- command args...     (inside one host, e.g. to cut a link)
 #   scripts/cluster.sh pids HOST [NAME]                 (processes inside a host, by command name)
 #   scripts/cluster.sh status | down
@@ -47,9 +48,21 @@ addr() { echo "$subnet.$(($1 + 1))"; }
 hosts() { cat "$state/hosts" 2>/dev/null || echo 0; }
 in_host() { local h=$1; shift; ip netns exec "$(host_ns "$h")" "$@"; }
 
+# Bytes per second of a tc rate (200mbit, 1gbit, 500kbit).
+rate_bytes() {
+  [[ "$1" =~ ^([0-9]+)(kbit|mbit|gbit)$ ]] || die "--rate '$1': expected e.g. 200mbit or 1gbit"
+  local scale=1000
+  case "${BASH_REMATCH[2]}" in mbit) scale=1000000 ;; gbit) scale=1000000000 ;; esac
+  echo $((BASH_REMATCH[1] * scale / 8))
+}
+
+# The token bucket holds 1 ms of the rate (at least 16 KB, a few packets): a larger bucket lets
+# short messages through at memory speed and makes the link look faster than it is for them.
 shape() {  # shape NS DEV: rate (and delay) on DEV's egress inside NS
-  local ns=$1 dev=$2
-  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst 256kb latency 200ms
+  local ns=$1 dev=$2 burst
+  burst=$(($(rate_bytes "$rate") / 1000))
+  ((burst >= 16384)) || burst=16384
+  ip netns exec "$ns" tc qdisc replace dev "$dev" root tbf rate "$rate" burst "$burst" latency 200ms
   if [ -n "$delay" ]; then
     ip netns exec "$ns" tc qdisc replace dev "$dev" root netem delay "$delay" rate "$rate" limit 100000
   fi
@@ -205,6 +218,7 @@ cmd_up() {
     esac
   done
   [[ "$n" =~ ^[0-9]+$ ]] && ((n >= 1 && n <= 64)) || die "--hosts '$n': expected 1 to 64 hosts"
+  rate_bytes "$rate" >/dev/null
   check_delay
   mkdir -p "$state"
   trap 'echo "cluster.sh: up failed; removing what it made" >&2; cmd_down >/dev/null 2>&1' ERR
@@ -221,12 +235,13 @@ cmd_up() {
 
 cmd_run() {
   [ -e "$state/hosts" ] || die "no cluster is up ('scripts/cluster.sh up ...' first)"
-  local per=1 n
+  local per=1 n np=""
   n=$(hosts)
   local opts=()
   while (($#)) && [ "$1" != -- ]; do
     case "$1" in
       --ranks-per-host) per=$2; shift 2 ;;
+      --np) np=$2; shift 2 ;;
       *) opts+=("$1"); shift ;;
     esac
   done
@@ -239,7 +254,7 @@ cmd_run() {
   # mpirun runs on h0, like a login node that is also the first compute node.
   TOROID_CLUSTER_DIR=$state OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     nsenter -t "$(cat "$state/h0/pid")" -n -u -m --wd="$PWD" -- "${launcher:-mpirun}" \
-      --hostfile "$state/hostfile" -np $((n * per)) \
+      --hostfile "$state/hostfile" -np "${np:-$((n * per))}" \
       --mca plm_rsh_agent "$root/scripts/cluster-rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
       --mca btl tcp,self,vader --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" \
       --mca oob_tcp_keepalive_time 4 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3 \

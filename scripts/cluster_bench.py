@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+"""toroid's all-reduce algorithms and the stock MPI_Allreduce on an emulated torus of hosts
+(scripts/cluster.sh), next to what toroid-sim predicts for the same network.
+
+Brings up a torus of X*Y hosts (one rank each) with every link direction shaped to --rate,
+fits the per-message latency from a ping-pong between two neighbours (toroid-sim --calibrate),
+then runs toroid-bench: once with every toroid algorithm (beside the stock default), and once
+per further stock configuration (forced ring, forced Rabenseifner, coll/han). Prints, per size,
+each row's time, busbw against the link rate, the best toroid row against the best stock
+configuration, the CPU busy share during the runs, and toroid-sim's prediction with the
+measured/predicted ratio. The cluster is taken down at the end (--keep leaves it up).
+
+  scripts/cluster_bench.py [--torus 4x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3]
+"""
+import argparse
+import csv
+import io
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+TOROID_ALGOS = ["ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical", "recursive_doubling", "rabenseifner"]
+# Stock configurations beyond the default: Open MPI 4.1 coll/tuned forced algorithms, and coll/han.
+STOCK = {
+    "mpi_ring": ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "4"],
+    "mpi_rabenseifner": ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "6"],
+    "mpi_han": ["--mca", "coll_han_priority", "100"],
+}
+
+
+def rate_gbps(rate):
+    m = re.fullmatch(r"(\d+)(kbit|mbit|gbit)", rate)
+    if not m:
+        sys.exit(f"--rate {rate}: expected e.g. 200mbit")
+    return int(m.group(1)) * {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}[m.group(2)] / 8 / 1e9
+
+
+def cpu_ticks():
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v), v[3] + v[4]  # total, idle + iowait
+
+
+def cluster(*args, **kw):
+    return subprocess.run([CLUSTER, *args], capture_output=True, text=True, **kw)
+
+
+def bench(args, extra, algo, name):
+    """One toroid-bench run on the cluster: CSV rows, and the CPU busy share while it ran."""
+    t0, i0 = cpu_ticks()
+    cmd = ["run", "-x", "TOROID_TIMEOUT=600", *extra, "--", os.path.join(args.build, "benchmarks", "toroid-bench"),
+           "--algo", algo, "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "--check", "1",
+           "--format", "csv"]
+    p = cluster(*cmd, timeout=3000)
+    t1, i1 = cpu_ticks()
+    if p.returncode != 0:
+        sys.exit(f"{name}: exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    rows = list(csv.DictReader(io.StringIO("\n".join(l for l in p.stdout.splitlines() if not l.startswith("#")))))
+    if any(int(r["wrong"]) for r in rows):
+        sys.exit(f"{name}: wrong elements")
+    for r in rows:
+        if r["algo"] == "mpi":
+            r["algo"] = name if name != "toroid" else "mpi_default"
+    busy = 100.0 * (1 - (i1 - i0) / max(t1 - t0, 1))
+    return rows, busy
+
+
+def calibrate(args):
+    p = cluster("run", "--np", "2", "--", os.path.join(args.build, "benchmarks", "toroid-sim"), "--calibrate",
+                "--calibrate-max", "8M", "--calibrate-iters", "5", timeout=600)
+    m = re.search(r"# alpha ([0-9.]+) us, beta ([0-9.]+) GB/s, f32 sum kernel ([0-9.]+) GB/s", p.stdout)
+    big = re.search(r"messages >= 1 MiB alone: beta ([0-9.]+) GB/s", p.stdout)
+    if p.returncode or not m:
+        sys.exit(f"calibration failed:\n{p.stdout}\n{p.stderr}")
+    return float(m.group(1)), float(big.group(1)) if big else float(m.group(2)), float(m.group(3))
+
+
+def simulate(args, hop_us, link_gbps, reduce_gbps):
+    p = subprocess.run([os.path.join(args.build, "benchmarks", "toroid-sim"), "--topology", args.torus, "--algo",
+                        ",".join(TOROID_ALGOS), "--bytes", f"{args.b}:{args.e}", "--link-gbps", f"{link_gbps}",
+                        "--hop-us", f"{hop_us}", "--reduce-gbps", f"{reduce_gbps}", "--format", "csv"],
+                       capture_output=True, text=True, check=True)
+    rows = csv.DictReader(io.StringIO("\n".join(l for l in p.stdout.splitlines() if not l.startswith("#"))))
+    return {(r["algo"], int(r["bytes"])): float(r["time_us"]) for r in rows}
+
+
+def human(n):
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--torus", default="4x2")
+    ap.add_argument("--rate", default="200mbit")
+    ap.add_argument("-b", default="64K")
+    ap.add_argument("-e", default="16M")
+    ap.add_argument("-n", type=int, default=3)
+    ap.add_argument("--build", default=os.environ.get("TOROID_BUILD_DIR", os.path.join(ROOT, "build")))
+    ap.add_argument("--keep", action="store_true", help="leave the cluster up")
+    args = ap.parse_args()
+    link = rate_gbps(args.rate)
+    os.environ["TOROID_BUILD_DIR"] = args.build
+    up = cluster("up", "torus", args.torus, "--rate", args.rate)
+    if up.returncode:
+        sys.exit(up.stderr)
+    try:
+        started = time.time()
+        hop_us, beta, reduce_gbps = calibrate(args)
+        rows, busy = bench(args, [], ",".join(TOROID_ALGOS), "toroid")
+        busy_all = {"toroid rows + mpi_default": busy}
+        for name, mca in STOCK.items():
+            more, b = bench(args, mca, "mpi", name)
+            rows += more
+            busy_all[name] = b
+        predicted = simulate(args, hop_us, link, reduce_gbps)
+    finally:
+        if not args.keep:
+            cluster("down")
+    stock_names = ["mpi_default", *STOCK]
+    sizes = sorted({int(r["size"]) for r in rows})
+    t = {(r["algo"], int(r["size"])): float(r["time_us"]) for r in rows}
+    bus = {(r["algo"], int(r["size"])): float(r["busbw"]) for r in rows}
+    x, y = (int(v) for v in args.torus.split("x"))
+    print(f"# torus {args.torus} ({x * y} hosts, 1 rank each), every link direction {args.rate} = {link:.4f} GB/s; "
+          f"ping-pong fit: {hop_us:.1f} us per message, {beta:.4f} GB/s for >= 1 MiB; "
+          f"{time.time() - started:.0f} s of runs; median of {args.n} iterations, f32 sum")
+    print("# CPU busy during the runs: " + ", ".join(f"{k} {v:.0f}%" for k, v in busy_all.items()))
+    print()
+    print("| size | algorithm | time (ms) | busbw (GB/s) | busbw / link | predicted (ms) | measured / predicted |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        for a in stock_names + TOROID_ALGOS:
+            if (a, n) not in t:
+                continue
+            p = predicted.get((a, n))
+            pred = f"{p / 1000:.2f}" if p else "-"
+            ratio = f"{t[(a, n)] / p:.2f}" if p else "-"
+            print(f"| {human(n)} | {a} | {t[(a, n)] / 1000:.2f} | {bus[(a, n)]:.4f} | {bus[(a, n)] / link:.2f} | "
+                  f"{pred} | {ratio} |")
+    print()
+    print("| size | best stock | time (ms) | best toroid | time (ms) | toroid speedup | bidir/ring | "
+          "torus2d_both/torus2d | measured order | predicted order |")
+    print("|---:|---|---:|---|---:|---:|---:|---:|---|---|")
+    for n in sizes:
+        stock = min((t[(a, n)], a) for a in stock_names if (a, n) in t)
+        ours = min((t[(a, n)], a) for a in TOROID_ALGOS if (a, n) in t)
+        measured = [a for _, a in sorted((t[(a, n)], a) for a in TOROID_ALGOS if (a, n) in t)]
+        pred = [a for _, a in sorted((predicted[(a, n)], a) for a in TOROID_ALGOS if (a, n) in predicted)]
+        print(f"| {human(n)} | {stock[1]} | {stock[0] / 1000:.2f} | {ours[1]} | {ours[0] / 1000:.2f} | "
+              f"{stock[0] / ours[0]:.2f} | {t[('ring', n)] / t[('bidir_ring', n)]:.2f} | "
+              f"{t[('torus2d', n)] / t[('torus2d_both', n)]:.2f} | {' < '.join(measured[:4])} | {' < '.join(pred[:4])} |")
+
+
+if __name__ == "__main__":
+    main()
