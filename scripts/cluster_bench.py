@@ -40,9 +40,11 @@ def rate_gbps(rate):
 
 
 def cpu_ticks():
+    """Jiffies of all cores: total, idle (with iowait), system (with interrupts: the kernel's
+    TCP and forwarding work)."""
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
-    return sum(v), v[3] + v[4]  # total, idle + iowait
+    return sum(v), v[3] + v[4], v[2] + v[5] + v[6]
 
 
 def cluster(*args, **kw):
@@ -51,12 +53,12 @@ def cluster(*args, **kw):
 
 def bench(args, extra, algo, name):
     """One toroid-bench run on the cluster: CSV rows, and the CPU busy share while it ran."""
-    t0, i0 = cpu_ticks()
+    t0, i0, s0 = cpu_ticks()
     cmd = ["run", "-x", "TOROID_TIMEOUT=600", *extra, "--", os.path.join(args.build, "benchmarks", "toroid-bench"),
            "--algo", algo, "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "--check", "1",
            "--format", "csv"]
     p = cluster(*cmd, timeout=3000)
-    t1, i1 = cpu_ticks()
+    t1, i1, s1 = cpu_ticks()
     if p.returncode != 0:
         sys.exit(f"{name}: exit {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     rows = list(csv.DictReader(io.StringIO("\n".join(l for l in p.stdout.splitlines() if not l.startswith("#")))))
@@ -65,7 +67,7 @@ def bench(args, extra, algo, name):
     for r in rows:
         if r["algo"] == "mpi":
             r["algo"] = name if name != "toroid" else "mpi_default"
-    busy = 100.0 * (1 - (i1 - i0) / max(t1 - t0, 1))
+    busy = (100.0 * (1 - (i1 - i0) / max(t1 - t0, 1)), 100.0 * (s1 - s0) / max(t1 - t0, 1))
     return rows, busy
 
 
@@ -128,7 +130,8 @@ def main():
     print(f"# torus {args.torus} ({x * y} hosts, 1 rank each), every link direction {args.rate} = {link:.4f} GB/s; "
           f"ping-pong fit: {hop_us:.1f} us per message, {beta:.4f} GB/s for >= 1 MiB; "
           f"{time.time() - started:.0f} s of runs; median of {args.n} iterations, f32 sum")
-    print("# CPU busy during the runs: " + ", ".join(f"{k} {v:.0f}%" for k, v in busy_all.items()))
+    print("# CPU busy during the runs (all, of which kernel: TCP, forwarding, shaping): " +
+          ", ".join(f"{k} {v[0]:.0f}% ({v[1]:.0f}%)" for k, v in busy_all.items()))
     print()
     print("| size | algorithm | time (ms) | busbw (GB/s) | busbw / link | predicted (ms) | measured / predicted |")
     print("|---:|---|---:|---:|---:|---:|---:|")
