@@ -5,15 +5,9 @@
 #   cluster_test.sh switch HOSTS RANKS_PER_HOST BUILD_DIR
 #   cluster_test.sh torus XxY 1 BUILD_DIR
 set -euo pipefail
-layout=$1 shape=$2 per=$3 build=$4
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cluster=$root/scripts/cluster.sh
-export TOROID_CLUSTER_DIR=/run/toroid-cluster-test
-export TOROID_BUILD_DIR=$build
-log=$(mktemp -d)
-trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$log"' EXIT
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
+layout=$1 shape=$2 per=$3
+. "$(dirname "$0")/common.sh"
+cluster_test_setup "$4" cluster-test
 # run NAME mpirun-args... -- program args: runs on the cluster with a time bound, output in $log/NAME
 run() {
   local name=$1; shift

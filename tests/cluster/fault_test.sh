@@ -3,14 +3,8 @@
 # bound, non-zero, with a message saying what happened, and leaves no process on any host.
 #   fault_test.sh BUILD_DIR
 set -euo pipefail
-build=$1
-root=$(cd "$(dirname "$0")/../.." && pwd)
-cluster=$root/scripts/cluster.sh
-export TOROID_CLUSTER_DIR=/run/toroid-cluster-faults
-export TOROID_BUILD_DIR=$build
-log=$(mktemp -d)
-trap '"$cluster" down >/dev/null 2>&1 || true; rm -rf "$log"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$(dirname "$0")/common.sh"
+cluster_test_setup "$1" cluster-faults
 
 # fault NAME ALGO MESSAGE ACTION: starts a long all-reduce (toroid's ring, or the stock one),
 # runs ACTION after 4 s, and requires the job to end within 60 s, non-zero, with MESSAGE.

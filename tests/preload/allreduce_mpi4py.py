@@ -1,19 +1,14 @@
 """comm.Allreduce on numpy arrays under the toroid preload: every result checked, and toroid
 seen to serve the large calls and to leave the small one to MPI (the counter the preload
 exports; the caller also checks the TOROID_LOG=info line)."""
-import ctypes
-import sys
-
 import numpy as np
 from mpi4py import MPI
 
+from preload_counter import served_counter
+
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
-try:
-    served = ctypes.CDLL(None).toroid_preload_calls
-except AttributeError:
-    sys.exit("the toroid preload is not loaded (LD_PRELOAD)")
-served.restype = ctypes.c_ulonglong
+served = served_counter()
 before = served()
 
 n = 1 << 16

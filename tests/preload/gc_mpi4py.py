@@ -6,18 +6,15 @@ states sit elsewhere in its heap than the other ranks' do. The job must end: MPI
 returns on every rank (the caller bounds the run in time)."""
 import ctypes
 import gc
-import sys
 
 import numpy as np
 from mpi4py import MPI
 
+from preload_counter import served_counter
+
 world = MPI.COMM_WORLD
 rank, size = world.Get_rank(), world.Get_size()
-try:
-    served = ctypes.CDLL(None).toroid_preload_calls
-except AttributeError:
-    sys.exit("the toroid preload is not loaded (LD_PRELOAD)")
-served.restype = ctypes.c_ulonglong
+served = served_counter()
 libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
