@@ -26,7 +26,8 @@ struct Options {
   std::string topology;
   // Default algorithm of collectives that do not name one. Empty: TOROID_ALGO, else automatic.
   std::optional<Algorithm> algorithm;
-  // Pipelining segment of the MPI executor in bytes. 0: TOROID_SEGMENT_BYTES, else the default.
+  // Pipelining segment of the MPI executor in bytes. 0: TOROID_SEGMENT_BYTES, else the default
+  // (default_segment_bytes, or cross_node_segment_bytes when the ranks span several nodes).
   std::size_t segment_bytes = 0;
   // Compare each collective's arguments across ranks first (one small MPI_Allgather per call),
   // so a mismatch raises an error naming the ranks instead of hanging. Empty: TOROID_CHECK.
@@ -43,6 +44,13 @@ struct Options {
 };
 
 inline constexpr std::size_t default_segment_bytes = 256 * 1024;
+// The default instead where the communicator spans several real nodes (and neither
+// Options::segment_bytes nor TOROID_SEGMENT_BYTES says otherwise). Over TCP, MPI sends a
+// message above its eager limit (Open MPI: 64 KiB) by rendezvous, and the receiver's reply waits
+// in the same TCP stream behind the bulk data going the other way, so an algorithm that uses
+// both directions of a link got no more than one of them (3 hosts, 4 MiB: bidir_ring 229 ms with
+// 256 KiB segments, 120 ms with 56 KiB, ring 234 ms either way; docs/cluster.md).
+inline constexpr std::size_t cross_node_segment_bytes = 56 * 1024;
 
 class Communicator {
  public:

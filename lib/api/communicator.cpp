@@ -55,6 +55,9 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     else
       m.nodes = topology::discover_nodes(m.comm);
     api::run_agreed(m.comm, [&] { m.topology = resolve_topology(m.config.topology, m.size, m.nodes); });
+    // Real nodes only: emulated ones share this machine's memory, where MPI is no TCP stream.
+    if (!m.config.segment_bytes_given && m.config.nodes.empty() && m.nodes.nodes > 1)
+      m.config.segment_bytes = cross_node_segment_bytes;
     const Coord c = m.topology.coord_of(m.rank);
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");

@@ -39,6 +39,7 @@ Config resolve_config(const Options& options) {
 
   if (options.segment_bytes != 0) c.segment_bytes = checked_segment_bytes(options.segment_bytes, "Options::segment_bytes");
   else if (const char* v = env("TOROID_SEGMENT_BYTES")) c.segment_bytes = parse_segment_bytes(v, "TOROID_SEGMENT_BYTES");
+  c.segment_bytes_given = options.segment_bytes != 0 || env("TOROID_SEGMENT_BYTES");
 
   if (options.check) {
     c.check = *options.check;

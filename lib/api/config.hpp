@@ -23,6 +23,7 @@ struct Config {
   std::string topology = "auto";
   Algorithm algorithm = Algorithm::automatic;
   std::size_t segment_bytes = default_segment_bytes;
+  bool segment_bytes_given = false;  // by Options or TOROID_SEGMENT_BYTES
   bool check = check_by_default;  // compare collective arguments across ranks before each call
   std::string nodes;   // emulated node sizes ("3,2,3"); empty: the real nodes
   double timeout_s = 0;  // watchdog (TOROID_TIMEOUT); 0: off

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ TEST_CASE("explicit topologies shape the communicator, auto follows the nodes") 
   Communicator a(MPI_COMM_WORLD);
   CHECK(a.topology().size() == p);
   CHECK(a.nodes() == testing::real_nodes());
+  // Across real nodes MPI messages stay under TCP's eager limit by default (communicator.hpp).
+  if (!std::getenv("TOROID_SEGMENT_BYTES"))
+    CHECK(a.segment_bytes() == (testing::real_nodes() > 1 ? cross_node_segment_bytes : default_segment_bytes));
   // With nodes of one size and consecutive or dealt-out ranks, one torus dimension stays inside
   // every node: all of my row, or all of my column, shares my node.
   const std::string placement(a.node_placement());
