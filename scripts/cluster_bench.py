@@ -10,14 +10,12 @@ each row's time, busbw against the link rate, the best toroid row against the be
 configuration, the CPU busy share during the runs, and toroid-sim's prediction with the
 measured/predicted ratio. The cluster is taken down at the end (--keep leaves it up).
 
-  scripts/cluster_bench.py [--torus 4x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager 1M]
+  scripts/cluster_bench.py [--torus 4x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager B]
 
-Every run, stock and toroid alike, gets Open MPI's TCP eager limit (and largest send) set to
---eager. With the default 64 KiB, a message larger than that waits for a rendezvous reply, and
-that reply travels in the same TCP byte stream as the bulk data going the other way: a
-transfer in one direction waits for the whole chunk in the other direction to drain, so every
-algorithm that uses both directions of a link ran no faster than one direction (3 hosts, 4 MiB:
-bidir_ring 229 ms against ring 234 ms; with a 1 MiB eager limit 121 ms).
+--eager B sets Open MPI's TCP eager limit (and largest send) for every run, stock and toroid
+alike; by default both keep Open MPI's own (64 KiB). Above it a message waits for a rendezvous
+reply that travels behind the other direction's bulk data in the same TCP stream, which is why
+communicators spanning nodes use 56 KiB segments (communicator.hpp, docs/cluster.md).
 """
 import argparse
 import csv
@@ -61,7 +59,8 @@ def cluster(*args, **kw):
 def bench(args, extra, algo, name):
     """One toroid-bench run on the cluster: CSV rows, and the CPU busy share while it ran."""
     t0, i0, s0 = cpu_ticks()
-    eager = ["--mca", "btl_tcp_eager_limit", str(args.eager), "--mca", "btl_tcp_max_send_size", str(args.eager)]
+    eager = ["--mca", "btl_tcp_eager_limit", str(args.eager), "--mca", "btl_tcp_max_send_size",
+             str(args.eager)] if args.eager else []
     cmd = ["run", "-x", "TOROID_TIMEOUT=600", *eager, *extra, "--", os.path.join(args.build, "benchmarks", "toroid-bench"),
            "--algo", algo, "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "--check", "1",
            "--format", "csv"]
@@ -109,14 +108,16 @@ def main():
     ap.add_argument("-b", default="64K")
     ap.add_argument("-e", default="16M")
     ap.add_argument("-n", type=int, default=3)
-    ap.add_argument("--eager", default="1M", help="btl_tcp_eager_limit and btl_tcp_max_send_size for every run")
+    ap.add_argument("--eager", help="btl_tcp_eager_limit and btl_tcp_max_send_size for every run "
+                                     "(default: Open MPI's own)")
     ap.add_argument("--build", default=os.environ.get("TOROID_BUILD_DIR", os.path.join(ROOT, "build")))
     ap.add_argument("--keep", action="store_true", help="leave the cluster up")
     args = ap.parse_args()
-    m = re.fullmatch(r"(\d+)([KM]?)", args.eager)
-    if not m:
-        sys.exit(f"--eager {args.eager}: expected bytes, e.g. 65536, 256K or 1M")
-    args.eager = int(m.group(1)) << {"": 0, "K": 10, "M": 20}[m.group(2)]
+    if args.eager:
+        m = re.fullmatch(r"(\d+)([KM]?)", args.eager)
+        if not m:
+            sys.exit(f"--eager {args.eager}: expected bytes, e.g. 65536, 256K or 1M")
+        args.eager = int(m.group(1)) << {"": 0, "K": 10, "M": 20}[m.group(2)]
     link = rate_gbps(args.rate)
     os.environ["TOROID_BUILD_DIR"] = args.build
     up = cluster("up", "torus", args.torus, "--rate", args.rate)
@@ -143,7 +144,7 @@ def main():
     print(f"# torus {args.torus} ({x * y} hosts, 1 rank each), every link direction {args.rate} = {link:.4f} GB/s; "
           f"ping-pong fit: {hop_us:.1f} us per message, {beta:.4f} GB/s for >= 1 MiB; "
           f"{time.time() - started:.0f} s of runs; median of {args.n} iterations, f32 sum; "
-          f"btl_tcp_eager_limit {args.eager}")
+          f"btl_tcp_eager_limit {args.eager or 'Open MPI default'}")
     print("# CPU busy during the runs (all, of which kernel: TCP, forwarding, shaping): " +
           ", ".join(f"{k} {v[0]:.0f}% ({v[1]:.0f}%)" for k, v in busy_all.items()))
     print()
