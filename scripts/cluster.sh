@@ -295,15 +295,20 @@ cmd_status() {
   done
 }
 
+# The network namespaces this script makes: hosts, the switch, the netem probe.
+our_namespaces() {
+  ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^($prefix[0-9]+|toroid-sw|toroid-probe)$" || true
+}
+
 cmd_down() {
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^($prefix[0-9]+|toroid-sw|toroid-probe)$" || true); do
+  for ns in $(our_namespaces); do
     ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
   done
   for pidfile in "$state"/h*/pid; do
     [ -f "$pidfile" ] && kill -9 "$(cat "$pidfile")" 2>/dev/null || true
   done
   sleep 0.2
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^($prefix[0-9]+|toroid-sw|toroid-probe)$" || true); do
+  for ns in $(our_namespaces); do
     ip netns del "$ns" 2>/dev/null || true
   done
   rm -rf "$state"

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "exec/mpi_check.hpp"
 #include "toroid/error.hpp"
@@ -50,6 +52,15 @@ void finish(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call)
       std::abort();
     }
   }
+}
+
+// "ranks 0,1,3 have 1048576; rank 2 has 1048552": each group's ranks and what they hold.
+std::string who_holds(const std::vector<std::pair<std::string, std::vector<int>>>& groups) {
+  std::string detail;
+  for (const auto& [held, ranks] : groups)
+    detail += fmt::format("{}{} {} {} {}", detail.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks",
+                          fmt::join(ranks, ","), ranks.size() == 1 ? "has" : "have", held);
+  return detail;
 }
 
 }  // namespace
@@ -103,12 +114,9 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
     std::map<std::int64_t, std::vector<int>> holders;
     for (int r = 0; r < size; ++r) holders[all[static_cast<std::size_t>(r) * n + i]].push_back(r);
     if (holders.size() == 1) continue;
-    std::string detail;
-    for (const auto& [value, ranks] : holders)
-      detail += fmt::format("{}{} {} {} {}", detail.empty() ? "" : "; ",
-                            ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ","),
-                            ranks.size() == 1 ? "has" : "have", value);
-    throw InvalidArgument(fmt::format("{}: {} differs between ranks: {}", what, fields[i].name, detail));
+    std::vector<std::pair<std::string, std::vector<int>>> groups;
+    for (auto& [value, ranks] : holders) groups.emplace_back(std::to_string(value), std::move(ranks));
+    throw InvalidArgument(fmt::format("{}: {} differs between ranks: {}", what, fields[i].name, who_holds(groups)));
   }
 }
 
@@ -156,15 +164,10 @@ void require_same_environment(MPI_Comm comm, const std::vector<const char*>& nam
       if (it == holders.end()) holders.push_back({std::move(value), {r}});
       else it->second.push_back(r);
     }
-    std::string detail;
-    for (const auto& [value, ranks] : holders)
-      detail += fmt::format("{}{} {} {}", detail.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks",
-                            fmt::join(ranks, ","),
-                            value.empty() ? (ranks.size() == 1 ? "has it unset" : "have it unset")
-                                          : fmt::format("{} '{}'", ranks.size() == 1 ? "has" : "have", value));
+    for (auto& [value, ranks] : holders) value = value.empty() ? "it unset" : "'" + value + "'";
     throw InvalidArgument(fmt::format("{} differs between ranks: {} (every rank must see the same TOROID_* "
                                       "settings: export them everywhere, e.g. mpirun -x {})",
-                                      names[i], detail, names[i]));
+                                      names[i], who_holds(holders), names[i]));
   }
 }
 

@@ -19,9 +19,8 @@ Torus2D resolve_topology(const std::string& text, int size, const topology::Node
   }
   // One dimension within the nodes, so its rings never leave a node, where the placement
   // allows: rows are the nodes when ranks fill one node after the other, columns are when they
-  // are dealt out in turn (--map-by node). Otherwise the most square grid, and node_placement()
-  // says why.
-  // A rank per node says nothing of how the nodes are wired: then the most square grid too.
+  // are dealt out in turn (--map-by node). Otherwise, and where each node has one rank (which
+  // says nothing of how the nodes are wired), the most square grid; node_placement() says which.
   using topology::Placement;
   if (nodes.local_size == 1 && nodes.nodes > 1) return Torus2D::most_square(size);
   if (nodes.placement == Placement::by_node) return Torus2D(nodes.local_size, nodes.nodes);

@@ -96,10 +96,10 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   slots_ = fit;
 
   // Each rank's part holds the channels it receives on; parts start on pages of their own.
-  part_stride_ = page_rounded(bytes_per_rank());
-  segment_ = std::make_unique<SharedSegment>(node_, part_stride_ * static_cast<std::size_t>(local));
+  const std::size_t part_stride = page_rounded(bytes_per_rank());
+  segment_ = std::make_unique<SharedSegment>(node_, part_stride * static_cast<std::size_t>(local));
   bases_.resize(static_cast<std::size_t>(local));
-  for (int i = 0; i < local; ++i) bases_[static_cast<std::size_t>(i)] = segment_->data() + part_stride_ * i;
+  for (int i = 0; i < local; ++i) bases_[static_cast<std::size_t>(i)] = segment_->data() + part_stride * i;
   // Counters start at zero because the file does (ftruncate fills it with zeros), so no rank
   // writes them here and nobody need wait for anybody before the first transfer; the slots need
   // no initial contents.

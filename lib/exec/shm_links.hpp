@@ -91,7 +91,6 @@ class ShmLinks {
 
   MPI_Comm node_ = MPI_COMM_NULL;
   std::unique_ptr<SharedSegment> segment_;
-  std::size_t part_stride_ = 0;  // bytes from one rank's part to the next (page aligned)
   int rank_ = 0;
   int my_local_ = -1;
   int local_count_ = 0;

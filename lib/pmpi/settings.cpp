@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -10,6 +11,7 @@
 
 #include "api/agreement.hpp"
 #include "api/config.hpp"
+#include "core/config_values.hpp"
 #include "core/parse_size.hpp"
 #include "pmpi/guard.hpp"
 #include "toroid/error.hpp"
@@ -42,13 +44,17 @@ Settings& mutable_settings() {
   return s;
 }
 
-// How long MPI_Init's comparison waits for every rank: TOROID_TIMEOUT where that is longer.
+// How long MPI_Init's comparison waits for every rank: TOROID_TIMEOUT where that is longer (a
+// malformed one is reported by the first Communicator built; here it leaves the floor).
 double init_timeout_s() {
   constexpr double floor_s = 60;
-  const char* v = std::getenv("TOROID_TIMEOUT");
-  char* end = nullptr;
-  const double t = v ? std::strtod(v, &end) : 0;
-  return v && end != v && t > floor_s ? t : floor_s;
+  const std::string_view v = env("TOROID_TIMEOUT");
+  if (v.empty()) return floor_s;
+  try {
+    return std::max(floor_s, parse_seconds(v, "TOROID_TIMEOUT"));
+  } catch (const InvalidArgument&) {
+    return floor_s;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <utility>
 
 namespace toroid::testing {
 
@@ -18,23 +19,20 @@ inline int world_size() {
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
 }
-// Ranks that share this rank's node (MPI_COMM_TYPE_SHARED), itself included.
-inline int ranks_on_my_node() {
+// This rank's index on its node and the ranks there (MPI_COMM_TYPE_SHARED), itself included.
+inline std::pair<int, int> place_on_my_node() {
   MPI_Comm local;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int n = 1;
+  int r = 0, n = 1;
+  MPI_Comm_rank(local, &r);
   MPI_Comm_size(local, &n);
   MPI_Comm_free(&local);
-  return n;
+  return {r, n};
 }
+inline int ranks_on_my_node() { return place_on_my_node().second; }
 // Nodes the job spans: one per rank that is first on its node.
 inline int real_nodes() {
-  MPI_Comm local;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int r = 0, first = 0, nodes = 0;
-  MPI_Comm_rank(local, &r);
-  MPI_Comm_free(&local);
-  first = r == 0 ? 1 : 0;
+  int first = place_on_my_node().first == 0 ? 1 : 0, nodes = 0;
   MPI_Allreduce(&first, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   return nodes;
 }
