@@ -93,6 +93,7 @@ void Report::begin(const RunInfo& info, int iters) {
   else
     fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7}\n", "collective",
                "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw", "busbw", "wrong", "vs_mpi");
+  std::fflush(out_);  // the run is set up: whoever watches the output sees it before the first row
 }
 
 void Report::row(const Row& r, bool has_baseline) {
