@@ -4,7 +4,8 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <deque>
+#include <map>
+#include <tuple>
 
 #include "core/element.hpp"
 #include "exec/buffers.hpp"
@@ -38,10 +39,46 @@ bool overlaps(const Interval& a, const Interval& b) {
 bool reads(const Step& s) { return s.kind == Kind::send || s.kind == Kind::recv_reduce || s.kind == Kind::copy; }
 bool writes(const Step& s) { return s.kind != Kind::send; }
 
+// Steps guaranteed finished before step j starts: for a `done` dep d, d and what d had waited
+// for; for a `follow` dep, only what d had waited for (d itself may still be running).
+class Finished {
+ public:
+  explicit Finished(const Schedule& s) : n_(s.steps.size()), words_((n_ + 63) / 64), bits_(n_ * words_, 0) {
+    for (std::size_t j = 0; j < n_; ++j) {
+      const Step& st = s.steps[j];
+      for (std::uint32_t k = 0; k < st.dep_count; ++k) {
+        const schedule::Dep& d = s.deps[st.dep_begin + k];
+        if (d.step >= j) continue;  // reported by the caller
+        for (std::size_t w = 0; w < words_; ++w) bits_[j * words_ + w] |= bits_[d.step * words_ + w];
+        if (d.wait == schedule::Wait::done) bits_[j * words_ + d.step / 64] |= 1ull << (d.step % 64);
+      }
+    }
+  }
+  bool before(std::size_t i, std::size_t j) const { return bits_[j * words_ + i / 64] >> (i % 64) & 1; }
+
+ private:
+  std::size_t n_, words_;
+  std::vector<std::uint64_t> bits_;
+};
+
+Interval read_interval(const Step& s, bool ip) {
+  if (s.kind == Kind::recv) return {0, 0, 0};
+  return interval(s.kind == Kind::scale ? s.dst : s.src, ip);
+}
+Interval write_interval(const Step& s, bool ip) {
+  if (s.kind == Kind::send) return {0, 0, 0};
+  return interval(s.dst, ip);
+}
+
+// Schedules above this many steps get every check but the pairwise one below (quadratic).
+constexpr std::size_t kPairwiseSteps = 4096;
+
 struct RankState {
-  std::size_t begin = 0, end = 0;  // current phase group
-  std::vector<bool> matched;       // per step
-  bool finished = false;
+  std::vector<bool> finished;  // per step
+  std::size_t first_open = 0;
+  // Per channel (direction, peer, tag): its steps in schedule order and how many have run.
+  std::map<std::tuple<bool, int, int>, std::pair<std::vector<std::size_t>, std::size_t>> channels;
+  std::vector<std::pair<std::vector<std::size_t>, std::size_t>*> channel_of;  // per step; null for local steps
 };
 
 class Runner {
@@ -59,24 +96,25 @@ class Runner {
       if (sched_[r].rank != r || sched_[r].nranks != p)
         return fmt::format("schedule {} says rank {} of {}", r, sched_[r].rank, sched_[r].nranks);
       scratch_[r].assign(sched_[r].scratch_count * esize_, std::byte{0});
-      state_[r].matched.assign(sched_[r].steps.size(), false);
       if (auto e = check_steps(r); !e.empty()) return e;
+      if (auto e = check_dependencies(r); !e.empty()) return e;
+      index_channels(r);
     }
-    for (int r = 0; r < p; ++r)
-      if (auto e = enter_group(r, 0); !e.empty()) return e;
-    while (!work_.empty()) {
-      const int r = work_.front();
-      work_.pop_front();
-      if (auto e = progress(r); !e.empty()) return e;
+    // Dataflow: a step runs once what it waits for has finished and it is the next one on its
+    // channel; a transfer runs when both ends can (rendezvous). Repeat until nothing moves.
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (int r = 0; r < p; ++r) {
+        std::string e;
+        moved |= progress(r, e);
+        if (!e.empty()) return e;
+      }
     }
     std::string stuck;
     for (int r = 0; r < p; ++r) {
-      if (state_[r].finished) continue;
-      for (std::size_t i = state_[r].begin; i < state_[r].end; ++i)
-        if (!state_[r].matched[i]) {
-          stuck += fmt::format("\n  rank {} waits at {}", r, schedule::describe(sched_[r].steps[i]));
-          break;
-        }
+      const RankState& st = state_[r];
+      if (st.first_open < sched_[r].steps.size())
+        stuck += fmt::format("\n  rank {} waits at {}", r, schedule::describe(sched_[r].steps[st.first_open]));
     }
     return stuck.empty() ? "" : "deadlock:" + stuck;
   }
@@ -140,76 +178,128 @@ class Runner {
     return "";
   }
 
-  std::string enter_group(int r, std::size_t begin) {
-    RankState& st = state_[r];
-    const auto& steps = sched_[r].steps;
-    for (;;) {
-      st.begin = begin;
-      st.end = begin;
-      if (begin >= steps.size()) {
-        st.finished = true;
-        return "";
+  // The dependencies: well formed, every `follow` one of a kind the executors can pipeline, and
+  // every conflict between steps of different phases (one writes what the other reads or
+  // writes) ordered, directly or through steps that had to finish in between.
+  std::string check_dependencies(int r) {
+    const Schedule& s = sched_[r];
+    const auto& steps = s.steps;
+    const bool ip = mem_[r].in_place;
+    for (std::size_t j = 0; j < steps.size(); ++j) {
+      const Step& st = steps[j];
+      if (static_cast<std::size_t>(st.dep_begin) + st.dep_count > s.deps.size())
+        return fmt::format("rank {}: dependencies of '{}' lie outside the list", r, schedule::describe(st));
+      for (std::uint32_t k = 0; k < st.dep_count; ++k) {
+        const schedule::Dep& d = s.deps[st.dep_begin + k];
+        if (d.step >= j)
+          return fmt::format("rank {}: '{}' waits for a step that is not earlier ({})", r, schedule::describe(st), d.step);
+        if (d.wait != schedule::Wait::follow) continue;
+        const Step& g = steps[d.step];
+        const Interval rd = read_interval(st, ip), gw = write_interval(g, ip);
+        const bool kinds = (st.kind == Kind::send || st.kind == Kind::recv_reduce) &&
+                           (g.kind == Kind::recv || g.kind == Kind::recv_reduce);
+        const bool inside = rd.space == gw.space && gw.lo <= rd.lo && rd.hi <= gw.hi && rd.lo - gw.lo == d.offset;
+        if (!kinds || !inside || (writes(st) && overlaps(write_interval(st, ip), gw)))
+          return fmt::format("rank {}: wrong dependency: '{}' follows '{}' at offset {}", r,
+                             schedule::describe(st), schedule::describe(g), d.offset);
       }
-      while (st.end < steps.size() && steps[st.end].phase == steps[begin].phase) ++st.end;
-      const BufferSet b = buffers(r);
-      bool remote = false;
-      for (std::size_t i = st.begin; i < st.end; ++i) {
-        const Step& s = steps[i];
-        if (s.kind == Kind::copy) {
-          if (b.readable(s.src) != b.writable(s.dst))
-            std::memmove(b.writable(s.dst), b.readable(s.src), s.dst.count * esize_);
-          st.matched[i] = true;
-        } else if (s.kind == Kind::scale) {
-          kernels::divide(type_, b.writable(s.dst), s.dst.count, s.divisor);
-          st.matched[i] = true;
-        } else {
-          remote = true;
-          // A receiver that looked before this send existed must look again.
-          if (s.kind == Kind::send) work_.push_back(s.peer);
+    }
+    if (steps.size() > kPairwiseSteps) return "";
+    const Finished finished(s);
+    for (std::size_t j = 0; j < steps.size(); ++j) {
+      const Step& b = steps[j];
+      const Interval br = read_interval(b, ip), bw = write_interval(b, ip);
+      for (std::size_t i = 0; i < j; ++i) {
+        const Step& a = steps[i];
+        if (a.phase == b.phase) continue;
+        const Interval ar = read_interval(a, ip), aw = write_interval(a, ip);
+        const bool raw = overlaps(aw, br), other = overlaps(ar, bw) || overlaps(aw, bw);
+        if (!raw && !other) continue;
+        if (finished.before(i, j)) continue;
+        bool followed = false;
+        for (std::uint32_t k = 0; k < b.dep_count && !followed; ++k) {
+          const schedule::Dep& d = s.deps[b.dep_begin + k];
+          followed = d.step == i && d.wait == schedule::Wait::follow;
         }
-      }
-      if (remote) {
-        work_.push_back(r);
-        return "";
-      }
-      begin = st.end;
-    }
-  }
-
-  std::string progress(int r) {
-    RankState& st = state_[r];
-    if (st.finished) return "";
-    const auto& steps = sched_[r].steps;
-    for (std::size_t i = st.begin; i < st.end; ++i) {
-      if (st.matched[i]) continue;
-      const Step& s = steps[i];
-      if (s.kind != Kind::recv && s.kind != Kind::recv_reduce) continue;
-      RankState& ps = state_[s.peer];
-      if (ps.finished) continue;
-      const auto& psteps = sched_[s.peer].steps;
-      for (std::size_t j = ps.begin; j < ps.end; ++j) {
-        const Step& t = psteps[j];
-        if (ps.matched[j] || t.kind != Kind::send || t.peer != r || t.tag != s.tag) continue;
-        if (t.src.count != s.dst.count)
-          return fmt::format("size mismatch: rank {} '{}' meets rank {} '{}'", s.peer,
-                             schedule::describe(t), r, schedule::describe(s));
-        deliver(s.peer, t, r, s);
-        ps.matched[j] = true;
-        st.matched[i] = true;
-        if (group_done(s.peer)) work_.push_back(s.peer);
-        break;
+        if (followed && !other) continue;
+        return fmt::format("rank {}: missing dependency: '{}' {} '{}' but does not wait for it", r,
+                           schedule::describe(b), raw ? "reads what" : "overwrites what", schedule::describe(a));
       }
     }
-    if (group_done(r)) return enter_group(r, st.end);
     return "";
   }
 
-  bool group_done(int r) const {
-    const RankState& st = state_[r];
-    if (st.finished) return false;
-    for (std::size_t i = st.begin; i < st.end; ++i)
-      if (!st.matched[i]) return false;
+  void index_channels(int r) {
+    RankState& st = state_[r];
+    const auto& steps = sched_[r].steps;
+    st.finished.assign(steps.size(), false);
+    st.channel_of.assign(steps.size(), nullptr);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const Step& s = steps[i];
+      if (schedule::is_local(s.kind)) continue;
+      auto& ch = st.channels[{s.kind == Kind::send, s.peer, s.tag}];
+      ch.first.push_back(i);
+    }
+    for (auto& [key, ch] : st.channels)
+      for (std::size_t i : ch.first) st.channel_of[i] = &ch;
+  }
+
+  bool deps_finished(int r, std::size_t j) const {
+    const Schedule& s = sched_[r];
+    const Step& st = s.steps[j];
+    for (std::uint32_t k = 0; k < st.dep_count; ++k)
+      if (!state_[r].finished[s.deps[st.dep_begin + k].step]) return false;
     return true;
+  }
+  bool next_on_channel(int r, std::size_t j) const {
+    const auto* ch = state_[r].channel_of[j];
+    return ch->second < ch->first.size() && ch->first[ch->second] == j;
+  }
+
+  // Runs what can run on rank r; receives pull their matching send from the peer.
+  bool progress(int r, std::string& error) {
+    RankState& st = state_[r];
+    const auto& steps = sched_[r].steps;
+    bool moved = false;
+    for (std::size_t j = st.first_open; j < steps.size(); ++j) {
+      if (st.finished[j] || !deps_finished(r, j)) continue;
+      const Step& s = steps[j];
+      if (schedule::is_local(s.kind)) {
+        run_local(r, s);
+      } else if (s.kind == Kind::send || !next_on_channel(r, j)) {
+        continue;  // a send runs when its receiver takes it
+      } else {
+        RankState& ps = state_[s.peer];
+        auto it = ps.channels.find({true, r, s.tag});
+        if (it == ps.channels.end() || it->second.second >= it->second.first.size()) continue;
+        const std::size_t t = it->second.first[it->second.second];
+        if (!deps_finished(s.peer, t)) continue;
+        const Step& send = sched_[s.peer].steps[t];
+        if (send.src.count != s.dst.count) {
+          error = fmt::format("size mismatch: rank {} '{}' meets rank {} '{}'", s.peer, schedule::describe(send),
+                              r, schedule::describe(s));
+          return false;
+        }
+        deliver(s.peer, send, r, s);
+        ps.finished[t] = true;
+        ++it->second.second;
+        ++st.channel_of[j]->second;
+        while (ps.first_open < ps.finished.size() && ps.finished[ps.first_open]) ++ps.first_open;
+      }
+      st.finished[j] = true;
+      moved = true;
+    }
+    while (st.first_open < steps.size() && st.finished[st.first_open]) ++st.first_open;
+    return moved;
+  }
+
+  void run_local(int r, const Step& s) {
+    const BufferSet b = buffers(r);
+    if (s.kind == Kind::copy) {
+      if (b.readable(s.src) != b.writable(s.dst)) std::memmove(b.writable(s.dst), b.readable(s.src), s.dst.count * esize_);
+    } else {
+      kernels::divide(type_, b.writable(s.dst), s.dst.count, s.divisor);
+    }
   }
 
   void deliver(int from, const Step& send, int to, const Step& recv) {
@@ -237,7 +327,6 @@ class Runner {
   Traffic* traffic_;
   std::vector<RankState> state_;
   std::vector<std::vector<std::byte>> scratch_;
-  std::deque<int> work_;
   std::vector<std::byte> staging_;
 };
 

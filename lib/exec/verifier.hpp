@@ -1,11 +1,13 @@
 // In-process verifier: runs every rank's schedule in one process on real data.
 //
-// Matching follows MPI's strictest (rendezvous) semantics: a rank finishes a phase only when
-// each of its sends has met the matching receive of the peer (same peer pair, tag, order and
-// size) and each receive its send. Anything else is reported: a size mismatch, a step that
+// It runs the schedules as the engine does, as a dataflow: a step runs once the steps it waits
+// for (its dependencies) have finished and it is the next step on its channel (direction, peer,
+// tag); a transfer runs when both its send and its receive can (MPI's strictest, rendezvous,
+// semantics), so a send is never assumed to be buffered. Reported: a size mismatch, a step that
 // reads or writes outside its buffer, two steps of one phase that touch the same memory while
-// one of them writes (the MPI executor runs a phase's steps concurrently), and deadlock (with
-// each stuck rank's first waiting step).
+// one of them writes, a dependency that is missing (two steps of different phases conflict and
+// nothing orders them) or wrong (a `follow` the executors could not pipeline), and deadlock
+// (with each stuck rank's first waiting step).
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
+#include "schedule/dependencies.hpp"
 #include "schedule/dimension.hpp"
 #include "schedule/group.hpp"
 #include "toroid/error.hpp"
@@ -36,6 +39,15 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
   s.rank = ctx.rank;
   s.nranks = ctx.nranks();
   order_by_phase(s);
+  // In place, reduce-scatter and all-reduce read the input where they write the output. An
+  // in-place all-gather's input is its own block inside the output, which the builders name
+  // as output; naming the input would alias at an offset the dependencies do not model.
+  s.in_place = r.in_place && r.collective != Collective::allgather;
+  if (r.in_place && r.collective == Collective::allgather)
+    for (const Step& st : s.steps)
+      if (st.src.buf == Buf::input && st.src.count > 0)
+        throw std::logic_error("in-place all-gather schedule reads the input buffer: " + describe(st));
+  derive_dependencies(s);
   return s;
 }
 

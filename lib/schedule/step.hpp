@@ -2,11 +2,16 @@
 //
 //   chunk   = (buffer, offset, count) in elements of the collective's data type
 //   step    = send | recv | recv_reduce | copy | scale over chunks, addressed to a peer rank
-//   phase   = group of consecutive steps that may be in flight together; a step only reads
+//   phase   = the builder's grouping of steps that may be in flight together; a step only reads
 //             data written in earlier phases (the verifier checks this)
 //   tag     = lane id, so two transfers between the same pair in one phase stay apart
+//   dep     = what a step waits for, derived from the phases and the chunks (dependencies.hpp):
+//             `done` (an earlier step has finished) or `follow` (element e of this step's
+//             source is final once element offset + e of an earlier receive is: the step may
+//             start on the first segments while that receive still brings the rest)
+//   channel = (direction, peer, tag): the steps on one channel are matched in schedule order
 //
-// Executors (MPI, in-process verifier, simulator) run the same Schedule.
+// Executors (the dataflow engine, the in-process verifier, the simulator) run the same Schedule.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +46,19 @@ struct Step {
   Chunk src;
   Chunk dst;
   std::uint32_t divisor = 1;  // scale only
+  std::uint32_t dep_begin = 0, dep_count = 0;  // this step's deps: Schedule::deps[dep_begin, +count)
+};
+
+enum class Wait : std::uint8_t {
+  done,    // the earlier step has finished (all its reads and writes)
+  follow,  // segment by segment: element e of this step's source is final once element
+           // offset + e of the earlier step's destination is (the earlier step writes in order)
+};
+
+struct Dep {
+  std::uint32_t step = 0;  // index of an earlier step of the same schedule
+  Wait wait = Wait::done;
+  std::uint64_t offset = 0;  // follow: where this step's source starts in the earlier destination
 };
 
 struct Schedule {
@@ -48,7 +66,9 @@ struct Schedule {
   int rank = 0;
   int nranks = 1;
   std::uint64_t scratch_count = 0;  // elements of scratch the executor must provide
+  bool in_place = false;            // input and output are one buffer (not for allgather)
   std::vector<Step> steps;          // ordered by phase
+  std::vector<Dep> deps;            // grouped by step (Step::dep_begin)
 
   std::uint32_t phase_count() const { return steps.empty() ? 0 : steps.back().phase + 1; }
 };
@@ -58,5 +78,7 @@ using toroid::Collective;
 
 std::string_view to_string(Kind k) noexcept;
 std::string describe(const Step& s);  // one line, for error messages and debugging
+
+inline bool is_local(Kind k) noexcept { return k == Kind::copy || k == Kind::scale; }
 
 }  // namespace toroid::schedule

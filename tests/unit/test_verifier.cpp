@@ -3,6 +3,7 @@
 
 #include "exec/verifier.hpp"
 #include "schedule/build.hpp"
+#include "schedule/dependencies.hpp"
 
 using namespace toroid;
 using namespace toroid::schedule;
@@ -43,15 +44,73 @@ TEST_CASE("a size mismatch between send and receive is reported") {
   CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("size mismatch"));
 }
 
-TEST_CASE("crossed waits across phases deadlock under rendezvous semantics") {
-  // Both ranks first wait to receive, then send: MPI would hang; so must the verifier.
+TEST_CASE("crossed waits deadlock under rendezvous semantics") {
+  // Both ranks first wait to receive, then send what they received: MPI would hang; so must
+  // the verifier.
+  std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
+  for (int r = 0; r < 2; ++r) {
+    s[r].steps.push_back({Kind::recv, 1 - r, 0, 0, {}, {Buf::output, 0, 4}});
+    s[r].steps.push_back({Kind::send, 1 - r, 0, 1, {Buf::output, 0, 4}, {}});
+    derive_dependencies(s[r]);
+  }
+  REQUIRE(s[0].deps.size() == 1);
+  CHECK(s[0].deps[0].wait == Wait::follow);
+  auto m = memory(2, 16);
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("deadlock"));
+}
+
+TEST_CASE("phases are not barriers: a send that reads nothing the receive writes does not wait") {
+  // Each rank receives in phase 0 and sends other data in phase 1: no dependency, so the sends
+  // go first and nothing hangs (a phase-by-phase executor would deadlock here).
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
   for (int r = 0; r < 2; ++r) {
     s[r].steps.push_back({Kind::recv, 1 - r, 0, 0, {}, {Buf::output, 0, 4}});
     s[r].steps.push_back({Kind::send, 1 - r, 0, 1, {Buf::input, 0, 4}, {}});
+    derive_dependencies(s[r]);
+    CHECK(s[r].deps.empty());
   }
   auto m = memory(2, 16);
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("deadlock"));
+  CHECK(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
+}
+
+TEST_CASE("a missing or wrong dependency is reported") {
+  std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
+  s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, {Buf::output, 0, 4}});
+  s[0].steps.push_back({Kind::send, 1, 0, 1, {Buf::output, 0, 4}, {}});
+  s[1].steps.push_back({Kind::send, 0, 0, 0, {Buf::input, 0, 4}, {}});
+  s[1].steps.push_back({Kind::recv, 0, 0, 1, {}, {Buf::output, 0, 4}});
+  auto m = memory(2, 16);
+  // Not derived: rank 0's send reads what its receive writes and waits for nothing.
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("rank 0: missing dependency") && Catch::Contains("reads what"));
+  for (auto& x : s) derive_dependencies(x);
+  CHECK(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
+  // A follow whose offset does not say where the source lies in the receive's destination.
+  s[0].deps[0].offset = 1;
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("wrong dependency"));
+  // Overwriting what an earlier send reads, without waiting for it.
+  std::vector<Schedule> w{empty(0, 2), empty(1, 2)};
+  w[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::output, 0, 4}, {}});
+  w[0].steps.push_back({Kind::recv, 1, 0, 1, {}, {Buf::output, 0, 4}});
+  CHECK_THAT(exec::execute_in_process(w, m, DataType::f32, ReduceOp::sum), Catch::Contains("overwrites what"));
+}
+
+TEST_CASE("a ring all-reduce forwards each received block segment by segment") {
+  const Schedule s = build(Algorithm::ring, {Collective::allreduce, 400, false, false, {}}, {1, Torus2D(4, 1), {}});
+  int follows = 0;
+  for (const Step& st : s.steps)
+    for (std::uint32_t k = 0; k < st.dep_count; ++k) {
+      const Dep& d = s.deps[st.dep_begin + k];
+      if (d.wait != Wait::follow) continue;
+      ++follows;
+      CHECK(st.kind == Kind::send);
+      CHECK(s.steps[d.step].kind != Kind::send);
+      CHECK(st.src.buf == s.steps[d.step].dst.buf);
+      CHECK(st.src.offset == s.steps[d.step].dst.offset + d.offset);
+    }
+  // p = 4: the 2 partial sums of the reduce-scatter and the 2 received blocks of the all-gather
+  // are sent on, and the reduced own block (the all-gather's first send).
+  CHECK(follows == 5);
 }
 
 TEST_CASE("a phase that writes what it also sends is a hazard") {

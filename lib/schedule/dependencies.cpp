@@ -1,0 +1,124 @@
+#include "schedule/dependencies.hpp"
+
+#include <algorithm>
+#include <array>
+#include <iterator>
+#include <map>
+#include <stdexcept>
+
+namespace toroid::schedule {
+namespace {
+
+// A byte range of one buffer in elements; in place, the input's is the output's.
+struct Range {
+  int space = 0;  // 0 input, 1 output, 2 scratch
+  std::uint64_t lo = 0, hi = 0;
+  bool empty() const { return lo >= hi; }
+};
+
+Range range_of(const Chunk& c, bool in_place) {
+  int space = c.buf == Buf::input ? 0 : c.buf == Buf::output ? 1 : 2;
+  if (in_place && space == 0) space = 1;
+  return {space, c.offset, c.offset + c.count};
+}
+
+Range reads_of(const Step& st, bool ip) {
+  switch (st.kind) {
+    case Kind::send: case Kind::recv_reduce: case Kind::copy: return range_of(st.src, ip);
+    case Kind::scale: return range_of(st.dst, ip);
+    case Kind::recv: return {};
+  }
+  return {};
+}
+Range writes_of(const Step& st, bool ip) { return st.kind == Kind::send ? Range{} : range_of(st.dst, ip); }
+
+bool contains(const Range& outer, const Range& inner) {
+  return outer.space == inner.space && outer.lo <= inner.lo && inner.hi <= outer.hi;
+}
+bool overlap(const Range& a, const Range& b) {
+  return !a.empty() && !b.empty() && a.space == b.space && a.lo < b.hi && b.lo < a.hi;
+}
+
+// Per buffer, a partition of [0, inf) into pieces with their last writer and readers since.
+struct Piece {
+  std::uint64_t end;
+  std::int64_t writer = -1;
+  std::vector<std::uint32_t> readers;
+};
+
+class Space {
+ public:
+  Space() { pieces_.emplace(0, Piece{UINT64_MAX, -1, {}}); }
+  // Calls f(piece) for every piece covering [lo, hi), split so none sticks out.
+  template <class F>
+  void each(std::uint64_t lo, std::uint64_t hi, F&& f) {
+    split(lo);
+    split(hi);
+    for (auto it = pieces_.find(lo); it != pieces_.end() && it->first < hi; ++it) f(it->second);
+  }
+
+ private:
+  void split(std::uint64_t at) {
+    auto it = std::prev(pieces_.upper_bound(at));
+    if (it->first == at) return;
+    Piece tail = it->second;
+    it->second.end = at;
+    pieces_.emplace(at, std::move(tail));
+  }
+  std::map<std::uint64_t, Piece> pieces_;
+};
+
+enum Conflict : unsigned { raw = 1, war = 2, waw = 4 };
+
+}  // namespace
+
+void derive_dependencies(Schedule& s) {
+  const bool ip = s.in_place;
+  std::array<Space, 3> spaces;
+  s.deps.clear();
+  std::vector<std::pair<std::uint32_t, unsigned>> found;  // (earlier step, conflicts)
+  for (std::size_t j = 0; j < s.steps.size(); ++j) {
+    Step& st = s.steps[j];
+    const Range r = reads_of(st, ip), w = writes_of(st, ip);
+    found.clear();
+    auto note = [&](std::int64_t i, unsigned what) {
+      if (i < 0 || static_cast<std::size_t>(i) == j || s.steps[static_cast<std::size_t>(i)].phase == st.phase) return;
+      found.emplace_back(static_cast<std::uint32_t>(i), what);
+    };
+    if (!r.empty())
+      spaces[r.space].each(r.lo, r.hi, [&](Piece& p) { note(p.writer, raw); });
+    if (!w.empty())
+      spaces[w.space].each(w.lo, w.hi, [&](Piece& p) {
+        note(p.writer, waw);
+        for (std::uint32_t q : p.readers) note(q, war);
+      });
+    std::sort(found.begin(), found.end());
+    st.dep_begin = static_cast<std::uint32_t>(s.deps.size());
+    for (std::size_t k = 0; k < found.size();) {
+      const std::uint32_t i = found[k].first;
+      unsigned what = 0;
+      for (; k < found.size() && found[k].first == i; ++k) what |= found[k].second;
+      const Step& earlier = s.steps[i];
+      const Range ew = writes_of(earlier, ip);
+      const bool in_order_reader = st.kind == Kind::send || st.kind == Kind::recv_reduce;
+      const bool in_order_writer = earlier.kind == Kind::recv || earlier.kind == Kind::recv_reduce;
+      Dep d{i, Wait::done, 0};
+      if (what == raw && in_order_reader && in_order_writer && contains(ew, r) && !overlap(w, ew)) {
+        d.wait = Wait::follow;
+        d.offset = r.lo - ew.lo;
+      }
+      s.deps.push_back(d);
+    }
+    st.dep_count = static_cast<std::uint32_t>(s.deps.size()) - st.dep_begin;
+    // Record this step: its reads join the readers, its writes replace writer and readers.
+    if (!r.empty())
+      spaces[r.space].each(r.lo, r.hi, [&](Piece& p) { p.readers.push_back(static_cast<std::uint32_t>(j)); });
+    if (!w.empty())
+      spaces[w.space].each(w.lo, w.hi, [&](Piece& p) {
+        p.writer = static_cast<std::int64_t>(j);
+        p.readers.clear();
+      });
+  }
+}
+
+}  // namespace toroid::schedule
