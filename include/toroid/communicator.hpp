@@ -21,6 +21,13 @@ enum class Transport { automatic, mpi, shm };
 std::string_view to_string(Transport t) noexcept;
 Transport parse_transport(std::string_view name);  // "auto", "mpi", "shm"; InvalidArgument otherwise
 
+// Who moves non-blocking collectives (request.hpp). caller: toroid calls on the communicator
+// (test, wait, other collectives). thread: also a progress thread per communicator, so they
+// advance while the caller computes; it needs MPI initialized with MPI_THREAD_MULTIPLE.
+enum class ProgressMode { caller, thread };
+std::string_view to_string(ProgressMode p) noexcept;
+ProgressMode parse_progress_mode(std::string_view name);  // "caller", "thread"; InvalidArgument otherwise
+
 struct Options {
   // "auto", "4x2", "4x2:wrap=x", ... Empty: TOROID_TOPOLOGY, else "auto".
   std::string topology;
@@ -41,6 +48,8 @@ struct Options {
   std::optional<double> timeout_seconds;
   // Empty: TOROID_TRANSPORT, else automatic.
   std::optional<Transport> transport;
+  // Empty: TOROID_PROGRESS, else caller.
+  std::optional<ProgressMode> progress;
 };
 
 inline constexpr std::size_t default_segment_bytes = 256 * 1024;
@@ -60,8 +69,9 @@ class Communicator {
   explicit Communicator(MPI_Comm comm, Options options = {});
   // Local, not collective: frees this rank's resources (its MPI communicators, its view of the
   // node's shared memory) and waits for no other rank, so Communicators may be destroyed in any
-  // order across ranks, at any time no collective of this rank is running on them. After
-  // MPI_Finalize it frees nothing MPI owns (MPI has freed it).
+  // order across ranks, at any time no collective of this rank is running on them. Collectives
+  // still in flight (requests not waited for) are completed first, which does need their peers
+  // to progress them too. After MPI_Finalize it frees nothing MPI owns (MPI has freed it).
   ~Communicator();
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
@@ -82,6 +92,7 @@ class Communicator {
   // The transport asked for, and whether this rank has shared-memory channels (peers on its node).
   Transport transport() const noexcept;
   bool uses_shared_memory() const noexcept;
+  ProgressMode progress_mode() const noexcept;
 
   MPI_Comm mpi_comm() const noexcept;  // the duplicate; usable for MPI calls of the caller's own
 

@@ -6,6 +6,7 @@
 #include "toroid/communicator.hpp"
 #include "toroid/error.hpp"
 #include "toroid/optimizer.hpp"
+#include "toroid/request.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/types.hpp"
 #include "toroid/version.hpp"

@@ -5,6 +5,7 @@
 
 #include "api/agreement.hpp"
 #include "api/communicator_impl.hpp"
+#include "api/request_state.hpp"
 #include "exec/selector.hpp"
 #include "schedule/build.hpp"
 #include "toroid/error.hpp"
@@ -97,56 +98,97 @@ Algorithm resolve(const Call& c, const Communicator::Impl& m) {
   return exec::choose_algorithm(c.collective, full_count(c) * size_of(c.type), m.topology);
 }
 
-void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
+// A collective ready to run: validated (and agreed on across ranks when checking), its
+// algorithm resolved, its schedule built and its buffers named.
+struct Prepared {
+  bool stock = false;  // the `mpi` algorithm: the stock collective of the MPI library
+  Call call;
+  std::uint64_t count = 0;
+  MPI_Comm on = MPI_COMM_NULL;  // stock: the communicator it runs on
+  const ScheduleCache::Entry* schedule = nullptr;
+  exec::BufferSet buffers;
+  exec::ExecParams params;
+};
+
+Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested, std::string_view form) {
   Communicator::Impl& m = comm.impl();
   c.algo = requested.value_or(m.config.algorithm);
   const Span group = span_of(c, m);
   auto check_args = [&] { validate(c, m.rank, group); };
   if (m.config.check) {
     api::run_agreed(m.comm, check_args, m.config.timeout_s);
-    api::require_agreement(m.comm, toroid::to_string(c.collective),
+    api::require_agreement(m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
                            {{"count", static_cast<std::int64_t>(full_count(c))},
                             {"type", static_cast<std::int64_t>(c.type)},
                             {"op", static_cast<std::int64_t>(c.op)},
                             {"algorithm", static_cast<std::int64_t>(c.algo)},
-                            {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1}},
+                            {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
+                            {"form", static_cast<std::int64_t>(form.size())}},
                            m.config.timeout_s);
   } else {
     check_args();
   }
-  const std::uint64_t count = full_count(c);
-  const Block own = block_of(count, group.size, group.position);
+  Prepared p;
+  p.call = c;
+  p.count = full_count(c);
+  const Block own = block_of(p.count, group.size, group.position);
   const bool ip = in_place(c, own);
   const Algorithm algo = resolve(c, m);
   if (algo == Algorithm::mpi) {
-    const MPI_Comm on = !c.axis ? m.comm : *c.axis == Axis::x ? m.row : m.column;
-    exec::run_stock(c.collective, c.in, c.out, count, c.type, c.op, on, m.stock_ops);
-    return;
+    p.stock = true;
+    p.on = !c.axis ? m.comm : *c.axis == Axis::x ? m.row : m.column;
+    return p;
   }
   const bool average = c.op == ReduceOp::avg;
   const int axis_key = c.axis ? static_cast<int>(*c.axis) : -1;
-  const schedule::Schedule& s =
-      m.schedules.get({c.collective, algo, count, ip, average, axis_key}, [&] {
-        schedule::Context ctx{m.rank, m.topology, m.nodes.node_of_rank};
-        return schedule::build(algo, {c.collective, count, ip, average, c.axis}, ctx);
-      });
-  const std::size_t es = size_of(c.type);
-  if (m.workspace.scratch.size() < s.scratch_count * es) m.workspace.scratch.resize(s.scratch_count * es);
-  exec::BufferSet b;
-  b.input = static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
-  b.output = static_cast<std::byte*>(c.out);
-  b.scratch = m.workspace.scratch.data();
-  b.elem_size = es;
-  exec::ExecParams params;
-  params.type = c.type;
-  params.op = c.op;
-  params.segment_bytes = m.config.segment_bytes;
-  params.timeout_s = m.config.timeout_s;
-  params.links = m.links.get();
-  if (params.timeout_s > 0)
-    params.what = fmt::format("{}{} ({})", to_string(c.collective),
+  p.schedule = &m.schedules.get({c.collective, algo, p.count, ip, average, axis_key}, [&] {
+    schedule::Context ctx{m.rank, m.topology, m.nodes.node_of_rank};
+    return schedule::build(algo, {c.collective, p.count, ip, average, c.axis}, ctx);
+  });
+  p.buffers.input = static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
+  p.buffers.output = static_cast<std::byte*>(c.out);
+  p.buffers.elem_size = size_of(c.type);
+  p.params.type = c.type;
+  p.params.op = c.op;
+  p.params.segment_bytes = m.config.segment_bytes;
+  p.params.timeout_s = m.config.timeout_s;
+  p.params.links = m.links.get();
+  p.params.what = fmt::format("{}{}{} ({})", form, to_string(c.collective),
                               c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "", to_string(algo));
-  exec::run_mpi(s, b, params, m.comm, m.workspace);
+  return p;
+}
+
+void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
+  Communicator::Impl& m = comm.impl();
+  const Prepared p = prepare(c, comm, requested, "");
+  if (p.stock) {
+    exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops);
+    return;
+  }
+  auto op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params);
+  m.progress->start(op);
+  m.progress->wait(*op);
+}
+
+Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bool persistent) {
+  Communicator::Impl& m = comm.impl();
+  const Prepared p = prepare(c, comm, requested, persistent ? "persistent " : "non-blocking ");
+  if (p.stock)
+    throw InvalidArgument(fmt::format(
+        "{} {} on rank {}: algorithm mpi has no {} form in toroid yet (use the blocking call, or a toroid algorithm)",
+        persistent ? "persistent" : "non-blocking", to_string(c.collective), m.rank,
+        persistent ? "persistent" : "non-blocking"));
+  auto op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params, persistent);
+  auto state = std::make_shared<Request::State>();
+  state->progress = m.progress;
+  state->op = op;
+  state->persistent = persistent;
+  state->rank = m.rank;
+  if (!persistent) {
+    m.progress->start(op);
+    state->started = true;
+  }
+  return Request(std::move(state));
 }
 
 }  // namespace
@@ -179,6 +221,45 @@ void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std:
 void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                     DataType type, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
   run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, axis}, comm, algo);
+}
+
+// ---- Non-blocking and persistent forms.
+
+#define TOROID_NONBLOCKING(name, persistent, collective)                                                         \
+  Request name(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,        \
+               ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {                                 \
+    return start({collective, in, in_count, out, out_count, type, op, Algorithm::automatic, std::nullopt}, comm, \
+                 algo, persistent);                                                                              \
+  }
+TOROID_NONBLOCKING(iallreduce, false, Collective::allreduce)
+TOROID_NONBLOCKING(ireduce_scatter, false, Collective::reduce_scatter)
+TOROID_NONBLOCKING(allreduce_init, true, Collective::allreduce)
+TOROID_NONBLOCKING(reduce_scatter_init, true, Collective::reduce_scatter)
+#undef TOROID_NONBLOCKING
+
+Request iallgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,
+                   Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt},
+               comm, algo, false);
+}
+Request allgather_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,
+                       Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt},
+               comm, algo, true);
+}
+Request iallreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,
+                        ReduceOp op, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axis}, comm, algo, false);
+}
+Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                             DataType type, ReduceOp op, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic, axis}, comm,
+               algo, false);
+}
+Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,
+                        Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, axis},
+               comm, algo, false);
 }
 
 }  // namespace toroid

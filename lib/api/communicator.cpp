@@ -61,7 +61,21 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
     if (m.config.transport != Transport::mpi) m.links = std::make_unique<exec::ShmLinks>(m.comm);
+    m.progress = std::make_shared<api::Progress>(m.comm);
+    if (m.config.progress == ProgressMode::thread) {
+      int level = MPI_THREAD_SINGLE;
+      mpi_check(MPI_Query_thread(&level), "MPI_Query_thread");
+      api::run_agreed(m.comm, [&] {
+        if (level < MPI_THREAD_MULTIPLE)
+          throw InvalidArgument(fmt::format(
+              "progress mode thread (Options::progress or TOROID_PROGRESS) needs MPI initialized with "
+              "MPI_THREAD_MULTIPLE; rank {} has thread level {} (MPI_Init_thread with MPI_THREAD_MULTIPLE)",
+              m.rank, level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_SERIALIZED"));
+      });
+      m.progress->start_thread();
+    }
   } catch (...) {
+    m.progress.reset();
     m.links.reset();
     free_comm(m.row);
     free_comm(m.column);
@@ -74,6 +88,15 @@ Communicator::~Communicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized || !impl_) return;
+  if (impl_->progress) {
+    try {
+      impl_->progress->wait_all();
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "toroid: rank {}: a collective still in flight at the communicator's end failed: {}\n",
+                 impl_->rank, e.what());
+    }
+    impl_->progress.reset();
+  }
   impl_->links.reset();
   free_comm(impl_->row);
   free_comm(impl_->column);
@@ -87,6 +110,7 @@ Algorithm Communicator::default_algorithm() const noexcept { return impl_->confi
 std::size_t Communicator::segment_bytes() const noexcept { return impl_->config.segment_bytes; }
 double Communicator::timeout_seconds() const noexcept { return impl_->config.timeout_s; }
 Transport Communicator::transport() const noexcept { return impl_->config.transport; }
+ProgressMode Communicator::progress_mode() const noexcept { return impl_->config.progress; }
 bool Communicator::uses_shared_memory() const noexcept { return impl_->links && impl_->links->local_ranks() > 1; }
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
 std::string_view Communicator::node_placement() const noexcept { return topology::to_string(impl_->nodes.placement); }

@@ -6,7 +6,7 @@
 #include <tuple>
 
 #include "api/config.hpp"
-#include "exec/mpi_executor.hpp"
+#include "api/progress.hpp"
 #include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
 #include "schedule/step.hpp"
@@ -20,17 +20,24 @@ class ScheduleCache {
  public:
   // collective, algorithm, count, in place, average, axis (-1: whole communicator)
   using Key = std::tuple<schedule::Collective, Algorithm, std::uint64_t, bool, bool, int>;
+  struct Entry {
+    std::shared_ptr<const schedule::Schedule> schedule;  // ops bound to it share it
+    std::uint64_t serial;  // unique per built schedule: ops bound to it know it is still this one
+  };
   template <class Build>
-  const schedule::Schedule& get(const Key& key, Build&& build) {
+  const Entry& get(const Key& key, Build&& build) {
     auto it = entries_.find(key);
-    if (it != entries_.end()) return *it->second;
-    if (entries_.size() >= capacity) entries_.clear();
-    return *entries_.emplace(key, std::make_unique<schedule::Schedule>(build())).first->second;
+    if (it != entries_.end()) return it->second;
+    if (entries_.size() >= capacity) clear();
+    auto made = std::make_shared<const schedule::Schedule>(build());
+    return entries_.emplace(key, Entry{std::move(made), ++serial_}).first->second;
   }
   static constexpr std::size_t capacity = 256;
 
  private:
-  std::map<Key, std::unique_ptr<schedule::Schedule>> entries_;
+  void clear() { entries_.clear(); }
+  std::map<Key, Entry> entries_;
+  std::uint64_t serial_ = 0;
 };
 
 struct Communicator::Impl {
@@ -42,9 +49,9 @@ struct Communicator::Impl {
   Torus2D topology{1, 1};
   topology::NodeLayout nodes;
   ScheduleCache schedules;
-  exec::Workspace workspace;
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> links;  // null with Transport::mpi
+  std::shared_ptr<api::Progress> progress;  // after links: destroyed first; requests hold it weakly
 };
 
 }  // namespace toroid

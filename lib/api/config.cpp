@@ -60,6 +60,11 @@ Config resolve_config(const Options& options) {
   } else if (const char* v = env("TOROID_TRANSPORT")) {
     c.transport = parse_env("TOROID_TRANSPORT", v, parse_transport);
   }
+  if (options.progress) {
+    c.progress = *options.progress;
+  } else if (const char* v = env("TOROID_PROGRESS")) {
+    c.progress = parse_env("TOROID_PROGRESS", v, parse_progress_mode);
+  }
   return c;
 }
 
@@ -72,6 +77,7 @@ std::vector<const char*> variables_read(const Options& o) {
   if (!o.timeout_seconds) names.push_back("TOROID_TIMEOUT");
   if (o.nodes.empty()) names.push_back("TOROID_NODES");
   if (!o.transport) names.push_back("TOROID_TRANSPORT");
+  if (!o.progress) names.push_back("TOROID_PROGRESS");
   return names;
 }
 
@@ -86,6 +92,14 @@ std::string_view to_string(Transport t) noexcept {
     case Transport::shm: return "shm";
   }
   return "?";
+}
+
+std::string_view to_string(ProgressMode p) noexcept { return p == ProgressMode::thread ? "thread" : "caller"; }
+
+ProgressMode parse_progress_mode(std::string_view name) {
+  for (ProgressMode p : {ProgressMode::caller, ProgressMode::thread})
+    if (name == to_string(p)) return p;
+  throw InvalidArgument("unknown progress mode '" + std::string(name) + "' (expected caller or thread)");
 }
 
 Transport parse_transport(std::string_view name) {

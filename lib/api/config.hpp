@@ -28,6 +28,7 @@ struct Config {
   std::string nodes;   // emulated node sizes ("3,2,3"); empty: the real nodes
   double timeout_s = 0;  // watchdog (TOROID_TIMEOUT); 0: off
   Transport transport = Transport::automatic;
+  ProgressMode progress = ProgressMode::caller;
 };
 
 // Throws InvalidArgument naming the option or environment variable and its value.

@@ -1,5 +1,7 @@
 #include "exec/stuck.hpp"
 
+#include "exec/shm_transfer.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -17,16 +19,6 @@ void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase, c
   std::fflush(stderr);
   MPI_Abort(comm, 3);
   std::abort();
-}
-
-std::string describe_waiting(const std::vector<ShmTransfer>& transfers, int max_lines, int& shown) {
-  std::string lines;
-  for (const ShmTransfer& t : transfers) {
-    if (t.finished() || shown >= max_lines) continue;
-    lines += fmt::format("\n  waiting: {} (shared memory, byte {} of {})", schedule::describe(*t.step), t.done, t.bytes);
-    ++shown;
-  }
-  return lines;
 }
 
 bool Backoff::idle() {

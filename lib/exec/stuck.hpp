@@ -7,16 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "exec/mpi_executor.hpp"
+#include "exec/params.hpp"
 
 namespace toroid::exec {
 
 // Prints "toroid: rank R: <what> made no progress for T s in phase P (TOROID_TIMEOUT)" and the
 // `waiting` lines on stderr, then MPI_Abort(comm, 3): a hang becomes a message and an exit status.
 [[noreturn]] void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase, const std::string& waiting);
-
-// "waiting" lines for the shared-memory transfers that have not finished, at most `max_lines`;
-// `shown` counts the lines written.
-std::string describe_waiting(const std::vector<ShmTransfer>& transfers, int max_lines, int& shown);
 
 }  // namespace toroid::exec

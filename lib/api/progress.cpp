@@ -1,0 +1,90 @@
+#include "api/progress.hpp"
+
+#include <sched.h>
+
+namespace toroid::api {
+
+Progress::~Progress() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Progress::start_thread() {
+  thread_ = std::thread([this] { run_thread(); });
+}
+
+// Rounds while something is in flight; spinning a little between idle rounds, then yielding
+// the core, and sleeping while nothing is in flight.
+void Progress::run_thread() {
+  std::unique_lock lock(mutex_);
+  int idle = 0;
+  while (!stop_) {
+    if (engine_.in_flight() == 0) {
+      wake_.wait(lock, [&] { return stop_ || engine_.in_flight() > 0; });
+      continue;
+    }
+    const bool moved = engine_.progress();
+    idle = moved ? 0 : idle + 1;
+    if (idle > 64) {
+      lock.unlock();
+      sched_yield();
+      lock.lock();
+    }
+  }
+}
+
+std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule::Schedule>& s, std::uint64_t serial,
+                                            const exec::BufferSet& user, const exec::ExecParams& params, bool own) {
+  constexpr std::size_t kPool = 16;
+  std::lock_guard lock(mutex_);
+  if (own) {
+    auto op = std::make_shared<exec::Op>();
+    op->bind(s, user, params, engine_);
+    return op;
+  }
+  std::shared_ptr<exec::Op>* free = nullptr;
+  for (auto& op : pool_) {
+    if (op.use_count() != 1 || op->state() == exec::Op::State::active) continue;  // in flight or held
+    if (op->bound_to(*s, serial, user, params)) return op;
+    if (!free) free = &op;
+  }
+  std::shared_ptr<exec::Op> op;
+  if (free) op = *free;
+  else {
+    op = std::make_shared<exec::Op>();
+    if (pool_.size() < kPool) pool_.push_back(op);
+  }
+  op->bind(s, user, params, engine_);
+  op->set_serial(serial);
+  return op;
+}
+
+void Progress::start(const std::shared_ptr<exec::Op>& op) {
+  {
+    std::lock_guard lock(mutex_);
+    engine_.start(op);
+  }
+  if (thread_.joinable()) wake_.notify_one();
+}
+
+void Progress::wait(exec::Op& op) {
+  std::lock_guard lock(mutex_);
+  engine_.wait(op);
+}
+
+bool Progress::test(exec::Op& op) {
+  std::lock_guard lock(mutex_);
+  return engine_.test(op);
+}
+
+void Progress::wait_all() {
+  std::lock_guard lock(mutex_);
+  engine_.wait_all();
+}
+
+}  // namespace toroid::api

@@ -1,0 +1,56 @@
+// What moves a communicator's collectives: its engine, the ops it reuses, and the optional
+// progress thread.
+//
+// Without the thread, collectives move only inside toroid calls on the communicator (test,
+// wait, any blocking collective). With TOROID_PROGRESS=thread (Options::progress) a thread per
+// communicator runs engine rounds while collectives are in flight and sleeps otherwise, so a
+// collective advances while the caller computes. It calls MPI, so it needs MPI_THREAD_MULTIPLE
+// (checked at construction). Every engine call, from either thread, holds `mutex`.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "exec/engine.hpp"
+
+namespace toroid::api {
+
+class Progress {
+ public:
+  explicit Progress(MPI_Comm comm) : engine_(comm) {}
+  ~Progress();  // stops the thread; the owner has completed what was in flight
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void start_thread();
+  bool threaded() const noexcept { return thread_.joinable(); }
+
+  // An op bound to (s, user, params): a reusable one already bound so when there is, else a
+  // free one bound again, else a new one; `own`: always a new one, kept out of the pool (a
+  // persistent request's). Never one a request in flight holds.
+  std::shared_ptr<exec::Op> acquire(const std::shared_ptr<const schedule::Schedule>& s, std::uint64_t serial, const exec::BufferSet& user,
+                                    const exec::ExecParams& params, bool own = false);
+  void start(const std::shared_ptr<exec::Op>& op);
+  void wait(exec::Op& op);
+  bool test(exec::Op& op);
+  void wait_all();
+  std::mutex& mutex() noexcept { return mutex_; }
+
+ private:
+  void run_thread();
+
+  exec::Engine engine_;
+  std::vector<std::shared_ptr<exec::Op>> pool_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace toroid::api

@@ -1,0 +1,20 @@
+// What a Request holds: its op, and the communicator's progress (weakly: a request may outlive
+// its communicator, whose destructor completes the op first).
+#pragma once
+
+#include <memory>
+
+#include "api/progress.hpp"
+#include "toroid/request.hpp"
+
+namespace toroid {
+
+struct Request::State {
+  std::weak_ptr<api::Progress> progress;
+  std::shared_ptr<exec::Op> op;
+  bool persistent = false;
+  bool started = false;  // started and not yet seen complete by test/wait
+  int rank = 0;
+};
+
+}  // namespace toroid

@@ -1,0 +1,211 @@
+#include "exec/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "exec/stuck.hpp"
+#include "toroid/error.hpp"
+
+namespace toroid::exec {
+
+using schedule::Kind;
+using schedule::Wait;
+
+Channel& Engine::channel(bool sends, int peer, int tag) {
+  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(tag)) << 33) |
+                            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 1) | (sends ? 1u : 0u);
+  return channels_[key];
+}
+
+void Engine::start(const std::shared_ptr<Op>& op) {
+  if (op->state_ == Op::State::active) throw InvalidArgument("a collective was started while it is still active");
+  op->state_ = Op::State::active;
+  op->error_ = nullptr;
+  op->first_open_ = 0;
+  for (Task& t : op->tasks_) {
+    t.started = t.finished = false;
+    t.next_on_channel = nullptr;
+    if (t.via == Via::mpi) t.mpi.reset();
+    if (t.via == Via::shm) t.shm.done = 0;
+    if (!t.channel) continue;
+    if (t.channel->tail) t.channel->tail->next_on_channel = &t;
+    else t.channel->head = &t;
+    t.channel->tail = &t;
+  }
+  shm_open_ += op->shm_tasks_;
+  active_.push_back(op);
+  try {
+    advance(*op);
+  } catch (...) {
+    fail_all(std::current_exception());
+  }
+  if (op->state_ != Op::State::active) std::erase(active_, op);
+}
+
+bool Engine::can_start(const Op& op, const Task& t) const {
+  if (t.channel && t.channel->head != &t) return false;
+  const schedule::Schedule& s = *op.schedule_;
+  const schedule::Step& st = *t.step;
+  for (std::uint32_t k = 0; k < st.dep_count; ++k) {
+    const schedule::Dep& d = s.deps[st.dep_begin + k];
+    const Task& g = op.tasks_[d.step];
+    if (d.wait == Wait::done ? !g.finished : !g.started) return false;
+  }
+  return true;
+}
+
+std::size_t Engine::follow_limit(const Op& op, const Task& t) const {
+  const schedule::Schedule& s = *op.schedule_;
+  const schedule::Step& st = *t.step;
+  std::size_t limit = t.bytes;
+  for (std::uint32_t k = 0; k < st.dep_count; ++k) {
+    const schedule::Dep& d = s.deps[st.dep_begin + k];
+    if (d.wait != Wait::follow) continue;
+    const std::size_t off = d.offset * op.buf_.elem_size, ready = op.tasks_[d.step].ready();
+    limit = std::min(limit, ready > off ? ready - off : 0);
+  }
+  return limit;
+}
+
+void Engine::start_task(Op& op, Task& t) {
+  t.started = true;
+  switch (t.via) {
+    case Via::local:
+      run_local_step(*t.step, op.buf_, op.params_.type);
+      t.finished = true;
+      break;
+    case Via::mpi: t.mpi.start(requests_, comm_); break;
+    case Via::shm: break;
+  }
+}
+
+bool Engine::advance(Op& op) {
+  bool moved = false;
+  std::vector<Task>& tasks = op.tasks_;
+  for (std::size_t i = op.first_open_; i < tasks.size(); ++i) {
+    Task& t = tasks[i];
+    if (t.finished) continue;
+    if (!t.started) {
+      if (!can_start(op, t)) continue;
+      start_task(op, t);
+      moved = true;
+      if (t.finished) continue;
+    }
+    const std::size_t limit = follow_limit(op, t);
+    if (t.via == Via::shm) {
+      if (t.shm.sends()) {
+        moved |= t.shm.push(limit);
+      } else {
+        ShmTransfer* relay = nullptr;
+        if (t.relay >= 0) {
+          Task& r = tasks[static_cast<std::size_t>(t.relay)];
+          if (!r.started && can_start(op, r)) start_task(op, r);
+          if (r.started && !r.finished) relay = &r.shm;
+        }
+        moved |= t.shm.pop(op.reduce_, limit, relay, op.reduce_copy_);
+      }
+      if (t.shm.finished()) {
+        t.finished = true;
+        --shm_open_;
+      }
+    } else {
+      moved |= t.mpi.advance(requests_, comm_, limit, op.reduce_);
+      if (t.mpi.finished()) t.finished = true;
+    }
+    if (t.channel && t.channel->head == &t && t.issued()) {
+      t.channel->head = t.next_on_channel;
+      if (!t.channel->head) t.channel->tail = nullptr;
+    }
+  }
+  // Relays finished inside a receive's pop, and MPI steps finished by completions, are noticed
+  // above on the next round; the op ends when every task has.
+  while (op.first_open_ < tasks.size() && tasks[op.first_open_].finished) ++op.first_open_;
+  if (op.first_open_ == tasks.size()) op.state_ = Op::State::done;
+  return moved;
+}
+
+bool Engine::progress() {
+  if (active_.empty()) return false;
+  bool moved = false;
+  try {
+    moved = requests_.test() > 0;
+    for (std::size_t i = 0; i < active_.size(); ++i) moved |= advance(*active_[i]);
+  } catch (...) {
+    fail_all(std::current_exception());
+    return true;
+  }
+  std::erase_if(active_, [](const std::shared_ptr<Op>& o) { return o->state_ != Op::State::active; });
+  return moved;
+}
+
+void Engine::fail_all(std::exception_ptr e) {
+  for (auto& op : active_) {
+    op->state_ = Op::State::failed;
+    op->error_ = e;
+  }
+  active_.clear();
+  for (auto& [key, ch] : channels_) ch = {};
+  requests_.abandon();
+  shm_open_ = 0;
+}
+
+void Engine::wait(Op& op) {
+  Backoff backoff(op.params_.timeout_s);
+  while (op.state_ == Op::State::active) {
+    if (progress()) {
+      backoff.moved();
+      continue;
+    }
+    if (op.state_ != Op::State::active) break;
+    // Only MPI can move now: block inside it, unless the watchdog needs to look.
+    if (shm_open_ == 0 && requests_.open() > 0 && op.params_.timeout_s <= 0) {
+      try {
+        requests_.wait_some();
+      } catch (...) {
+        fail_all(std::current_exception());
+      }
+      continue;
+    }
+    if (backoff.idle()) stuck(op);
+  }
+  if (op.state_ == Op::State::failed) std::rethrow_exception(op.error_);
+}
+
+bool Engine::test(Op& op) {
+  if (op.state_ == Op::State::active) progress();
+  if (op.state_ == Op::State::failed) std::rethrow_exception(op.error_);
+  return op.state_ != Op::State::active;
+}
+
+void Engine::wait_all() {
+  while (!active_.empty()) wait(*active_.front());
+}
+
+std::string Engine::waiting_lines() const {
+  std::string lines;
+  int shown = 0;
+  for (const auto& op : active_)
+    for (std::size_t i = op->first_open_; i < op->tasks_.size() && shown < 8; ++i) {
+      const Task& t = op->tasks_[i];
+      if (t.finished || t.via == Via::local) continue;
+      const std::size_t done = t.via == Via::shm ? t.shm.done : t.mpi.ready();
+      lines += fmt::format("\n  waiting: {}{} ({}, {}, byte {} of {})", schedule::describe(*t.step),
+                           t.started ? "" : " (not started)", op->params_.what.empty() ? "collective" : op->params_.what,
+                           t.via == Via::shm ? "shared memory" : "mpi", done, t.bytes);
+      ++shown;
+    }
+  return lines;
+}
+
+void Engine::stuck(const Op& op) const {
+  std::uint32_t phase = 0;
+  for (std::size_t i = op.first_open_; i < op.tasks_.size(); ++i)
+    if (!op.tasks_[i].finished) {
+      phase = op.tasks_[i].step->phase;
+      break;
+    }
+  abort_stuck(op.params_, comm_, phase, waiting_lines());
+}
+
+}  // namespace toroid::exec

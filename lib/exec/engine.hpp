@@ -1,0 +1,78 @@
+// The dataflow engine: runs the collectives in flight on one communicator, each a schedule bound
+// to its buffers (op.hpp), over MPI point-to-point and shared-memory channels at once.
+//
+//   task    = one step of one collective; it starts once the steps it waits for are done and it
+//             is the first unstarted step on its channel, and then moves as far as its `follow`
+//             dependencies allow: a send that forwards a receive goes segment by segment behind it
+//   channel = (direction, peer, tag), shared by every collective in flight: its steps run in the
+//             order the collectives were started, then in schedule order, on both ends alike
+//             (MPI's non-overtaking rule and the shared-memory rings' FIFO order need that)
+//   round   = progress(): one MPI_Testsome over every request, then every task of every
+//             collective moves what it can; never blocks
+//
+//      collective A:  recv_reduce B2 <- left  ──follow──>  send B2 -> right  ──> ...
+//      collective B:  recv B0 <- left          (waits on channel "recv from left, tag 0"
+//                                               until A's receives there are posted)
+//
+// No deadlock across collectives: on every channel the earlier-started collective's steps come
+// first, so the earliest unfinished collective always runs as if it were alone.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/op.hpp"
+#include "exec/request_table.hpp"
+
+namespace toroid::exec {
+
+struct Channel {
+  Task* head = nullptr;  // the step that may run now; null: none queued
+  Task* tail = nullptr;
+};
+
+class Engine {
+ public:
+  explicit Engine(MPI_Comm comm) : comm_(comm) {}
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Starts a bound op (idle or done, not active): queues its steps on their channels and moves
+  // what can move at once.
+  void start(const std::shared_ptr<Op>& op);
+  // One round over everything in flight; whether anything moved. Never blocks. An error raised
+  // here fails every op in flight (they rethrow it from wait/test).
+  bool progress();
+  // Progress until `op` is done (blocking inside MPI when only MPI can move, and no watchdog);
+  // rethrows the op's error. The watchdog (the op's timeout) aborts the job when nothing moves.
+  void wait(Op& op);
+  // One round; whether `op` is done (rethrows its error).
+  bool test(Op& op);
+  // Completes everything in flight.
+  void wait_all();
+  std::size_t in_flight() const noexcept { return active_.size(); }
+
+  Channel& channel(bool sends, int peer, int tag);
+
+ private:
+  bool advance(Op& op);
+  bool can_start(const Op& op, const Task& t) const;
+  void start_task(Op& op, Task& t);
+  std::size_t follow_limit(const Op& op, const Task& t) const;
+  void fail_all(std::exception_ptr e);
+  std::string waiting_lines() const;
+  [[noreturn]] void stuck(const Op& op) const;
+
+  MPI_Comm comm_;
+  std::map<std::uint64_t, Channel> channels_;
+  std::vector<std::shared_ptr<Op>> active_;
+  RequestTable requests_;
+  std::size_t shm_open_ = 0;  // shared-memory tasks not finished, over every op in flight
+};
+
+}  // namespace toroid::exec

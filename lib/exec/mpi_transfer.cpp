@@ -1,0 +1,100 @@
+#include "exec/mpi_transfer.hpp"
+
+#include <algorithm>
+
+#include "exec/mpi_check.hpp"
+
+namespace toroid::exec {
+
+using schedule::Kind;
+
+void MpiTransfer::bind(const schedule::Step& st, const std::byte* src, std::byte* dst, std::size_t bytes,
+                       std::size_t segment_bytes, std::size_t elem_size, std::byte* staging, std::uint32_t depth) {
+  step_ = &st;
+  src_ = src;
+  dst_ = dst;
+  bytes_ = bytes;
+  elem_size_ = elem_size;
+  seg_bytes_ = std::max<std::size_t>(1, segment_bytes / elem_size) * elem_size;
+  nseg_ = static_cast<std::uint32_t>((bytes + seg_bytes_ - 1) / seg_bytes_);
+  staging_ = staging;
+  depth_ = std::max<std::uint32_t>(1, depth);
+  if (st.kind != Kind::send) arrived_.assign(nseg_, 0);
+  reset();
+}
+
+void MpiTransfer::reset() {
+  posted_ = sends_done_ = prefix_ = 0;
+  ready_ = 0;
+  std::fill(arrived_.begin(), arrived_.end(), std::uint8_t{0});
+}
+
+bool MpiTransfer::finished() const noexcept {
+  return step_->kind == Kind::send ? sends_done_ == nseg_ : prefix_ == nseg_;
+}
+
+void MpiTransfer::post(RequestTable& table, MPI_Comm comm, std::uint32_t k) {
+  const std::size_t at = static_cast<std::size_t>(k) * seg_bytes_;
+  const int len = static_cast<int>(seg_len(k));
+  const schedule::Step& st = *step_;
+  MPI_Request* req = table.post(this, k);
+  switch (st.kind) {
+    case Kind::send:
+      mpi_check(MPI_Isend(src_ + at, len, MPI_BYTE, st.peer, st.tag, comm, req), "MPI_Isend");
+      break;
+    case Kind::recv:
+      mpi_check(MPI_Irecv(dst_ + at, len, MPI_BYTE, st.peer, st.tag, comm, req), "MPI_Irecv");
+      break;
+    default:
+      mpi_check(MPI_Irecv(staging_ + (k % depth_) * seg_bytes_, len, MPI_BYTE, st.peer, st.tag, comm, req),
+                "MPI_Irecv");
+      break;
+  }
+  ++posted_;
+}
+
+void MpiTransfer::start(RequestTable& table, MPI_Comm comm) {
+  switch (step_->kind) {
+    case Kind::recv:  // straight into place: every segment at once
+      while (posted_ < nseg_) post(table, comm, posted_);
+      break;
+    case Kind::recv_reduce:
+      while (posted_ < std::min(nseg_, depth_)) post(table, comm, posted_);
+      break;
+    default: break;
+  }
+}
+
+bool MpiTransfer::advance(RequestTable& table, MPI_Comm comm, std::size_t limit, kernels::ReduceFn reduce) {
+  bool moved = false;
+  if (step_->kind == Kind::send) {
+    while (posted_ < nseg_ && static_cast<std::size_t>(posted_) * seg_bytes_ + seg_len(posted_) <= limit) {
+      post(table, comm, posted_);
+      moved = true;
+    }
+  } else if (step_->kind == Kind::recv_reduce) {
+    while (prefix_ < nseg_ && arrived_[prefix_]) {
+      const std::size_t at = static_cast<std::size_t>(prefix_) * seg_bytes_, len = seg_len(prefix_);
+      if (at + len > limit) break;  // the local operand is not final yet
+      reduce(dst_ + at, src_ + at, staging_ + (prefix_ % depth_) * seg_bytes_, len / elem_size_);
+      ++prefix_;
+      ready_ = at + len;
+      if (posted_ < nseg_) post(table, comm, posted_);  // into the slot just freed
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+void MpiTransfer::completed(std::uint32_t k) {
+  if (step_->kind == Kind::send) {
+    ++sends_done_;
+    return;
+  }
+  arrived_[k] = 1;
+  if (step_->kind != Kind::recv) return;
+  while (prefix_ < nseg_ && arrived_[prefix_]) ++prefix_;
+  ready_ = std::min(static_cast<std::size_t>(prefix_) * seg_bytes_, bytes_);
+}
+
+}  // namespace toroid::exec

@@ -1,0 +1,64 @@
+// One schedule step carried by MPI point-to-point, advanced without blocking.
+//
+//   segment = slice of the step's bytes of at most segment_bytes (whole elements); each MPI
+//             message is one segment (< 2 GiB), so no MPI count overflows
+//   send    = posts each segment once the bytes it reads are final (`limit`)
+//   recv    = posts every segment straight into place at start; `ready` is the prefix that
+//             has arrived, which steps that follow it read on from
+//   recv_reduce = `depth` segments in flight into staging slots; an arrived segment is reduced
+//             into place as soon as it is the next one and its local operand is final, and its
+//             slot is re-posted for segment k + depth, so the reduction of segment k overlaps
+//             the transfer of the following ones
+//
+// Segments of one (peer, tag) stream match in posting order (MPI's non-overtaking rule), so
+// the k-th receive posted always carries segment k.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "exec/request_table.hpp"
+#include "kernels/reduce.hpp"
+#include "schedule/step.hpp"
+
+namespace toroid::exec {
+
+class MpiTransfer final : public RequestOwner {
+ public:
+  // staging: depth * segment bytes for a recv_reduce (unused otherwise).
+  void bind(const schedule::Step& st, const std::byte* src, std::byte* dst, std::size_t bytes,
+            std::size_t segment_bytes, std::size_t elem_size, std::byte* staging, std::uint32_t depth);
+  void reset();
+  void start(RequestTable& table, MPI_Comm comm);
+  // Moves what may move with the first `limit` bytes of the source final; whether anything did.
+  bool advance(RequestTable& table, MPI_Comm comm, std::size_t limit, kernels::ReduceFn reduce);
+  void completed(std::uint32_t segment) override;
+
+  bool issued() const noexcept { return posted_ == nseg_; }  // every segment posted
+  bool finished() const noexcept;
+  std::size_t ready() const noexcept { return ready_; }      // receives: bytes final in place
+  std::size_t bytes() const noexcept { return bytes_; }
+
+ private:
+  std::size_t seg_len(std::uint32_t k) const noexcept {
+    const std::size_t at = static_cast<std::size_t>(k) * seg_bytes_;
+    return bytes_ - at < seg_bytes_ ? bytes_ - at : seg_bytes_;
+  }
+  void post(RequestTable& table, MPI_Comm comm, std::uint32_t k);
+
+  const schedule::Step* step_ = nullptr;
+  const std::byte* src_ = nullptr;
+  std::byte* dst_ = nullptr;
+  std::byte* staging_ = nullptr;
+  std::size_t bytes_ = 0, seg_bytes_ = 1, elem_size_ = 1;
+  std::uint32_t nseg_ = 0, depth_ = 1;
+  // Progress.
+  std::uint32_t posted_ = 0, sends_done_ = 0, prefix_ = 0;  // prefix_: segments final in place
+  std::size_t ready_ = 0;
+  std::vector<std::uint8_t> arrived_;  // per segment
+};
+
+}  // namespace toroid::exec

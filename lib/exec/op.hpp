@@ -1,0 +1,85 @@
+// One collective bound to its buffers: the schedule's steps as tasks of the engine, each with
+// its transport, and the memory the collective needs of its own (scratch, MPI staging), so that
+// several collectives can be in flight on one communicator at once. Bound once and started many
+// times (a persistent collective), or bound again for the next call.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <vector>
+
+#include "exec/buffers.hpp"
+#include "exec/mpi_transfer.hpp"
+#include "exec/params.hpp"
+#include "exec/shm_transfer.hpp"
+#include "schedule/step.hpp"
+
+namespace toroid::exec {
+
+class Engine;
+struct Channel;
+
+enum class Via : std::uint8_t { local, mpi, shm };
+
+struct Task {
+  const schedule::Step* step = nullptr;
+  Via via = Via::local;
+  std::size_t bytes = 0;
+  bool started = false, finished = false;
+  Channel* channel = nullptr;  // steps on one (direction, peer, tag) run in order
+  Task* next_on_channel = nullptr;
+  int relay = -1;  // shared memory: the send that forwards exactly what this receive brings
+  MpiTransfer mpi;
+  ShmTransfer shm;
+
+  // Bytes of the destination that are final (a receive's prefix); all of them once finished.
+  std::size_t ready() const noexcept {
+    if (finished) return bytes;
+    return via == Via::shm ? shm.done : via == Via::mpi ? mpi.ready() : 0;
+  }
+  // Whether the next step on this task's channel may begin.
+  bool issued() const noexcept { return finished || (via == Via::mpi && mpi.issued()); }
+};
+
+class Op {
+ public:
+  enum class State : std::uint8_t { idle, active, done, failed };
+
+  // Binds `s` (kept alive while bound) to `user` buffers (input, output; scratch is the
+  // op's own) and resolves each step's transport and channel on `engine`.
+  void bind(std::shared_ptr<const schedule::Schedule> s, const BufferSet& user, const ExecParams& params,
+            Engine& engine);
+  // Whether bind(s, user, params) would bind the same thing again.
+  bool bound_to(const schedule::Schedule& s, std::uint64_t serial, const BufferSet& user,
+                const ExecParams& params) const noexcept;
+  void set_serial(std::uint64_t serial) noexcept { serial_ = serial; }
+
+  State state() const noexcept { return state_; }
+  const ExecParams& params() const noexcept { return params_; }
+  const schedule::Schedule* schedule() const noexcept { return schedule_.get(); }
+
+ private:
+  friend class Engine;
+  void mark_shared_memory_hints();
+
+  std::shared_ptr<const schedule::Schedule> schedule_;
+  std::uint64_t serial_ = 0;
+  BufferSet user_{}, buf_{};
+  ExecParams params_;
+  kernels::ReduceFn reduce_ = nullptr;
+  kernels::ReduceCopyFn reduce_copy_ = nullptr;
+  std::vector<Task> tasks_;
+  std::vector<std::byte> scratch_, staging_;
+  std::size_t first_open_ = 0, shm_tasks_ = 0;
+  State state_ = State::idle;
+  std::exception_ptr error_;
+};
+
+// A copy or scale step (local: no peer), run at once.
+void run_local_step(const schedule::Step& st, const BufferSet& buf, DataType type);
+
+}  // namespace toroid::exec
