@@ -71,12 +71,16 @@ int run(const Settings& s, int rank) {
         const std::vector<std::string> levels =
             a == Algorithm::mpi || s.isas.empty() ? std::vector<std::string>{""} : s.isas;
         const std::size_t transports = a == Algorithm::mpi ? 1 : comms.size();
+        const std::vector<Settings::Mode> modes =
+            a == Algorithm::mpi ? std::vector<Settings::Mode>{Settings::Mode::blocking} : s.modes;
         for (std::size_t t = 0; t < transports; ++t)
+          for (Settings::Mode mode : modes)
           for (const std::string& level : levels) {
             // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
             kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
-            Row row = measure(c, s, bytes, a, *comms[t]);
+            Row row = measure(c, s, bytes, a, *comms[t], mode);
             if (comms.size() > 1 && a != Algorithm::mpi) row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
+            if (s.modes.size() > 1 && a != Algorithm::mpi) row.algo = fmt::format("{}:{}", row.algo, to_string(mode));
             if (!level.empty()) row.algo = fmt::format("{}@{}", row.algo, kernels::to_string(kernels::active_kernels().isa));
             if (a == Algorithm::mpi) stock_us = row.median_us;
             row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;

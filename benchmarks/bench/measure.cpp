@@ -14,6 +14,44 @@
 namespace toroid::bench {
 namespace {
 
+// The arguments of one collective call of `c` with this rank's buffers (`in`: full length).
+struct Args {
+  const void* in;
+  std::uint64_t in_count;
+  void* out;
+  std::uint64_t out_count;
+};
+Args args_of(Collective c, const Settings& s, std::vector<std::byte>& in, std::vector<std::byte>& out,
+             std::uint64_t count, Communicator& comm) {
+  const std::size_t es = size_of(s.type);
+  const Block own = block_of(count, comm.size(), comm.rank());
+  switch (c) {
+    case Collective::allreduce:
+      return s.in_place ? Args{out.data(), count, out.data(), count} : Args{in.data(), count, out.data(), count};
+    case Collective::reduce_scatter:
+      return s.in_place ? Args{out.data(), count, out.data(), count} : Args{in.data(), count, out.data(), own.count};
+    case Collective::allgather:
+      return {(s.in_place ? out.data() : in.data()) + own.offset * es, own.count, out.data(), count};
+  }
+  return {};
+}
+
+// A request for the call (non-blocking: started; persistent: bound, not started).
+Request request_for(Collective c, const Settings& s, const Args& a, Algorithm algo, Communicator& comm, bool persistent) {
+  switch (c) {
+    case Collective::allreduce:
+      return persistent ? allreduce_init(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo)
+                        : iallreduce(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
+    case Collective::reduce_scatter:
+      return persistent ? reduce_scatter_init(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo)
+                        : ireduce_scatter(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
+    case Collective::allgather:
+      return persistent ? allgather_init(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo)
+                        : iallgather(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
+  }
+  return {};
+}
+
 // One collective call of `c` with this rank's buffers; `in` is the full-length input.
 void call(Collective c, const Settings& s, std::vector<std::byte>& in, std::vector<std::byte>& out,
           std::uint64_t count, Algorithm algo, Communicator& comm) {
@@ -129,7 +167,8 @@ Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Com
           "copy_bound", med, times.front(), times.back(), algbw, algbw, 0, 0.0};
 }
 
-Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm) {
+Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm,
+            Settings::Mode mode) {
   const std::size_t es = size_of(s.type);
   const int p = comm.size();
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
@@ -140,21 +179,36 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
     if (s.in_place) out = in;
   };
   fill();
+  // The buffers stay where they are (in place, `out = in` copies into out's storage), so one
+  // persistent request serves every iteration.
+  const Args args = args_of(c, s, in, out, count, comm);
+  Request persistent;
+  if (mode == Settings::Mode::persistent) persistent = request_for(c, s, args, algo, comm, true);
+  auto once = [&] {
+    if (mode == Settings::Mode::blocking) {
+      call(c, s, in, out, count, algo, comm);
+    } else if (mode == Settings::Mode::nonblocking) {
+      request_for(c, s, args, algo, comm, false).wait();
+    } else {
+      persistent.start();
+      persistent.wait();
+    }
+  };
   std::uint64_t wrong = 0;
   if (s.check) {
-    call(c, s, in, out, count, algo, comm);
+    once();
     wrong = count_wrong(c, s, out, count, comm);
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, comm.mpi_comm());
   }
   std::vector<double> times;
   if (!s.in_place) {
-    times = timed(s, comm, [&] { call(c, s, in, out, count, algo, comm); });
+    times = timed(s, comm, once);
   } else {
     for (int it = 0; it < s.warmup + s.iters; ++it) {
       out = in;  // in place overwrites the input; restore it outside the timing
       MPI_Barrier(comm.mpi_comm());
       const double t0 = MPI_Wtime();
-      call(c, s, in, out, count, algo, comm);
+      once();
       double dt = MPI_Wtime() - t0;
       MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
       if (it >= s.warmup) times.push_back(dt * 1e6);

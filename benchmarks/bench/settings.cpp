@@ -14,6 +14,15 @@ namespace po = boost::program_options;
 
 namespace toroid::bench {
 
+std::string_view to_string(Settings::Mode m) noexcept {
+  switch (m) {
+    case Settings::Mode::blocking: return "blocking";
+    case Settings::Mode::nonblocking: return "nonblocking";
+    case Settings::Mode::persistent: return "persistent";
+  }
+  return "?";
+}
+
 // Throws InvalidArgument with the option name on bad values. Exit status 2 on every rank.
 Settings parse_settings(int argc, char** argv, bool& help, std::string& help_text) {
   po::options_description d("toroid-bench options");
@@ -43,6 +52,8 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
                                          "are repeated per level, named ALGO@LEVEL, all in this run")
       ("transport", po::value<std::string>(), "comma list of auto|mpi|shm: toroid's rows over each transport "
                                                "(named ALGO/TRANSPORT when more than one), all in this run")
+      ("mode", po::value<std::string>(), "comma list of blocking|nonblocking|persistent: how toroid's rows call "
+                                          "the collective (named ALGO:MODE when more than one); stock rows block")
       ("bound", "add a copy_bound row per size: every rank copies its vector at once (memcpy), the time "
                 "the bytes an all-reduce must move (read the input, write the output) take")
       ("timeout", po::value<double>(),
@@ -98,6 +109,15 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       } catch (const InvalidArgument& ex) {
         throw InvalidArgument(std::string("--transport: ") + ex.what());
       }
+    }
+  }
+  if (vm.count("mode")) {
+    s.modes.clear();
+    for (const std::string& m : cli::split_list(vm["mode"].as<std::string>())) {
+      bool found = false;
+      for (Settings::Mode k : {Settings::Mode::blocking, Settings::Mode::nonblocking, Settings::Mode::persistent})
+        if (m == to_string(k)) s.modes.push_back(k), found = true;
+      if (!found) throw InvalidArgument("--mode: '" + m + "' is not blocking, nonblocking or persistent");
     }
   }
   s.bound = vm.count("bound") > 0;

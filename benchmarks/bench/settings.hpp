@@ -27,11 +27,17 @@ struct Settings {
   std::vector<std::string> isas;  // kernel levels to run toroid's algorithms with; empty: the active one
   // Transports to run toroid's algorithms over (rows named ALGO/TRANSPORT when more than one).
   std::vector<Transport> transports = {Transport::automatic};
+  // How toroid's collectives are called (rows named ALGO:MODE when more than one): blocking,
+  // nonblocking (i* then wait), persistent (*_init once, then start and wait). Stock rows block.
+  enum class Mode { blocking, nonblocking, persistent };
+  std::vector<Mode> modes = {Mode::blocking};
   bool bound = false;  // add the memory-traffic bound row (every rank copies its vector at once)
 };
 
 // Parses argv; sets `help` (and `help_text`) for --help. Throws InvalidArgument naming the option
 // and its value on bad input (the caller exits with status 2 on every rank).
+std::string_view to_string(Settings::Mode m) noexcept;
+
 Settings parse_settings(int argc, char** argv, bool& help, std::string& help_text);
 
 }  // namespace toroid::bench

@@ -50,6 +50,9 @@ class Request {
   void start();
   bool active() const noexcept;
   bool persistent() const noexcept;
+  // Whether the collective has completed, without moving it (with the progress thread it turns
+  // true by itself); the request stays active until test() or wait() sees the completion.
+  bool is_complete() const;
 
   struct State;
   explicit Request(std::shared_ptr<State> state) noexcept;

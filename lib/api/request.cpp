@@ -41,6 +41,14 @@ Request::~Request() = default;  // an unfinished op stays with the engine and co
 bool Request::active() const noexcept { return state_ && state_->started; }
 bool Request::persistent() const noexcept { return state_ && state_->persistent; }
 
+bool Request::is_complete() const {
+  if (!state_ || !state_->started) return false;
+  auto progress = state_->progress.lock();
+  if (!progress) return true;
+  std::lock_guard lock(progress->mutex());
+  return state_->op->state() != exec::Op::State::active;
+}
+
 bool Request::test() {
   require_active(state_.get(), "test");
   auto progress = state_->progress.lock();

@@ -9,7 +9,9 @@
 #include <string>
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // MPI_THREAD_MULTIPLE: the progress-thread tests need it (test_nonblocking.cpp).
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   Catch::Session session;
