@@ -8,15 +8,19 @@
 //   serial    compute, then the all-reduce
 //   overlap   start the all-reduce, compute, wait, in three ways:
 //               caller   no toroid call during the compute: the collective moves only in wait()
-//               polled   test() every 1/32 of the compute
+//               polled   test() every 1/32 of the compute (spin only)
 //               thread   the communicator's progress thread (TOROID_PROGRESS=thread)
 // ideal = max(compute, comm); hidden = (serial - overlap) / min(compute, comm): 1 means all of
-// the shorter one was hidden, 0 none. The compute loop is arithmetic on registers (no memory
-// traffic), so it competes with the collective only for cores.
+// the shorter one was hidden, 0 none. Two kinds of compute (--compute, both by default):
+//   spin   arithmetic on registers (no memory traffic): it holds the core, as CPU compute does,
+//          so it competes with the collective only for cores
+//   sleep  the rank sleeps as long, as a caller waiting for an accelerator does: the core is free
 #include <fmt/format.h>
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -43,6 +47,11 @@ double compute(std::uint64_t units) {
 
 volatile double sink = 0;
 
+void sleep_us(double us) {
+  timespec t{static_cast<time_t>(us / 1e6), static_cast<long>(std::fmod(us, 1e6) * 1e3)};
+  nanosleep(&t, nullptr);
+}
+
 template <class Fn>
 double median_us(int iters, MPI_Comm comm, Fn&& fn) {
   std::vector<double> t;
@@ -63,6 +72,7 @@ struct Args {
   int iters = 10;
   double compute_ms = 0;  // 0: as long as the all-reduce
   Algorithm algo = Algorithm::ring;
+  std::vector<std::string> kinds = {"spin", "sleep"};
 };
 
 Args parse(int argc, char** argv) {
@@ -78,7 +88,17 @@ Args parse(int argc, char** argv) {
     else if (k == "-n") a.iters = std::stoi(value());
     else if (k == "--compute-ms") a.compute_ms = std::stod(value());
     else if (k == "--algo") a.algo = parse_algorithm(value());
-    else throw InvalidArgument(fmt::format("unknown argument '{}' (-b, -e, -n, --compute-ms, --algo)", k));
+    else if (k == "--compute") {
+      a.kinds.clear();
+      const std::string v = value();
+      for (std::size_t at = 0; at <= v.size();) {
+        const std::size_t end = std::min(v.find(',', at), v.size());
+        const std::string kind = v.substr(at, end - at);
+        if (kind != "spin" && kind != "sleep") throw InvalidArgument(fmt::format("--compute: '{}' is not spin or sleep", kind));
+        a.kinds.push_back(kind);
+        at = end + 1;
+      }
+    } else throw InvalidArgument(fmt::format("unknown argument '{}' (-b, -e, -n, --compute-ms, --compute, --algo)", k));
   }
   if (a.min_bytes > a.max_bytes || a.min_bytes < 4) throw InvalidArgument("-b must be >= 4 and <= -e");
   if (a.iters < 1) throw InvalidArgument("-n must be at least 1");
@@ -110,19 +130,25 @@ int main(int argc, char** argv) {
       fmt::print("# toroid-overlap-bench  ranks {}  algo {}  thread level {}  iterations {}\n", p, to_string(a.algo),
                  provided == MPI_THREAD_MULTIPLE ? "multiple" : "lower", a.iters);
       fmt::print("# times in us (median of the slowest rank); ideal = max(compute, comm); hidden = (serial - overlap) / min(compute, comm)\n");
-      fmt::print("{:>10} {:>9} {:>9} {:>9} {:>9} {:>14} {:>14} {:>14}\n", "bytes", "comm", "compute", "serial", "ideal",
-                 "caller(hid)", "polled(hid)", "thread(hid)");
+      fmt::print("{:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>14} {:>14} {:>14}\n", "kind", "bytes", "comm", "compute", "serial",
+                 "ideal", "caller(hid)", "polled(hid)", "thread(hid)");
     }
+    for (const std::string& kind : a.kinds)
     for (std::uint64_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 4) {
+      const bool spin = kind == "spin";
       const std::size_t n = bytes / 4;
       std::vector<float> in(n, 1.0f), out(n);
       auto blocking = [&](Communicator& c) { allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, c, a.algo); };
       const double comm_us = median_us(a.iters, MPI_COMM_WORLD, [&] { blocking(caller); });
       const double want_us = a.compute_ms > 0 ? a.compute_ms * 1e3 : comm_us;
       const auto units = static_cast<std::uint64_t>(want_us * per_us);
-      const double compute_us = median_us(a.iters, MPI_COMM_WORLD, [&] { sink = compute(units); });
+      auto work = [&](double fraction) {
+        if (spin) sink = compute(static_cast<std::uint64_t>(static_cast<double>(units) * fraction));
+        else sleep_us(want_us * fraction);
+      };
+      const double compute_us = median_us(a.iters, MPI_COMM_WORLD, [&] { work(1.0); });
       const double serial_us = median_us(a.iters, MPI_COMM_WORLD, [&] {
-        sink = compute(units);
+        work(1.0);
         blocking(caller);
       });
       auto overlapped = [&](Communicator& c, bool poll) {
@@ -130,17 +156,17 @@ int main(int argc, char** argv) {
           Request r = iallreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, c, a.algo);
           if (poll) {
             for (int k = 0; k < 32; ++k) {
-              sink = compute(units / 32);
+              work(1.0 / 32);
               if (r.active()) r.test();
             }
-            sink = compute(units - units / 32 * 32);
           } else {
-            sink = compute(units);
+            work(1.0);
           }
           if (r.active()) r.wait();
         });
       };
-      const double caller_us = overlapped(caller, false), polled_us = overlapped(caller, true),
+      // Polling between sleeps would time the timer's slack (tens of us per sleep), not the overlap.
+      const double caller_us = overlapped(caller, false), polled_us = spin ? overlapped(caller, true) : 0,
                    thread_us = overlapped(threaded, false);
       // A wrong sum is an error whatever the timing says.
       bool ok = true;
@@ -149,9 +175,9 @@ int main(int argc, char** argv) {
       MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
       if (!all) status = 1;
       const double shorter = std::min(compute_us, comm_us);
-      auto hid = [&](double t) { return fmt::format("{:.0f}({:.2f})", t, (serial_us - t) / shorter); };
+      auto hid = [&](double t) { return t == 0 ? std::string("-") : fmt::format("{:.0f}({:.2f})", t, (serial_us - t) / shorter); };
       if (rank == 0)
-        fmt::print("{:>10} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>14} {:>14} {:>14}{}\n", bytes, comm_us, compute_us,
+        fmt::print("{:>6} {:>10} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>14} {:>14} {:>14}{}\n", kind, bytes, comm_us, compute_us,
                    serial_us, std::max(compute_us, comm_us), hid(caller_us), hid(polled_us), hid(thread_us),
                    all ? "" : "  WRONG RESULT");
       if (bytes > UINT64_MAX / 4) break;

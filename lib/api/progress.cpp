@@ -67,7 +67,7 @@ std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule
 void Progress::start(const std::shared_ptr<exec::Op>& op) {
   {
     std::lock_guard lock(mutex_);
-    engine_.start(op);
+    engine_.start(op, !thread_.joinable());
   }
   if (thread_.joinable()) wake_.notify_one();
 }

@@ -18,7 +18,7 @@ Channel& Engine::channel(bool sends, int peer, int tag) {
   return channels_[key];
 }
 
-void Engine::start(const std::shared_ptr<Op>& op) {
+void Engine::start(const std::shared_ptr<Op>& op, bool move_now) {
   if (op->state_ == Op::State::active) throw InvalidArgument("a collective was started while it is still active");
   op->state_ = Op::State::active;
   op->error_ = nullptr;
@@ -35,6 +35,7 @@ void Engine::start(const std::shared_ptr<Op>& op) {
   }
   shm_open_ += op->shm_tasks_;
   active_.push_back(op);
+  if (!move_now) return;
   try {
     advance(*op);
   } catch (...) {

@@ -42,9 +42,10 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Starts a bound op (idle or done, not active): queues its steps on their channels and moves
-  // what can move at once.
-  void start(const std::shared_ptr<Op>& op);
+  // Starts a bound op (idle or done, not active): queues its steps on their channels and, with
+  // `move_now`, moves what can move at once (posting its MPI transfers early; over shared memory
+  // that is copying, which a progress thread had better do while the caller goes on).
+  void start(const std::shared_ptr<Op>& op, bool move_now = true);
   // One round over everything in flight; whether anything moved. Never blocks. An error raised
   // here fails every op in flight (they rethrow it from wait/test).
   bool progress();
