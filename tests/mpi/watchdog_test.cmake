@@ -4,16 +4,16 @@
 # the same way.
 set(ENV{TOROID_TIMEOUT} 2)
 
-# watchdog_case(CHECK TEXT...): runs the probe with TOROID_CHECK=CHECK; the output must match
-# every TEXT.
-function(watchdog_case check)
+# watchdog_case(CHECK MODE TEXT...): runs the probe (MODE: blocking or nonblocking) with
+# TOROID_CHECK=CHECK; the output must match every TEXT.
+function(watchdog_case check mode)
   set(ENV{TOROID_CHECK} ${check})
   string(TIMESTAMP start "%s")
-  execute_process(COMMAND ${MPIEXEC} -n 3 --oversubscribe ${PROGRAM} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+  execute_process(COMMAND ${MPIEXEC} -n 3 --oversubscribe ${PROGRAM} ${mode} RESULT_VARIABLE rc OUTPUT_VARIABLE out
                   ERROR_VARIABLE err TIMEOUT 120)
   string(TIMESTAMP stop "%s")
   math(EXPR took "${stop} - ${start}")
-  message(STATUS "TOROID_CHECK=${check}: exit ${rc} after ${took} s\n${out}${err}")
+  message(STATUS "TOROID_CHECK=${check} ${mode}: exit ${rc} after ${took} s\n${out}${err}")
   if(rc EQUAL 0 OR rc MATCHES "timeout")
     message(FATAL_ERROR "the job did not end through the watchdog (exit '${rc}')")
   endif()
@@ -27,5 +27,8 @@ function(watchdog_case check)
   endif()
 endfunction()
 
-watchdog_case(0 "made no progress for 2 s" "allreduce \\(ring\\)" "waiting: ")
-watchdog_case(1 "argument check \\(MPI_Iallreduce\\) made no progress for 2 s" "has not entered the same call")
+watchdog_case(0 blocking "made no progress for 2 s" "allreduce \\(ring\\)" "waiting: ")
+watchdog_case(1 blocking "argument check \\(MPI_Iallreduce\\) made no progress for 2 s" "has not entered the same call")
+# A request in flight: the message names the non-blocking collective, the step and its peer.
+watchdog_case(0 nonblocking "non-blocking allreduce \\(ring\\) made no progress for 2 s"
+              "waiting: phase [0-9]+ (send|recv|recv_reduce).* (to|from) 1 " "non-blocking allreduce \\(ring\\), (mpi|shared memory)")

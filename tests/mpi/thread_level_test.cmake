@@ -1,0 +1,16 @@
+# TOROID_PROGRESS=thread under MPI_THREAD_FUNNELED: an error on every rank naming the level.
+set(ENV{TOROID_PROGRESS} thread)
+execute_process(COMMAND ${MPIEXEC} -n 2 --oversubscribe ${PROGRAM} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                ERROR_VARIABLE err TIMEOUT 120)
+message(STATUS "exit ${rc}\n${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the probe failed (exit '${rc}')")
+endif()
+foreach(rank 0 1)
+  if(NOT out MATCHES "rank ${rank}: error: progress mode thread \\(Options::progress or TOROID_PROGRESS\\) needs MPI initialized with MPI_THREAD_MULTIPLE; rank ${rank} has thread level MPI_THREAD_FUNNELED")
+    message(FATAL_ERROR "rank ${rank} did not report the thread level")
+  endif()
+  if(NOT out MATCHES "rank ${rank}: caller mode sum 2")
+    message(FATAL_ERROR "rank ${rank}: the caller mode did not work")
+  endif()
+endforeach()
