@@ -172,20 +172,27 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
 
 Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bool persistent) {
   Communicator::Impl& m = comm.impl();
-  const Prepared p = prepare(c, comm, requested, persistent ? "persistent " : "non-blocking ");
-  if (p.stock)
-    throw InvalidArgument(fmt::format(
-        "{} {} on rank {}: algorithm mpi has no {} form in toroid yet (use the blocking call, or a toroid algorithm)",
-        persistent ? "persistent" : "non-blocking", to_string(c.collective), m.rank,
-        persistent ? "persistent" : "non-blocking"));
-  auto op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params, persistent);
+  const char* form = persistent ? "persistent " : "non-blocking ";
+  const Prepared p = prepare(c, comm, requested, form);
   auto state = std::make_shared<Request::State>();
   state->progress = m.progress;
-  state->op = op;
   state->persistent = persistent;
   state->rank = m.rank;
+  if (p.stock) {
+    // MPI's own non-blocking collective; MPI moves it (inside test/wait, or its own progress).
+    state->what = fmt::format("{}{}{} (mpi)", form, to_string(c.collective),
+                              c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "");
+    state->stock = std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops);
+    if (!persistent) {
+      state->stock->start();
+      state->started = true;
+    }
+    return Request(std::move(state));
+  }
+  state->what = p.params.what;
+  state->op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params, persistent);
   if (!persistent) {
-    m.progress->start(op);
+    m.progress->start(state->op);
     state->started = true;
   }
   return Request(std::move(state));

@@ -13,10 +13,7 @@
 namespace toroid {
 namespace {
 
-std::string name_of(const Request::State& s) {
-  const exec::Op& op = *s.op;
-  return op.params().what.empty() ? std::string("collective") : op.params().what;
-}
+const std::string& name_of(const Request::State& s) { return s.what; }
 
 void require_active(const Request::State* s, const char* call) {
   if (!s) throw InvalidArgument(fmt::format("Request::{}: the request is empty (default-constructed or moved from)", call));
@@ -43,6 +40,7 @@ bool Request::persistent() const noexcept { return state_ && state_->persistent;
 
 bool Request::is_complete() const {
   if (!state_ || !state_->started) return false;
+  if (state_->stock) return state_->stock->complete();
   auto progress = state_->progress.lock();
   if (!progress) return true;
   std::lock_guard lock(progress->mutex());
@@ -51,6 +49,16 @@ bool Request::is_complete() const {
 
 bool Request::test() {
   require_active(state_.get(), "test");
+  if (state_->stock) {
+    try {
+      if (!state_->stock->test()) return false;
+    } catch (...) {
+      state_->started = false;
+      throw;
+    }
+    state_->started = false;
+    return true;
+  }
   auto progress = state_->progress.lock();
   if (!progress) {
     finish_orphan(*state_);
@@ -68,6 +76,11 @@ bool Request::test() {
 
 void Request::wait() {
   require_active(state_.get(), "wait");
+  if (state_->stock) {
+    state_->started = false;
+    state_->stock->wait();
+    return;
+  }
   auto progress = state_->progress.lock();
   if (!progress) {
     finish_orphan(*state_);
@@ -88,7 +101,8 @@ void Request::start() {
   auto progress = state_->progress.lock();
   if (!progress)
     throw InvalidArgument(fmt::format("Request::start on rank {}: its communicator has been destroyed", state_->rank));
-  progress->start(state_->op);
+  if (state_->stock) state_->stock->start();
+  else progress->start(state_->op);
   state_->started = true;
 }
 

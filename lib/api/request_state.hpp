@@ -3,15 +3,19 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "api/progress.hpp"
+#include "exec/stock.hpp"
 #include "toroid/request.hpp"
 
 namespace toroid {
 
 struct Request::State {
   std::weak_ptr<api::Progress> progress;
-  std::shared_ptr<exec::Op> op;
+  std::shared_ptr<exec::Op> op;         // toroid's algorithms
+  std::unique_ptr<exec::StockCall> stock;  // the `mpi` algorithm
+  std::string what;                        // "non-blocking allreduce (mpi)", for messages
   bool persistent = false;
   bool started = false;  // started and not yet seen complete by test/wait
   int rank = 0;

@@ -140,4 +140,91 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
   }
 }
 
+StockCall::StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type,
+                     ReduceOp op, MPI_Comm comm, StockOps& ops)
+    : c_(c), in_(in), out_(out), count_(count), type_(type), op_(op), comm_(comm), mop_(ops.op(type, op)) {
+  mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(comm, &p_), "MPI_Comm_size");
+  if (c != schedule::Collective::allreduce) {
+    counts_.resize(static_cast<std::size_t>(p_));
+    displs_.resize(static_cast<std::size_t>(p_));
+    for (int r = 0; r < p_; ++r) {
+      const Block b = block_of(count, p_, r);
+      counts_[static_cast<std::size_t>(r)] = as_int(b.count, toroid::to_string(c).data());
+      displs_[static_cast<std::size_t>(r)] = as_int(b.offset, toroid::to_string(c).data());
+    }
+  }
+}
+
+void StockCall::start() {
+  requests_.clear();
+  const std::size_t es = size_of(type_);
+  const MPI_Datatype dt = mpi_type(type_);
+  auto* o = static_cast<std::byte*>(out_);
+  const auto* i = static_cast<const std::byte*>(in_);
+  auto next = [&]() -> MPI_Request* { return &requests_.emplace_back(MPI_REQUEST_NULL); };
+  switch (c_) {
+    case schedule::Collective::allreduce:
+      requests_.reserve(count_ / max_piece + 1);
+      for (std::uint64_t at = 0; at < count_; at += max_piece) {
+        const int n = static_cast<int>(std::min(max_piece, count_ - at));
+        const void* send = in_ == out_ ? MPI_IN_PLACE : static_cast<const void*>(i + at * es);
+        mpi_check(MPI_Iallreduce(send, o + at * es, n, dt, mop_, comm_, next()), "MPI_Iallreduce");
+      }
+      break;
+    case schedule::Collective::reduce_scatter:
+      if (count_ % static_cast<std::uint64_t>(p_) == 0 && in_ != out_)
+        mpi_check(MPI_Ireduce_scatter_block(in_, out_, counts_[0], dt, mop_, comm_, next()), "MPI_Ireduce_scatter_block");
+      else
+        mpi_check(MPI_Ireduce_scatter(in_ == out_ ? MPI_IN_PLACE : in_, out_, counts_.data(), dt, mop_, comm_, next()),
+                  "MPI_Ireduce_scatter");
+      break;
+    case schedule::Collective::allgather: {
+      const bool in_place = i == o + static_cast<std::size_t>(displs_[static_cast<std::size_t>(rank_)]) * es;
+      const int mine = counts_[static_cast<std::size_t>(rank_)];
+      mpi_check(MPI_Iallgatherv(in_place ? MPI_IN_PLACE : in_, mine, dt, out_, counts_.data(), displs_.data(), dt,
+                                comm_, next()),
+                "MPI_Iallgatherv");
+      break;
+    }
+  }
+}
+
+void StockCall::finish() {
+  const std::size_t es = size_of(type_);
+  auto* o = static_cast<std::byte*>(out_);
+  const Block own = block_of(count_, p_, rank_);
+  const auto divisor = static_cast<std::uint32_t>(p_);
+  if (c_ == schedule::Collective::allreduce) {
+    if (op_ == ReduceOp::avg) kernels::divide(type_, out_, count_, divisor);
+  } else if (c_ == schedule::Collective::reduce_scatter) {
+    if (in_ == out_ && own.count > 0) std::memmove(o + own.offset * es, o, own.count * es);  // toroid's layout
+    if (op_ == ReduceOp::avg) kernels::divide(type_, in_ == out_ ? o + own.offset * es : o, own.count, divisor);
+  }
+  requests_.clear();
+}
+
+bool StockCall::test() {
+  if (requests_.empty()) return true;
+  int flag = 0;
+  mpi_check(MPI_Testall(static_cast<int>(requests_.size()), requests_.data(), &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
+  if (flag) finish();
+  return flag != 0;
+}
+
+bool StockCall::complete() const {
+  for (MPI_Request r : requests_) {
+    int flag = 0;
+    mpi_check(MPI_Request_get_status(r, &flag, MPI_STATUS_IGNORE), "MPI_Request_get_status");
+    if (!flag) return false;
+  }
+  return true;
+}
+
+void StockCall::wait() {
+  if (requests_.empty()) return;
+  mpi_check(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE), "MPI_Waitall");
+  finish();
+}
+
 }  // namespace toroid::exec

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "schedule/step.hpp"
 #include "toroid/types.hpp"
@@ -32,5 +33,32 @@ MPI_Datatype mpi_type(DataType type);
 // as toroid's own collectives (collectives.hpp).
 void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t count,
                DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops);
+
+// The same collectives started non-blocking (MPI_Iallreduce, MPI_Ireduce_scatter(_block),
+// MPI_Iallgather(v)); what must happen after MPI completes them (avg's division, the in-place
+// reduce-scatter's move to toroid's layout) happens in finish.
+class StockCall {
+ public:
+  StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type, ReduceOp op,
+            MPI_Comm comm, StockOps& ops);
+  void start();
+  bool test();  // true once complete (and finished)
+  void wait();
+  bool complete() const;  // MPI_Request_get_status: whether test() would be true
+
+ private:
+  void finish();
+  schedule::Collective c_;
+  const void* in_;
+  void* out_;
+  std::uint64_t count_;
+  DataType type_;
+  ReduceOp op_;
+  MPI_Comm comm_;
+  MPI_Op mop_;
+  int rank_ = 0, p_ = 1;
+  std::vector<int> counts_, displs_;  // MPI reads them until the call completes
+  std::vector<MPI_Request> requests_;
+};
 
 }  // namespace toroid::exec
