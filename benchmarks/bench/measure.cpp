@@ -32,6 +32,7 @@ Args args_of(Collective c, const Settings& s, std::vector<std::byte>& in, std::v
       return s.in_place ? Args{out.data(), count, out.data(), count} : Args{in.data(), count, out.data(), own.count};
     case Collective::allgather:
       return {(s.in_place ? out.data() : in.data()) + own.offset * es, own.count, out.data(), count};
+    case Collective::broadcast: return {out.data(), count, out.data(), count};  // from rank 0
   }
   return {};
 }
@@ -48,6 +49,9 @@ Request request_for(Collective c, const Settings& s, const Args& a, Algorithm al
     case Collective::allgather:
       return persistent ? allgather_init(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo)
                         : iallgather(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
+    case Collective::broadcast:
+      return persistent ? broadcast_init(a.out, a.out_count, s.type, 0, comm, algo)
+                        : ibroadcast(a.out, a.out_count, s.type, 0, comm, algo);
   }
   return {};
 }
@@ -70,6 +74,7 @@ void call(Collective c, const Settings& s, std::vector<std::byte>& in, std::vect
       if (s.in_place) allgather(out.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
       else allgather(in.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
       return;
+    case Collective::broadcast: broadcast(out.data(), count, s.type, 0, comm, algo); return;
   }
 }
 
@@ -86,7 +91,9 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std
   for (std::uint64_t i = 0; i < len; ++i) {
     const std::uint64_t g = first + i;
     double want;
-    if (c == Collective::allgather) {
+    if (c == Collective::broadcast) {
+      want = exact_input(s.op, 0, g);  // rank 0's vector
+    } else if (c == Collective::allgather) {
       int owner = 0;
       while (block_of(count, p, owner).offset + block_of(count, p, owner).count <= g) ++owner;
       want = exact_input(s.op, owner, g);
@@ -176,7 +183,7 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   std::vector<std::byte> in(count * es), out(count * es);
   auto fill = [&] {
     for (std::uint64_t i = 0; i < count; ++i) store_as(s.type, in.data() + i * es, exact_input(s.op, comm.rank(), i));
-    if (s.in_place) out = in;
+    if (s.in_place || (c == Collective::broadcast && comm.rank() == 0)) out = in;
   };
   fill();
   // The buffers stay where they are (in place, `out = in` copies into out's storage), so one
@@ -217,7 +224,9 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   }
   const double med = times[times.size() / 2];
   const double total = static_cast<double>(count * es);
-  const double factor = c == Collective::allreduce ? 2.0 * (p - 1) / p : static_cast<double>(p - 1) / p;
+  const double factor = c == Collective::allreduce   ? 2.0 * (p - 1) / p
+                        : c == Collective::broadcast ? 1.0
+                                                     : static_cast<double>(p - 1) / p;
   const double algbw = total / (med * 1e-6) / 1e9;
   return {std::string(to_string(c)), std::string(to_string(s.type)), std::string(to_string(s.op)), count * es, count, std::string(to_string(algo)), med, times.front(), times.back(),
           algbw, algbw * factor, wrong, 0.0};

@@ -33,7 +33,8 @@ po::variables_map parse_command_line(const po::options_description& d, int argc,
 }
 
 std::vector<Collective> parse_collectives(const std::string& text) {
-  const std::vector<Collective> every = {Collective::allreduce, Collective::reduce_scatter, Collective::allgather};
+  const std::vector<Collective> every = {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                                         Collective::broadcast};
   if (text == "all") return every;
   std::vector<Collective> out;
   for (const std::string& name : split_list(text)) {
@@ -41,7 +42,7 @@ std::vector<Collective> parse_collectives(const std::string& text) {
     for (Collective c : every)
       if (name == to_string(c)) out.push_back(c), known = true;
     if (!known)
-      throw InvalidArgument("--op: unknown collective '" + name + "' (valid: allreduce, reduce_scatter, allgather, all)");
+      throw InvalidArgument("--op: unknown collective '" + name + "' (valid: allreduce, reduce_scatter, allgather, broadcast, all)");
   }
   if (out.empty()) throw InvalidArgument("--op: names no collective");
   return out;

@@ -22,12 +22,14 @@ inline constexpr Algorithm all_algorithms[] = {
     Algorithm::torus2d,      Algorithm::torus2d_both, Algorithm::hierarchical,
     Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::mpi};
 
-enum class Collective { allreduce, reduce_scatter, allgather };
+enum class Collective { allreduce, reduce_scatter, allgather, broadcast };
 
 std::string_view to_string(Algorithm a) noexcept;
 std::string_view to_string(Collective c) noexcept;
 // Whether `a` has a schedule (or stock call) for collective `c`; the latency, hierarchical and
-// torus2d_both algorithms implement all-reduce only.
+// torus2d_both algorithms implement all-reduce only; broadcast has ring (two chains around the
+// rank ring), torus2d (row chains, then column chains), recursive_doubling (a binomial tree),
+// mpi and auto.
 bool implements(Algorithm a, Collective c) noexcept;
 // Accepts the names above ("auto", "ring", ...); throws InvalidArgument listing the valid ones.
 Algorithm parse_algorithm(std::string_view text);

@@ -58,6 +58,14 @@ void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint
                     DataType type, Axis axis, Communicator& comm,
                     std::optional<Algorithm> algo = std::nullopt);
 
+// ---- Broadcast: `data` (count elements) of rank `root` ends in `data` on every rank.
+// Algorithms: ring (two pipelined chains from the root, both ways around the rank ring), torus2d
+// (chains along the root's row, then along every column), recursive_doubling (a binomial tree,
+// for small vectors), mpi (MPI_Bcast), auto (the tree below 64 KiB, else torus2d on a 2D torus,
+// else ring).
+void broadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
+               std::optional<Algorithm> algo = std::nullopt);
+
 // ---- Typed API ----
 template <class T>
 void allreduce(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
@@ -91,6 +99,11 @@ void allgather(std::span<T> data, Communicator& comm,
   const Block own = block_of(data.size(), comm.size(), comm.rank());
   allgather(data.data() + own.offset, own.count, data.data(), data.size(), data_type_v<T>, comm,
             algo);
+}
+
+template <class T>
+void broadcast(std::span<T> data, int root, Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
+  broadcast(data.data(), data.size(), data_type_v<T>, root, comm, algo);
 }
 
 template <class T>

@@ -84,6 +84,9 @@ Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, 
 Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                         DataType type, Axis axis, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 
+Request ibroadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
+                   std::optional<Algorithm> algo = std::nullopt);
+
 // ---- Persistent: validated, scheduled and bound once; start()/wait() every step.
 Request allreduce_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                        DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
@@ -92,6 +95,9 @@ Request reduce_scatter_init(const void* in, std::uint64_t in_count, void* out, s
                             std::optional<Algorithm> algo = std::nullopt);
 Request allgather_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                        DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+
+Request broadcast_init(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
+                       std::optional<Algorithm> algo = std::nullopt);
 
 // ---- Typed forms.
 template <class T>
@@ -117,6 +123,10 @@ template <class T>
 Request iallreduce_axis(std::span<T> data, ReduceOp op, Axis axis, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt) {
   return iallreduce_axis(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, axis, comm, algo);
+}
+template <class T>
+Request ibroadcast(std::span<T> data, int root, Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
+  return ibroadcast(data.data(), data.size(), data_type_v<T>, root, comm, algo);
 }
 template <class T>
 Request allreduce_init(std::span<T> data, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {

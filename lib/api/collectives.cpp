@@ -25,6 +25,7 @@ struct Call {
   ReduceOp op;
   Algorithm algo;
   std::optional<Axis> axis;
+  int root = 0;  // broadcast
 };
 
 // The ranks taking part in one collective: all, or the row/column through this rank.
@@ -70,6 +71,11 @@ void validate(const Call& c, int rank, Span group) {
   switch (c.collective) {
     case Collective::allreduce: needed = c.in_count; break;
     case Collective::reduce_scatter: needed = in_place(c, own) ? c.in_count : own.count; break;
+    case Collective::broadcast:
+      needed = c.in_count;
+      if (c.root < 0 || c.root >= group.size)
+        throw InvalidArgument(fmt::format("{} on rank {}: root {} is outside [0, {})", name(), rank, c.root, group.size));
+      break;
     case Collective::allgather:
       needed = c.out_count;
       if (c.in_count != own.count)
@@ -123,6 +129,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
                             {"op", static_cast<std::int64_t>(c.op)},
                             {"algorithm", static_cast<std::int64_t>(c.algo)},
                             {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
+                            {"root", c.root},
                             {"form", static_cast<std::int64_t>(form.size())}},
                            m.config.timeout_s);
   } else {
@@ -141,9 +148,9 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   }
   const bool average = c.op == ReduceOp::avg;
   const int axis_key = c.axis ? static_cast<int>(*c.axis) : -1;
-  p.schedule = &m.schedules.get({c.collective, algo, p.count, ip, average, axis_key}, [&] {
+  p.schedule = &m.schedules.get({c.collective, algo, p.count, ip, average, axis_key, c.root}, [&] {
     schedule::Context ctx{m.rank, m.topology, m.nodes.node_of_rank};
-    return schedule::build(algo, {c.collective, p.count, ip, average, c.axis}, ctx);
+    return schedule::build(algo, {c.collective, p.count, ip, average, c.axis, c.root}, ctx);
   });
   p.buffers.input = static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
   p.buffers.output = static_cast<std::byte*>(c.out);
@@ -162,7 +169,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   Communicator::Impl& m = comm.impl();
   const Prepared p = prepare(c, comm, requested, "");
   if (p.stock) {
-    exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops);
+    exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root);
     return;
   }
   auto op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params);
@@ -182,7 +189,8 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     // MPI's own non-blocking collective; MPI moves it (inside test/wait, or its own progress).
     state->what = fmt::format("{}{}{} (mpi)", form, to_string(c.collective),
                               c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "");
-    state->stock = std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops);
+    state->stock = std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops,
+                                                      c.root);
     if (!persistent) {
       state->stock->start();
       state->started = true;
@@ -267,6 +275,22 @@ Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::
                         Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
   return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, axis},
                comm, algo, false);
+}
+
+void broadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
+               std::optional<Algorithm> algo) {
+  run({Collective::broadcast, data, count, data, count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt, root},
+      comm, algo);
+}
+Request ibroadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
+                   std::optional<Algorithm> algo) {
+  return start({Collective::broadcast, data, count, data, count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt, root},
+               comm, algo, false);
+}
+Request broadcast_init(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
+                       std::optional<Algorithm> algo) {
+  return start({Collective::broadcast, data, count, data, count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt, root},
+               comm, algo, true);
 }
 
 }  // namespace toroid

@@ -18,8 +18,8 @@ namespace toroid {
 // Built schedules, keyed by everything a builder looks at. Bounded: cleared when full.
 class ScheduleCache {
  public:
-  // collective, algorithm, count, in place, average, axis (-1: whole communicator)
-  using Key = std::tuple<schedule::Collective, Algorithm, std::uint64_t, bool, bool, int>;
+  // collective, algorithm, count, in place, average, axis (-1: whole communicator), root
+  using Key = std::tuple<schedule::Collective, Algorithm, std::uint64_t, bool, bool, int, int>;
   struct Entry {
     std::shared_ptr<const schedule::Schedule> schedule;  // ops bound to it share it
     std::uint64_t serial;  // unique per built schedule: ops bound to it know it is still this one

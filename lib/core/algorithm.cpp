@@ -27,11 +27,15 @@ std::string_view to_string(Collective c) noexcept {
     case Collective::allreduce: return "allreduce";
     case Collective::reduce_scatter: return "reduce_scatter";
     case Collective::allgather: return "allgather";
+    case Collective::broadcast: return "broadcast";
   }
   return "?";
 }
 
 bool implements(Algorithm a, Collective c) noexcept {
+  if (c == Collective::broadcast)
+    return a == Algorithm::ring || a == Algorithm::torus2d || a == Algorithm::recursive_doubling ||
+           a == Algorithm::mpi || a == Algorithm::automatic;
   switch (a) {
     case Algorithm::torus2d_both:
     case Algorithm::hierarchical:

@@ -17,6 +17,10 @@ Algorithm choose_algorithm(schedule::Collective c, std::uint64_t bytes, const To
     // Bandwidth-bound: the algorithms that follow the torus and keep its links busy.
     return two_d ? Algorithm::torus2d_both : Algorithm::bidir_ring;
   }
+  if (c == schedule::Collective::broadcast) {
+    if (t.size() == 1 || bytes < broadcast_tree_bytes) return Algorithm::recursive_doubling;
+    return two_d ? Algorithm::torus2d : Algorithm::ring;
+  }
   return two_d ? Algorithm::torus2d : Algorithm::bidir_ring;
 }
 
@@ -32,7 +36,7 @@ std::string size_text(std::uint64_t bytes) {
 
 std::string describe_choice(schedule::Collective c, const Torus2D& t) {
   // The size classes' lower ends; each class runs what its first byte count gets.
-  const std::uint64_t starts[] = {small_message_bytes, medium_message_bytes};
+  const std::uint64_t starts[] = {broadcast_tree_bytes, small_message_bytes, medium_message_bytes};
   std::string text;
   Algorithm current = choose_algorithm(c, 0, t);
   std::uint64_t from = 0;

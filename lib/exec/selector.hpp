@@ -16,6 +16,8 @@ namespace toroid::exec {
 // bandwidth algorithms from 4 MiB; at 2 ranks recursive doubling (one exchange) led up to 1 MiB.
 inline constexpr std::uint64_t small_message_bytes = 128 * 1024;        // below: recursive_doubling
 inline constexpr std::uint64_t medium_message_bytes = 2 * 1024 * 1024;  // below: rabenseifner
+// Broadcast: below this the binomial tree (log2 p rounds), from here the pipelined chains.
+inline constexpr std::uint64_t broadcast_tree_bytes = 64 * 1024;
 
 Algorithm choose_algorithm(schedule::Collective c, std::uint64_t bytes, const Torus2D& t);
 

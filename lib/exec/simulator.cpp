@@ -239,8 +239,9 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Re
   SimResult res = run_programs(m, programs);
   res.vector_bytes = r.count * es;
   if (res.time_s > 0) {
-    const double factor = r.collective == Collective::allreduce ? 2.0 * (p - 1) / p
-                                                                : static_cast<double>(p - 1) / p;
+    const double factor = r.collective == Collective::allreduce   ? 2.0 * (p - 1) / p
+                          : r.collective == Collective::broadcast ? 1.0
+                                                                  : static_cast<double>(p - 1) / p;
     res.algbw_gbps = static_cast<double>(res.vector_bytes) / res.time_s / 1e9;
     res.busbw_gbps = res.algbw_gbps * factor;
   }

@@ -82,7 +82,7 @@ MPI_Datatype mpi_type(DataType type) {
 }
 
 void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t count,
-               DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops) {
+               DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root) {
   int rank = 0, p = 1;
   mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &p), "MPI_Comm_size");
@@ -93,6 +93,10 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
   const auto* i = static_cast<const std::byte*>(in);
   const Block own = block_of(count, p, rank);
   switch (c) {
+    case schedule::Collective::broadcast:
+      for (std::uint64_t at = 0; at < count; at += max_piece)
+        mpi_check(MPI_Bcast(o + at * es, static_cast<int>(std::min(max_piece, count - at)), dt, root, comm), "MPI_Bcast");
+      return;
     case schedule::Collective::allreduce:
       // Elementwise, so large vectors go as several calls of at most 2^30 elements.
       for (std::uint64_t at = 0; at < count; at += max_piece) {
@@ -141,11 +145,11 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
 }
 
 StockCall::StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type,
-                     ReduceOp op, MPI_Comm comm, StockOps& ops)
-    : c_(c), in_(in), out_(out), count_(count), type_(type), op_(op), comm_(comm), mop_(ops.op(type, op)) {
+                     ReduceOp op, MPI_Comm comm, StockOps& ops, int root)
+    : c_(c), in_(in), out_(out), count_(count), type_(type), op_(op), comm_(comm), mop_(ops.op(type, op)), root_(root) {
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &p_), "MPI_Comm_size");
-  if (c != schedule::Collective::allreduce) {
+  if (c == schedule::Collective::reduce_scatter || c == schedule::Collective::allgather) {
     counts_.resize(static_cast<std::size_t>(p_));
     displs_.resize(static_cast<std::size_t>(p_));
     for (int r = 0; r < p_; ++r) {
@@ -164,6 +168,12 @@ void StockCall::start() {
   const auto* i = static_cast<const std::byte*>(in_);
   auto next = [&]() -> MPI_Request* { return &requests_.emplace_back(MPI_REQUEST_NULL); };
   switch (c_) {
+    case schedule::Collective::broadcast:
+      requests_.reserve(count_ / max_piece + 1);
+      for (std::uint64_t at = 0; at < count_; at += max_piece)
+        mpi_check(MPI_Ibcast(o + at * es, static_cast<int>(std::min(max_piece, count_ - at)), dt, root_, comm_, next()),
+                  "MPI_Ibcast");
+      break;
     case schedule::Collective::allreduce:
       requests_.reserve(count_ / max_piece + 1);
       for (std::uint64_t at = 0; at < count_; at += max_piece) {

@@ -31,8 +31,9 @@ MPI_Datatype mpi_type(DataType type);
 
 // in == out means in place (allgather: in points at the own block inside out). Same layouts
 // as toroid's own collectives (collectives.hpp).
+// Broadcast: `out` is the data, on every rank, from `root`.
 void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t count,
-               DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops);
+               DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root = 0);
 
 // The same collectives started non-blocking (MPI_Iallreduce, MPI_Ireduce_scatter(_block),
 // MPI_Iallgather(v)); what must happen after MPI completes them (avg's division, the in-place
@@ -40,7 +41,7 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
 class StockCall {
  public:
   StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type, ReduceOp op,
-            MPI_Comm comm, StockOps& ops);
+            MPI_Comm comm, StockOps& ops, int root = 0);
   void start();
   bool test();  // true once complete (and finished)
   void wait();
@@ -56,7 +57,7 @@ class StockCall {
   ReduceOp op_;
   MPI_Comm comm_;
   MPI_Op mop_;
-  int rank_ = 0, p_ = 1;
+  int rank_ = 0, p_ = 1, root_ = 0;
   std::vector<int> counts_, displs_;  // MPI reads them until the call completes
   std::vector<MPI_Request> requests_;
 };

@@ -351,7 +351,9 @@ std::string check_collective(const CheckSpec& spec,
   for (int r = 0; r < p; ++r)
     for (std::uint64_t i = 0; i < n; ++i) store_as(spec.type, full[r].data() + i * es, exact_input(spec.op, r, i));
   std::vector<std::byte> reference(n * es);
-  if (spec.collective == Collective::allgather) {
+  if (spec.collective == Collective::broadcast) {
+    reference = full[static_cast<std::size_t>(spec.root)];
+  } else if (spec.collective == Collective::allgather) {
     for (int r = 0; r < p; ++r) {
       const Block b = block_of(n, p, r);
       if (b.count > 0) std::memcpy(reference.data() + b.offset * es, full[r].data() + b.offset * es, b.count * es);
@@ -382,8 +384,11 @@ std::string check_collective(const CheckSpec& spec,
         m.input.assign(full[r].begin() + own.offset * es, full[r].begin() + (own.offset + own.count) * es);
         m.output.assign(n * es, std::byte{0x5a});
         break;
+      case Collective::broadcast:  // one buffer: the root's data, garbage elsewhere
+        m.output = r == spec.root ? full[r] : std::vector<std::byte>(n * es, std::byte{0x5a});
+        break;
     }
-    if (spec.in_place) {
+    if (spec.in_place && spec.collective != Collective::broadcast) {
       if (spec.collective != Collective::allgather) m.output = m.input;
       else if (own.count > 0) std::memcpy(m.output.data() + own.offset * es, m.input.data(), own.count * es);
       m.input.clear();

@@ -49,6 +49,7 @@ struct CheckSpec {
   bool in_place = false;
   DataType type = DataType::i64;
   ReduceOp op = ReduceOp::sum;
+  int root = 0;  // broadcast
 };
 std::string check_collective(const CheckSpec& spec,
                              const std::function<schedule::Schedule(int rank)>& build,

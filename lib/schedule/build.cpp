@@ -19,12 +19,19 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
   };
   if (r.axis && a != Algorithm::ring && a != Algorithm::bidir_ring)
     return refuse("axis collectives use the axis' own links (bidir_ring, or a line on a mesh axis) or mpi");
+  if (r.collective == Collective::broadcast && !implements(a, r.collective))
+    return refuse("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto");
+  if (r.collective == Collective::broadcast && (r.root < 0 || r.root >= ctx.nranks()))
+    return refuse("the root is outside the communicator");
   if (!implements(a, r.collective))
     return refuse(a == Algorithm::torus2d_both
                       ? "it only implements allreduce (use torus2d for the 2D reduce-scatter/all-gather)"
                       : "it only implements allreduce");
   Schedule s;
-  switch (a) {
+  if (r.collective == Collective::broadcast && (a == Algorithm::automatic || a == Algorithm::mpi))
+    return refuse("no schedule: resolved by the caller");
+  if (r.collective == Collective::broadcast) s = build_broadcast(a, r, ctx);
+  else switch (a) {
     case Algorithm::ring:
     case Algorithm::bidir_ring: s = build_linear(a, r, ctx); break;
     case Algorithm::torus2d: s = build_torus2d(false, r, ctx); break;

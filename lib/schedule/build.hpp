@@ -23,6 +23,7 @@ struct Request {
   bool in_place = false;
   bool average = false;
   std::optional<Axis> axis;  // set: the collective runs along this axis only (rows or columns)
+  int root = 0;              // broadcast: the rank whose vector everyone receives
 };
 
 // Throws InvalidArgument saying why when the algorithm cannot run this request
@@ -35,5 +36,6 @@ Schedule build_linear(Algorithm a, const Request& r, const Context& ctx);       
 Schedule build_torus2d(bool both, const Request& r, const Context& ctx);
 Schedule build_hierarchical(const Request& r, const Context& ctx);
 Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ctx);
+Schedule build_broadcast(Algorithm a, const Request& r, const Context& ctx);  // ring, torus2d, recursive_doubling
 
 }  // namespace toroid::schedule

@@ -3,6 +3,8 @@
 //   all-reduce     = reduce-scatter (partials in the output) + scale (avg) + all-gather
 //   reduce-scatter = partials in scratch (out of place) or in the buffer itself (in place)
 //   all-gather     = the own block copied into place, then passed around
+#include <stdexcept>
+
 #include "schedule/build.hpp"
 #include "schedule/dimension.hpp"
 #include "schedule/group.hpp"
@@ -44,6 +46,7 @@ Schedule build_linear(Algorithm a, const Request& r, const Context& ctx) {
       append_allgather(s, links, g, blocks, 0, own_src, Buf::output, phase);
       break;
     }
+    case Collective::broadcast: throw std::logic_error("build_linear: broadcast has its own builder");
   }
   return s;
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -80,6 +81,17 @@ inline std::uint64_t run_case(Collective coll, const Case& c, Communicator& comm
       wrong += !matches(c.type, c.op, load_as_double(c.type, got + i * es), ref[ref_at + i]);
   };
   switch (coll) {
+    case Collective::broadcast: {
+      // From a root that moves with the count; in place by nature (one buffer).
+      const int root = static_cast<int>(c.n % static_cast<std::uint64_t>(p));
+      broadcast(in.data(), c.n, c.type, root, comm, c.algo);
+      for (std::uint64_t i = 0; i < c.n; ++i) {
+        std::byte v[8];
+        store_as(c.type, v, exact_input(c.op, root, i));
+        wrong += std::memcmp(v, in.data() + i * es, es) != 0;
+      }
+      break;
+    }
     case Collective::allreduce:
       if (c.in_place) {
         allreduce(in.data(), c.n, in.data(), c.n, c.type, c.op, comm, c.algo);

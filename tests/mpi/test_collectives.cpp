@@ -24,7 +24,7 @@ void sweep(Collective coll, const char* name) {
   const int p = comm.size();
   std::uint64_t cases = 0;
   for (ReduceOp op : kOps) {
-    if (coll == Collective::allgather && op != ReduceOp::sum) continue;  // no op in all-gather
+    if ((coll == Collective::allgather || coll == Collective::broadcast) && op != ReduceOp::sum) continue;  // no op
     for (std::uint64_t n : counts(p)) {
       const std::vector<double> ref = reference(op, n, comm.rank(), p);
       for (DataType t : kTypes) {
@@ -56,6 +56,9 @@ TEST_CASE("reduce_scatter matches stock MPI for every type, op, count and placem
 TEST_CASE("allgather matches stock MPI for every type, count and placement") {
   sweep(Collective::allgather, "allgather");
 }
+TEST_CASE("broadcast delivers the root's bits for every type and count") {
+  sweep(Collective::broadcast, "broadcast");
+}
 
 namespace {
 
@@ -77,10 +80,11 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI") {
     Communicator comm(MPI_COMM_WORLD, o);
     for (Algorithm a : all_algorithms) {
       if (a == Algorithm::mpi) continue;
-      for (Collective coll : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather}) {
+      for (Collective coll : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                              Collective::broadcast}) {
         if (!implements(a, coll)) continue;
         for (ReduceOp op : kOps) {
-          if (coll == Collective::allgather && op != ReduceOp::sum) continue;
+          if ((coll == Collective::allgather || coll == Collective::broadcast) && op != ReduceOp::sum) continue;
           for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t(p + 1), std::uint64_t{1001}}) {
             const std::vector<double> ref = reference(op, n, comm.rank(), p);
             for (DataType t : kTypes) {
@@ -90,7 +94,7 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI") {
                 const std::uint64_t wrong = run_case(coll, c, comm, ref);
                 ++cases;
                 if (!all_ranks(wrong == 0))
-                  FAIL(c.describe(coll == Collective::allreduce ? "allreduce" : coll == Collective::reduce_scatter ? "reduce_scatter" : "allgather")
+                  FAIL(c.describe(std::string(toroid::to_string(coll)))
                        << " on " << shape << ": " << wrong << " wrong on rank " << comm.rank());
               }
             }

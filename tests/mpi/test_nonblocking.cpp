@@ -50,12 +50,17 @@ std::vector<float> run(Form form, Collective coll, const std::vector<float>& in,
     in_count = own.count;
     src = in_place ? dst + own.offset : buf.data() + own.offset;
   }
+  const int root = static_cast<int>(n % static_cast<std::size_t>(comm.size()));
   auto blocking = [&] {
-    if (coll == Collective::allreduce) allreduce(src, in_count, dst, out_count, DataType::f32, ReduceOp::sum, comm, a);
+    if (coll == Collective::broadcast) broadcast(buf.data(), n, DataType::f32, root, comm, a);
+    else if (coll == Collective::allreduce) allreduce(src, in_count, dst, out_count, DataType::f32, ReduceOp::sum, comm, a);
     else if (coll == Collective::reduce_scatter) reduce_scatter(src, in_count, dst, out_count, DataType::f32, ReduceOp::sum, comm, a);
     else allgather(src, in_count, dst, out_count, DataType::f32, comm, a);
   };
   auto request = [&](bool persistent) {
+    if (coll == Collective::broadcast)
+      return persistent ? broadcast_init(buf.data(), n, DataType::f32, root, comm, a)
+                        : ibroadcast(buf.data(), n, DataType::f32, root, comm, a);
     if (coll == Collective::allreduce)
       return persistent ? allreduce_init(src, in_count, dst, out_count, DataType::f32, ReduceOp::sum, comm, a)
                         : iallreduce(src, in_count, dst, out_count, DataType::f32, ReduceOp::sum, comm, a);
@@ -76,12 +81,10 @@ std::vector<float> run(Form form, Collective coll, const std::vector<float>& in,
     r.start();
     r.wait();
   }
-  return in_place ? buf : out;
+  return in_place || coll == Collective::broadcast ? buf : out;
 }
 
-const char* name(Collective c) {
-  return c == Collective::allreduce ? "allreduce" : c == Collective::reduce_scatter ? "reduce_scatter" : "allgather";
-}
+std::string name(Collective c) { return std::string(to_string(c)); }
 
 }  // namespace
 
@@ -93,7 +96,8 @@ TEST_CASE("non-blocking and persistent collectives give the blocking bits, every
     o.topology = shape;
     Communicator comm(MPI_COMM_WORLD, o);
     for (Algorithm a : all_algorithms) {
-      for (Collective coll : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather}) {
+      for (Collective coll : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                              Collective::broadcast}) {
         if (a != Algorithm::automatic && !implements(a, coll)) continue;
         for (std::size_t n : {std::size_t{1}, std::size_t(p + 1), std::size_t{1001}, std::size_t{300007}})
           for (bool ip : {false, true}) {

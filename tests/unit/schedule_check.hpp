@@ -15,13 +15,13 @@ struct Shape {
 
 inline std::string check(Algorithm a, schedule::Collective c, const Shape& shape, std::uint64_t n,
                          bool in_place, DataType t = DataType::i64, ReduceOp op = ReduceOp::sum,
-                         exec::Traffic* traffic = nullptr) {
-  exec::CheckSpec spec{c, shape.topology.size(), n, in_place, t, op};
+                         exec::Traffic* traffic = nullptr, int root = 0) {
+  exec::CheckSpec spec{c, shape.topology.size(), n, in_place, t, op, root};
   return exec::check_collective(
       spec,
       [&](int r) {
         schedule::Context ctx{r, shape.topology, shape.node_of_rank};
-        return schedule::build(a, {c, n, in_place, op == ReduceOp::avg, std::nullopt}, ctx);
+        return schedule::build(a, {c, n, in_place, op == ReduceOp::avg, std::nullopt, root}, ctx);
       },
       traffic);
 }

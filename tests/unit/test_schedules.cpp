@@ -220,3 +220,33 @@ TEST_CASE("an algorithm that cannot run a request says why") {
   CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d, {Collective::allreduce, 8, false, false, Axis::x}, ctx),
                     Catch::Contains("along an axis"));
 }
+
+TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh") {
+  for (int x = 1; x <= 6; ++x)
+    for (int y = 1; y <= 6; ++y)
+      for (int wrap = 0; wrap < 4; ++wrap) {
+        const Shape s = shape(x, y, wrap & 1, wrap & 2);
+        const int p = x * y;
+        for (Algorithm a : {Algorithm::ring, Algorithm::torus2d, Algorithm::recursive_doubling}) {
+          if (a != Algorithm::torus2d && wrap != 3) continue;  // only torus2d looks at wraparound
+          for (int root = 0; root < p; ++root)
+            for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{97}}) {
+              exec::Traffic t;
+              INFO(to_string(a) << " broadcast on " << s.topology.to_string() << " root " << root << " n=" << n);
+              REQUIRE(check(a, Collective::broadcast, s, n, false, DataType::i64, ReduceOp::sum, &t, root) == "");
+              // Every rank but the root receives the vector exactly once.
+              if (n > 0) CHECK(t.bytes == static_cast<std::uint64_t>(p - 1) * n * 8);
+              if (a == Algorithm::torus2d && n > 0)
+                for (auto [from, to] : t.links) REQUIRE(s.topology.adjacent(from, to));
+            }
+        }
+      }
+}
+
+TEST_CASE("broadcast refuses what it cannot run") {
+  schedule::Context ctx{0, Torus2D(4, 1), {}};
+  CHECK_THROWS_WITH(schedule::build(Algorithm::rabenseifner, {Collective::broadcast, 8, false, false, std::nullopt, 0}, ctx),
+                    Catch::Contains("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto"));
+  CHECK_THROWS_WITH(schedule::build(Algorithm::ring, {Collective::broadcast, 8, false, false, std::nullopt, 4}, ctx),
+                    Catch::Contains("root is outside"));
+}
