@@ -38,7 +38,8 @@ void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops
   hops[1] = hy;
 }
 
-Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready) {
+Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready,
+                             double source_done) {
   path_.clear();
   route_into(m_.topology, a, b, path_, hops_);
   double bw = 0, latency = 0;
@@ -51,13 +52,14 @@ Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t se
   r.hops = static_cast<int>(path_.size());
   r.start = ready;
   for (int l : path_) r.start = std::max(r.start, free_[l]);
-  const double duration = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
+  const double seg = static_cast<double>(std::min(bytes, segment_bytes));
+  const double busy = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
+  const double duration = std::max(busy, source_done > 0 ? source_done + (bw > 0 ? seg / bw : 0.0) - r.start : 0.0);
   for (int l : path_) {
     free_[l] = r.start + duration;
     bytes_[l] += bytes;
-    busy_[l] += duration;
+    busy_[l] += busy;
   }
-  const double seg = static_cast<double>(std::min(bytes, segment_bytes));
   r.arrive = r.start + latency + duration;
   r.first_segment = r.start + latency + (bw > 0 ? seg / bw : 0.0);
   return r;

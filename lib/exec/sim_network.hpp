@@ -24,7 +24,11 @@ class Network {
 
   // Reserves every link dir from chip a to chip b for `bytes`, no earlier than `ready`, after
   // whatever already holds them (FIFO). Counts the bytes and busy time on each link dir.
-  Reservation reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready);
+  // `source_done`: when the bytes being sent are all final (a send that forwards a receive
+  // segment by segment); the transfer then holds its route until that time plus one segment,
+  // as it trickles behind its source.
+  Reservation reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready,
+                      double source_done = 0);
 
   const std::vector<std::uint64_t>& bytes() const { return bytes_; }
   const std::vector<double>& busy() const { return busy_; }

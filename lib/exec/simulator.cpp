@@ -1,17 +1,21 @@
-// Simulator engine (the model is described in simulator.hpp).
+// Simulator engine (the model is described in simulator.hpp): the schedules' dataflow.
 //
-// One event per (rank, phase): "rank r finished its current phase at time t". Handling it moves
-// the rank into its next phase, posts that phase's remote steps, and matches each against what
-// its peer has posted (same pair, same tag, send against receive, in posting order). A match is
-// a transfer: its links are reserved at once, which fixes both ends' completion times, so no
-// event is needed per transfer or per segment. Events are handled in time order, so links are
-// reserved in the order transfers become ready (FIFO per link dir).
+// Per rank, each op counts what it still waits for: its dependencies and the op before it on
+// its channel (direction, peer, tag). Events are "op j of rank r has its first segment final"
+// (a receive: the steps that follow it may start) and "op j of rank r is done". When an op has
+// nothing left to wait for it is posted at the event's time: a local op runs on the chip's
+// reducer; a remote op is matched against the peer's posted op of the same channel, and the
+// match is a transfer whose links are reserved at once, which fixes both ends' times. Events
+// are handled in time order, so links are reserved in the order transfers become ready (FIFO
+// per link dir).
 #include "exec/simulator.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <queue>
+#include <unordered_map>
 
 #include "exec/sim_network.hpp"
 #include "exec/sim_program.hpp"
@@ -19,31 +23,36 @@
 namespace toroid::exec {
 namespace {
 
+using sim::kFollow;
 using sim::Op;
 using sim::OpKind;
 using sim::Program;
 
-struct Posted {  // a remote op waiting for its peer's matching op
-  std::int32_t peer;
-  std::uint16_t tag;
-  OpKind kind;
-  std::uint64_t bytes;
-};
+constexpr std::uint32_t kChannel = 1u << 30;  // a dependent that waits for the op before it on its channel
+constexpr std::uint32_t kIndex = kChannel - 1;
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+std::uint64_t channel_key(bool sends, int peer, int tag) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 17) |
+         (static_cast<std::uint64_t>(static_cast<std::uint16_t>(tag)) << 1) | (sends ? 1u : 0u);
+}
 
 struct RankState {
-  std::size_t pos = 0, end = 0;  // ops of the current phase: [pos, end)
-  std::uint32_t outstanding = 0;  // remote ops of the phase not yet matched
-  double start = 0, finish = 0;   // of the current phase
-  double reducer_free = 0;
-  std::size_t ordinal = 0;        // phases completed
-  bool done = false;
-  std::vector<Posted> posted;
+  std::vector<double> done;          // per op: when it ends (kNever while unknown)
+  std::vector<std::uint16_t> waits;  // per op: conditions not met yet
+  std::vector<std::uint32_t> rev_begin, rev;  // per op: who waits for it (index | kFollow | kChannel)
+  std::vector<double> posted_at;     // rank 0 only
+  std::unordered_map<std::uint64_t, std::uint32_t> pending;  // channel -> posted op not yet matched
+  double reducer_free = 0, finish = 0;
+  std::size_t remaining = 0;
 };
 
 struct Event {
   double t;
   std::uint64_t seq;
   int rank;
+  std::uint32_t op;
+  bool first;  // first segment final (else: done)
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
@@ -60,18 +69,19 @@ class Engine {
                               m_.topology.size());
       return res;
     }
-    for (int r = 0; r < p && error_.empty(); ++r) {
-      if (prog_[r].ops.empty()) st_[r].done = true;
-      else enter(r, 0.0);
-    }
+    for (int r = 0; r < p; ++r) prepare(r);
+    for (int r = 0; r < p && error_.empty(); ++r)
+      for (std::uint32_t j = 0; j < prog_[r].ops.size() && error_.empty(); ++j)
+        if (st_[r].waits[j] == 0) post(r, j, 0.0);
     while (!queue_.empty() && error_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
-      advance(e.rank, e.t, res);
+      handle(e);
     }
     res.error = error_;
     if (res.error.empty()) res.error = stuck();
     for (int r = 0; r < p; ++r) res.time_s = std::max(res.time_s, st_[r].finish);
+    if (p > 0) res.rank0_phases = rank0_phases();
     res.link_bytes = net_.bytes();
     res.link_busy_s = net_.busy();
     res.chip_sent_bytes = sent_;
@@ -86,110 +96,167 @@ class Engine {
   }
 
  private:
-  void advance(int r, double t, SimResult& res) {
+  // Wait counts and the reverse edges (CSR) of rank r's ops.
+  void prepare(int r) {
     RankState& s = st_[r];
-    if (r == 0 && s.ordinal < prog_[0].phase_numbers.size())
-      res.rank0_phases.push_back({prog_[0].phase_numbers[s.ordinal], s.start, t});
-    ++s.ordinal;
-    s.pos = s.end;
-    if (s.pos >= prog_[r].ops.size()) {
-      s.done = true;
-      s.finish = t;
-      return;
-    }
-    enter(r, t);
-  }
-
-  void enter(int r, double t) {
-    RankState& s = st_[r];
-    const auto& ops = prog_[r].ops;
-    s.start = s.finish = t;
-    s.end = s.pos + 1;
-    while (s.end < ops.size() && !ops[s.end].phase_begins) ++s.end;
-    s.outstanding = 0;
-    for (std::size_t i = s.pos; i < s.end; ++i) {
-      const Op& op = ops[i];
-      if (op.kind != OpKind::local) {
-        ++s.outstanding;
-        continue;
+    const Program& pg = prog_[r];
+    const std::size_t n = pg.ops.size();
+    s.done.assign(n, kNever);
+    s.waits.assign(n, 0);
+    s.remaining = n;
+    if (r == 0) s.posted_at.assign(n, 0.0);
+    std::vector<std::uint32_t> before(n, kIndex);  // the op before on the same channel
+    std::unordered_map<std::uint64_t, std::uint32_t> last;
+    std::vector<std::uint32_t> count(n + 1, 0);
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const Op& op = pg.ops[j];
+      for (std::uint32_t k = 0; k < op.dep_count; ++k) ++count[pg.deps[op.dep_begin + k] & kIndex];
+      s.waits[j] = op.dep_count;
+      if (op.kind == OpKind::local) continue;
+      auto [it, fresh] = last.try_emplace(channel_key(op.kind == OpKind::send, op.peer, op.tag), j);
+      if (!fresh) {
+        before[j] = it->second;
+        it->second = j;
+        ++count[before[j]];
+        ++s.waits[j];
       }
-      // Copies and scales run on the chip while the phase's transfers fly.
-      s.reducer_free = std::max(t, s.reducer_free) + static_cast<double>(op.bytes) / m_.reduce_bytes_per_s;
-      s.finish = std::max(s.finish, s.reducer_free);
     }
-    if (s.outstanding == 0) {
-      push(s.finish, r);
-      return;
+    s.rev_begin.assign(n + 1, 0);
+    for (std::size_t i = 0; i < n; ++i) s.rev_begin[i + 1] = s.rev_begin[i] + count[i];
+    s.rev.assign(s.rev_begin[n], 0);
+    std::vector<std::uint32_t> fill(s.rev_begin.begin(), s.rev_begin.end() - 1);
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const Op& op = pg.ops[j];
+      for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+        const std::uint32_t d = pg.deps[op.dep_begin + k];
+        s.rev[fill[d & kIndex]++] = j | (d & kFollow);
+      }
+      if (before[j] != kIndex) s.rev[fill[before[j]]++] = j | kChannel;
     }
-    for (std::size_t i = s.pos; i < s.end && error_.empty(); ++i)
-      if (ops[i].kind != OpKind::local) post(r, ops[i], t);
   }
 
-  void post(int r, const Op& op, double t) {
+  void handle(const Event& e) {
+    RankState& s = st_[e.rank];
+    if (!e.first) {
+      s.finish = std::max(s.finish, e.t);
+      --s.remaining;
+    }
+    for (std::uint32_t k = s.rev_begin[e.op]; k < s.rev_begin[e.op + 1] && error_.empty(); ++k) {
+      const std::uint32_t d = s.rev[k];
+      if (((d & kFollow) != 0) != e.first) continue;  // follow waits for the first segment, the rest for the end
+      const std::uint32_t j = d & kIndex;
+      if (--s.waits[j] == 0) post(e.rank, j, e.t);
+    }
+  }
+
+  void push(double t, int r, std::uint32_t op, bool first) { queue_.push({t, seq_++, r, op, first}); }
+
+  // When the latest `follow` source of op j is all final (0: it follows nothing).
+  double source_done(int r, std::uint32_t j) const {
+    const Program& pg = prog_[r];
+    const Op& op = pg.ops[j];
+    double t = 0;
+    for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+      const std::uint32_t d = pg.deps[op.dep_begin + k];
+      if (d & kFollow) t = std::max(t, st_[r].done[d & kIndex]);
+    }
+    return t;
+  }
+
+  void post(int r, std::uint32_t j, double t) {
+    RankState& s = st_[r];
+    const Op& op = prog_[r].ops[j];
+    if (r == 0) s.posted_at[j] = t;
+    if (op.kind == OpKind::local) {  // copies and scales run on the chip's reducer
+      s.reducer_free = std::max(t, s.reducer_free) + static_cast<double>(op.bytes) / m_.reduce_bytes_per_s;
+      s.done[j] = s.reducer_free;
+      push(s.done[j], r, j, false);
+      return;
+    }
     if (op.peer < 0 || op.peer >= static_cast<int>(prog_.size()) || op.peer == r) {
       error_ = fmt::format("rank {}: bad peer {}", r, op.peer);
       return;
     }
-    auto& theirs = st_[op.peer].posted;
     const bool sending = op.kind == OpKind::send;
-    for (auto it = theirs.begin(); it != theirs.end(); ++it) {
-      if (it->peer != r || it->tag != op.tag || (it->kind == OpKind::send) == sending) continue;
-      if (it->bytes != op.bytes) {
-        error_ = fmt::format("size mismatch: rank {} {} {} bytes, rank {} {} {} bytes (tag {})", r,
-                             sending ? "sends" : "receives", op.bytes, op.peer,
-                             sending ? "receives" : "sends", it->bytes, op.tag);
-        return;
-      }
-      const OpKind recv_kind = sending ? it->kind : op.kind;
-      theirs.erase(it);
-      if (sending) transfer(r, op.peer, op.bytes, recv_kind == OpKind::recv_reduce, t);
-      else transfer(op.peer, r, op.bytes, recv_kind == OpKind::recv_reduce, t);
+    auto& theirs = st_[op.peer].pending;
+    auto it = theirs.find(channel_key(!sending, r, op.tag));
+    if (it == theirs.end()) {
+      s.pending.emplace(channel_key(sending, op.peer, op.tag), j);
       return;
     }
-    st_[r].posted.push_back({op.peer, op.tag, op.kind, op.bytes});
+    const std::uint32_t other = it->second;
+    theirs.erase(it);
+    const Op& o = prog_[op.peer].ops[other];
+    if (o.bytes != op.bytes) {
+      error_ = fmt::format("size mismatch: rank {} {} {} bytes, rank {} {} {} bytes (tag {})", r,
+                           sending ? "sends" : "receives", op.bytes, op.peer, sending ? "receives" : "sends", o.bytes,
+                           op.tag);
+      return;
+    }
+    if (sending) transfer(r, j, op.peer, other, t);
+    else transfer(op.peer, other, r, j, t);
   }
 
-  void transfer(int from, int to, std::uint64_t bytes, bool reduce, double ready) {
-    const sim::Reservation res = net_.reserve(from, to, bytes, m_.segment_bytes, ready);
-    double received = res.arrive;
-    if (reduce) {
-      // The reducer starts on the first segment and must also finish the last one after it lands.
+  void transfer(int from, std::uint32_t send, int to, std::uint32_t recv, double ready) {
+    const Op& rop = prog_[to].ops[recv];
+    const std::uint64_t bytes = rop.bytes;
+    const sim::Reservation res = net_.reserve(from, to, bytes, m_.segment_bytes, ready, source_done(from, send));
+    const double seg = static_cast<double>(std::min(bytes, m_.segment_bytes));
+    double first = res.first_segment, received = res.arrive;
+    if (rop.kind == OpKind::recv_reduce) {
+      // The reducer starts on the first segment and must also finish the last one after it
+      // lands, and after the local operand's last segment when that is still arriving.
       const double rbw = m_.reduce_bytes_per_s;
       RankState& q = st_[to];
       const double begin = std::max(res.first_segment, q.reducer_free);
       q.reducer_free = begin + static_cast<double>(bytes) / rbw;
-      received = std::max(res.arrive + static_cast<double>(std::min(bytes, m_.segment_bytes)) / rbw,
-                          q.reducer_free);
+      received = std::max({res.arrive + seg / rbw, q.reducer_free, source_done(to, recv) + seg / rbw});
+      first = begin + seg / rbw;
     }
     sent_[from] += bytes;
     ++transfers_;
     max_hops_ = std::max<std::uint64_t>(max_hops_, static_cast<std::uint64_t>(res.hops));
-    complete(from, res.arrive);
-    complete(to, received);
+    st_[from].done[send] = res.arrive;
+    st_[to].done[recv] = received;
+    push(res.arrive, from, send, false);
+    push(std::min(first, received), to, recv, true);
+    push(received, to, recv, false);
   }
 
-  void complete(int r, double t) {
-    RankState& s = st_[r];
-    s.finish = std::max(s.finish, t);
-    if (--s.outstanding == 0) push(s.finish, r);
+  // Rank 0's phases: from the first of its steps posted to the last one done.
+  std::vector<SimPhase> rank0_phases() const {
+    std::vector<SimPhase> out;
+    const Program& pg = prog_[0];
+    for (std::size_t j = 0; j < pg.phase_numbers.size(); ++j) {
+      const double end = st_[0].done[j] == kNever ? st_[0].posted_at[j] : st_[0].done[j];
+      if (out.empty() || out.back().phase != pg.phase_numbers[j]) {
+        out.push_back({pg.phase_numbers[j], st_[0].posted_at[j], end});
+      } else {
+        out.back().start_s = std::min(out.back().start_s, st_[0].posted_at[j]);
+        out.back().end_s = std::max(out.back().end_s, end);
+      }
+    }
+    return out;
   }
-
-  void push(double t, int r) { queue_.push({t, seq_++, r}); }
 
   std::string stuck() const {
     std::string out;
     int shown = 0;
     for (std::size_t r = 0; r < st_.size(); ++r) {
-      if (st_[r].done) continue;
+      if (st_[r].remaining == 0) continue;
       if (shown++ == 8) {
         out += "\n  ...";
         break;
       }
-      const auto& ps = st_[r].posted;
-      out += ps.empty() ? fmt::format("\n  rank {} stuck", r)
-                        : fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", r,
-                                      ps[0].kind == OpKind::send ? "send" : "receive", ps[0].bytes,
-                                      ps[0].kind == OpKind::send ? "to" : "from", ps[0].peer, ps[0].tag);
+      const auto& ps = st_[r].pending;
+      if (ps.empty()) {
+        out += fmt::format("\n  rank {} stuck", r);
+        continue;
+      }
+      const Op& op = prog_[r].ops[ps.begin()->second];
+      const bool send = op.kind == OpKind::send;
+      out += fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", r, send ? "send" : "receive", op.bytes,
+                         send ? "to" : "from", op.peer, op.tag);
     }
     return out.empty() ? "" : "deadlock:" + out;
   }

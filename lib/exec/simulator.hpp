@@ -1,4 +1,5 @@
-// Simulator: costs the schedules the MPI executor runs on a model of a 2D torus of chips.
+// Simulator: costs the schedules the engine runs, as the engine runs them (a dataflow over the
+// schedule's dependencies), on a model of a 2D torus of chips.
 //
 // Terms:
 //   chip       = one rank; rank = y*X + x as in Torus2D
@@ -8,8 +9,10 @@
 //   route      = dimension order, X first, then Y; along a dimension with wraparound the shorter
 //                way round (a tie takes +), along a mesh dimension straight to the coordinate
 //   transfer   = one send step met by its receive step (same pair, same tag, in order: the
-//                verifier's rendezvous matching); it starts when both ranks have reached the
-//                phases holding them
+//                verifier's rendezvous matching); it starts when both steps are posted
+//   posted     = a step whose dependencies are met (`done`: that step has ended; `follow`: that
+//                receive's first segment is final) and the step before it on its channel
+//                (direction, peer, tag) has ended, as in the engine
 //   reducer    = the chip's reduction unit, a resource with a throughput (bytes/s); recv_reduce
 //                and the local steps (copy, scale) queue on it
 //
@@ -19,8 +22,8 @@
 //        v             v             v          and it holds all three link dirs at once
 //      (0,1) ------- (1,1) ------- (2,1)
 //
-// Time of one transfer of B bytes over h hops, started at t0 = the later of the two ranks'
-// phase starts and the moment every link dir on its route is free (links are FIFO: a transfer
+// Time of one transfer of B bytes over h hops, started at t0 = the later of the two steps'
+// posting and the moment every link dir on its route is free (links are FIFO: a transfer
 // holds its whole route for B/bw, the next one waits for it):
 //
 //   link dirs busy      [start, start + B/bw)
@@ -30,12 +33,14 @@
 //   with s = min(B, segment) and the reducer starting when the first segment has landed.
 //
 // So segments pipeline analytically (no per-segment events): a segment's reduction overlaps the
-// next one's transfer, as in the MPI executor. A rank runs its phases in order like the MPI
-// executor: phase k+1 starts when every step of phase k is done. FIFO rather than fair sharing
+// next one's transfer, as in the engine. A send that follows a receive starts on that receive's
+// first segment and holds its route until the receive's end plus one segment (it trickles
+// behind it); a recv_reduce whose local operand still arrives ends no earlier than that
+// operand's end plus one segment's reduction. FIFO rather than fair sharing
 // keeps a transfer O(hops): for transfers that start together on one link dir, the last one
 // ends when fair sharing would end them all (same bytes through the same link).
 //
-// Cost: one event per (rank, phase), O(hops) per transfer; no per-element work.
+// Cost: two or three events per step, O(hops) per transfer; no per-segment or per-element work.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +91,7 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
                    std::size_t elem_size);
 
 // Builds and simulates every rank's schedule of one collective; schedules are compacted as they
-// are built, so 4096 ranks of `ring` (8190 steps each) fit in memory. Throws what build throws.
+// are built, so 4096 ranks of `ring` (8190 steps each) fit in about 1 GB. Throws what build throws.
 SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Request& r,
                               DataType type, const std::vector<int>& node_of_rank = {});
 

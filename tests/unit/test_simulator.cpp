@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "exec/simulator.hpp"
+#include "schedule/dependencies.hpp"
 
 using namespace toroid;
 using exec::LinkDir;
@@ -215,4 +216,33 @@ TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes") {
   const std::uint64_t total = std::accumulate(r.chip_sent_bytes.begin(), r.chip_sent_bytes.end(), std::uint64_t{0});
   CHECK(total == 2 * (N - 1) * M);
   CHECK(r.max_hops == 1);  // torus neighbours only
+}
+
+TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receives") {
+  // Each rank receives in phase 0 and sends unrelated data in phase 1: as a dataflow both
+  // transfers run at once (phase by phase, both ranks would wait in phase 0 for ever).
+  using schedule::Kind;
+  const SimModel two = model(Torus2D(2, 1), 10e9, 2e-6, 40e9);
+  std::vector<schedule::Schedule> s(2);
+  for (int r = 0; r < 2; ++r) {
+    s[r].rank = r;
+    s[r].nranks = 2;
+    s[r].steps.push_back({Kind::recv, 1 - r, 0, 0, {}, {schedule::Buf::output, 0, 1024}});
+    s[r].steps.push_back({Kind::send, 1 - r, 0, 1, {schedule::Buf::input, 0, 1024}, {}});
+    schedule::derive_dependencies(s[r]);
+  }
+  const SimResult both = exec::simulate(two, s, 4);
+  REQUIRE(both.error == "");
+  CHECK(both.time_s == Approx(step_time(two, 4096, false)).epsilon(0.01));
+
+  // Broadcast down a ring of 8 from rank 0: the longer chain has 4 hops, and each forward
+  // starts on its receive's first segment: 4 latencies + 3 segments + B/bw, not 4 * B/bw.
+  const SimModel m = model(Torus2D(8, 1), 10e9, 2e-6, 40e9);
+  schedule::Request r;
+  r.collective = Collective::broadcast;
+  r.count = std::uint64_t{16} << 20;  // 64 MiB of f32
+  const SimResult b = simulate_collective(m, Algorithm::ring, r, DataType::f32);
+  REQUIRE(b.error == "");
+  const double bytes = static_cast<double>(r.count) * 4, seg = static_cast<double>(m.segment_bytes);
+  CHECK(b.time_s == Approx(4 * 2e-6 + 3 * seg / 10e9 + bytes / 10e9).epsilon(0.01));
 }
