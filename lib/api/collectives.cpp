@@ -124,7 +124,8 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   if (m.config.check) {
     api::run_agreed(m.comm, check_args, m.config.timeout_s);
     api::require_agreement(m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
-                           {{"count", static_cast<std::int64_t>(full_count(c))},
+                           {{"collective", static_cast<std::int64_t>(c.collective)},
+                            {"count", static_cast<std::int64_t>(full_count(c))},
                             {"type", static_cast<std::int64_t>(c.type)},
                             {"op", static_cast<std::int64_t>(c.op)},
                             {"algorithm", static_cast<std::int64_t>(c.algo)},

@@ -1,8 +1,9 @@
 # toroid-bench end to end under mpirun:
 #   MODE=sweep : a short checked sweep of every op and algorithm; CSV and JSON written and read
-#                back; the CSV plotted to a PNG when matplotlib is there
+#                back; the CSV plotted to a PNG when matplotlib is there; every call mode
+#                (blocking, non-blocking, persistent); the overlap benchmark
 #   MODE=bad   : each bad input exits with status 2 and a message naming it
-# Inputs: MPIEXEC, BENCH, NP, WORK_DIR, SOURCE_DIR, PYTHON
+# Inputs: MPIEXEC, BENCH, OVERLAP (sweep), NP, WORK_DIR, SOURCE_DIR, PYTHON
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(launch ${MPIEXEC} -n ${NP} --oversubscribe ${BENCH})
 
@@ -21,6 +22,22 @@ if(MODE STREQUAL "sweep")
     message(FATAL_ERROR "TOROID_TIMEOUT=$ENV{TOROID_TIMEOUT} is not the run's timeout:\n${last_output}")
   endif()
   run_bench(0 "timeout_s 9 " --op allreduce --algo ring -b 8 -e 8 -n 1 -w 0 --timeout 9)
+  # Every call mode, checked; rows named ALGO:MODE, the stock rows once.
+  run_bench(0 "torus2d:persistent" --op all --algo ring,torus2d,mpi --mode blocking,nonblocking,persistent
+            -b 8 -e 64K -f 8 -n 2 -w 1 --check 1)
+  foreach(row "ring:blocking" "ring:nonblocking" "broadcast .* torus2d:nonblocking")
+    if(NOT "${last_output}" MATCHES "${row}")
+      message(FATAL_ERROR "no ${row} row:\n${last_output}")
+    endif()
+  endforeach()
+  if("${last_output}" MATCHES "mpi:nonblocking")
+    message(FATAL_ERROR "the stock rows run blocking only:\n${last_output}")
+  endif()
+  # The overlap benchmark: both kinds of compute, all three ways, and right sums.
+  expect_run(0 "thread\\(hid\\)" ${MPIEXEC} -n ${NP} --oversubscribe ${OVERLAP} -b 64K -e 256K -n 2)
+  if("${last_output}" MATCHES "WRONG" OR NOT "${last_output}" MATCHES "sleep +262144")
+    message(FATAL_ERROR "overlap benchmark:\n${last_output}")
+  endif()
   run_bench(0 "" --op allreduce --algo all -b 4 -e 4K -f 4 -n 2 -w 0 --dtype bf16 --redop avg --inplace 1 --format csv --output ${csv})
   file(STRINGS ${csv} lines REGEX "^[0-9]")
   list(LENGTH lines n)
@@ -53,6 +70,7 @@ elseif(MODE STREQUAL "bad")
   run_bench(2 "-b 1M is larger than -e 4K" -b 1M -e 4K)
   run_bench(2 "topology 3x3 needs 9 ranks, communicator has ${NP}" --topology 3x3)
   run_bench(2 "--op: unknown collective 'bcast'" --op bcast)
+  run_bench(2 "--mode: 'async' is not blocking, nonblocking or persistent" --mode blocking,async)
   run_bench(2 "--redop avg needs a floating --dtype" --redop avg --dtype i32)
   run_bench(2 "unrecognised option" --frobnicate)
 else()
