@@ -115,7 +115,8 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
     for (int r = 0; r < size; ++r) holders[all[static_cast<std::size_t>(r) * n + i]].push_back(r);
     if (holders.size() == 1) continue;
     std::vector<std::pair<std::string, std::vector<int>>> groups;
-    for (auto& [value, ranks] : holders) groups.emplace_back(std::to_string(value), std::move(ranks));
+    for (auto& [value, ranks] : holders)
+      groups.emplace_back(fields[i].show ? std::string(fields[i].show(value)) : std::to_string(value), std::move(ranks));
     throw InvalidArgument(fmt::format("{}: {} differs between ranks: {}", what, fields[i].name, who_holds(groups)));
   }
 }

@@ -26,6 +26,7 @@ void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s 
 struct Field {
   std::string_view name;
   std::int64_t value;
+  std::string_view (*show)(std::int64_t) = nullptr;  // the value's name in messages (null: the number)
 };
 void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields,
                        double timeout_s = 0);

@@ -98,6 +98,12 @@ void validate(const Call& c, int rank, Span group) {
   }
 }
 
+// An enum's name from its value, for the cross-rank check's messages.
+template <class E>
+std::string_view named(std::int64_t v) {
+  return to_string(static_cast<E>(v));
+}
+
 Algorithm resolve(const Call& c, const Communicator::Impl& m) {
   if (c.algo != Algorithm::automatic) return c.algo;
   if (c.axis) return Algorithm::bidir_ring;
@@ -124,11 +130,11 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   if (m.config.check) {
     api::run_agreed(m.comm, check_args, m.config.timeout_s);
     api::require_agreement(m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
-                           {{"collective", static_cast<std::int64_t>(c.collective)},
+                           {{"collective", static_cast<std::int64_t>(c.collective), named<Collective>},
                             {"count", static_cast<std::int64_t>(full_count(c))},
-                            {"type", static_cast<std::int64_t>(c.type)},
-                            {"op", static_cast<std::int64_t>(c.op)},
-                            {"algorithm", static_cast<std::int64_t>(c.algo)},
+                            {"type", static_cast<std::int64_t>(c.type), named<DataType>},
+                            {"op", static_cast<std::int64_t>(c.op), named<ReduceOp>},
+                            {"algorithm", static_cast<std::int64_t>(c.algo), named<Algorithm>},
                             {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
                             {"root", c.root},
                             {"form", static_cast<std::int64_t>(form.size())}},
