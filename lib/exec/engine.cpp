@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "exec/stuck.hpp"
+#include "schedule/wait_graph.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::exec {
@@ -12,11 +13,7 @@ namespace toroid::exec {
 using schedule::Kind;
 using schedule::Wait;
 
-Channel& Engine::channel(bool sends, int peer, int tag) {
-  const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(tag)) << 33) |
-                            (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 1) | (sends ? 1u : 0u);
-  return channels_[key];
-}
+Channel& Engine::channel(bool sends, int peer, int tag) { return channels_[schedule::channel_key(sends, peer, tag)]; }
 
 void Engine::start(const std::shared_ptr<Op>& op, bool move_now) {
   if (op->state_ == Op::State::active) throw InvalidArgument("a collective was started while it is still active");

@@ -31,21 +31,15 @@ int RequestTable::handle(int n) {
   return n;
 }
 
-int RequestTable::test() {
+int RequestTable::complete(bool block) {
   if (open_ == 0) return 0;
   done_.resize(requests_.size());
   int n = 0;
-  mpi_check(MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE),
-            "MPI_Testsome");
-  return n == MPI_UNDEFINED ? 0 : handle(n);
-}
-
-int RequestTable::wait_some() {
-  if (open_ == 0) return 0;
-  done_.resize(requests_.size());
-  int n = 0;
-  mpi_check(MPI_Waitsome(static_cast<int>(requests_.size()), requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitsome");
+  const int count = static_cast<int>(requests_.size());
+  if (block)
+    mpi_check(MPI_Waitsome(count, requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+  else
+    mpi_check(MPI_Testsome(count, requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
   return n == MPI_UNDEFINED ? 0 : handle(n);
 }
 

@@ -23,14 +23,15 @@ class RequestTable {
   // A free request slot, remembered as `owner`'s `segment`: pass it to MPI_Isend/MPI_Irecv.
   MPI_Request* post(RequestOwner* owner, std::uint32_t segment);
   // Hands every finished request to its owner; returns how many finished. Never blocks.
-  int test();
+  int test() { return complete(false); }
   // Blocks until at least one request finishes (MPI_Waitsome), then as test().
-  int wait_some();
+  int wait_some() { return complete(true); }
   std::size_t open() const noexcept { return open_; }
   // Forgets every owner (their collectives failed); the requests stay with MPI.
   void abandon();
 
  private:
+  int complete(bool block);
   int handle(int n);
   struct Entry {
     RequestOwner* owner = nullptr;

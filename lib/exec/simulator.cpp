@@ -19,6 +19,7 @@
 
 #include "exec/sim_network.hpp"
 #include "exec/sim_program.hpp"
+#include "schedule/wait_graph.hpp"
 
 namespace toroid::exec {
 namespace {
@@ -28,19 +29,14 @@ using sim::Op;
 using sim::OpKind;
 using sim::Program;
 
-constexpr std::uint32_t kChannel = 1u << 30;  // a dependent that waits for the op before it on its channel
-constexpr std::uint32_t kIndex = kChannel - 1;
+constexpr std::uint32_t kIndex = schedule::WaitGraph::kIndex;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
-std::uint64_t channel_key(bool sends, int peer, int tag) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(peer)) << 17) |
-         (static_cast<std::uint64_t>(static_cast<std::uint16_t>(tag)) << 1) | (sends ? 1u : 0u);
-}
+using schedule::channel_key;
 
 struct RankState {
-  std::vector<double> done;          // per op: when it ends (kNever while unknown)
-  std::vector<std::uint16_t> waits;  // per op: conditions not met yet
-  std::vector<std::uint32_t> rev_begin, rev;  // per op: who waits for it (index | kFollow | kChannel)
+  std::vector<double> done;  // per op: when it ends (kNever while unknown)
+  schedule::WaitGraph graph;  // per op: conditions not met yet, and who waits for it
   std::vector<double> posted_at;     // rank 0 only
   std::unordered_map<std::uint64_t, std::uint32_t> pending;  // channel -> posted op not yet matched
   double reducer_free = 0, finish = 0;
@@ -72,7 +68,7 @@ class Engine {
     for (int r = 0; r < p; ++r) prepare(r);
     for (int r = 0; r < p && error_.empty(); ++r)
       for (std::uint32_t j = 0; j < prog_[r].ops.size() && error_.empty(); ++j)
-        if (st_[r].waits[j] == 0) post(r, j, 0.0);
+        if (st_[r].graph.waits[j] == 0) post(r, j, 0.0);
     while (!queue_.empty() && error_.empty()) {
       const Event e = queue_.top();
       queue_.pop();
@@ -96,43 +92,29 @@ class Engine {
   }
 
  private:
-  // Wait counts and the reverse edges (CSR) of rank r's ops.
+  // Wait counts and the reverse edges of rank r's ops (schedule/wait_graph.hpp).
   void prepare(int r) {
     RankState& s = st_[r];
     const Program& pg = prog_[r];
     const std::size_t n = pg.ops.size();
     s.done.assign(n, kNever);
-    s.waits.assign(n, 0);
     s.remaining = n;
     if (r == 0) s.posted_at.assign(n, 0.0);
-    std::vector<std::uint32_t> before(n, kIndex);  // the op before on the same channel
-    std::unordered_map<std::uint64_t, std::uint32_t> last;
-    std::vector<std::uint32_t> count(n + 1, 0);
-    for (std::uint32_t j = 0; j < n; ++j) {
-      const Op& op = pg.ops[j];
-      for (std::uint32_t k = 0; k < op.dep_count; ++k) ++count[pg.deps[op.dep_begin + k] & kIndex];
-      s.waits[j] = op.dep_count;
-      if (op.kind == OpKind::local) continue;
-      auto [it, fresh] = last.try_emplace(channel_key(op.kind == OpKind::send, op.peer, op.tag), j);
-      if (!fresh) {
-        before[j] = it->second;
-        it->second = j;
-        ++count[before[j]];
-        ++s.waits[j];
-      }
-    }
-    s.rev_begin.assign(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i) s.rev_begin[i + 1] = s.rev_begin[i] + count[i];
-    s.rev.assign(s.rev_begin[n], 0);
-    std::vector<std::uint32_t> fill(s.rev_begin.begin(), s.rev_begin.end() - 1);
-    for (std::uint32_t j = 0; j < n; ++j) {
-      const Op& op = pg.ops[j];
-      for (std::uint32_t k = 0; k < op.dep_count; ++k) {
-        const std::uint32_t d = pg.deps[op.dep_begin + k];
-        s.rev[fill[d & kIndex]++] = j | (d & kFollow);
-      }
-      if (before[j] != kIndex) s.rev[fill[before[j]]++] = j | kChannel;
-    }
+    s.graph = schedule::wait_graph(
+        n,
+        [&](std::uint32_t j, auto&& f) {
+          const Op& op = pg.ops[j];
+          for (std::uint32_t k = 0; k < op.dep_count; ++k) {
+            const std::uint32_t d = pg.deps[op.dep_begin + k];
+            f(d & kIndex, (d & kFollow) != 0);
+          }
+        },
+        [&](std::uint32_t j, std::uint64_t& key) {
+          const Op& op = pg.ops[j];
+          if (op.kind == OpKind::local) return false;
+          key = schedule::channel_key(op.kind == OpKind::send, op.peer, op.tag);
+          return true;
+        });
   }
 
   void handle(const Event& e) {
@@ -141,11 +123,12 @@ class Engine {
       s.finish = std::max(s.finish, e.t);
       --s.remaining;
     }
-    for (std::uint32_t k = s.rev_begin[e.op]; k < s.rev_begin[e.op + 1] && error_.empty(); ++k) {
-      const std::uint32_t d = s.rev[k];
+    schedule::WaitGraph& g = s.graph;
+    for (std::uint32_t k = g.begin[e.op]; k < g.begin[e.op + 1] && error_.empty(); ++k) {
+      const std::uint32_t d = g.waiters[k];
       if (((d & kFollow) != 0) != e.first) continue;  // follow waits for the first segment, the rest for the end
       const std::uint32_t j = d & kIndex;
-      if (--s.waits[j] == 0) post(e.rank, j, e.t);
+      if (--g.waits[j] == 0) post(e.rank, j, e.t);
     }
   }
 

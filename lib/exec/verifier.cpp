@@ -10,6 +10,7 @@
 #include "core/element.hpp"
 #include "exec/buffers.hpp"
 #include "kernels/reduce.hpp"
+#include "schedule/wait_graph.hpp"
 #include "toroid/collectives.hpp"
 
 namespace toroid::exec {
@@ -78,9 +79,8 @@ constexpr std::size_t kPairwiseSteps = 4096;
 constexpr int kPairwiseRanks = 64;
 
 struct RankState {
-  std::vector<bool> finished;         // per step
-  std::vector<std::uint32_t> waits;   // per step: dependencies and channel predecessor not finished
-  std::vector<std::uint32_t> rev_begin, rev;  // per step: the steps that wait for it (CSR)
+  std::vector<bool> finished;  // per step
+  schedule::WaitGraph graph;   // waits: dependencies and channel predecessor not finished
   std::size_t first_open = 0;
   // Per channel (direction, peer, tag): the step there that could run and waits for its peer.
   std::map<std::tuple<bool, int, int>, std::size_t> ready;
@@ -110,7 +110,7 @@ class Runner {
     // its last wait ends.
     for (int r = 0; r < p; ++r)
       for (std::size_t j = 0; j < sched_[r].steps.size(); ++j)
-        if (state_[r].waits[j] == 0) work_.push_back({r, j});
+        if (state_[r].graph.waits[j] == 0) work_.push_back({r, j});
     while (!work_.empty()) {
       const auto [r, j] = work_.back();
       work_.pop_back();
@@ -238,45 +238,36 @@ class Runner {
     return "";
   }
 
-  // Wait counts and the reverse edges: a step waits for its dependencies and for the step
-  // before it on its channel.
+  // Wait counts and the reverse edges (schedule/wait_graph.hpp).
   void index_channels(int r) {
     RankState& st = state_[r];
     const Schedule& sc = sched_[r];
-    const std::size_t n = sc.steps.size();
-    st.finished.assign(n, false);
-    st.waits.assign(n, 0);
-    std::vector<std::uint32_t> count(n, 0), before(n, UINT32_MAX);
-    std::map<std::tuple<bool, int, int>, std::uint32_t> last;
-    for (std::size_t j = 0; j < n; ++j) {
-      const Step& s = sc.steps[j];
-      for (std::uint32_t k = 0; k < s.dep_count; ++k) ++count[sc.deps[s.dep_begin + k].step];
-      st.waits[j] = s.dep_count;
-      if (schedule::is_local(s.kind)) continue;
-      auto [it, fresh] = last.try_emplace({s.kind == Kind::send, s.peer, s.tag}, static_cast<std::uint32_t>(j));
-      if (!fresh) {
-        before[j] = it->second;
-        it->second = static_cast<std::uint32_t>(j);
-        ++count[before[j]];
-        ++st.waits[j];
-      }
-    }
-    st.rev_begin.assign(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i) st.rev_begin[i + 1] = st.rev_begin[i] + count[i];
-    st.rev.assign(st.rev_begin[n], 0);
-    std::vector<std::uint32_t> fill(st.rev_begin.begin(), st.rev_begin.end() - 1);
-    for (std::size_t j = 0; j < n; ++j) {
-      const Step& s = sc.steps[j];
-      for (std::uint32_t k = 0; k < s.dep_count; ++k) st.rev[fill[sc.deps[s.dep_begin + k].step]++] = static_cast<std::uint32_t>(j);
-      if (before[j] != UINT32_MAX) st.rev[fill[before[j]]++] = static_cast<std::uint32_t>(j);
-    }
+    st.finished.assign(sc.steps.size(), false);
+    st.graph = schedule::wait_graph(
+        sc.steps.size(),
+        [&](std::uint32_t j, auto&& f) {
+          const Step& s = sc.steps[j];
+          for (std::uint32_t k = 0; k < s.dep_count; ++k) {
+            const schedule::Dep& d = sc.deps[s.dep_begin + k];
+            if (d.step < j) f(d.step, d.wait == schedule::Wait::follow);
+          }
+        },
+        [&](std::uint32_t j, std::uint64_t& key) {
+          const Step& s = sc.steps[j];
+          if (schedule::is_local(s.kind)) return false;
+          key = schedule::channel_key(s.kind == Kind::send, s.peer, s.tag);
+          return true;
+        });
   }
 
   void finish(int r, std::size_t j) {
     RankState& st = state_[r];
+    schedule::WaitGraph& g = st.graph;
     st.finished[j] = true;
-    for (std::uint32_t k = st.rev_begin[j]; k < st.rev_begin[j + 1]; ++k)
-      if (--st.waits[st.rev[k]] == 0) work_.push_back({r, st.rev[k]});
+    for (std::uint32_t k = g.begin[j]; k < g.begin[j + 1]; ++k) {
+      const std::uint32_t w = g.waiters[k] & schedule::WaitGraph::kIndex;
+      if (--g.waits[w] == 0) work_.push_back({r, w});
+    }
   }
 
   // Runs step j of rank r, whose waits are over: a local step at once, a transfer when its peer
