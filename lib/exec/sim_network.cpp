@@ -50,15 +50,15 @@ Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t se
   }
   Reservation r;
   r.hops = static_cast<int>(path_.size());
-  r.start = ready;
-  for (int l : path_) r.start = std::max(r.start, free_[l]);
   const double seg = static_cast<double>(std::min(bytes, segment_bytes));
-  const double busy = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
-  const double duration = std::max(busy, source_done > 0 ? source_done + (bw > 0 ? seg / bw : 0.0) - r.start : 0.0);
+  const double duration = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
+  // A send behind its source cannot end before the source's last segment is in and sent.
+  r.start = std::max(ready, source_done > 0 ? source_done + (bw > 0 ? seg / bw : 0.0) - duration : 0.0);
+  for (int l : path_) r.start = std::max(r.start, free_[l]);
   for (int l : path_) {
     free_[l] = r.start + duration;
     bytes_[l] += bytes;
-    busy_[l] += busy;
+    busy_[l] += duration;
   }
   r.arrive = r.start + latency + duration;
   r.first_segment = r.start + latency + (bw > 0 ? seg / bw : 0.0);

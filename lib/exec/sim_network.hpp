@@ -25,8 +25,9 @@ class Network {
   // Reserves every link dir from chip a to chip b for `bytes`, no earlier than `ready`, after
   // whatever already holds them (FIFO). Counts the bytes and busy time on each link dir.
   // `source_done`: when the bytes being sent are all final (a send that forwards a receive
-  // segment by segment); the transfer then holds its route until that time plus one segment,
-  // as it trickles behind its source.
+  // segment by segment). Such a transfer cannot end before that time plus one segment; it is
+  // modeled as taking its links at full rate as late as that allows (so they stay free for
+  // others before), not as trickling behind its source for the whole time.
   Reservation reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready,
                       double source_done = 0);
 
