@@ -30,7 +30,7 @@ void Progress::run_thread() {
     }
     const bool moved = engine_.progress();
     idle = moved ? 0 : idle + 1;
-    if (idle > 64) {
+    if (callers_ > 0 || idle > 64) {
       lock.unlock();
       sched_yield();
       lock.lock();
@@ -41,7 +41,7 @@ void Progress::run_thread() {
 std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule::Schedule>& s, std::uint64_t serial,
                                             const exec::BufferSet& user, const exec::ExecParams& params, bool own) {
   constexpr std::size_t kPool = 16;
-  std::lock_guard lock(mutex_);
+  Hold hold(*this);
   if (own) {
     auto op = std::make_shared<exec::Op>();
     op->bind(s, user, params, engine_);
@@ -66,24 +66,29 @@ std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule
 
 void Progress::start(const std::shared_ptr<exec::Op>& op) {
   {
-    std::lock_guard lock(mutex_);
+    Hold hold(*this);
     engine_.start(op, !thread_.joinable());
   }
   if (thread_.joinable()) wake_.notify_one();
 }
 
 void Progress::wait(exec::Op& op) {
-  std::lock_guard lock(mutex_);
+  Hold hold(*this);
   engine_.wait(op);
 }
 
 bool Progress::test(exec::Op& op) {
-  std::lock_guard lock(mutex_);
+  Hold hold(*this);
   return engine_.test(op);
 }
 
+bool Progress::finished(const exec::Op& op) {
+  Hold hold(*this);
+  return op.state() != exec::Op::State::active;
+}
+
 void Progress::wait_all() {
-  std::lock_guard lock(mutex_);
+  Hold hold(*this);
   engine_.wait_all();
 }
 

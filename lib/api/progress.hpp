@@ -40,16 +40,31 @@ class Progress {
   void wait(exec::Op& op);
   bool test(exec::Op& op);
   void wait_all();
-  std::mutex& mutex() noexcept { return mutex_; }
+  bool finished(const exec::Op& op);  // not active any more; moves nothing
 
  private:
   void run_thread();
+  // A caller thread's hold on the mutex: counted first, so the progress thread steps aside
+  // (std::mutex is not fair, and the thread would otherwise take it back round after round).
+  class Hold {
+   public:
+    explicit Hold(Progress& p) : p_(p) {
+      ++p_.callers_;
+      lock_ = std::unique_lock(p_.mutex_);
+      --p_.callers_;
+    }
+
+   private:
+    Progress& p_;
+    std::unique_lock<std::mutex> lock_;
+  };
 
   exec::Engine engine_;
   std::vector<std::shared_ptr<exec::Op>> pool_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<bool> stop_{false};
+  std::atomic<int> callers_{0};  // caller threads waiting for the mutex
   std::thread thread_;
 };
 

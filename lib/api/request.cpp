@@ -43,8 +43,7 @@ bool Request::is_complete() const {
   if (state_->stock) return state_->stock->complete();
   auto progress = state_->progress.lock();
   if (!progress) return true;
-  std::lock_guard lock(progress->mutex());
-  return state_->op->state() != exec::Op::State::active;
+  return progress->finished(*state_->op);
 }
 
 bool Request::test() {
