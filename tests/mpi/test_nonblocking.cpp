@@ -91,14 +91,17 @@ std::string name(Collective c) { return std::string(to_string(c)); }
 TEST_CASE("non-blocking and persistent collectives give the blocking bits, every algorithm and shape") {
   const int p = world_size();
   std::uint64_t cases = 0;
-  const std::vector<std::string> all_shapes = shapes(p);
+  // Every shape up to 4 ranks; beyond, the ring, the torus-free line and the first 2D torus
+  // (the engine runs the same paths; the blocking tests cover every shape at every size).
+  std::vector<std::string> all_shapes = shapes(p);
+  if (p > 4 && all_shapes.size() > 4) all_shapes = {all_shapes[0], all_shapes[2], all_shapes[3]};
   for (const std::string& shape : all_shapes) {
     Options o;
     o.topology = shape;
     Communicator comm(MPI_COMM_WORLD, o);
     // Many segments per step on the ring shape and the first 2D one (the larger shapes run the
     // same engine paths; the large count is most of this test's time at 6 and 8 ranks).
-    const bool large = shape == all_shapes.front() || (all_shapes.size() > 3 && shape == all_shapes[3]);
+    const bool large = shape == all_shapes.front() || shape == all_shapes.back();
     std::vector<std::size_t> ns{1, static_cast<std::size_t>(p + 1), 1001};
     if (large) ns.push_back(300007);
     for (Algorithm a : all_algorithms) {
