@@ -51,10 +51,13 @@ bool in_place(const Call& c, const Block& own) {
   return in == out;
 }
 
+// " along x" / " along y" for an axis collective, "" otherwise: part of every message.
+const char* along(const Call& c) { return !c.axis ? "" : *c.axis == Axis::x ? " along x" : " along y"; }
+
 void validate(const Call& c, int rank, Span group) {
   // Built only when there is an error to report: validation runs on every call.
   const auto name = [&] {
-    return std::string(toroid::to_string(c.collective)) + (c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "");
+    return std::string(toroid::to_string(c.collective)) + along(c);
   };
   const std::size_t es = size_of(c.type);
   constexpr std::uint64_t max_bytes = 1ull << 62;
@@ -148,6 +151,10 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   const Block own = block_of(p.count, group.size, group.position);
   const bool ip = in_place(c, own);
   const Algorithm algo = resolve(c, m);
+  // Named for messages: a request's errors, and the watchdog's. A blocking call without the
+  // watchdog shows it nowhere, so it is not formatted on that path (every call).
+  if (!form.empty() || m.config.timeout_s > 0)
+    p.params.what = fmt::format("{}{}{} ({})", form, to_string(c.collective), along(c), to_string(algo));
   if (algo == Algorithm::mpi) {
     p.stock = true;
     p.on = !c.axis ? m.comm : *c.axis == Axis::x ? m.row : m.column;
@@ -167,8 +174,6 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   p.params.segment_bytes = m.config.segment_bytes;
   p.params.timeout_s = m.config.timeout_s;
   p.params.links = m.links.get();
-  p.params.what = fmt::format("{}{}{} ({})", form, to_string(c.collective),
-                              c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "", to_string(algo));
   return p;
 }
 
@@ -192,10 +197,9 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
   state->progress = m.progress;
   state->persistent = persistent;
   state->rank = m.rank;
+  state->what = p.params.what;
   if (p.stock) {
     // MPI's own non-blocking collective; MPI moves it (inside test/wait, or its own progress).
-    state->what = fmt::format("{}{}{} (mpi)", form, to_string(c.collective),
-                              c.axis ? (*c.axis == Axis::x ? " along x" : " along y") : "");
     state->stock = std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops,
                                                       c.root);
     if (!persistent) {
@@ -204,7 +208,6 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     }
     return Request(std::move(state));
   }
-  state->what = p.params.what;
   state->op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params, persistent);
   if (!persistent) {
     m.progress->start(state->op);

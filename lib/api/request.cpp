@@ -13,18 +13,11 @@
 namespace toroid {
 namespace {
 
-const std::string& name_of(const Request::State& s) { return s.what; }
-
 void require_active(const Request::State* s, const char* call) {
   if (!s) throw InvalidArgument(fmt::format("Request::{}: the request is empty (default-constructed or moved from)", call));
   if (!s->started)
-    throw InvalidArgument(fmt::format("Request::{} on rank {}: {} is not active ({})", call, s->rank, name_of(*s),
+    throw InvalidArgument(fmt::format("Request::{} on rank {}: {} is not active ({})", call, s->rank, s->what,
                                       s->persistent ? "start() it first" : "it has completed already"));
-}
-
-// The op's end once its communicator is gone (its destructor completed the op).
-void finish_orphan(Request::State& s) {
-  s.started = false;
 }
 
 }  // namespace
@@ -48,55 +41,33 @@ bool Request::is_complete() const {
 
 bool Request::test() {
   require_active(state_.get(), "test");
-  if (state_->stock) {
-    try {
-      if (!state_->stock->test()) return false;
-    } catch (...) {
-      state_->started = false;
-      throw;
-    }
-    state_->started = false;
-    return true;
-  }
-  auto progress = state_->progress.lock();
-  if (!progress) {
-    finish_orphan(*state_);
-    return true;
-  }
+  bool done = true;  // with no communicator left: its destructor completed the op
   try {
-    if (!progress->test(*state_->op)) return false;
+    if (state_->stock) done = state_->stock->test();
+    else if (auto progress = state_->progress.lock()) done = progress->test(*state_->op);
   } catch (...) {
     state_->started = false;
     throw;
   }
-  state_->started = false;
-  return true;
+  if (done) state_->started = false;
+  return done;
 }
 
 void Request::wait() {
   require_active(state_.get(), "wait");
-  if (state_->stock) {
-    state_->started = false;
-    state_->stock->wait();
-    return;
-  }
-  auto progress = state_->progress.lock();
-  if (!progress) {
-    finish_orphan(*state_);
-    return;
-  }
   state_->started = false;
-  progress->wait(*state_->op);
+  if (state_->stock) state_->stock->wait();
+  else if (auto progress = state_->progress.lock()) progress->wait(*state_->op);
 }
 
 void Request::start() {
   if (!state_) throw InvalidArgument("Request::start: the request is empty (default-constructed or moved from)");
   if (!state_->persistent)
     throw InvalidArgument(fmt::format("Request::start on rank {}: {} is not persistent (made by allreduce_init, "
-                                      "reduce_scatter_init or allgather_init)", state_->rank, name_of(*state_)));
+                                      "reduce_scatter_init or allgather_init)", state_->rank, state_->what));
   if (state_->started)
     throw InvalidArgument(fmt::format("Request::start on rank {}: {} is still active (wait for it first)",
-                                      state_->rank, name_of(*state_)));
+                                      state_->rank, state_->what));
   auto progress = state_->progress.lock();
   if (!progress)
     throw InvalidArgument(fmt::format("Request::start on rank {}: its communicator has been destroyed", state_->rank));

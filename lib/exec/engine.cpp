@@ -187,22 +187,17 @@ std::string Engine::waiting_lines() const {
     for (std::size_t i = op->first_open_; i < op->tasks_.size() && shown < 8; ++i) {
       const Task& t = op->tasks_[i];
       if (t.finished || t.via == Via::local) continue;
-      const std::size_t done = t.via == Via::shm ? t.shm.done : t.mpi.ready();
       lines += fmt::format("\n  waiting: {}{} ({}, {}, byte {} of {})", schedule::describe(*t.step),
                            t.started ? "" : " (not started)", op->params_.what.empty() ? "collective" : op->params_.what,
-                           t.via == Via::shm ? "shared memory" : "mpi", done, t.bytes);
+                           t.via == Via::shm ? "shared memory" : "mpi", t.ready(), t.bytes);
       ++shown;
     }
   return lines;
 }
 
 void Engine::stuck(const Op& op) const {
-  std::uint32_t phase = 0;
-  for (std::size_t i = op.first_open_; i < op.tasks_.size(); ++i)
-    if (!op.tasks_[i].finished) {
-      phase = op.tasks_[i].step->phase;
-      break;
-    }
+  // first_open_ is the op's first unfinished step (advance keeps it there).
+  const std::uint32_t phase = op.first_open_ < op.tasks_.size() ? op.tasks_[op.first_open_].step->phase : 0;
   abort_stuck(op.params_, comm_, phase, waiting_lines());
 }
 

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "exec/engine.hpp"
+#include "schedule/chunk_range.hpp"
 
 namespace toroid::exec {
 namespace {
@@ -19,25 +20,18 @@ struct Range {
   bool within(const Range& o) const { return !empty() && o.begin <= begin && end <= o.end; }
 };
 
+// What a step reads and writes, by address (in place, input and output are one buffer).
 Range step_reads(const Step& st, const BufferSet& buf) {
-  const std::size_t es = buf.elem_size;
-  switch (st.kind) {
-    case Kind::send: case Kind::recv_reduce: case Kind::copy: {
-      const std::byte* p = buf.readable(st.src);
-      return {p, p + st.src.count * es};
-    }
-    case Kind::scale: {
-      const std::byte* p = buf.readable(st.dst);
-      return {p, p + st.dst.count * es};
-    }
-    case Kind::recv: return {};
-  }
-  return {};
+  const schedule::Chunk* c = schedule::read_chunk(st);
+  if (!c) return {};
+  const std::byte* p = buf.readable(*c);
+  return {p, p + c->count * buf.elem_size};
 }
 Range step_writes(const Step& st, const BufferSet& buf) {
-  if (st.kind == Kind::send) return {};
-  const std::byte* p = buf.writable(st.dst);
-  return {p, p + st.dst.count * buf.elem_size};
+  const schedule::Chunk* c = schedule::written_chunk(st);
+  if (!c) return {};
+  const std::byte* p = buf.writable(*c);
+  return {p, p + c->count * buf.elem_size};
 }
 
 // What becomes of the bytes step g writes once step `reader` (a relay, or none) has read them:
@@ -148,8 +142,8 @@ void Op::mark_shared_memory_hints() {
         g.shm.store = use == LaterUse::final && g.bytes >= kStreamBytes ? kernels::copy_stream_fn() : nullptr;
       }
     }
-    if (st.kind == Kind::recv && t.bytes >= kStreamBytes && t.relay < 0 &&
-        later_use(s, i, s.steps.size(), buf_) == LaterUse::final)
+    // (A send that relays this receive comes later in the loop and sets its store again.)
+    if (st.kind == Kind::recv && t.bytes >= kStreamBytes && later_use(s, i, s.steps.size(), buf_) == LaterUse::final)
       t.shm.store = kernels::copy_stream_fn();
   }
 }

@@ -40,6 +40,34 @@ int as_int(std::uint64_t v, const char* what) {
   return static_cast<int>(v);
 }
 
+// The blocks of `count` over p ranks as MPI's int counts (and displacements, when asked for:
+// only all-gather needs them, and only then must the offsets fit in an int).
+void block_ints(std::uint64_t count, int p, const char* what, std::vector<int>& counts, std::vector<int>* displs) {
+  counts.resize(static_cast<std::size_t>(p));
+  if (displs) displs->resize(static_cast<std::size_t>(p));
+  for (int r = 0; r < p; ++r) {
+    const Block b = block_of(count, p, r);
+    counts[static_cast<std::size_t>(r)] = as_int(b.count, what);
+    if (displs) (*displs)[static_cast<std::size_t>(r)] = as_int(b.offset, what);
+  }
+}
+
+// After MPI has reduced: toroid's conventions on top of MPI's result. avg divides by p, and an
+// in-place reduce-scatter moves the own block from the front (MPI's layout) to its offset.
+void finish_stock(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type, ReduceOp op,
+                  int p, int rank) {
+  const std::size_t es = size_of(type);
+  auto* o = static_cast<std::byte*>(out);
+  const Block own = block_of(count, p, rank);
+  const auto divisor = static_cast<std::uint32_t>(p);
+  if (c == schedule::Collective::allreduce) {
+    if (op == ReduceOp::avg) kernels::divide(type, out, count, divisor);
+  } else if (c == schedule::Collective::reduce_scatter) {
+    if (in == out && own.count > 0) std::memmove(o + own.offset * es, o, own.count * es);
+    if (op == ReduceOp::avg) kernels::divide(type, in == out ? o + own.offset * es : o, own.count, divisor);
+  }
+}
+
 }  // namespace
 
 StockOps::~StockOps() {
@@ -104,32 +132,23 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
         const void* send = in == out ? MPI_IN_PLACE : static_cast<const void*>(i + at * es);
         mpi_check(MPI_Allreduce(send, o + at * es, n, dt, mop, comm), "MPI_Allreduce");
       }
-      if (op == ReduceOp::avg) kernels::divide(type, out, count, static_cast<std::uint32_t>(p));
+      finish_stock(c, in, out, count, type, op, p, rank);
       return;
     case schedule::Collective::reduce_scatter: {
-      std::vector<int> counts(p);
-      for (int r = 0; r < p; ++r) counts[r] = as_int(block_of(count, p, r).count, "reduce_scatter");
+      std::vector<int> counts;
+      block_ints(count, p, "reduce_scatter", counts, nullptr);
       const bool equal = count % static_cast<std::uint64_t>(p) == 0;
-      if (equal && in != out) {  // the specialised stock call, as benchmarks compare against
+      if (equal && in != out)  // the specialised stock call, as benchmarks compare against
         mpi_check(MPI_Reduce_scatter_block(in, out, counts[0], dt, mop, comm), "MPI_Reduce_scatter_block");
-        if (op == ReduceOp::avg) kernels::divide(type, out, own.count, static_cast<std::uint32_t>(p));
-      } else if (in == out) {
-        mpi_check(MPI_Reduce_scatter(MPI_IN_PLACE, out, counts.data(), dt, mop, comm), "MPI_Reduce_scatter");
-        if (own.count > 0) std::memmove(o + own.offset * es, o, own.count * es);  // toroid's in-place layout
-        if (op == ReduceOp::avg) kernels::divide(type, o + own.offset * es, own.count, static_cast<std::uint32_t>(p));
-      } else {
-        mpi_check(MPI_Reduce_scatter(in, out, counts.data(), dt, mop, comm), "MPI_Reduce_scatter");
-        if (op == ReduceOp::avg) kernels::divide(type, out, own.count, static_cast<std::uint32_t>(p));
-      }
+      else
+        mpi_check(MPI_Reduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts.data(), dt, mop, comm),
+                  "MPI_Reduce_scatter");
+      finish_stock(c, in, out, count, type, op, p, rank);
       return;
     }
     case schedule::Collective::allgather: {
-      std::vector<int> counts(p), displs(p);
-      for (int r = 0; r < p; ++r) {
-        const Block b = block_of(count, p, r);
-        counts[r] = as_int(b.count, "allgather");
-        displs[r] = as_int(b.offset, "allgather");
-      }
+      std::vector<int> counts, displs;
+      block_ints(count, p, "allgather", counts, &displs);
       const bool in_place = i == o + own.offset * es;
       if (count % static_cast<std::uint64_t>(p) == 0) {
         mpi_check(MPI_Allgather(in_place ? MPI_IN_PLACE : in, counts[rank], dt, out, counts[rank], dt, comm),
@@ -149,15 +168,9 @@ StockCall::StockCall(schedule::Collective c, const void* in, void* out, std::uin
     : c_(c), in_(in), out_(out), count_(count), type_(type), op_(op), comm_(comm), mop_(ops.op(type, op)), root_(root) {
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &p_), "MPI_Comm_size");
-  if (c == schedule::Collective::reduce_scatter || c == schedule::Collective::allgather) {
-    counts_.resize(static_cast<std::size_t>(p_));
-    displs_.resize(static_cast<std::size_t>(p_));
-    for (int r = 0; r < p_; ++r) {
-      const Block b = block_of(count, p_, r);
-      counts_[static_cast<std::size_t>(r)] = as_int(b.count, toroid::to_string(c).data());
-      displs_[static_cast<std::size_t>(r)] = as_int(b.offset, toroid::to_string(c).data());
-    }
-  }
+  if (c == schedule::Collective::reduce_scatter || c == schedule::Collective::allgather)
+    block_ints(count, p_, toroid::to_string(c).data(), counts_,
+               c == schedule::Collective::allgather ? &displs_ : nullptr);
 }
 
 void StockCall::start() {
@@ -201,16 +214,7 @@ void StockCall::start() {
 }
 
 void StockCall::finish() {
-  const std::size_t es = size_of(type_);
-  auto* o = static_cast<std::byte*>(out_);
-  const Block own = block_of(count_, p_, rank_);
-  const auto divisor = static_cast<std::uint32_t>(p_);
-  if (c_ == schedule::Collective::allreduce) {
-    if (op_ == ReduceOp::avg) kernels::divide(type_, out_, count_, divisor);
-  } else if (c_ == schedule::Collective::reduce_scatter) {
-    if (in_ == out_ && own.count > 0) std::memmove(o + own.offset * es, o, own.count * es);  // toroid's layout
-    if (op_ == ReduceOp::avg) kernels::divide(type_, in_ == out_ ? o + own.offset * es : o, own.count, divisor);
-  }
+  finish_stock(c_, in_, out_, count_, type_, op_, p_, rank_);
   requests_.clear();
 }
 

@@ -10,6 +10,7 @@
 #include "core/element.hpp"
 #include "exec/buffers.hpp"
 #include "kernels/reduce.hpp"
+#include "schedule/chunk_range.hpp"
 #include "schedule/wait_graph.hpp"
 #include "toroid/collectives.hpp"
 
@@ -22,22 +23,10 @@ using schedule::Kind;
 using schedule::Schedule;
 using schedule::Step;
 
-struct Interval {
-  int space;  // 0: input/output (they alias when in place), 1: output, 2: scratch
-  std::uint64_t lo, hi;
-};
+using schedule::ChunkRange;
+using schedule::read_range;
+using schedule::write_range;
 
-Interval interval(const Chunk& c, bool in_place) {
-  int space = c.buf == Buf::scratch ? 2 : c.buf == Buf::output ? 1 : 0;
-  if (in_place && space == 0) space = 1;
-  return {space, c.offset, c.offset + c.count};
-}
-
-bool overlaps(const Interval& a, const Interval& b) {
-  return a.space == b.space && a.lo < b.hi && b.lo < a.hi && a.lo < a.hi && b.lo < b.hi;
-}
-
-bool reads(const Step& s) { return s.kind == Kind::send || s.kind == Kind::recv_reduce || s.kind == Kind::copy; }
 bool writes(const Step& s) { return s.kind != Kind::send; }
 
 // Steps guaranteed finished before step j starts: for a `done` dep d, d and what d had waited
@@ -61,15 +50,6 @@ class Finished {
   std::size_t n_, words_;
   std::vector<std::uint64_t> bits_;
 };
-
-Interval read_interval(const Step& s, bool ip) {
-  if (s.kind == Kind::recv) return {0, 0, 0};
-  return interval(s.kind == Kind::scale ? s.dst : s.src, ip);
-}
-Interval write_interval(const Step& s, bool ip) {
-  if (s.kind == Kind::send) return {0, 0, 0};
-  return interval(s.dst, ip);
-}
 
 // The pairwise part of the dependency check is quadratic in the steps: it runs on schedules of
 // at most this many steps, on every rank up to kPairwiseRanks ranks and on ranks 0, 1, p/2 and
@@ -172,10 +152,8 @@ class Runner {
           return fmt::format("rank {}: two {} with peer {} tag {} in phase {}", r,
                              schedule::to_string(s.kind), s.peer, s.tag, s.phase);
         auto clash = [&](const Step& w, const Step& o) {
-          if (!writes(w)) return false;
-          const Interval wi = interval(w.dst, ip);
-          return (writes(o) && overlaps(wi, interval(o.dst, ip))) ||
-                 (reads(o) && overlaps(wi, interval(o.src, ip)));
+          const ChunkRange wr = write_range(w, ip);
+          return overlaps(wr, write_range(o, ip)) || overlaps(wr, read_range(o, ip));
         };
         if (clash(s, t) || clash(t, s))
           return fmt::format("rank {}: hazard in phase {} between '{}' and '{}'", r, s.phase,
@@ -202,11 +180,11 @@ class Runner {
           return fmt::format("rank {}: '{}' waits for a step that is not earlier ({})", r, schedule::describe(st), d.step);
         if (d.wait != schedule::Wait::follow) continue;
         const Step& g = steps[d.step];
-        const Interval rd = read_interval(st, ip), gw = write_interval(g, ip);
+        const ChunkRange rd = read_range(st, ip), gw = write_range(g, ip);
         const bool kinds = (st.kind == Kind::send || st.kind == Kind::recv_reduce) &&
                            (g.kind == Kind::recv || g.kind == Kind::recv_reduce);
-        const bool inside = rd.space == gw.space && gw.lo <= rd.lo && rd.hi <= gw.hi && rd.lo - gw.lo == d.offset;
-        if (!kinds || !inside || (writes(st) && overlaps(write_interval(st, ip), gw)))
+        const bool inside = schedule::contains(gw, rd) && rd.lo - gw.lo == d.offset;
+        if (!kinds || !inside || overlaps(write_range(st, ip), gw))
           return fmt::format("rank {}: wrong dependency: '{}' follows '{}' at offset {}", r,
                              schedule::describe(st), schedule::describe(g), d.offset);
       }
@@ -217,11 +195,11 @@ class Runner {
     const Finished finished(s);
     for (std::size_t j = 0; j < steps.size(); ++j) {
       const Step& b = steps[j];
-      const Interval br = read_interval(b, ip), bw = write_interval(b, ip);
+      const ChunkRange br = read_range(b, ip), bw = write_range(b, ip);
       for (std::size_t i = 0; i < j; ++i) {
         const Step& a = steps[i];
         if (a.phase == b.phase) continue;
-        const Interval ar = read_interval(a, ip), aw = write_interval(a, ip);
+        const ChunkRange ar = read_range(a, ip), aw = write_range(a, ip);
         const bool raw = overlaps(aw, br), other = overlaps(ar, bw) || overlaps(aw, bw);
         if (!raw && !other) continue;
         if (finished.before(i, j)) continue;

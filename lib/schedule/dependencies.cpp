@@ -1,5 +1,7 @@
 #include "schedule/dependencies.hpp"
 
+#include "schedule/chunk_range.hpp"
+
 #include <algorithm>
 #include <array>
 #include <iterator>
@@ -8,36 +10,6 @@
 
 namespace toroid::schedule {
 namespace {
-
-// A byte range of one buffer in elements; in place, the input's is the output's.
-struct Range {
-  int space = 0;  // 0 input, 1 output, 2 scratch
-  std::uint64_t lo = 0, hi = 0;
-  bool empty() const { return lo >= hi; }
-};
-
-Range range_of(const Chunk& c, bool in_place) {
-  int space = c.buf == Buf::input ? 0 : c.buf == Buf::output ? 1 : 2;
-  if (in_place && space == 0) space = 1;
-  return {space, c.offset, c.offset + c.count};
-}
-
-Range reads_of(const Step& st, bool ip) {
-  switch (st.kind) {
-    case Kind::send: case Kind::recv_reduce: case Kind::copy: return range_of(st.src, ip);
-    case Kind::scale: return range_of(st.dst, ip);
-    case Kind::recv: return {};
-  }
-  return {};
-}
-Range writes_of(const Step& st, bool ip) { return st.kind == Kind::send ? Range{} : range_of(st.dst, ip); }
-
-bool contains(const Range& outer, const Range& inner) {
-  return outer.space == inner.space && outer.lo <= inner.lo && inner.hi <= outer.hi;
-}
-bool overlap(const Range& a, const Range& b) {
-  return !a.empty() && !b.empty() && a.space == b.space && a.lo < b.hi && b.lo < a.hi;
-}
 
 // Per buffer, a partition of [0, inf) into pieces with their last writer and readers since.
 struct Piece {
@@ -79,7 +51,7 @@ void derive_dependencies(Schedule& s) {
   std::vector<std::pair<std::uint32_t, unsigned>> found;  // (earlier step, conflicts)
   for (std::size_t j = 0; j < s.steps.size(); ++j) {
     Step& st = s.steps[j];
-    const Range r = reads_of(st, ip), w = writes_of(st, ip);
+    const ChunkRange r = read_range(st, ip), w = write_range(st, ip);
     found.clear();
     auto note = [&](std::int64_t i, unsigned what) {
       if (i < 0 || static_cast<std::size_t>(i) == j || s.steps[static_cast<std::size_t>(i)].phase == st.phase) return;
@@ -99,11 +71,11 @@ void derive_dependencies(Schedule& s) {
       unsigned what = 0;
       for (; k < found.size() && found[k].first == i; ++k) what |= found[k].second;
       const Step& earlier = s.steps[i];
-      const Range ew = writes_of(earlier, ip);
+      const ChunkRange ew = write_range(earlier, ip);
       const bool in_order_reader = st.kind == Kind::send || st.kind == Kind::recv_reduce;
       const bool in_order_writer = earlier.kind == Kind::recv || earlier.kind == Kind::recv_reduce;
       Dep d{i, Wait::done, 0};
-      if (what == raw && in_order_reader && in_order_writer && contains(ew, r) && !overlap(w, ew)) {
+      if (what == raw && in_order_reader && in_order_writer && contains(ew, r) && !overlaps(w, ew)) {
         d.wait = Wait::follow;
         d.offset = r.lo - ew.lo;
       }

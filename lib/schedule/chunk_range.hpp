@@ -1,0 +1,50 @@
+// What a step touches: the chunk it reads and the chunk it writes, and the same as element
+// ranges of its buffers, where in place the input's range is the output's (one buffer).
+//
+//   send, recv_reduce, copy   read src      scale   reads and writes dst
+//   recv                      reads nothing send    writes nothing
+#pragma once
+
+#include <cstdint>
+
+#include "schedule/step.hpp"
+
+namespace toroid::schedule {
+
+inline const Chunk* read_chunk(const Step& s) noexcept {
+  switch (s.kind) {
+    case Kind::send: case Kind::recv_reduce: case Kind::copy: return &s.src;
+    case Kind::scale: return &s.dst;
+    case Kind::recv: return nullptr;
+  }
+  return nullptr;
+}
+inline const Chunk* written_chunk(const Step& s) noexcept { return s.kind == Kind::send ? nullptr : &s.dst; }
+
+struct ChunkRange {
+  int space = 0;  // 0 input, 1 output, 2 scratch
+  std::uint64_t lo = 0, hi = 0;
+  bool empty() const noexcept { return lo >= hi; }
+};
+
+inline ChunkRange range_of(const Chunk& c, bool in_place) noexcept {
+  int space = c.buf == Buf::input ? 0 : c.buf == Buf::output ? 1 : 2;
+  if (in_place && space == 0) space = 1;
+  return {space, c.offset, c.offset + c.count};
+}
+inline ChunkRange read_range(const Step& s, bool in_place) noexcept {
+  const Chunk* c = read_chunk(s);
+  return c ? range_of(*c, in_place) : ChunkRange{};
+}
+inline ChunkRange write_range(const Step& s, bool in_place) noexcept {
+  const Chunk* c = written_chunk(s);
+  return c ? range_of(*c, in_place) : ChunkRange{};
+}
+inline bool overlaps(const ChunkRange& a, const ChunkRange& b) noexcept {
+  return !a.empty() && !b.empty() && a.space == b.space && a.lo < b.hi && b.lo < a.hi;
+}
+inline bool contains(const ChunkRange& outer, const ChunkRange& inner) noexcept {
+  return outer.space == inner.space && outer.lo <= inner.lo && inner.hi <= outer.hi;
+}
+
+}  // namespace toroid::schedule
