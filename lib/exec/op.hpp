@@ -59,8 +59,6 @@ class Op {
   void set_serial(std::uint64_t serial) noexcept { serial_ = serial; }
 
   State state() const noexcept { return state_; }
-  const ExecParams& params() const noexcept { return params_; }
-  const schedule::Schedule* schedule() const noexcept { return schedule_.get(); }
 
  private:
   friend class Engine;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "schedule/step.hpp"
+#include "schedule/wait_graph.hpp"
 
 namespace toroid::exec::sim {
 
@@ -22,8 +23,9 @@ struct Op {
 };
 static_assert(sizeof(Op) == 24);
 
-// A dependency: the earlier op's index, with kFollow set for a segment-by-segment one.
-inline constexpr std::uint32_t kFollow = 1u << 31;
+// A dependency: the earlier op's index, with kFollow set for a segment-by-segment one (the same
+// bit the wait graph marks such waiters with).
+inline constexpr std::uint32_t kFollow = schedule::WaitGraph::kFollow;
 
 struct Program {
   std::vector<Op> ops;
