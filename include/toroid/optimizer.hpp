@@ -3,13 +3,22 @@
 //
 //   ranks 0..p-1 each hold all weights W and their own gradients G_r
 //
-//   bucket  | t0 ........ | t1 ..... | t2 ...... |pad|   parameters flattened in order, cut into
-//           |  shard 0  |  shard 1  |  shard 2  |      buckets of `bucket_bytes`, each padded to a
-//                                                      multiple of p and split into p equal shards
+//   bucket  | t2 .. | t1 ........ | t0 ...... |pad|   parameters flattened last first, cut into
+//           |  shard 0  |  shard 1  |  shard 2  |     buckets of `bucket_bytes`, each padded to a
+//                                                     multiple of p and split into p equal shards
 //   1. reduce-scatter G over ranks (optionally in bf16)  -> rank r: sum of shard r
 //   2. norms: one small all-reduce of per-tensor partial sums of squares (clipping, LAMB, LARS)
 //   3. update shard r of W with shard r of the state (fused kernel, one pass)
 //   4. all-gather W                                        -> every rank: all new weights
+//
+// Overlap (docs/overlap.md): the buckets are a GradientReducer's (gradient_reducer.hpp). Call
+// ready(name) as each gradient is produced in the backward pass and every full bucket's
+// reduce-scatter starts at once; step() then waits for them in bucket order, and the update and
+// all-gather of bucket k run while the reduce-scatters of later buckets are in flight. Rules
+// that need every gradient first (clipping, LAMB, LARS: global or per-tensor norms) wait for all
+// reduce-scatters, then update bucket by bucket, each all-gather starting as its update ends.
+// A step() without ready() calls marks everything ready itself (no overlap). The result is
+// bitwise the same with and without ready() calls, for one bucket layout.
 //
 // A training program adopts it in a few lines:
 //
@@ -17,6 +26,7 @@
 //   std::vector<toroid::Parameter> params = {{"fc1.weight", w1, g1}, {"fc1.bias", b1, gb1}};
 //   toroid::ShardedOptimizer opt(comm, params, {.kind = toroid::OptimizerKind::adam});
 //   for (...) { forward_backward(); opt.step(); }   // weights w1, b1 updated on every rank
+//   for (...) { forward(); backward_fc2(); opt.ready("fc2.weight"); ...; opt.step(); }   // overlapped
 #pragma once
 
 #include <cstddef>
@@ -77,7 +87,13 @@ struct OptimizerConfig {
   bool bf16_gradients = false;
   // Divide the summed gradient by the rank count (data-parallel mean).
   bool average = true;
-  std::size_t bucket_bytes = std::size_t{32} << 20;
+  // Bucket sizes, in bytes of the wire type (f32, or bf16 with bf16_gradients); the first
+  // bucket (the last layers) is smaller so its communication starts early (as PyTorch DDP).
+  std::size_t bucket_bytes = std::size_t{25} << 20;
+  std::size_t first_bucket_bytes = std::size_t{1} << 20;
+  // After the first step with ready() calls, re-cut the buckets in the order rank 0 saw them
+  // (the optimizer state moves with the elements; one all-reduce of the state, once).
+  bool rebuild_buckets = true;
 };
 
 // What one step did and how long its phases took (seconds, this rank).
@@ -86,6 +102,9 @@ struct StepReport {
   double learning_rate = 0;
   double grad_norm = -1;   // global L2 norm of the averaged gradient; -1 when not computed
   double clip_scale = 1;   // factor applied by max_grad_norm
+  // reduce: inside step(), waiting for reduce-scatters (or all-reduces) that the backward
+  // pass did not hide; update: the update kernels and norms; gather: packing, starting and
+  // waiting for the all-gathers and unpacking the weights.
   double reduce_seconds = 0, update_seconds = 0, gather_seconds = 0;
 };
 
@@ -99,8 +118,18 @@ class ShardedOptimizer {
   ShardedOptimizer(const ShardedOptimizer&) = delete;
   ShardedOptimizer& operator=(const ShardedOptimizer&) = delete;
 
-  // Collective: one optimizer step from the current gradients.
+  // Parameter `name` (or index, registration order) has its final gradient for this step:
+  // pack it and start every bucket now complete. Errors (unknown, twice, never) are raised by
+  // step() on every rank; gradient_reducer.hpp has the rules.
+  void ready(std::string_view name);
+  void ready(std::size_t index);
+  // One round of progress on the buckets in flight.
+  void poll();
+  // Collective: one optimizer step from the current gradients. Without ready() calls since the
+  // last step it marks every parameter ready first.
   StepReport step();
+  // Parameter names per bucket, in bucket order.
+  std::vector<std::vector<std::string>> buckets() const;
 
   std::int64_t steps_taken() const noexcept;
   // LAMB/LARS: the trust ratio each parameter got in the last step (1 where excluded).

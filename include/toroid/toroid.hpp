@@ -5,6 +5,7 @@
 #include "toroid/collectives.hpp"
 #include "toroid/communicator.hpp"
 #include "toroid/error.hpp"
+#include "toroid/gradient_reducer.hpp"
 #include "toroid/optimizer.hpp"
 #include "toroid/request.hpp"
 #include "toroid/topology.hpp"

@@ -1,6 +1,7 @@
-// Checkpoints that do not depend on the rank count: rank 0 writes (and reads) the full
-// flattened weights and optimizer state, bucket by bucket, so no rank ever holds more than one
-// bucket beyond its own shard.
+// Checkpoints that do not depend on the rank count or the bucket layout: rank 0 writes (and
+// reads) the full weights and optimizer state in registration order, bucket by bucket (each
+// piece at its place in the file), so no rank ever holds more than one bucket beyond its own
+// shard.
 //
 // File layout (little-endian, as the host writes it):
 //   "TOROIDCK"  u32 version  u32 optimizer kind  i64 steps  u64 state arrays  u64 tensors
@@ -39,6 +40,7 @@ struct Stream {
   bool ok = true;
   void write(const void* p, std::size_t bytes) { ok = ok && std::fwrite(p, 1, bytes, file.get()) == bytes; }
   void read(void* p, std::size_t bytes) { ok = ok && std::fread(p, 1, bytes, file.get()) == bytes; }
+  void seek(std::size_t at) { ok = ok && std::fseek(file.get(), static_cast<long>(at), SEEK_SET) == 0; }
   template <class T> void put(const T& v) { write(&v, sizeof v); }
   template <class T> T get() { T v{}; read(&v, sizeof v); return v; }
 };
@@ -50,8 +52,21 @@ std::size_t header_bytes(const ShardedOptimizer::Impl& s) {
 }
 
 std::size_t file_bytes(const ShardedOptimizer::Impl& s) {
-  return header_bytes(s) + (1 + s.state.size()) * s.layout.total * sizeof(float);
+  return header_bytes(s) + (1 + s.state.size()) * s.layout().total * sizeof(float);
 }
+
+// Where element `offset` of tensor `tensor` lies in section `section` (0: weights, 1 + a:
+// state array a) of the file.
+struct Places {
+  std::size_t header = 0, total = 0;
+  std::vector<std::size_t> starts;
+  explicit Places(const ShardedOptimizer::Impl& s) : header(header_bytes(s)) {
+    for (const auto& p : s.params) starts.push_back(total), total += p.weights.size();
+  }
+  std::size_t at(std::size_t section, const optimizer::Piece& piece) const {
+    return header + (section * total + starts[piece.tensor] + piece.tensor_offset) * sizeof(float);
+  }
+};
 
 File open(const std::string& path, const char* mode, const char* purpose) {
   File f(std::fopen(path.c_str(), mode));
@@ -124,16 +139,21 @@ void ShardedOptimizer::save(const std::string& path) {
     // Every rank holds all weights between steps.
     for (const auto& p : s.params) out.write(p.weights.data(), p.weights.size_bytes());
   }
-  float* buf = s.bucket.data();
-  for (const auto& array : s.state)
-    for (const auto& b : s.layout.buckets) {
-      const float* shard = array.data() + b.state_offset;
+  const Places places(s);
+  std::vector<float> buf(s.layout().max_padded);
+  for (std::size_t a = 0; a < s.state.size(); ++a)
+    for (const auto& b : s.layout().buckets) {
+      const float* shard = s.state[a].data() + b.state_offset;
       if (s.sharded()) {
-        std::memcpy(buf + b.own_begin, shard, b.shard * sizeof(float));
-        allgather(buf + b.own_begin, b.shard, buf, b.padded, DataType::f32, s.comm);
-        shard = buf;
+        std::memcpy(buf.data() + b.own_begin, shard, b.shard * sizeof(float));
+        allgather(buf.data() + b.own_begin, b.shard, buf.data(), b.padded, DataType::f32, s.comm);
+        shard = buf.data();
       }
-      if (root) out.write(shard, b.length * sizeof(float));
+      if (root)
+        for (const auto& piece : b.pieces) {
+          out.seek(places.at(1 + a, piece));
+          out.write(shard + piece.offset, piece.count * sizeof(float));
+        }
     }
   if (root && std::fflush(out.file.get()) != 0) out.ok = false;
   api::run_agreed(comm, [&] {
@@ -153,20 +173,28 @@ void ShardedOptimizer::load(const std::string& path) {
     steps = read_header(s, in, path);
   });
   bcast(&steps, 1, MPI_INT64_T, comm);
-  float* buf = s.bucket.data();
-  for (const auto& b : s.layout.buckets) {
-    if (root) in.read(buf, b.length * sizeof(float));
-    bcast(buf, b.length, MPI_FLOAT, comm);
+  const Places places(s);
+  std::vector<float> buf(s.layout().max_padded);
+  // Bucket b of file section `section` into buf (on every rank).
+  auto read_bucket = [&](std::size_t section, const optimizer::Bucket& b) {
+    if (root)
+      for (const auto& piece : b.pieces) {
+        in.seek(places.at(section, piece));
+        in.read(buf.data() + piece.offset, piece.count * sizeof(float));
+      }
+    bcast(buf.data(), b.length, MPI_FLOAT, comm);
+  };
+  for (const auto& b : s.layout().buckets) {
+    read_bucket(0, b);
     for (const auto& piece : b.pieces)
-      std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset, buf + piece.offset,
+      std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset, buf.data() + piece.offset,
                   piece.count * sizeof(float));
   }
-  for (auto& array : s.state)
-    for (const auto& b : s.layout.buckets) {
-      if (root) in.read(buf, b.length * sizeof(float));
-      bcast(buf, b.length, MPI_FLOAT, comm);
-      std::fill(buf + b.length, buf + b.padded, 0.0f);
-      std::memcpy(array.data() + b.state_offset, buf + b.own_begin, b.shard * sizeof(float));
+  for (std::size_t a = 0; a < s.state.size(); ++a)
+    for (const auto& b : s.layout().buckets) {
+      read_bucket(1 + a, b);
+      std::fill(buf.data() + b.length, buf.data() + b.padded, 0.0f);
+      std::memcpy(s.state[a].data() + b.state_offset, buf.data() + b.own_begin, b.shard * sizeof(float));
     }
   api::run_agreed(comm, [&] {
     if (root && !in.ok) throw Error(fmt::format("checkpoint: reading '{}' failed", path));

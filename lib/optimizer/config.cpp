@@ -28,6 +28,11 @@ OptimizerKind parse_optimizer_kind(std::string_view name) {
   throw InvalidArgument(fmt::format("unknown optimizer '{}' (expected sgd, adam, adamw, lamb or lars)", name));
 }
 
+Gradient::Gradient(std::string n, std::span<float> g)
+    : name(std::move(n)), data(g.data()), count(g.size()), type(DataType::f32) {}
+Gradient::Gradient(std::string n, std::span<bfloat16> g)
+    : name(std::move(n)), data(g.data()), count(g.size()), type(DataType::bf16) {}
+
 Parameter::Parameter(std::string n, std::span<float> w, std::span<const float> g)
     : name(std::move(n)), weights(w), grads(g.data()), grad_count(g.size()), grad_type(DataType::f32) {}
 Parameter::Parameter(std::string n, std::span<float> w, std::span<const bfloat16> g)
@@ -82,8 +87,7 @@ void validate(std::span<const Parameter> params, const OptimizerConfig& c) {
           c.lars_trust_coefficient, "finite and > 0");
   require(std::isfinite(c.max_grad_norm) && c.max_grad_norm >= 0, "max_grad_norm", c.max_grad_norm,
           "finite and >= 0 (0: no clipping)");
-  require(c.bucket_bytes >= sizeof(float) && c.bucket_bytes <= (std::size_t{1} << 30), "bucket_bytes",
-          static_cast<double>(c.bucket_bytes), "between 4 and 1 GiB");
+  check_bucket_sizes("ShardedOptimizer", c.bucket_bytes, c.first_bucket_bytes);
   if (c.nesterov && c.kind != OptimizerKind::sgd && c.kind != OptimizerKind::lars)
     throw InvalidArgument(fmt::format("ShardedOptimizer: nesterov applies to sgd and lars, not {}", to_string(c.kind)));
 }
@@ -131,9 +135,55 @@ std::int64_t hyper_parameters_hash(const OptimizerConfig& c) {
   h.value(c.beta1), h.value(c.beta2), h.value(c.epsilon), h.value(c.weight_decay);
   h.value(c.lars_trust_coefficient), h.value(c.max_grad_norm), h.value(c.shard);
   h.value(c.bf16_gradients), h.value(c.average), h.value(c.bucket_bytes), h.value(static_cast<bool>(c.schedule));
+  h.value(c.first_bucket_bytes), h.value(c.rebuild_buckets);
   for (const auto& s : c.no_weight_decay) h.text(s);
   h.value(std::size_t{0xffff});
   for (const auto& s : c.no_trust_ratio) h.text(s);
+  return static_cast<std::int64_t>(h.h);
+}
+
+}  // namespace toroid::optimizer
+
+namespace toroid::optimizer {
+
+void validate(std::span<const Gradient> grads, const ReducerConfig& c) {
+  if (grads.empty()) throw InvalidArgument("GradientReducer: the gradient list is empty");
+  std::map<std::string_view, std::size_t> seen;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const Gradient& g = grads[i];
+    if (g.name.empty()) throw InvalidArgument(fmt::format("GradientReducer: gradient {} has an empty name", i));
+    if (g.type != DataType::f32 && g.type != DataType::bf16)
+      throw InvalidArgument(fmt::format("GradientReducer: gradient {} '{}' is {} (f32 or bf16 only)", i, g.name,
+                                        to_string(g.type)));
+    if (g.count > 0 && g.data == nullptr)
+      throw InvalidArgument(fmt::format("GradientReducer: gradient {} '{}' has a null buffer", i, g.name));
+    if (auto [it, fresh] = seen.emplace(g.name, i); !fresh)
+      throw InvalidArgument(fmt::format("GradientReducer: gradient name '{}' is used by gradients {} and {}",
+                                        g.name, it->second, i));
+  }
+  check_bucket_sizes("GradientReducer", c.bucket_bytes, c.first_bucket_bytes);
+}
+
+void check_bucket_sizes(std::string_view owner, std::size_t bucket_bytes, std::size_t first_bucket_bytes) {
+  constexpr std::size_t most = std::size_t{1} << 30;
+  if (bucket_bytes < sizeof(float) || bucket_bytes > most)
+    throw InvalidArgument(fmt::format("{}: bucket_bytes is {}, must be between 4 and 1 GiB", owner, bucket_bytes));
+  if (first_bucket_bytes < sizeof(float) || first_bucket_bytes > most)
+    throw InvalidArgument(fmt::format("{}: first_bucket_bytes is {}, must be between 4 and 1 GiB (it is capped at "
+                                      "bucket_bytes)", owner, first_bucket_bytes));
+}
+
+std::int64_t gradients_hash(std::span<const Gradient> grads) {
+  Hasher h;
+  for (const auto& g : grads) h.text(g.name), h.value(g.count), h.value(g.type);
+  return static_cast<std::int64_t>(h.h);
+}
+
+std::int64_t reducer_config_hash(const ReducerConfig& c) {
+  Hasher h;
+  h.value(c.bucket_bytes), h.value(c.first_bucket_bytes), h.value(c.bf16), h.value(c.average);
+  h.value(c.rebuild_buckets), h.value(c.algorithm.has_value());
+  if (c.algorithm) h.value(*c.algorithm);
   return static_cast<std::int64_t>(h.h);
 }
 

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "toroid/gradient_reducer.hpp"
 #include "toroid/optimizer.hpp"
 
 namespace toroid::optimizer {
@@ -19,8 +20,15 @@ void check_learning_rate(double lr, std::int64_t step);
 bool matches(std::string_view name, std::string_view pattern);
 bool matches_any(std::string_view name, const std::vector<std::string>& patterns);
 
+// The same for a GradientReducer.
+void validate(std::span<const Gradient> grads, const ReducerConfig& config);
+// Both between 4 bytes and 1 GiB; InvalidArgument starting with `owner` otherwise.
+void check_bucket_sizes(std::string_view owner, std::size_t bucket_bytes, std::size_t first_bucket_bytes);
+
 // Hashes of everything every rank must agree on, for require_agreement.
 std::int64_t parameters_hash(std::span<const Parameter> params);
 std::int64_t hyper_parameters_hash(const OptimizerConfig& config);
+std::int64_t gradients_hash(std::span<const Gradient> grads);
+std::int64_t reducer_config_hash(const ReducerConfig& config);
 
 }  // namespace toroid::optimizer

@@ -2,10 +2,14 @@
 // update rules (update.cpp) and checkpoints (checkpoint.cpp).
 #pragma once
 
+#include <memory>
 #include <vector>
 
+#include "kernels/optimizer_kernels.hpp"
+#include "optimizer/bucket_reducer.hpp"
 #include "optimizer/layout.hpp"
 #include "toroid/optimizer.hpp"
+#include "toroid/request.hpp"
 
 namespace toroid {
 
@@ -16,36 +20,52 @@ struct ShardedOptimizer::Impl {
   std::vector<Parameter> params;
   OptimizerConfig config;
   int parts = 1, part = 0;  // shards: the rank count when sharding, 1 when replicated
-  optimizer::Layout layout;
+  // The buckets: gradients packed as they become ready, their reduce-scatters (all-reduces
+  // when replicated), the summed shard of every bucket in reducer->result().
+  std::unique_ptr<optimizer::BucketReducer> reducer;
   std::vector<char> decays, adapts;  // per tensor: weight decay on, trust ratio on
   std::vector<double> trust;         // per tensor, last step
   std::int64_t steps = 0;
 
-  // This part's shard of every bucket, concatenated (layout.state_elements each).
-  std::vector<float> grad_shard;
   std::vector<std::vector<float>> state;  // m (sgd, lars: momentum), v (adam family)
   std::vector<float> direction;           // lamb: the update before its trust ratio
-  // One bucket at a time: packed gradients (f32 or bf16) and the weights being gathered.
-  std::vector<float> bucket;
-  std::vector<bfloat16> bucket_bf16, shard_bf16;
+  // The weights being gathered, every bucket padded (the reducer's packed gradients when they
+  // are f32: free once a bucket's reduce-scatter is done), and one all-gather per bucket.
+  std::vector<float> gather_own;
+  float* gather = nullptr;
+  std::vector<Request> gathers;
 
+  const optimizer::Layout& layout() const { return reducer->layout(); }
+  float* grads() const { return reducer->result(); }  // this part's summed shards, f32
   float* weights_at(const optimizer::Piece& piece) const {
     return params[piece.tensor].weights.data() + piece.tensor_offset;
   }
   // The own pieces of every bucket with their offset in the state arrays.
   template <class F>
   void for_own_pieces(F f) const {
-    for (const auto& b : layout.buckets)
+    for (const auto& b : layout().buckets)
       for (const auto& piece : b.own) f(piece, b.state_offset + piece.offset);
   }
   double weight_decay_of(std::size_t tensor) const { return decays[tensor] ? config.weight_decay : 0.0; }
   bool sharded() const { return parts > 1; }
+  // Sizes the state and the gather requests to the current layout.
+  void bind();
 };
 
 namespace optimizer {
-// The update of this part's shard from grad_shard, for step `impl.steps` (already counted).
-// Sums per-tensor partial norms across ranks where the rule needs them.
-void update_shard(ShardedOptimizer::Impl& impl, double lr, StepReport& report);
+// What a step needs before any bucket is updated.
+struct UpdatePlan {
+  double lr = 0, grad_scale = 1;
+  kernels::AdamArgs adam;
+};
+// Whether the rule needs every bucket's summed gradient before the first update: clipping,
+// LAMB and LARS (norms over tensors that may straddle buckets).
+bool needs_every_gradient(const OptimizerConfig& config);
+// For step `impl.steps` (already counted): norms, trust ratios and LAMB's directions where the
+// rule has them (summed across ranks), from every bucket's gradient when needs_every_gradient.
+UpdatePlan plan_update(ShardedOptimizer::Impl& impl, double lr, StepReport& report);
+// The update of this part's shard of one bucket.
+void update_bucket(ShardedOptimizer::Impl& impl, const Bucket& bucket, const UpdatePlan& plan);
 // Number of state arrays per element of each kind.
 std::size_t state_arrays(OptimizerKind kind);
 }  // namespace optimizer

@@ -1,13 +1,19 @@
-// ShardedOptimizer: construction (checked on every rank) and the step: reduce-scatter the
-// gradients bucket by bucket, update this rank's shard, all-gather the weights.
+// ShardedOptimizer: construction (checked on every rank) and the step: wait for each bucket's
+// reduce-scatter, update this rank's shard of it, start its all-gather; then wait for the
+// all-gathers and unpack the weights.
+//
+//   step():  wait rs0 | update 0 | start ag0 | wait rs1 | update 1 | start ag1 | ... | wait ag*
+//   network: ...rs0....|....rs1 (started during the backward pass)....|ag0....|ag1........
+//
+// Clipping, LAMB and LARS need norms over all of the gradient first: they wait for every
+// reduce-scatter, plan the step, then update bucket by bucket with the all-gathers behind.
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstring>
-#include <type_traits>
+#include <numeric>
 
 #include "api/agreement.hpp"
-#include "kernels/convert.hpp"
 #include "optimizer/config.hpp"
 #include "optimizer/impl.hpp"
 #include "toroid/collectives.hpp"
@@ -16,67 +22,63 @@ namespace toroid {
 namespace {
 
 using optimizer::Bucket;
+using optimizer::Layout;
 
-std::vector<std::size_t> sizes_of(const std::vector<Parameter>& params) {
-  std::vector<std::size_t> sizes;
-  for (const auto& p : params) sizes.push_back(p.weights.size());
-  return sizes;
+optimizer::ReducerSettings reducer_settings(const OptimizerConfig& c, bool sharded) {
+  optimizer::ReducerSettings s;
+  s.reduction = sharded ? optimizer::Reduction::reduce_scatter : optimizer::Reduction::allreduce;
+  s.bf16_wire = c.bf16_gradients;
+  s.first_bucket_bytes = c.first_bucket_bytes, s.bucket_bytes = c.bucket_bytes;
+  s.rebuild = c.rebuild_buckets;
+  s.owner = "ShardedOptimizer", s.kind = "parameter";
+  return s;
 }
 
-// Copies one piece of a gradient (f32 or bf16) into a bucket of type T (f32 or bf16).
-template <class T>
-void pack_piece(const Parameter& p, const optimizer::Piece& piece, T* bucket) {
-  T* dst = bucket + piece.offset;
-  if (p.grad_type == data_type_v<T>) {
-    std::memcpy(dst, static_cast<const T*>(p.grads) + piece.tensor_offset, piece.count * sizeof(T));
-  } else if constexpr (std::is_same_v<T, float>) {  // bf16 gradients into an f32 bucket
-    kernels::convert(static_cast<const bfloat16*>(p.grads) + piece.tensor_offset, dst, piece.count);
-  } else {  // f32 gradients into a bf16 bucket
-    kernels::convert(static_cast<const float*>(p.grads) + piece.tensor_offset, dst, piece.count);
+std::vector<optimizer::GradientSource> sources_of(const std::vector<Parameter>& params) {
+  std::vector<optimizer::GradientSource> out;
+  for (const auto& p : params) out.push_back({p.name, p.grads, p.grad_count, p.grad_type});
+  return out;
+}
+
+// This part's own weights of bucket b into the gather buffer, padding zeroed (only the last
+// shard of a bucket can have any), so the gathered padding stays zero.
+void pack_own_weights(const ShardedOptimizer::Impl& s, const Bucket& b) {
+  float* own = s.gather + b.padded_begin + b.own_begin;
+  for (const auto& piece : b.own) std::memcpy(own + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
+  float* bucket = s.gather + b.padded_begin;
+  std::fill(bucket + std::clamp(b.length, b.own_begin, b.own_begin + b.shard), own + b.shard, 0.0f);
+}
+
+void unpack_weights(const ShardedOptimizer::Impl& s, const Bucket& b) {
+  const float* bucket = s.gather + b.padded_begin;
+  for (const auto& piece : b.pieces)
+    std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset, bucket + piece.offset,
+                piece.count * sizeof(float));
+}
+
+// The optimizer state after the buckets were re-cut: every element's state moves from the
+// part that owned it in `old` to the part that owns it now (one all-reduce of each state array
+// in registration order, where exactly one part contributes each element; once per run).
+void move_state(ShardedOptimizer::Impl& s, const Layout& old) {
+  const Layout& now = s.layout();
+  std::vector<std::size_t> starts(s.params.size());
+  std::size_t total = 0;
+  for (std::size_t t = 0; t < s.params.size(); ++t) starts[t] = total, total += s.params[t].weights.size();
+  std::vector<float> flat(total);
+  for (auto& array : s.state) {
+    std::fill(flat.begin(), flat.end(), 0.0f);
+    for (const auto& b : old.buckets)
+      for (const auto& piece : b.own)
+        std::copy_n(array.data() + b.state_offset + piece.offset, piece.count,
+                    flat.data() + starts[piece.tensor] + piece.tensor_offset);
+    if (s.sharded()) allreduce(std::span<float>(flat), ReduceOp::sum, s.comm);
+    array.assign(now.state_elements, 0.0f);
+    for (const auto& b : now.buckets)
+      for (const auto& piece : b.own)
+        std::copy_n(flat.data() + starts[piece.tensor] + piece.tensor_offset, piece.count,
+                    array.data() + b.state_offset + piece.offset);
   }
-}
-
-template <class T>
-void pack_gradients(const ShardedOptimizer::Impl& s, const Bucket& b, T* bucket) {
-  for (const auto& piece : b.pieces) pack_piece(s.params[piece.tensor], piece, bucket);
-  std::fill(bucket + b.length, bucket + b.padded, T{});  // padding: zero, so it adds nothing
-}
-
-// grad_shard = this part's shard of the sum over ranks of every bucket.
-void reduce_gradients(ShardedOptimizer::Impl& s) {
-  for (const auto& b : s.layout.buckets) {
-    float* out = s.grad_shard.data() + b.state_offset;
-    if (!s.config.bf16_gradients) {
-      pack_gradients(s, b, s.bucket.data());
-      if (s.sharded()) reduce_scatter(s.bucket.data(), b.padded, out, b.shard, DataType::f32, ReduceOp::sum, s.comm);
-      else allreduce(s.bucket.data(), b.padded, out, b.padded, DataType::f32, ReduceOp::sum, s.comm);
-    } else {
-      bfloat16* packed = s.bucket_bf16.data();
-      pack_gradients(s, b, packed);
-      if (s.sharded()) {
-        reduce_scatter(packed, b.padded, s.shard_bf16.data(), b.shard, DataType::bf16, ReduceOp::sum, s.comm);
-        kernels::convert(s.shard_bf16.data(), out, b.shard);
-      } else {
-        allreduce(packed, b.padded, packed, b.padded, DataType::bf16, ReduceOp::sum, s.comm);
-        kernels::convert(packed, out, b.padded);
-      }
-    }
-  }
-}
-
-// Every rank's weights = the shards every part just updated.
-void gather_weights(ShardedOptimizer::Impl& s) {
-  float* buf = s.bucket.data();
-  for (const auto& b : s.layout.buckets) {
-    float* own = buf + b.own_begin;
-    for (const auto& piece : b.own) std::memcpy(own + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
-    // The padding inside this shard (only the last shard of a bucket can have any).
-    std::fill(buf + std::clamp(b.length, b.own_begin, b.own_begin + b.shard), own + b.shard, 0.0f);
-    allgather(own, b.shard, buf, b.padded, DataType::f32, s.comm);
-    for (const auto& piece : b.pieces)
-      std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset, buf + piece.offset,
-                  piece.count * sizeof(float));
-  }
+  if (!s.direction.empty()) s.direction.assign(now.state_elements, 0.0f);
 }
 
 }  // namespace
@@ -85,21 +87,29 @@ ShardedOptimizer::Impl::Impl(Communicator& c, std::vector<Parameter> p, Optimize
     : comm(c), params(std::move(p)), config(std::move(cfg)) {
   parts = config.shard ? comm.size() : 1;
   part = config.shard ? comm.rank() : 0;
-  const auto sizes = sizes_of(params);
-  layout = optimizer::make_layout(sizes, config.bucket_bytes / sizeof(float), parts, part);
   for (const auto& param : params) {
     decays.push_back(!optimizer::matches_any(param.name, config.no_weight_decay));
     adapts.push_back(!optimizer::matches_any(param.name, config.no_trust_ratio));
   }
   trust.assign(params.size(), 1.0);
-  grad_shard.assign(layout.state_elements, 0.0f);
-  state.assign(optimizer::state_arrays(config.kind), std::vector<float>(layout.state_elements, 0.0f));
-  if (config.kind == OptimizerKind::lamb) direction.assign(layout.state_elements, 0.0f);
-  bucket.assign(layout.max_padded, 0.0f);
-  if (config.bf16_gradients) {
-    bucket_bf16.assign(layout.max_padded, bfloat16{});
-    if (sharded()) shard_bf16.assign(layout.max_shard, bfloat16{});
+  reducer = std::make_unique<optimizer::BucketReducer>(comm, sources_of(params), reducer_settings(config, sharded()));
+  state.assign(optimizer::state_arrays(config.kind), std::vector<float>(layout().state_elements, 0.0f));
+  if (config.kind == OptimizerKind::lamb) direction.assign(layout().state_elements, 0.0f);
+  bind();
+}
+
+void ShardedOptimizer::Impl::bind() {
+  gathers.clear();
+  if (!sharded()) return;
+  const Layout& l = layout();
+  gather = reducer->packed_f32();
+  if (!gather) {
+    gather_own.assign(l.padded_total, 0.0f);
+    gather = gather_own.data();
   }
+  for (const auto& b : l.buckets)
+    gathers.push_back(allgather_init(gather + b.padded_begin + b.own_begin, b.shard, gather + b.padded_begin,
+                                     b.padded, DataType::f32, comm));
 }
 
 ShardedOptimizer::ShardedOptimizer(Communicator& comm, std::vector<Parameter> params,
@@ -116,29 +126,63 @@ ShardedOptimizer::ShardedOptimizer(Communicator& comm, std::vector<Parameter> pa
 
 ShardedOptimizer::~ShardedOptimizer() = default;
 
+void ShardedOptimizer::ready(std::string_view name) { impl_->reducer->ready(name); }
+void ShardedOptimizer::ready(std::size_t index) { impl_->reducer->ready(index); }
+void ShardedOptimizer::poll() { impl_->reducer->poll(); }
+std::vector<std::vector<std::string>> ShardedOptimizer::buckets() const { return impl_->reducer->bucket_names(); }
+
 StepReport ShardedOptimizer::step() {
   Impl& s = *impl_;
+  optimizer::BucketReducer& reducer = *s.reducer;
   StepReport report;
   report.step = s.steps + 1;
   const double base = s.config.learning_rate;
   report.learning_rate = s.config.schedule ? s.config.schedule(report.step, base) : base;
   optimizer::check_learning_rate(report.learning_rate, report.step);
 
-  const double t0 = MPI_Wtime();
-  reduce_gradients(s);
-  const double t1 = MPI_Wtime();
+  double mark = MPI_Wtime();
+  auto lap = [&mark](double& into) {
+    const double now = MPI_Wtime();
+    into += now - mark;
+    mark = now;
+  };
+  if (!reducer.any_marked()) reducer.ready_all();
+  reducer.close();
   s.steps = report.step;
-  optimizer::update_shard(s, report.learning_rate, report);
-  const double t2 = MPI_Wtime();
-  if (s.sharded()) gather_weights(s);
-  const double t3 = MPI_Wtime();
-  report.reduce_seconds = t1 - t0, report.update_seconds = t2 - t1, report.gather_seconds = t3 - t2;
+  const auto& buckets = s.layout().buckets;
+  const bool every = optimizer::needs_every_gradient(s.config);
+  if (every)
+    for (std::size_t k = 0; k < buckets.size(); ++k) reducer.wait(k);
+  lap(report.reduce_seconds);
+  const optimizer::UpdatePlan plan = optimizer::plan_update(s, report.learning_rate, report);
+  lap(report.update_seconds);
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    if (!every) reducer.wait(k);
+    lap(report.reduce_seconds);
+    optimizer::update_bucket(s, buckets[k], plan);
+    lap(report.update_seconds);
+    if (s.sharded()) {
+      pack_own_weights(s, buckets[k]);
+      s.gathers[k].start();
+    }
+    lap(report.gather_seconds);
+  }
+  if (s.sharded())
+    for (std::size_t k = 0; k < buckets.size(); ++k) {
+      s.gathers[k].wait();
+      unpack_weights(s, buckets[k]);
+    }
+  lap(report.gather_seconds);
+  if (auto old = reducer.next_step()) {
+    move_state(s, *old);
+    s.bind();
+  }
   return report;
 }
 
 std::int64_t ShardedOptimizer::steps_taken() const noexcept { return impl_->steps; }
 std::span<const double> ShardedOptimizer::trust_ratios() const noexcept { return impl_->trust; }
-std::size_t ShardedOptimizer::shard_elements() const noexcept { return impl_->layout.state_elements; }
+std::size_t ShardedOptimizer::shard_elements() const noexcept { return impl_->layout().state_elements; }
 std::size_t ShardedOptimizer::state_bytes() const noexcept {
   std::size_t n = impl_->direction.size();
   for (const auto& a : impl_->state) n += a.size();

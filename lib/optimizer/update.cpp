@@ -3,6 +3,11 @@
 // fused kernel per piece. Norms that span a whole tensor (clipping, LAMB and LARS trust ratios)
 // are partial sums over the pieces here, summed across ranks with one small all-reduce of a
 // vector holding every tensor's sums.
+//
+// A step is planned once (plan_update: norms, trust ratios, LAMB's directions; it needs every
+// bucket's gradient when the rule has norms) and applied bucket by bucket (update_bucket), so
+// that the all-gather of one bucket can run while the next is updated. The kernels see the same
+// pieces in the same order either way, so the result does not depend on how it was split.
 #include <cmath>
 
 #include "kernels/optimizer_kernels.hpp"
@@ -37,7 +42,7 @@ double scale_gradients(ShardedOptimizer::Impl& s, TensorSums& sums, StepReport& 
   const auto& k = kernels::optimizer_kernels();
   const bool lars = s.config.kind == OptimizerKind::lars;
   s.for_own_pieces([&](const Piece& piece, std::size_t at) {
-    sums.at(0, piece.tensor) += k.sum_squares(s.grad_shard.data() + at, piece.count);
+    sums.at(0, piece.tensor) += k.sum_squares(s.grads() + at, piece.count);
     if (lars) sums.at(1, piece.tensor) += k.sum_squares(s.weights_at(piece), piece.count);
   });
   sums.sum_over(s);
@@ -49,25 +54,14 @@ double scale_gradients(ShardedOptimizer::Impl& s, TensorSums& sums, StepReport& 
   return mean * report.clip_scale;
 }
 
-void momentum_rule(ShardedOptimizer::Impl& s, double lr, double grad_scale, const TensorSums* lars) {
-  const auto& k = kernels::optimizer_kernels();
-  const auto& c = s.config;
-  if (lars) {
-    for (std::size_t t = 0; t < s.params.size(); ++t) {
-      const double w = std::sqrt(lars->values[lars->tensors + t]);
-      const double g = std::sqrt(lars->values[t]) * grad_scale;
-      const double wd = s.weight_decay_of(t);
-      s.trust[t] = s.adapts[t] && w > 0 && g > 0 ? c.lars_trust_coefficient * w / (g + wd * w) : 1.0;
-    }
+// LARS trust ratios from the norms of scale_gradients.
+void lars_trust(ShardedOptimizer::Impl& s, const TensorSums& sums, double grad_scale) {
+  for (std::size_t t = 0; t < s.params.size(); ++t) {
+    const double w = std::sqrt(sums.values[sums.tensors + t]);
+    const double g = std::sqrt(sums.values[t]) * grad_scale;
+    const double wd = s.weight_decay_of(t);
+    s.trust[t] = s.adapts[t] && w > 0 && g > 0 ? s.config.lars_trust_coefficient * w / (g + wd * w) : 1.0;
   }
-  s.for_own_pieces([&](const Piece& piece, std::size_t at) {
-    kernels::MomentumArgs a;
-    a.grad_scale = f(grad_scale), a.weight_decay = f(s.weight_decay_of(piece.tensor));
-    a.momentum = f(c.momentum), a.nesterov = c.nesterov;
-    if (lars) a.lr_in = f(lr * s.trust[piece.tensor]), a.lr_out = 1.0f;
-    else a.lr_in = 1.0f, a.lr_out = f(lr);
-    k.momentum(s.weights_at(piece), s.grad_shard.data() + at, s.state[0].data() + at, piece.count, a);
-  });
 }
 
 kernels::AdamArgs adam_args(const ShardedOptimizer::Impl& s, double lr, double grad_scale) {
@@ -82,24 +76,15 @@ kernels::AdamArgs adam_args(const ShardedOptimizer::Impl& s, double lr, double g
   return a;
 }
 
-void adam_rule(ShardedOptimizer::Impl& s, double lr, double grad_scale) {
+// LAMB (You et al. 2019): the AdamW direction u of every piece, then per tensor the trust
+// ratio ||w|| / ||u||; update_bucket applies w -= lr * ratio * u.
+void lamb_directions(ShardedOptimizer::Impl& s, const kernels::AdamArgs& args) {
   const auto& k = kernels::optimizer_kernels();
-  kernels::AdamArgs a = adam_args(s, lr, grad_scale);
-  s.for_own_pieces([&](const Piece& piece, std::size_t at) {
-    a.weight_decay = f(s.weight_decay_of(piece.tensor));
-    k.adam(s.weights_at(piece), s.grad_shard.data() + at, s.state[0].data() + at, s.state[1].data() + at,
-           piece.count, a);
-  });
-}
-
-// LAMB (You et al. 2019): the AdamW direction u, then w -= lr * (||w|| / ||u||) * u per tensor.
-void lamb_rule(ShardedOptimizer::Impl& s, double lr, double grad_scale) {
-  const auto& k = kernels::optimizer_kernels();
-  kernels::AdamArgs a = adam_args(s, lr, grad_scale);
+  kernels::AdamArgs a = args;
   TensorSums sums(s.params.size(), 2);  // row 0: weights, row 1: directions
   s.for_own_pieces([&](const Piece& piece, std::size_t at) {
     a.weight_decay = f(s.weight_decay_of(piece.tensor));
-    const auto sq = k.lamb_direction(s.weights_at(piece), s.grad_shard.data() + at, s.state[0].data() + at,
+    const auto sq = k.lamb_direction(s.weights_at(piece), s.grads() + at, s.state[0].data() + at,
                                      s.state[1].data() + at, s.direction.data() + at, piece.count, a);
     sums.at(0, piece.tensor) += sq.w;
     sums.at(1, piece.tensor) += sq.u;
@@ -109,9 +94,6 @@ void lamb_rule(ShardedOptimizer::Impl& s, double lr, double grad_scale) {
     const double w = std::sqrt(sums.at(0, t)), u = std::sqrt(sums.at(1, t));
     s.trust[t] = s.adapts[t] && w > 0 && u > 0 ? w / u : 1.0;
   }
-  s.for_own_pieces([&](const Piece& piece, std::size_t at) {
-    k.apply(s.weights_at(piece), s.direction.data() + at, piece.count, f(lr * s.trust[piece.tensor]));
-  });
 }
 
 }  // namespace
@@ -120,18 +102,51 @@ std::size_t state_arrays(OptimizerKind kind) {
   return kind == OptimizerKind::sgd || kind == OptimizerKind::lars ? 1 : 2;
 }
 
-void update_shard(ShardedOptimizer::Impl& s, double lr, StepReport& report) {
+bool needs_every_gradient(const OptimizerConfig& c) {
+  return c.kind == OptimizerKind::lars || c.kind == OptimizerKind::lamb || c.max_grad_norm > 0;
+}
+
+UpdatePlan plan_update(ShardedOptimizer::Impl& s, double lr, StepReport& report) {
   const auto& c = s.config;
-  const bool lars = c.kind == OptimizerKind::lars;
-  double grad_scale = c.average ? 1.0 / s.comm.size() : 1.0;
-  TensorSums sums(s.params.size(), lars ? 2 : 1);
-  if (lars || c.max_grad_norm > 0) grad_scale = scale_gradients(s, sums, report);
-  switch (c.kind) {
-    case OptimizerKind::sgd: momentum_rule(s, lr, grad_scale, nullptr); break;
-    case OptimizerKind::lars: momentum_rule(s, lr, grad_scale, &sums); break;
-    case OptimizerKind::adam:
-    case OptimizerKind::adamw: adam_rule(s, lr, grad_scale); break;
-    case OptimizerKind::lamb: lamb_rule(s, lr, grad_scale); break;
+  UpdatePlan plan;
+  plan.lr = lr;
+  plan.grad_scale = c.average ? 1.0 / s.comm.size() : 1.0;
+  if (c.kind == OptimizerKind::lars || c.max_grad_norm > 0) {
+    TensorSums sums(s.params.size(), c.kind == OptimizerKind::lars ? 2 : 1);
+    plan.grad_scale = scale_gradients(s, sums, report);
+    if (c.kind == OptimizerKind::lars) lars_trust(s, sums, plan.grad_scale);
+  }
+  plan.adam = adam_args(s, lr, plan.grad_scale);
+  if (c.kind == OptimizerKind::lamb) lamb_directions(s, plan.adam);
+  return plan;
+}
+
+void update_bucket(ShardedOptimizer::Impl& s, const Bucket& b, const UpdatePlan& plan) {
+  const auto& k = kernels::optimizer_kernels();
+  const auto& c = s.config;
+  for (const auto& piece : b.own) {
+    const std::size_t at = b.state_offset + piece.offset;
+    float* w = s.weights_at(piece);
+    switch (c.kind) {
+      case OptimizerKind::sgd:
+      case OptimizerKind::lars: {
+        kernels::MomentumArgs a;
+        a.grad_scale = f(plan.grad_scale), a.weight_decay = f(s.weight_decay_of(piece.tensor));
+        a.momentum = f(c.momentum), a.nesterov = c.nesterov;
+        if (c.kind == OptimizerKind::lars) a.lr_in = f(plan.lr * s.trust[piece.tensor]), a.lr_out = 1.0f;
+        else a.lr_in = 1.0f, a.lr_out = f(plan.lr);
+        k.momentum(w, s.grads() + at, s.state[0].data() + at, piece.count, a);
+        break;
+      }
+      case OptimizerKind::adam:
+      case OptimizerKind::adamw: {
+        kernels::AdamArgs a = plan.adam;
+        a.weight_decay = f(s.weight_decay_of(piece.tensor));
+        k.adam(w, s.grads() + at, s.state[0].data() + at, s.state[1].data() + at, piece.count, a);
+        break;
+      }
+      case OptimizerKind::lamb: k.apply(w, s.direction.data() + at, piece.count, f(plan.lr * s.trust[piece.tensor])); break;
+    }
   }
 }
 

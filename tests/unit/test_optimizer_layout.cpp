@@ -41,7 +41,7 @@ TEST_CASE("optimizer layout: buckets, padding and shards", "[optimizer]") {
       std::vector<int> owner(51, -1);
       std::size_t state = 0;
       for (int part = 0; part < parts; ++part) {
-        const Layout l = make_layout(sizes, bucket, parts, part);
+        const Layout l = make_layout(sizes, {}, bucket, bucket, parts, part);
         CHECK(l.total == 51);
         check_pieces_cover(l, sizes);
         std::size_t offset = 0;
