@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """examples/train_mlp end to end: sharded and replicated runs print the same losses, the loss
 falls for every optimizer, bf16 gradients stay close, a checkpoint written at 2 ranks resumes at
-3 ranks on the same curve, and bad options are errors.
+3 ranks on the same curve, the summation overlapped with the backward pass prints bitwise the
+losses of the one after it (several layers, many buckets), and bad options are errors.
 
 usage: train_mlp_test.py MPIEXEC TRAIN_MLP WORK_DIR
 """
@@ -56,7 +57,20 @@ straight = losses(run(3, "--steps", "15"))
 check(sorted(resumed) == list(range(11, 16)) and close(resumed, {k: straight[k] for k in resumed}, 1e-5),
       "checkpoint from 2 ranks resumes at 3 ranks on the same loss curve")
 
+deep = ["--layers", "3", "--hidden", "96", "--steps", "6", "--bucket-kb", "16", "--first-bucket-kb", "4"]
+for np in (2, 3):
+    for opt in ("adam", "lamb"):
+        on = run(np, *deep, "--optimizer", opt, "--overlap", "on")
+        off = run(np, *deep, "--optimizer", opt, "--overlap", "off")
+        check(len(losses(on)) == 6 and losses(on) == losses(off),
+              f"{opt} at {np} ranks, 4 layers: --overlap on and off print identical losses")
+        check(re.search(r"overlap on, (\d+) buckets", on) and int(re.search(r"(\d+) buckets", on)[1]) > 3,
+              f"{opt} at {np} ranks: the gradients travel in several buckets")
+check("exposed communication" in on and "backward" in on, "prints the backward / exposed communication split")
+
 check("--shard: expected on or off, got 'maybe'" in run(2, "--shard", "maybe", expect_rc=2), "bad --shard value")
+check("--overlap: expected on or off, got 'yes'" in run(2, "--overlap", "yes", expect_rc=2), "bad --overlap value")
+check("--layers: expected a positive integer, got '0'" in run(2, "--layers", "0", expect_rc=2), "bad --layers value")
 check("unknown optimizer 'rmsprop'" in run(2, "--optimizer", "rmsprop", expect_rc=2), "bad --optimizer value")
 check("cannot open '/nonexistent/x.ckpt' for reading" in run(2, "--resume", "/nonexistent/x.ckpt", expect_rc=2),
       "missing checkpoint file")
