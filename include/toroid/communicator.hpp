@@ -93,6 +93,8 @@ class Communicator {
   Transport transport() const noexcept;
   bool uses_shared_memory() const noexcept;
   ProgressMode progress_mode() const noexcept;
+  // Whether collectives compare their arguments across ranks first (Options::check).
+  bool checks_arguments() const noexcept;
 
   MPI_Comm mpi_comm() const noexcept;  // the duplicate; usable for MPI calls of the caller's own
 

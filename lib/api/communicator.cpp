@@ -111,6 +111,7 @@ std::size_t Communicator::segment_bytes() const noexcept { return impl_->config.
 double Communicator::timeout_seconds() const noexcept { return impl_->config.timeout_s; }
 Transport Communicator::transport() const noexcept { return impl_->config.transport; }
 ProgressMode Communicator::progress_mode() const noexcept { return impl_->config.progress; }
+bool Communicator::checks_arguments() const noexcept { return impl_->config.check; }
 bool Communicator::uses_shared_memory() const noexcept { return impl_->links && impl_->links->local_ranks() > 1; }
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
 std::string_view Communicator::node_placement() const noexcept { return topology::to_string(impl_->nodes.placement); }

@@ -1,0 +1,219 @@
+"""Every collective x dtype x op against numpy computed from every rank's input, in place and
+not, odd sizes; numpy arrays and (when torch is installed) torch tensors, bfloat16 included."""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import toroid
+from conftest import agree
+
+world = MPI.COMM_WORLD
+P, R = world.size, world.rank
+DTYPES = [np.float32, np.float64, np.float16, np.int32, np.int64]
+COUNTS = [0, 1, P + 1, 1003]
+
+
+def inputs(n, dtype, op, rank):
+    """Small integers (sums, products and means stay exact or nearly), different per rank."""
+    i = np.arange(n)
+    if op == "prod":
+        return (1 + (i + rank) % 2).astype(dtype)
+    return ((i * 7 + rank * 3) % 11 - 4).astype(dtype)
+
+
+def reference(xs, op, dtype):
+    stack = np.stack(xs).astype(np.float64)
+    r = {"sum": stack.sum(0), "prod": stack.prod(0), "min": stack.min(0), "max": stack.max(0),
+         "avg": stack.mean(0)}[op]
+    return r.astype(dtype)
+
+
+def close(got, want, op, dtype):
+    if op == "avg" or dtype == np.float16:
+        return np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=2e-3, atol=2e-3)
+    return np.array_equal(got, want)
+
+
+def ops_for(dtype):
+    ops = ["sum", "prod", "min", "max"]
+    return ops + ["avg"] if np.issubdtype(dtype, np.floating) else ops
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("in_place", [True, False])
+def test_allreduce(comm, dtype, in_place):
+    ok = True
+    for n in COUNTS:
+        for op in ops_for(dtype):
+            x = inputs(n, dtype, op, R)
+            want = reference(world.allgather(x), op, dtype)
+            if in_place:
+                got = comm.allreduce(x, op=op)
+                ok = ok and got is x
+            else:
+                out = np.full(n, 99, dtype=dtype)
+                got = comm.allreduce(x, op=op, out=out)
+                ok = ok and got is out and np.array_equal(x, inputs(n, dtype, op, R))
+            ok = ok and close(got, want, op, dtype)
+    assert agree(ok)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_reduce_scatter(comm, dtype):
+    ok = True
+    for n in COUNTS:
+        for op in ops_for(dtype):
+            x = inputs(n, dtype, op, R)
+            off, cnt = toroid.block_of(n, P, R)
+            want = reference(world.allgather(x), op, dtype)[off:off + cnt]
+            got = comm.reduce_scatter(x, op=op)
+            ok = ok and got.dtype == dtype and got.shape == (cnt,) and close(got, want, op, dtype)
+            out = np.empty(cnt, dtype=dtype)
+            ok = ok and comm.reduce_scatter(x, op=op, out=out) is out and close(out, want, op, dtype)
+    assert agree(ok)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_allgather(comm, dtype):
+    ok = True
+    for n in COUNTS:
+        off, cnt = toroid.block_of(n, P, R)
+        full = inputs(n, dtype, "sum", 0)
+        mine = full[off:off + cnt].copy()
+        got = comm.allgather(mine)
+        ok = ok and got.shape == (n,) and np.array_equal(got, full)
+        out = np.zeros(n, dtype=dtype)
+        ok = ok and comm.allgather(mine, out=out) is out and np.array_equal(out, full)
+    assert agree(ok)
+
+
+def test_algorithms(comm):
+    """Every algorithm that implements all-reduce gives the same sums (float32, exact)."""
+    ok = True
+    x0 = inputs(1003, np.float32, "sum", R)
+    want = reference(world.allgather(x0), "sum", np.float32)
+    for algo in ["ring", "bidir_ring", "torus2d", "hierarchical", "recursive_doubling", "rabenseifner", "mpi", "auto"]:
+        got = comm.allreduce(x0.copy(), algorithm=algo)
+        ok = ok and np.array_equal(got, want)
+    assert agree(ok)
+
+
+def test_axis_collectives():
+    """Rows and columns of a 2D torus: sums over each line through this rank."""
+    dims = {4: "2x2", 6: "3x2", 8: "4x2"}.get(P, f"{P}x1")
+    comm = toroid.Communicator(topology=dims)
+    x_dim, y_dim = comm.dims
+    cx, cy = comm.coord
+    ok = comm.coord == (R % x_dim, R // x_dim)
+    n = 101
+    x = inputs(n, np.int64, "sum", R)
+    xs = world.allgather(x)
+    row = [r for r in range(P) if r // x_dim == cy]
+    col = [r for r in range(P) if r % x_dim == cx]
+    for axis, line in (("x", row), ("y", col)):
+        want = np.sum([xs[r] for r in line], axis=0)
+        ok = ok and np.array_equal(comm.allreduce_axis(x.copy(), axis), want)
+        coord = cx if axis == "x" else cy
+        off, cnt = toroid.block_of(n, len(line), coord)
+        ok = ok and np.array_equal(comm.reduce_scatter_axis(x, axis), want[off:off + cnt])
+        gathered = comm.allgather_axis(want[off:off + cnt].copy(), axis)
+        ok = ok and np.array_equal(gathered, want)
+    assert agree(ok)
+
+
+def test_broadcast(comm):
+    ok = True
+    for root in range(P):
+        for n in (0, 1, 5000):
+            x = np.arange(n, dtype=np.float64) * (root + 1) if R == root else np.zeros(n)
+            ok = ok and comm.broadcast(x, root=root) is x and np.array_equal(x, np.arange(n) * (root + 1.0))
+    assert agree(ok)
+
+
+def test_nonblocking(comm):
+    """Several collectives in flight, completed in reverse order; wait() returns the output."""
+    n = 4099
+    xs = [inputs(n, np.float32, "sum", R) * (k + 1) for k in range(4)]
+    wants = [reference(world.allgather(x), "sum", np.float32) for x in xs]
+    reqs = [comm.iallreduce(x) for x in xs]
+    rs_in = inputs(n, np.int32, "sum", R)
+    off, cnt = toroid.block_of(n, P, R)
+    rs = comm.ireduce_scatter(rs_in)
+    bc = np.arange(10.0) if R == 0 else np.zeros(10)
+    b = comm.ibroadcast(bc, root=0)
+    ag = comm.iallgather(np.full(toroid.block_of(n, P, R)[1], R, dtype=np.int64))
+    ok = True
+    for k in reversed(range(4)):
+        ok = ok and reqs[k].wait() is xs[k] and np.array_equal(xs[k], wants[k]) and not reqs[k].active
+    got = rs.wait()
+    ok = ok and np.array_equal(got, reference(world.allgather(rs_in), "sum", np.int32)[off:off + cnt])
+    while not b.test():
+        pass
+    ok = ok and np.array_equal(bc, np.arange(10.0))
+    want_ag = np.concatenate([np.full(toroid.block_of(n, P, r)[1], r) for r in range(P)])
+    ok = ok and np.array_equal(ag.wait(), want_ag)
+    # A request dropped while in flight completes first (its buffers are held until then).
+    y = np.ones(1000, dtype=np.float32)
+    comm.iallreduce(y)
+    ok = ok and np.array_equal(y, np.full(1000, P, dtype=np.float32))
+    assert agree(ok)
+
+
+def test_other_buffer_objects(comm):
+    import array
+    a = array.array("d", [float(R)] * 7)
+    comm.allreduce(a)
+    m = memoryview(bytearray(np.full(3, R + 1, dtype=np.int32).tobytes())).cast("i")
+    comm.allreduce(m, op="max")
+    assert agree(list(a) == [float(sum(range(P)))] * 7 and list(m) == [P] * 3)
+
+
+def test_gil_released_while_running(comm):
+    """A Python thread keeps running while the main thread is inside a long collective."""
+    import threading
+    import time
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(1)
+            time.sleep(0.0005)
+    t = threading.Thread(target=tick)
+    t.start()
+    x = np.ones(16 << 20, dtype=np.float32)  # 64 MiB
+    before = len(ticks)
+    for _ in range(3):
+        comm.allreduce(x)
+    during = len(ticks) - before
+    stop.set()
+    t.join()
+    assert agree(during > 0)
+
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - torch is optional; the numpy tests above cover the rest
+    torch = None
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed")
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16", "int32", "int64"])
+def test_torch_tensors(comm, dtype):
+    """CPU torch tensors through DLPack, in place, without a copy; bfloat16 summed with f32 adds."""
+    t_dtype = getattr(torch, dtype)
+    n = 1003
+    x = torch.from_numpy(inputs(n, np.float32, "sum", R)).to(t_dtype)
+    ptr = x.data_ptr()
+    xs = world.allgather(x.to(torch.float64).numpy())
+    want = torch.from_numpy(np.sum(xs, axis=0)).to(t_dtype)
+    got = comm.allreduce(x)
+    ok = got is x and x.data_ptr() == ptr and torch.equal(x, want)
+    off, cnt = toroid.block_of(n, P, R)
+    shard = comm.reduce_scatter(torch.from_numpy(inputs(n, np.float32, "sum", R)).to(t_dtype))
+    ok = ok and isinstance(shard, torch.Tensor) and shard.dtype == t_dtype and torch.equal(shard, want[off:off + cnt])
+    full = comm.allgather(shard)
+    ok = ok and isinstance(full, torch.Tensor) and torch.equal(full, want)
+    r = comm.iallreduce(x)
+    ok = ok and r.wait() is x and torch.equal(x, want * P)
+    assert agree(ok)
