@@ -59,7 +59,8 @@ View from_buffer(py::handle obj, const char* name, const std::string& call, bool
   auto* raw = new Py_buffer;
   if (PyObject_GetBuffer(obj.ptr(), raw, PyBUF_RECORDS_RO) != 0) {
     delete raw;
-    throw py::error_already_set();
+    py::error_already_set e;
+    throw InvalidArgument(fmt::format("{}: {} refused its buffer: {}", call, name, e.what()));
   }
   std::shared_ptr<Py_buffer> owner(raw, [](Py_buffer* b) {
     py::gil_scoped_acquire gil;
@@ -86,7 +87,14 @@ View from_buffer(py::handle obj, const char* name, const std::string& call, bool
 }
 
 View from_dlpack(py::handle obj, const char* name, const std::string& call) {
-  py::object capsule = obj.attr("__dlpack__")();
+  // A refusal (a torch tensor that requires grad, ...) becomes an InvalidArgument, which the
+  // cross-rank agreement knows how to share.
+  py::object capsule;
+  try {
+    capsule = obj.attr("__dlpack__")();
+  } catch (py::error_already_set& e) {
+    throw InvalidArgument(fmt::format("{}: {}.__dlpack__() failed: {}", call, name, e.what()));
+  }
   auto* managed = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
   if (!managed) throw py::error_already_set();
   // The capsule is consumed: its name changes so it will not call the deleter; we do.

@@ -216,4 +216,10 @@ def test_torch_tensors(comm, dtype):
     ok = ok and isinstance(full, torch.Tensor) and torch.equal(full, want)
     r = comm.iallreduce(x)
     ok = ok and r.wait() is x and torch.equal(x, want * P)
+    try:
+        comm.allreduce(torch.ones(3, requires_grad=True))
+        ok = False
+    except toroid.InvalidArgument as e:
+        ok = ok and "x.__dlpack__() failed" in str(e) and "detach" in str(e)
+    ok = ok and comm.allreduce(torch.ones(3, requires_grad=True).detach()).sum().item() == 3 * P
     assert agree(ok)

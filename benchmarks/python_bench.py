@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+"""Python call cost of toroid: time per all-reduce from Python (numpy float32, in place) beside
+mpi4py's Allreduce (the stock MPI) in the same run, measured as toroid-bench measures: a barrier
+before each iteration, the slowest rank's time, the median over iterations.
+
+    mpirun -np 2 /usr/bin/python3 benchmarks/python_bench.py --sizes 8,1K,1M,16M --algo ring
+    mpirun -np 2 build/benchmarks/toroid-bench --algo ring -b 8 -e 16M -f 8     # the C++ call
+
+Prints one row per size: toroid's time, mpi4py's, and their ratio.
+"""
+import argparse
+import sys
+
+import numpy as np
+from mpi4py import MPI
+
+import toroid
+
+
+def size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper()
+    n = int(t[:-1]) * units[t[-1]] if t[-1] in units else int(t)
+    if n < 4 or n % 4:
+        raise argparse.ArgumentTypeError(f"size {text!r}: a positive multiple of 4 bytes (float32)")
+    return n
+
+
+def median_us(world, iters, fn):
+    times = np.empty(iters)
+    for i in range(iters):
+        world.Barrier()
+        t0 = MPI.Wtime()
+        fn()
+        times[i] = MPI.Wtime() - t0
+    world.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
+    return float(np.median(times)) * 1e6
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="8,1K,64K,1M,16M", help="comma list of bytes (K/M/G suffixes)")
+    ap.add_argument("--algo", default="ring", help="toroid algorithm (default ring, as toroid-bench)")
+    ap.add_argument("--iters", type=int, default=0, help="timed iterations per size (0: by size)")
+    a = ap.parse_args()
+    sizes = [size(s) for s in a.sizes.split(",")]
+    world = MPI.COMM_WORLD
+    comm = toroid.Communicator(algorithm=a.algo)
+    if world.rank == 0:
+        print(f"# {world.size} ranks, algorithm {a.algo}, float32 sum in place; time = median over iterations "
+              f"of the slowest rank (us)")
+        print(f"{'bytes':>10} {'iters':>6} {'toroid':>12} {'mpi4py':>12} {'mpi4py/toroid':>14}")
+    for nbytes in sizes:
+        x = np.zeros(nbytes // 4, dtype=np.float32)  # sums stay 0: no overflow over the iterations
+        iters = a.iters or max(20, min(2000, (64 << 20) // nbytes))
+        for _ in range(3):
+            comm.allreduce(x)
+            world.Allreduce(MPI.IN_PLACE, x, op=MPI.SUM)
+        t_toroid = median_us(world, iters, lambda: comm.allreduce(x))
+        t_stock = median_us(world, iters, lambda: world.Allreduce(MPI.IN_PLACE, x, op=MPI.SUM))
+        if world.rank == 0:
+            print(f"{nbytes:>10} {iters:>6} {t_toroid:>12.2f} {t_stock:>12.2f} {t_stock / t_toroid:>14.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
