@@ -1,0 +1,95 @@
+// A torch.distributed (c10d) process group whose collectives are toroid's.
+//
+//   torch.distributed.all_reduce(t)  ->  ProcessGroupToroid::allreduce  ->  toroid::iallreduce
+//        work.wait() / DDP's future  <-  Completer thread: test() the oldest request, complete
+//
+// Terms: a *work* is what c10d returns for one operation: it completes when every toroid
+// request behind it has (one per tensor for coalesced all-reduces), after any copy from a
+// staging buffer into the caller's output tensors (list forms of all-gather and reduce-scatter).
+// Its future (getFuture, which DDP's communication hooks chain on) completes at the same time.
+// The completer thread drives toroid's progress while works are pending (one round per test,
+// so the caller's thread can start the next collective between rounds) and sleeps otherwise;
+// it calls MPI beside the caller's thread, so MPI must run with MPI_THREAD_MULTIPLE.
+//
+// Written against torch 1.13 (Debian's): c10d::ProcessGroup is the base class there (later
+// releases moved collectives to c10d::Backend).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "toroid/communicator.hpp"
+#include "toroid/request.hpp"
+
+namespace toroid::torch_backend {
+
+class ToroidWork : public c10d::Work {
+ public:
+  ToroidWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+  // Filled by the process group before the work is queued; run by the completer.
+  std::vector<Request> requests;
+  std::function<void()> finish;  // copies out of staging buffers, if any
+  std::vector<at::Tensor> keep;  // staging buffers and inputs the requests read or write
+
+  void complete(std::exception_ptr error);
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  mutable std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+class ProcessGroupToroid : public c10d::ProcessGroup {
+ public:
+  // Collective over MPI_COMM_WORLD, which must be the torch world (rank and size checked).
+  ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size);
+  ~ProcessGroupToroid() override;
+
+  const std::string getBackendName() const override { return "toroid"; }
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  Communicator& communicator() { return *comm_; }
+
+ private:
+  c10::intrusive_ptr<c10d::Work> enqueue(c10::intrusive_ptr<ToroidWork> work);
+  void run_completer();
+
+  std::unique_ptr<Communicator> comm_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<c10::intrusive_ptr<ToroidWork>> pending_;
+  bool stop_ = false;
+  std::thread completer_;
+};
+
+}  // namespace toroid::torch_backend
