@@ -15,26 +15,14 @@ import numpy as np
 from mpi4py import MPI
 
 import toroid
+from bench_timing import median_us, size
 
 
-def size(text):
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    t = text.strip().upper()
-    n = int(t[:-1]) * units[t[-1]] if t[-1] in units else int(t)
+def float32_size(text):
+    n = size(text)
     if n < 4 or n % 4:
         raise argparse.ArgumentTypeError(f"size {text!r}: a positive multiple of 4 bytes (float32)")
     return n
-
-
-def median_us(world, iters, fn):
-    times = np.empty(iters)
-    for i in range(iters):
-        world.Barrier()
-        t0 = MPI.Wtime()
-        fn()
-        times[i] = MPI.Wtime() - t0
-    world.Allreduce(MPI.IN_PLACE, times, op=MPI.MAX)
-    return float(np.median(times)) * 1e6
 
 
 def main():
@@ -47,7 +35,7 @@ def main():
     ap.add_argument("--inplace", type=int, choices=(0, 1), default=0, help="in place (1) or into a second array (0, "
                     "as toroid-bench's default)")
     a = ap.parse_args()
-    sizes = [size(s) for s in a.sizes.split(",")]
+    sizes = [float32_size(s) for s in a.sizes.split(",")]
     np.core.multiarray._set_madvise_hugepage(bool(a.hugepages))
     world = MPI.COMM_WORLD
     comm = toroid.Communicator(algorithm=a.algo)

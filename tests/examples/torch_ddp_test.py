@@ -7,31 +7,17 @@ falls, a checkpoint written at 2 ranks resumes at 4 on the same curve, bad optio
 usage: torch_ddp_test.py MPIEXEC PYTHON TORCH_DDP WORK_DIR
 """
 import os
-import re
-import subprocess
 import sys
+
+import example_run
+from example_run import check, losses
 
 mpiexec, python, script, work = sys.argv[1:5]
 os.makedirs(work, exist_ok=True)
-failures = []
 
 
 def run(np, *args, expect_rc=0):
-    cmd = [mpiexec, "-np", str(np), "--oversubscribe", "-x", "PYTHONPATH", python, script, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    if p.returncode != expect_rc:
-        sys.exit(f"{' '.join(cmd)}: exit {p.returncode}, expected {expect_rc}\n{p.stdout}\n{p.stderr}")
-    return p.stdout + p.stderr
-
-
-def losses(out):
-    return {int(s): float(l) for s, l in re.findall(r"^step (\d+) loss ([0-9.eE+-]+)$", out, re.M)}
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
+    return example_run.run(mpiexec, np, [python, script, *args], expect_rc)
 
 
 def close(a, b, steps, rel=1e-4):
@@ -58,4 +44,4 @@ check(sorted(resumed) == list(range(11, 21)) and close(resumed, t4, range(11, 21
       "a checkpoint from 2 ranks resumes at 4 on the same curve")
 check("--batch 30 is not a multiple of the 4 ranks" in run(4, "--batch", "30", "--steps", "1", expect_rc=2),
       "a batch that does not split is an error")
-sys.exit(1 if failures else 0)
+example_run.finish()

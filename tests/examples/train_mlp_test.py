@@ -8,30 +8,17 @@ usage: train_mlp_test.py MPIEXEC TRAIN_MLP WORK_DIR
 """
 import os
 import re
-import subprocess
 import sys
+
+import example_run
+from example_run import check, losses
 
 mpiexec, binary, work = sys.argv[1:4]
 os.makedirs(work, exist_ok=True)
-failures = []
 
 
 def run(np, *args, expect_rc=0):
-    cmd = [mpiexec, "-np", str(np), "--oversubscribe", binary, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if p.returncode != expect_rc:
-        sys.exit(f"{' '.join(cmd)}: exit {p.returncode}, expected {expect_rc}\n{p.stdout}\n{p.stderr}")
-    return p.stdout + p.stderr
-
-
-def losses(out):
-    return {int(s): float(l) for s, l in re.findall(r"^step (\d+) loss ([0-9.eE+-]+)$", out, re.M)}
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
+    return example_run.run(mpiexec, np, [binary, *args], expect_rc, timeout=300)
 
 
 def close(a, b, rel):
@@ -74,4 +61,4 @@ check("--layers: expected a positive integer, got '0'" in run(2, "--layers", "0"
 check("unknown optimizer 'rmsprop'" in run(2, "--optimizer", "rmsprop", expect_rc=2), "bad --optimizer value")
 check("cannot open '/nonexistent/x.ckpt' for reading" in run(2, "--resume", "/nonexistent/x.ckpt", expect_rc=2),
       "missing checkpoint file")
-sys.exit(1 if failures else 0)
+example_run.finish()

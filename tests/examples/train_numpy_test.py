@@ -4,30 +4,16 @@ the same; only the order of additions differs), the loss falls, bad options are 
 
 usage: train_numpy_test.py MPIEXEC PYTHON TRAIN_NUMPY
 """
-import re
-import subprocess
 import sys
 
+import example_run
+from example_run import check, losses
+
 mpiexec, python, script = sys.argv[1:4]
-failures = []
 
 
 def run(np, *args, expect_rc=0):
-    cmd = [mpiexec, "-np", str(np), "--oversubscribe", "-x", "PYTHONPATH", python, script, *args]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    if p.returncode != expect_rc:
-        sys.exit(f"{' '.join(cmd)}: exit {p.returncode}, expected {expect_rc}\n{p.stdout}\n{p.stderr}")
-    return p.stdout + p.stderr
-
-
-def losses(out):
-    return {int(s): float(l) for s, l in re.findall(r"^step (\d+) loss ([0-9.eE+-]+)$", out, re.M)}
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        failures.append(what)
+    return example_run.run(mpiexec, np, [python, script, *args], expect_rc, timeout=300)
 
 
 for opt in ("adam", "sgd"):
@@ -38,4 +24,4 @@ for opt in ("adam", "sgd"):
     check(one[20] < 0.8 * one[1], f"{opt}: the loss falls ({one[1]:.4f} -> {one[20]:.4f})")
 check("unknown optimizer 'rmsprop'" in run(2, "--optimizer", "rmsprop", expect_rc=2), "bad --optimizer value")
 check("--steps must be positive" in run(1, "--steps", "0", expect_rc=2), "bad --steps value")
-sys.exit(1 if failures else 0)
+example_run.finish()
