@@ -17,7 +17,11 @@ from mpi4py import MPI  # MPI with MPI_THREAD_MULTIPLE: the backend completes wo
 
 import torch.distributed as dist
 
-from . import _toroid_c10d
+try:
+    from . import _toroid_c10d
+except ImportError as e:  # built without TOROID_BUILD_TORCH, or against another torch
+    raise ImportError(f"toroid.distributed: the torch backend is not available ({e}); it is built with "
+                      "TOROID_BUILD_TORCH=ON against torch 1.13 (Debian's libtorch-dev)") from e
 
 __all__ = ["init_process_group", "ProcessGroupToroid"]
 ProcessGroupToroid = _toroid_c10d.ProcessGroupToroid
