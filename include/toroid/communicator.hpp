@@ -36,8 +36,11 @@ struct Options {
   // Pipelining segment of the MPI executor in bytes. 0: TOROID_SEGMENT_BYTES, else the default
   // (default_segment_bytes, or cross_node_segment_bytes when the ranks span several nodes).
   std::size_t segment_bytes = 0;
-  // Compare each collective's arguments across ranks first (one small MPI_Allgather per call),
-  // so a mismatch raises an error naming the ranks instead of hanging. Empty: TOROID_CHECK.
+  // Compare each collective's arguments across ranks first, so a mismatch, or a bad argument on
+  // one rank only, raises an error naming the ranks on every rank instead of hanging: per call
+  // one small MPI_Iallreduce (agreeing on local argument errors) and one small MPI_Iallgather
+  // (comparing the arguments), both watched by the watchdog. Empty: TOROID_CHECK, else on in
+  // debug builds of the library (no NDEBUG) and off in release builds.
   std::optional<bool> check;
   // Emulated nodes, e.g. "3,2,3": ranks per node, consecutive ranks (node-aware algorithms
   // and `auto` topology then see these nodes). "real": the real shared-memory nodes
