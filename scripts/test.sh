@@ -4,6 +4,8 @@
 #   scripts/test.sh            (TOROID_SKIP_SANITIZE=1 skips the sanitizer pass)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+started=$(date +%s)
+trap 'echo "== test command: $(( $(date +%s) - started )) s in all =="' EXIT
 "$root/scripts/setup.sh"
 jobs=$(nproc)
 echo "== tests (Release) =="

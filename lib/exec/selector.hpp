@@ -11,7 +11,7 @@
 namespace toroid::exec {
 
 // Crossover points (bytes of the whole vector), measured with toroid-bench on one node;
-// see README "auto".
+// docs/algorithms.md, section `auto`, and the one-node tables in README, "Performance".
 // At 4 ranks (2x2) recursive doubling led up to 64 KiB, Rabenseifner at 256 KiB - 1 MiB, the
 // bandwidth algorithms from 4 MiB; at 2 ranks recursive doubling (one exchange) led up to 1 MiB.
 inline constexpr std::uint64_t small_message_bytes = 128 * 1024;        // below: recursive_doubling
