@@ -33,6 +33,7 @@ void pack_piece(const GradientSource& g, const Piece& piece, T* bucket) {
 BucketReducer::BucketReducer(Communicator& comm, std::vector<GradientSource> sources, ReducerSettings settings)
     : comm_(comm), sources_(std::move(sources)), settings_(std::move(settings)) {
   marked_flags_.assign(sources_.size(), 0);
+  for (std::size_t t = 0; t < sources_.size(); ++t) index_of_.emplace(sources_[t].name, t);
   build(reverse_order(sources_.size()));
 }
 
@@ -141,8 +142,7 @@ void BucketReducer::ready(std::size_t t) {
 }
 
 void BucketReducer::ready(std::string_view name) {
-  for (std::size_t t = 0; t < sources_.size(); ++t)
-    if (sources_[t].name == name) return ready(t);
+  if (const auto it = index_of_.find(name); it != index_of_.end()) return ready(it->second);
   record(fmt::format("ready(\"{}\") on rank {}: no {} has that name", name, comm_.rank(), settings_.kind));
 }
 

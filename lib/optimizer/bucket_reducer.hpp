@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "optimizer/layout.hpp"
@@ -82,6 +83,7 @@ class BucketReducer {
 
   Communicator& comm_;
   std::vector<GradientSource> sources_;
+  std::unordered_map<std::string_view, std::size_t> index_of_;  // name -> tensor (views into sources_)
   ReducerSettings settings_;
   Layout layout_;
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pieces_of_;  // tensor -> (bucket, piece)

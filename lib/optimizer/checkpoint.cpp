@@ -60,9 +60,8 @@ std::size_t file_bytes(const ShardedOptimizer::Impl& s) {
 struct Places {
   std::size_t header = 0, total = 0;
   std::vector<std::size_t> starts;
-  explicit Places(const ShardedOptimizer::Impl& s) : header(header_bytes(s)) {
-    for (const auto& p : s.params) starts.push_back(total), total += p.weights.size();
-  }
+  explicit Places(const ShardedOptimizer::Impl& s)
+      : header(header_bytes(s)), total(s.layout().total), starts(s.registration_starts()) {}
   std::size_t at(std::size_t section, const optimizer::Piece& piece) const {
     return header + (section * total + starts[piece.tensor] + piece.tensor_offset) * sizeof(float);
   }

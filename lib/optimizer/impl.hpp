@@ -46,6 +46,14 @@ struct ShardedOptimizer::Impl {
     for (const auto& b : layout().buckets)
       for (const auto& piece : b.own) f(piece, b.state_offset + piece.offset);
   }
+  // Where each tensor starts when all are laid end to end in registration order (checkpoint
+  // files, moving state between layouts); layout().total elements in all.
+  std::vector<std::size_t> registration_starts() const {
+    std::vector<std::size_t> starts;
+    std::size_t at = 0;
+    for (const auto& p : params) starts.push_back(at), at += p.weights.size();
+    return starts;
+  }
   double weight_decay_of(std::size_t tensor) const { return decays[tensor] ? config.weight_decay : 0.0; }
   bool sharded() const { return parts > 1; }
   // Sizes the state and the gather requests to the current layout.

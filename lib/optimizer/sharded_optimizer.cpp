@@ -61,10 +61,8 @@ void unpack_weights(const ShardedOptimizer::Impl& s, const Bucket& b) {
 // in registration order, where exactly one part contributes each element; once per run).
 void move_state(ShardedOptimizer::Impl& s, const Layout& old) {
   const Layout& now = s.layout();
-  std::vector<std::size_t> starts(s.params.size());
-  std::size_t total = 0;
-  for (std::size_t t = 0; t < s.params.size(); ++t) starts[t] = total, total += s.params[t].weights.size();
-  std::vector<float> flat(total);
+  const std::vector<std::size_t> starts = s.registration_starts();
+  std::vector<float> flat(now.total);
   for (auto& array : s.state) {
     std::fill(flat.begin(), flat.end(), 0.0f);
     for (const auto& b : old.buckets)

@@ -197,16 +197,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce(std::vector<at::Ten
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                       const c10d::AllreduceCoalescedOptions& opts) {
   const ReduceOp op = op_of(opts.reduceOp, "allreduce_coalesced");
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    require_dense(tensors[i], "allreduce_coalesced", "a tensor");
-    type_of(tensors[i], "allreduce_coalesced");
+  std::vector<DataType> types;  // every tensor checked before any collective starts
+  for (const auto& t : tensors) {
+    require_dense(t, "allreduce_coalesced", "a tensor");
+    types.push_back(type_of(t, "allreduce_coalesced"));
   }
   // One request per tensor, all in flight at once: no copy into a flat buffer.
   auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::ALLREDUCE_COALESCED, tensors);
   work->keep = tensors;
-  for (auto& t : tensors)
-    work->requests.push_back(iallreduce(t.data_ptr(), count_of(t), t.data_ptr(), count_of(t),
-                                        type_of(t, "allreduce_coalesced"), op, *comm_));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    at::Tensor& t = tensors[i];
+    work->requests.push_back(iallreduce(t.data_ptr(), count_of(t), t.data_ptr(), count_of(t), types[i], op, *comm_));
+  }
   return enqueue(work);
 }
 
