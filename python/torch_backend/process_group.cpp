@@ -102,12 +102,16 @@ bool ToroidWork::wait(std::chrono::milliseconds timeout) {
 c10::intrusive_ptr<c10::ivalue::Future> ToroidWork::getFuture() { return future_; }
 
 void ToroidWork::complete(std::exception_ptr error) {
+  std::vector<at::Tensor> release;
   {
     std::lock_guard lock(mutex_);
     done_ = true;
     error_ = error;
-    keep.clear();
+    release.swap(keep);
   }
+  // Dropped outside the lock: the last reference to a tensor may free its Python object, which
+  // takes the GIL, and a thread holding the GIL may be waiting for this lock (is_completed).
+  release.clear();
   done_cv_.notify_all();
   // The future's callbacks (DDP's, a communication hook's) run here, on the completer thread.
   if (error) future_->setError(error);
@@ -161,12 +165,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::enqueue(c10::intrusive_ptr<To
 }
 
 void ProcessGroupToroid::run_completer() {
-  std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
-    if (pending_.empty()) return;  // stopping, nothing left
-    auto work = pending_.front();
-    lock.unlock();
+    c10::intrusive_ptr<ToroidWork> work;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // stopping, nothing left
+      work = pending_.front();
+    }
     std::exception_ptr error;
     try {
       for (auto& r : work->requests)
@@ -176,8 +182,12 @@ void ProcessGroupToroid::run_completer() {
       error = std::current_exception();
     }
     work->complete(error);
-    lock.lock();
-    pending_.pop_front();
+    {
+      std::lock_guard lock(mutex_);
+      pending_.pop_front();
+    }
+    // `work` goes at the end of this iteration, outside every lock (it may hold the last
+    // references to tensors, whose Python objects need the GIL to be freed).
   }
 }
 
