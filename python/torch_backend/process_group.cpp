@@ -1,5 +1,7 @@
 #include "process_group.hpp"
 
+#include "gil.hpp"
+
 #include <fmt/format.h>
 #include <mpi.h>
 #include <sched.h>
@@ -89,6 +91,7 @@ std::exception_ptr ToroidWork::exception() const {
 std::vector<at::Tensor> ToroidWork::result() { return outputs_; }
 
 bool ToroidWork::wait(std::chrono::milliseconds timeout) {
+  ReleaseGilIfHeld gil;  // the completer may need it to complete this work
   std::unique_lock lock(mutex_);
   if (timeout == kNoTimeout) {
     done_cv_.wait(lock, [&] { return done_; });
@@ -152,6 +155,9 @@ ProcessGroupToroid::~ProcessGroupToroid() {
     stop_ = true;
   }
   wake_.notify_all();
+  // Python destroys the group holding the GIL; the completer, finishing its last works, may
+  // need it to free their tensors.
+  ReleaseGilIfHeld gil;
   if (completer_.joinable()) completer_.join();
 }
 
