@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "api/communicator_impl.hpp"
 #include "bench/measure.hpp"
 #include "bench/report.hpp"
 #include "bench/settings.hpp"
@@ -25,6 +26,16 @@ using namespace toroid;
 using namespace toroid::bench;
 
 namespace {
+
+// What auto's cost model predicts for the row (the algorithm auto runs, for auto's row).
+void predict(Row& row, Collective c, Algorithm a, Communicator& comm) {
+  exec::Selector& sel = *comm.impl().selector;
+  const std::uint64_t bytes = row.count * size_of(parse_data_type(row.type));
+  const Algorithm run = a == Algorithm::automatic ? sel.choose(c, bytes) : a;
+  row.picked = std::string(to_string(run));
+  if (a == Algorithm::mpi) return;
+  if (const auto t = sel.predict(c, run, bytes)) row.predicted_us = *t * 1e6;
+}
 
 int run(const Settings& s, int rank) {
   // One communicator per transport (each has its own shared-memory channels, or none).
@@ -79,6 +90,7 @@ int run(const Settings& s, int rank) {
             // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
             kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
             Row row = measure(c, s, bytes, a, *comms[t], mode);
+            predict(row, c, a, *comms[t]);
             if (comms.size() > 1 && a != Algorithm::mpi) row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
             if (s.modes.size() > 1 && a != Algorithm::mpi) row.algo = fmt::format("{}:{}", row.algo, to_string(mode));
             if (!level.empty()) row.algo = fmt::format("{}@{}", row.algo, kernels::to_string(kernels::active_kernels().isa));

@@ -171,7 +171,7 @@ Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Com
   const double med = times[times.size() / 2];
   const double algbw = static_cast<double>(count * es) / (med * 1e-6) / 1e9;
   return {std::string(to_string(c)), std::string(to_string(s.type)), std::string(to_string(s.op)), count * es, count,
-          "copy_bound", med, times.front(), times.back(), algbw, algbw, 0, 0.0};
+          "copy_bound", med, times.front(), times.back(), algbw, algbw, 0, 0.0, 0.0, {}};
 }
 
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm,
@@ -229,7 +229,7 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
                                                      : static_cast<double>(p - 1) / p;
   const double algbw = total / (med * 1e-6) / 1e9;
   return {std::string(to_string(c)), std::string(to_string(s.type)), std::string(to_string(s.op)), count * es, count, std::string(to_string(algo)), med, times.front(), times.back(),
-          algbw, algbw * factor, wrong, 0.0};
+          algbw, algbw * factor, wrong, 0.0, 0.0, {}};
 }
 
 }  // namespace toroid::bench

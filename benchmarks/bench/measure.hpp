@@ -12,6 +12,10 @@ struct Row {
   double median_us, min_us, max_us, algbw, busbw;
   std::uint64_t wrong;
   double vs_mpi;  // stock median / this median; 0 when no baseline ran
+  // auto's cost model for this row (the algorithm auto picked, for auto's row); 0: no model
+  // (the stock row, or the copy bound)
+  double predicted_us = 0;
+  std::string picked;  // auto's row: the algorithm it ran; others: algo
 };
 
 

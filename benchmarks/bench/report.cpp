@@ -89,7 +89,7 @@ void Report::begin(const RunInfo& info, int iters) {
   for (const auto& w : info.warnings) fmt::print(out_, "# WARNING: {}\n", w);
   fmt::print(out_, "# time = median over {} iterations of the slowest rank; vs_mpi = stock time / this time\n", iters);
   if (format_ == "csv")
-    fmt::print(out_, "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,collective\n");
+    fmt::print(out_, "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,collective,predicted_us,picked\n");
   else
     fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7}\n", "collective",
                "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw", "busbw", "wrong", "vs_mpi");
@@ -102,13 +102,15 @@ void Report::row(const Row& r, bool has_baseline) {
     fmt::print(out_,
                "{}\n    {{\"collective\": \"{}\", \"size\": {}, \"count\": {}, \"type\": \"{}\", \"redop\": \"{}\", "
                "\"algo\": \"{}\", \"time_us\": {:.3f}, \"min_us\": {:.3f}, \"max_us\": {:.3f}, \"algbw\": {:.4f}, "
-               "\"busbw\": {:.4f}, \"wrong\": {}, \"vs_mpi\": {}}}",
+               "\"busbw\": {:.4f}, \"wrong\": {}, \"vs_mpi\": {}, \"predicted_us\": {}, \"picked\": \"{}\"}}",
                first_row_ ? "" : ",", r.coll, r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.min_us,
-               r.max_us, r.algbw, r.busbw, r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "null");
+               r.max_us, r.algbw, r.busbw, r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "null",
+               r.predicted_us > 0 ? fmt::format("{:.3f}", r.predicted_us) : "null", r.picked);
   } else if (format_ == "csv") {
-    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{}\n", r.bytes, r.count, r.type, r.redop,
-               r.algo, r.median_us, r.min_us, r.max_us, r.algbw, r.busbw, r.wrong,
-               has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll);
+    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{},{},{}\n", r.bytes, r.count, r.type,
+               r.redop, r.algo, r.median_us, r.min_us, r.max_us, r.algbw, r.busbw, r.wrong,
+               has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll,
+               r.predicted_us > 0 ? fmt::format("{:.2f}", r.predicted_us) : "", r.picked);
   } else {
     fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7}\n", r.coll,
                r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.algbw, r.busbw, r.wrong, vs);

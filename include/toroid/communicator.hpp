@@ -33,6 +33,9 @@ struct Options {
   std::string topology;
   // Default algorithm of collectives that do not name one. Empty: TOROID_ALGO, else automatic.
   std::optional<Algorithm> algorithm;
+  // Rules that override `auto` for size ranges, e.g. "allreduce:0-64K=recursive_doubling,64K-inf=ring"
+  // (docs/algorithms.md, section `auto`). Empty: TOROID_ALGO when it holds rules, else none.
+  std::string algorithm_rules;
   // Pipelining segment of the MPI executor in bytes. 0: TOROID_SEGMENT_BYTES, else the default
   // (default_segment_bytes, or cross_node_segment_bytes when the ranks span several nodes).
   std::size_t segment_bytes = 0;

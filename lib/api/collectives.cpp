@@ -110,7 +110,7 @@ std::string_view named(std::int64_t v) {
 Algorithm resolve(const Call& c, const Communicator::Impl& m) {
   if (c.algo != Algorithm::automatic) return c.algo;
   if (c.axis) return Algorithm::bidir_ring;
-  return exec::choose_algorithm(c.collective, full_count(c) * size_of(c.type), m.topology);
+  return m.selector->choose(c.collective, full_count(c) * size_of(c.type));
 }
 
 // A collective ready to run: validated (and agreed on across ranks when checking), its

@@ -3,6 +3,7 @@
 
 #include "api/agreement.hpp"
 #include "api/communicator_impl.hpp"
+#include "api/selector_setup.hpp"
 #include "exec/mpi_check.hpp"
 #include "toroid/error.hpp"
 
@@ -61,6 +62,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
     if (m.config.transport != Transport::mpi) m.links = std::make_unique<exec::ShmLinks>(m.comm);
+    m.selector = api::make_selector(m);
     m.progress = std::make_shared<api::Progress>(m.comm);
     if (m.config.progress == ProgressMode::thread) {
       int level = MPI_THREAD_SINGLE;

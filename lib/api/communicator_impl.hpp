@@ -7,6 +7,7 @@
 
 #include "api/config.hpp"
 #include "api/progress.hpp"
+#include "exec/selector.hpp"
 #include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
 #include "schedule/step.hpp"
@@ -51,6 +52,7 @@ struct Communicator::Impl {
   ScheduleCache schedules;
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> links;  // null with Transport::mpi
+  std::unique_ptr<exec::Selector> selector;  // `auto`
   std::shared_ptr<api::Progress> progress;  // after links: destroyed first; requests hold it weakly
 };
 

@@ -33,8 +33,25 @@ Config resolve_config(const Options& options) {
 
   if (options.algorithm) {
     c.algorithm = *options.algorithm;
-  } else if (const char* v = env("TOROID_ALGO")) {
+  } else if (const char* v = env("TOROID_ALGO"); v && !exec::is_rule_list(v)) {
     c.algorithm = parse_env("TOROID_ALGO", v, parse_algorithm);
+  }
+  // Rules: from the options, else from TOROID_ALGO when it holds rules (and no algorithm is
+  // forced by the options: then the rules could never apply).
+  if (!options.algorithm_rules.empty()) {
+    try {
+      c.rules = exec::parse_algorithm_rules(options.algorithm_rules);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(std::string("Options::algorithm_rules: ") + e.what());
+    }
+  } else if (const char* v = env("TOROID_ALGO"); v && exec::is_rule_list(v) && !options.algorithm) {
+    c.rules = parse_env("TOROID_ALGO", v, exec::parse_algorithm_rules);
+  }
+  if (const char* v = env("TOROID_TUNING")) c.tuning_file = v;
+  if (const char* v = env("TOROID_LOG")) {
+    const std::string_view log = v;
+    if (log != "off" && log != "info") throw InvalidArgument("TOROID_LOG: '" + std::string(log) + "' is not off or info");
+    c.log_choices = log == "info";
   }
 
   if (options.segment_bytes != 0) c.segment_bytes = checked_segment_bytes(options.segment_bytes, "Options::segment_bytes");
@@ -72,6 +89,7 @@ std::vector<const char*> variables_read(const Options& o) {
   std::vector<const char*> names;
   if (o.topology.empty()) names.push_back("TOROID_TOPOLOGY");
   if (!o.algorithm) names.push_back("TOROID_ALGO");
+  names.push_back("TOROID_TUNING");
   if (o.segment_bytes == 0) names.push_back("TOROID_SEGMENT_BYTES");
   if (!o.check) names.push_back("TOROID_CHECK");
   if (!o.timeout_seconds) names.push_back("TOROID_TIMEOUT");

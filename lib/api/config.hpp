@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/algorithm_rules.hpp"
 #include "toroid/algorithm.hpp"
 #include "toroid/communicator.hpp"
 
@@ -22,6 +23,9 @@ inline constexpr bool check_by_default = true;
 struct Config {
   std::string topology = "auto";
   Algorithm algorithm = Algorithm::automatic;
+  std::vector<exec::AlgorithmRule> rules;  // override auto for size ranges (TOROID_ALGO="allreduce:...")
+  std::string tuning_file;  // TOROID_TUNING: auto's link parameters; empty: the built-in defaults
+  bool log_choices = false;  // TOROID_LOG=info: rank 0 says what auto picks, once per size class
   std::size_t segment_bytes = default_segment_bytes;
   bool segment_bytes_given = false;  // by Options or TOROID_SEGMENT_BYTES
   bool check = check_by_default;  // compare collective arguments across ranks before each call

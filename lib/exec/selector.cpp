@@ -2,53 +2,177 @@
 
 #include <fmt/format.h>
 
-#include <string_view>
+#include <algorithm>
+#include <bit>
+
+#include "exec/simulator.hpp"
+#include "toroid/error.hpp"
 
 namespace toroid::exec {
+namespace {
 
-Algorithm choose_algorithm(schedule::Collective c, std::uint64_t bytes, const Torus2D& t) {
+// Candidates in tie-break order: the simpler algorithm first.
+constexpr Algorithm kCandidates[] = {Algorithm::ring,         Algorithm::bidir_ring,   Algorithm::torus2d,
+                                     Algorithm::torus2d_both, Algorithm::hierarchical, Algorithm::recursive_doubling,
+                                     Algorithm::rabenseifner};
+
+// Crossovers of the fixed rule (bytes of the whole vector), measured with toroid-bench on one
+// node over MPI before the shared-memory transport.
+constexpr std::uint64_t kSmallMessageBytes = 128 * 1024;
+constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
+constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
+
+}  // namespace
+
+Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   const bool two_d = t.x_dim() > 1 && t.y_dim() > 1;
-  if (c == schedule::Collective::allreduce) {
+  if (c == Collective::allreduce) {
     if (t.size() == 1) return Algorithm::ring;
-    // Latency-bound: fewest rounds wins (log2 p exchanges instead of 2(p-1) ring steps).
-    if (bytes < small_message_bytes) return Algorithm::recursive_doubling;
-    // Two ranks: Rabenseifner is two half-size exchanges where one whole exchange does.
-    if (bytes < medium_message_bytes) return t.size() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;
-    // Bandwidth-bound: the algorithms that follow the torus and keep its links busy.
+    if (bytes < kSmallMessageBytes) return Algorithm::recursive_doubling;
+    if (bytes < kMediumMessageBytes) return t.size() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;
     return two_d ? Algorithm::torus2d_both : Algorithm::bidir_ring;
   }
-  if (c == schedule::Collective::broadcast) {
-    if (t.size() == 1 || bytes < broadcast_tree_bytes) return Algorithm::recursive_doubling;
+  if (c == Collective::broadcast) {
+    if (t.size() == 1 || bytes < kBroadcastTreeBytes) return Algorithm::recursive_doubling;
     return two_d ? Algorithm::torus2d : Algorithm::ring;
   }
   return two_d ? Algorithm::torus2d : Algorithm::bidir_ring;
 }
 
-namespace {
-
 std::string size_text(std::uint64_t bytes) {
-  if (bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
-  if (bytes % (1u << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
+  if (bytes >= (1u << 20) && bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  if (bytes >= (1u << 10) && bytes % (1u << 10) == 0) return fmt::format("{} KiB", bytes >> 10);
   return fmt::format("{} B", bytes);
 }
 
-}  // namespace
+int Selector::size_class(std::uint64_t bytes) noexcept { return static_cast<int>(std::bit_width(bytes)); }
+std::uint64_t Selector::class_low(int k) noexcept { return k == 0 ? 0 : std::uint64_t{1} << (k - 1); }
+std::uint64_t Selector::class_middle(int k) noexcept {
+  return k <= 1 ? static_cast<std::uint64_t>(k) : class_low(k) + class_low(k) / 2;
+}
 
-std::string describe_choice(schedule::Collective c, const Torus2D& t) {
-  // The size classes' lower ends; each class runs what its first byte count gets.
-  const std::uint64_t starts[] = {broadcast_tree_bytes, small_message_bytes, medium_message_bytes};
+Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
+  const int p = in_.topology.size();
+  if (in_.node_of_rank.empty()) in_.node_of_rank.assign(static_cast<std::size_t>(p), 0);
+  if (in_.node_of_rank.size() != static_cast<std::size_t>(p))
+    throw InvalidArgument(fmt::format("selector: {} node indices for {} ranks", in_.node_of_rank.size(), p));
+  if (in_.link_node_of_rank.empty()) in_.link_node_of_rank = in_.node_of_rank;
+  if (in_.link_node_of_rank.size() != static_cast<std::size_t>(p))
+    throw InvalidArgument(fmt::format("selector: {} link node indices for {} ranks", in_.link_node_of_rank.size(), p));
+  EndpointLinks e;
+  e.node_of_rank = in_.link_node_of_rank;
+  e.shm_inside_node = in_.shm_inside_node;
+  for (int a = 0; a < p; ++a)
+    for (int b = 0; b < p; ++b)
+      if (a != b) uses_[static_cast<int>(e.class_of(a, b))] = true;
+  for (int c = 0; c < kLinkClasses; ++c)
+    if (uses_[c] && !in_.tuning.links[static_cast<std::size_t>(c)])
+      throw InvalidArgument(fmt::format(
+          "tuning {} has no {} link parameters, which this communicator needs ({} ranks on {} node(s){}): run "
+          "toroid-tune on such a layout, or unset TOROID_TUNING for the built-in defaults",
+          in_.tuning.source, to_string(static_cast<LinkClass>(c)), p,
+          *std::max_element(in_.link_node_of_rank.begin(), in_.link_node_of_rank.end()) + 1,
+          in_.shm_inside_node ? "" : ", MPI transport"));
+}
+
+std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t bytes) const {
+  if (!implements(a, c) || a == Algorithm::automatic || a == Algorithm::mpi) return std::nullopt;
+  const int p = in_.topology.size();
+  SimModel m;
+  m.topology = in_.topology;
+  m.reduce_bytes_per_s = in_.tuning.reduce_bytes_per_s;
+  m.segment_bytes = in_.segment_bytes;
+  EndpointLinks e;
+  e.node_of_rank = in_.link_node_of_rank;
+  e.shm_inside_node = in_.shm_inside_node;
+  for (int k = 0; k < kLinkClasses; ++k) {
+    const auto& l = in_.tuning.links[static_cast<std::size_t>(k)];
+    e.params[static_cast<std::size_t>(k)] = l ? *l : LinkParams{};
+  }
+  m.endpoints = std::move(e);
+  schedule::Request r;
+  r.collective = c;
+  // f32 elements; all-gather and reduce-scatter need a count that splits into the ranks' blocks
+  // as the caller's would, so round to a multiple of the ranks.
+  const std::uint64_t elems = std::max<std::uint64_t>(bytes / 4, 1);
+  r.count = c == Collective::allreduce || c == Collective::broadcast ? elems
+                                                                       : std::max<std::uint64_t>(elems / p, 1) * p;
+  try {
+    const SimResult s = simulate_collective(m, a, r, DataType::f32, in_.node_of_rank);
+    if (!s.error.empty()) return std::nullopt;
+    return s.time_s;
+  } catch (const InvalidArgument&) {
+    return std::nullopt;  // this algorithm cannot run this shape (e.g. torus2d_both on a line)
+  }
+}
+
+const Choice& Selector::choice(Collective c, int k) {
+  auto& slot = table_[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)];
+  if (slot) return *slot;
+  Choice ch;
+  const std::uint64_t at = class_middle(k);
+  if (const AlgorithmRule* rule = find_rule(in_.rules, c, at)) {
+    ch.algorithm = rule->algorithm;
+    ch.rule = rule;
+  } else if (in_.topology.size() > kMaxModeledRanks) {
+    ch.algorithm = fixed_rule(c, at, in_.topology);
+  } else if (in_.topology.size() == 1) {
+    ch.algorithm = fixed_rule(c, at, in_.topology);  // nothing to move: every algorithm is a copy
+  } else {
+    ch.modeled = true;
+    double best = 0;
+    for (Algorithm a : kCandidates) {
+      const std::optional<double> t = predict(c, a, at);
+      if (!t) continue;
+      ch.predicted.emplace_back(a, *t);
+      if (ch.predicted.size() == 1 || *t < best) {
+        best = *t;
+        ch.algorithm = a;
+      }
+    }
+    if (ch.predicted.empty()) ch.algorithm = fixed_rule(c, at, in_.topology);
+  }
+  slot = std::move(ch);
+  return *slot;
+}
+
+Algorithm Selector::choose(Collective c, std::uint64_t bytes) {
+  const int k = size_class(bytes);
+  const Choice& ch = choice(c, k);
+  bool& reported = reported_[static_cast<std::size_t>(c)][static_cast<std::size_t>(k)];
+  if (!reported) {
+    reported = true;
+    if (observer_) observer_(c, k, ch);
+  }
+  return ch.algorithm;
+}
+
+std::string Selector::describe(Collective c, std::uint64_t up_to) {
   std::string text;
-  Algorithm current = choose_algorithm(c, 0, t);
+  const int last = size_class(up_to);
+  Algorithm current = choice(c, 0).algorithm;
   std::uint64_t from = 0;
-  for (std::uint64_t start : starts) {
-    const Algorithm a = choose_algorithm(c, start, t);
+  for (int k = 1; k <= last; ++k) {
+    const Algorithm a = choice(c, k).algorithm;
     if (a == current) continue;
-    text += fmt::format("{} below {}, ", to_string(current), size_text(start));
+    text += fmt::format("{} below {}, ", to_string(current), size_text(class_low(k)));
     current = a;
-    from = start;
+    from = class_low(k);
   }
   if (text.empty()) return std::string(to_string(current));
   return text + fmt::format("{} from {}", to_string(current), size_text(from));
+}
+
+std::string Selector::describe_links() const {
+  std::string text;
+  for (int k = 0; k < kLinkClasses; ++k) {
+    if (!uses_[k]) continue;
+    const LinkParams& l = *in_.tuning.links[static_cast<std::size_t>(k)];
+    text += fmt::format("{}{} {:.3g} us + {:.3g} GB/s", text.empty() ? "" : ", ", to_string(static_cast<LinkClass>(k)),
+                        l.alpha_s * 1e6, l.bytes_per_s / 1e9);
+  }
+  return fmt::format("{}{}reduce {:.3g} GB/s ({})", text, text.empty() ? "" : ", ", in_.tuning.reduce_bytes_per_s / 1e9,
+                     in_.tuning.source);
 }
 
 }  // namespace toroid::exec

@@ -1,29 +1,101 @@
-// `auto`: which algorithm to run for a collective of a given size on a given shape.
+// `auto`: which algorithm runs a collective of a given size on one communicator.
+//
+// Per size class (the whole vector's bytes, one class per power of two: [2^(k-1), 2^k)), the
+// selector prices every algorithm that implements the collective on this communicator with the
+// simulator, on the communicator's own links (simulator.hpp, EndpointLinks: shared memory or MPI
+// inside a node, the network between nodes, each with its measured alpha and bandwidth from
+// tuning.hpp), at the class's middle size, and picks the fastest. A TOROID_ALGO rule covering
+// the size comes first. Each class is priced once, on its first call; after that a choice is an
+// array lookup. Every rank computes the same table from the same inputs (the tuning comes from
+// rank 0), so every rank runs the same algorithm.
+//
+//   size class   4 KiB-8 KiB    ...   4 MiB-8 MiB
+//   priced at    6 KiB                6 MiB
+//   candidates   ring  bidir_ring  torus2d  torus2d_both  hierarchical  recursive_doubling  rabenseifner
+//   choice       the least predicted time; a tie goes to the earlier candidate in that list
+//
+// Above kMaxModeledRanks the simulation of every rank would cost too much at the first call of
+// each class (seconds and hundreds of MB at thousands of ranks), so there `auto` uses the fixed
+// rule below (fixed_rule), which docs/algorithms.md states.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "schedule/step.hpp"
+#include "exec/algorithm_rules.hpp"
+#include "exec/tuning.hpp"
 #include "toroid/algorithm.hpp"
 #include "toroid/topology.hpp"
 
 namespace toroid::exec {
 
-// Crossover points (bytes of the whole vector), measured with toroid-bench on one node;
-// docs/algorithms.md, section `auto`, and the one-node tables in README, "Performance".
-// At 4 ranks (2x2) recursive doubling led up to 64 KiB, Rabenseifner at 256 KiB - 1 MiB, the
-// bandwidth algorithms from 4 MiB; at 2 ranks recursive doubling (one exchange) led up to 1 MiB.
-inline constexpr std::uint64_t small_message_bytes = 128 * 1024;        // below: recursive_doubling
-inline constexpr std::uint64_t medium_message_bytes = 2 * 1024 * 1024;  // below: rabenseifner
-// Broadcast: below this the binomial tree (log2 p rounds), from here the pipelined chains.
-inline constexpr std::uint64_t broadcast_tree_bytes = 64 * 1024;
+inline constexpr int kMaxModeledRanks = 256;
+inline constexpr int kSizeClasses = 65;
 
-Algorithm choose_algorithm(schedule::Collective c, std::uint64_t bytes, const Torus2D& t);
+// The rule without a model (above kMaxModeledRanks): recursive doubling below 128 KiB,
+// Rabenseifner (2 ranks: recursive doubling) below 2 MiB, then torus2d_both on a 2D shape and
+// bidir_ring otherwise; broadcast: a binomial tree below 64 KiB, then chains.
+Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t);
 
-// What choose_algorithm picks for c on t, size class by size class (bytes of the whole vector):
-// e.g. "recursive_doubling below 128 KiB, rabenseifner below 2 MiB, torus2d_both from 2 MiB", or
-// one name where every size gets the same.
-std::string describe_choice(schedule::Collective c, const Torus2D& t);
+struct SelectorInputs {
+  Torus2D topology{1, 1};
+  std::vector<int> node_of_rank;  // every rank's node, as the schedules see it (hierarchical)
+  // Every rank's node as the links see it (which class carries a transfer); empty: node_of_rank.
+  // They differ under TOROID_NODES, whose emulated nodes share one machine's memory.
+  std::vector<int> link_node_of_rank;
+  bool shm_inside_node = true;    // shared-memory links inside a node (else MPI)
+  Tuning tuning = default_tuning();
+  std::uint64_t segment_bytes = 256 * 1024;
+  std::vector<AlgorithmRule> rules;
+};
+
+struct Choice {
+  Algorithm algorithm = Algorithm::ring;
+  const AlgorithmRule* rule = nullptr;  // the TOROID_ALGO rule that decided, if one did
+  bool modeled = false;                 // false: fixed_rule decided (too many ranks)
+  std::vector<std::pair<Algorithm, double>> predicted;  // seconds per candidate priced, in candidate order
+};
+
+class Selector {
+ public:
+  // Throws InvalidArgument when the tuning lacks a link class this communicator uses.
+  explicit Selector(SelectorInputs in);
+
+  // The algorithm for a call; the first call of each (collective, class) tells the observer.
+  Algorithm choose(Collective c, std::uint64_t bytes);
+  // Computes the class's choice on first use.
+  const Choice& choice(Collective c, int size_class);
+
+  // Called once per (collective, class) at its first call (TOROID_LOG=info).
+  void set_observer(std::function<void(Collective, int, const Choice&)> f) { observer_ = std::move(f); }
+
+  // "recursive_doubling below 128 KiB, rabenseifner below 2 MiB, torus2d_both from 2 MiB" over
+  // the classes up to `up_to` bytes (computing them), or one name where all agree.
+  std::string describe(Collective c, std::uint64_t up_to = std::uint64_t{1} << 30);
+
+  // Predicted seconds of algorithm a for `bytes` on these links; nullopt when it cannot run here.
+  std::optional<double> predict(Collective c, Algorithm a, std::uint64_t bytes) const;
+
+  // Link classes this communicator's transfers use, and what they are priced with.
+  std::string describe_links() const;
+
+  static int size_class(std::uint64_t bytes) noexcept;  // 0 for 0 bytes, else bit_width
+  static std::uint64_t class_low(int k) noexcept;       // the smallest size in class k
+  static std::uint64_t class_middle(int k) noexcept;    // where class k is priced
+
+ private:
+  SelectorInputs in_;
+  bool uses_[kLinkClasses] = {};
+  std::array<std::array<std::optional<Choice>, kSizeClasses>, 4> table_;
+  std::array<std::array<bool, kSizeClasses>, 4> reported_{};
+  std::function<void(Collective, int, const Choice&)> observer_;
+};
+
+std::string size_text(std::uint64_t bytes);  // "128 KiB", "2 MiB", "96 B"
 
 }  // namespace toroid::exec

@@ -39,7 +39,11 @@ class Network {
   std::vector<double> free_;  // per link id: when its last reservation ends
   std::vector<std::uint64_t> bytes_;
   std::vector<double> busy_;
+  Reservation reserve_endpoints(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready,
+                                double source_done);
+
   std::vector<int> path_;     // reused route buffer
+  std::vector<int> node_port_;  // endpoint model: per node, the rank whose link ids carry its network ports
   int hops_[2] = {0, 0};      // of the last route, per dimension
 };
 

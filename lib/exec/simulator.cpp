@@ -254,11 +254,22 @@ class Engine {
   std::string error_;
 };
 
+bool endpoints_valid(const EndpointLinks& e, int ranks) {
+  for (const LinkParams& p : e.params)
+    if (!(p.bytes_per_s > 0 && p.alpha_s >= 0)) return false;
+  if (e.node_of_rank.size() != static_cast<std::size_t>(ranks)) return false;
+  for (int n : e.node_of_rank)
+    if (n < 0 || n >= ranks) return false;
+  return true;
+}
+
 SimResult run_programs(const SimModel& m, const std::vector<Program>& programs) {
   if (!(m.link_bytes_per_s[0] > 0 && m.link_bytes_per_s[1] > 0 && m.reduce_bytes_per_s > 0 &&
-        m.hop_latency_s[0] >= 0 && m.hop_latency_s[1] >= 0 && m.segment_bytes > 0)) {
+        m.hop_latency_s[0] >= 0 && m.hop_latency_s[1] >= 0 && m.segment_bytes > 0) ||
+      (m.endpoints && !endpoints_valid(*m.endpoints, m.topology.size()))) {
     SimResult r;
-    r.error = "simulator: bandwidths and the segment must be positive, latencies not negative";
+    r.error = "simulator: bandwidths and the segment must be positive, latencies not negative (endpoint links: "
+              "one node index in [0, ranks) per rank)";
     return r;
   }
   return Engine(m, programs).run();

@@ -45,9 +45,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "exec/tuning.hpp"
 #include "schedule/build.hpp"
 #include "schedule/step.hpp"
 #include "toroid/topology.hpp"
@@ -55,8 +57,23 @@
 
 namespace toroid::exec {
 
+// The links of a machine rather than a torus (what `auto`'s cost model prices): every rank has a
+// port out and a port in for the links inside its node, every node one for the network. A
+// transfer of B bytes of link class c holds the sender's out port and the receiver's in port
+// (for the network: their nodes') for alpha_c + B/bw_c, FIFO, and its last byte arrives then.
+struct EndpointLinks {
+  std::vector<int> node_of_rank;  // every rank's node
+  bool shm_inside_node = true;    // inside a node: toroid's shared-memory links (else MPI)
+  std::array<LinkParams, kLinkClasses> params;
+  LinkClass class_of(int a, int b) const {
+    if (node_of_rank[static_cast<std::size_t>(a)] != node_of_rank[static_cast<std::size_t>(b)]) return LinkClass::network;
+    return shm_inside_node ? LinkClass::shm : LinkClass::mpi;
+  }
+};
+
 struct SimModel {
   Torus2D topology{1, 1};
+  std::optional<EndpointLinks> endpoints;  // set: these links, not the torus's
   double link_bytes_per_s[2] = {80e9, 80e9};  // per direction, [x, y]
   double hop_latency_s[2] = {1e-6, 1e-6};     // per hop, [x, y]
   double reduce_bytes_per_s = 300e9;          // received bytes reduced per second, per chip

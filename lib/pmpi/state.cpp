@@ -15,7 +15,6 @@
 
 #include "api/communicator_impl.hpp"
 #include "core/config_values.hpp"
-#include "exec/selector.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/settings.hpp"
 #include "toroid/error.hpp"
@@ -76,7 +75,7 @@ void make_keyvals() {
 std::string served_by(const State& s, Collective c) {
   const Algorithm a = s.algorithm_for(c).value_or(s.comm.default_algorithm());
   if (a != Algorithm::automatic) return std::string(to_string(a));
-  return fmt::format("auto ({})", exec::describe_choice(c, s.comm.topology()));
+  return fmt::format("auto ({})", s.comm.impl().selector->describe(c));
 }
 
 // Where rank 0's steps travel: what its node shares, and MPI to ranks elsewhere.

@@ -1,34 +1,167 @@
-// `auto`'s choice by size, and the text that names it (the preload's TOROID_LOG=info line).
+// `auto`: the cost model's choices for given link parameters, the override rules, the tuning file.
 #include <catch2/catch.hpp>
 
 #include "exec/selector.hpp"
+#include "toroid/error.hpp"
 
 using namespace toroid;
-using exec::choose_algorithm;
-using exec::describe_choice;
+using exec::LinkClass;
+using exec::LinkParams;
+using exec::Selector;
+using exec::SelectorInputs;
 
-TEST_CASE("selector: the description names each size class's algorithm and its bounds") {
-  const Torus2D square(2, 2), pair(2, 1), ring(8, 1), one(1, 1);
-  CHECK(describe_choice(Collective::allreduce, square) ==
-        "recursive_doubling below 128 KiB, rabenseifner below 2 MiB, torus2d_both from 2 MiB");
-  CHECK(describe_choice(Collective::allreduce, ring) ==
-        "recursive_doubling below 128 KiB, rabenseifner below 2 MiB, bidir_ring from 2 MiB");
-  // Two ranks: one exchange beats Rabenseifner's two halves, so two classes merge.
-  CHECK(describe_choice(Collective::allreduce, pair) == "recursive_doubling below 2 MiB, bidir_ring from 2 MiB");
-  CHECK(describe_choice(Collective::allreduce, one) == "ring");
-  CHECK(describe_choice(Collective::reduce_scatter, square) == "torus2d");
-  CHECK(describe_choice(Collective::allgather, ring) == "bidir_ring");
+namespace {
+
+SelectorInputs inputs(Torus2D t, std::vector<int> nodes = {}) {
+  SelectorInputs in;
+  in.topology = t;
+  in.node_of_rank = std::move(nodes);
+  return in;
 }
 
-TEST_CASE("selector: the description agrees with the choice on both sides of every bound") {
-  for (const Torus2D& t : {Torus2D(2, 2), Torus2D(2, 1), Torus2D(4, 2), Torus2D(3, 1)})
-    for (std::uint64_t bound : {exec::small_message_bytes, exec::medium_message_bytes}) {
-      const std::string text = describe_choice(Collective::allreduce, t);
-      const Algorithm below = choose_algorithm(Collective::allreduce, bound - 1, t);
-      const Algorithm at = choose_algorithm(Collective::allreduce, bound, t);
-      INFO(t.to_string() << ": " << text);
-      CHECK(text.find(std::string(to_string(below))) != std::string::npos);
-      CHECK(text.find(std::string(to_string(at))) != std::string::npos);
-      if (below != at) CHECK(text.find(std::string(to_string(below)) + " below") != std::string::npos);
+}  // namespace
+
+TEST_CASE("selector: few rounds for small messages, bandwidth algorithms for large ones") {
+  for (const Torus2D& t : {Torus2D(2, 1), Torus2D(2, 2), Torus2D(4, 2), Torus2D(8, 1)}) {
+    Selector s(inputs(t));
+    INFO(t.to_string() << ": " << s.describe(Collective::allreduce));
+    CHECK(s.choose(Collective::allreduce, 8) == Algorithm::recursive_doubling);
+    const Algorithm big = s.choose(Collective::allreduce, 64u << 20);
+    CHECK(big != Algorithm::recursive_doubling);
+    // The choice is the least predicted time of the class's middle size.
+    const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(64u << 20));
+    REQUIRE(c.modeled);
+    for (auto [a, time] : c.predicted)
+      CHECK(time >= *s.predict(Collective::allreduce, big, Selector::class_middle(Selector::size_class(64u << 20))));
+  }
+}
+
+TEST_CASE("selector: a slow network between nodes makes a node-aware algorithm win at 2 nodes x 4 ranks") {
+  // On an 8x1 shape the rings cross between the nodes with the whole vector; hierarchical
+  // crosses with a quarter of it.
+  SelectorInputs in = inputs(Torus2D(8, 1), {0, 0, 0, 0, 1, 1, 1, 1});
+  in.tuning[LinkClass::network] = LinkParams{50e-6, 0.1e9};  // 100 MB/s, 50 us
+  Selector s(in);
+  INFO(s.describe(Collective::allreduce));
+  CHECK(s.choose(Collective::allreduce, 4u << 20) == Algorithm::hierarchical);
+  // The same shape on one node never picks hierarchical for large vectors.
+  Selector one(inputs(Torus2D(8, 1)));
+  CHECK(one.choose(Collective::allreduce, 4u << 20) != Algorithm::hierarchical);
+  // On 4x2 with a node per row, torus2d's X rings stay inside the nodes and only a quarter of
+  // the vector crosses, as with hierarchical: either of the two is right, a plain ring is not.
+  SelectorInputs rows = inputs(Torus2D(4, 2), {0, 0, 0, 0, 1, 1, 1, 1});
+  rows.tuning[LinkClass::network] = LinkParams{50e-6, 0.1e9};
+  Selector r(rows);
+  const Algorithm a = r.choose(Collective::allreduce, 4u << 20);
+  CHECK((a == Algorithm::hierarchical || a == Algorithm::torus2d || a == Algorithm::torus2d_both));
+}
+
+TEST_CASE("selector: the latency of a link moves the crossover to larger sizes") {
+  SelectorInputs fast = inputs(Torus2D(4, 1)), slow = inputs(Torus2D(4, 1));
+  slow.tuning[LinkClass::shm] = LinkParams{200e-6, 5e9};
+  Selector f(fast), s(slow);
+  // Find the first class where each leaves recursive doubling.
+  auto leave = [](Selector& sel) {
+    for (int k = 1; k < 40; ++k)
+      if (sel.choice(Collective::allreduce, k).algorithm != Algorithm::recursive_doubling) return k;
+    return 40;
+  };
+  CHECK(leave(s) > leave(f));
+}
+
+TEST_CASE("selector: every collective gets an algorithm that implements it") {
+  Selector s(inputs(Torus2D(2, 2)));
+  for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather, Collective::broadcast})
+    for (std::uint64_t b : {0ull, 8ull, 4096ull, 1ull << 20, 1ull << 26}) {
+      INFO(to_string(c) << " " << b);
+      CHECK(implements(s.choose(c, b), c));
     }
+}
+
+TEST_CASE("selector: the description agrees with the choice of every class") {
+  Selector s(inputs(Torus2D(2, 2)));
+  const std::string text = s.describe(Collective::allreduce);
+  INFO(text);
+  for (int k = 0; k <= 31; ++k) CHECK(text.find(std::string(to_string(s.choice(Collective::allreduce, k).algorithm))) != std::string::npos);
+}
+
+TEST_CASE("selector: rules come first, sizes they do not cover are the model's") {
+  SelectorInputs in = inputs(Torus2D(2, 2));
+  in.rules = exec::parse_algorithm_rules("allreduce:0-64K=ring,1M-inf=mpi");
+  Selector s(in);
+  CHECK(s.choose(Collective::allreduce, 8) == Algorithm::ring);
+  CHECK(s.choose(Collective::allreduce, 64 * 1024 - 1) == Algorithm::ring);
+  CHECK(s.choose(Collective::allreduce, 8u << 20) == Algorithm::mpi);
+  CHECK(s.choice(Collective::allreduce, Selector::size_class(256 * 1024)).rule == nullptr);
+  CHECK(s.choice(Collective::allreduce, Selector::size_class(256 * 1024)).modeled);
+  CHECK(s.choose(Collective::allgather, 8) != Algorithm::mpi);
+}
+
+TEST_CASE("selector: a tuning without a link class the communicator uses is refused") {
+  SelectorInputs in = inputs(Torus2D(2, 2), {0, 0, 1, 1});
+  in.tuning[LinkClass::network].reset();
+  in.tuning.source = "one-node.txt";
+  CHECK_THROWS_WITH(Selector(in), Catch::Contains("one-node.txt has no network link parameters"));
+  in.node_of_rank = {0, 0, 0, 0};
+  CHECK_NOTHROW(Selector(in));
+}
+
+TEST_CASE("selector: too many ranks to simulate: the fixed rule, said so") {
+  Selector s(inputs(Torus2D(32, 16)));
+  const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(8u << 20));
+  CHECK_FALSE(c.modeled);
+  CHECK(c.algorithm == exec::fixed_rule(Collective::allreduce, Selector::class_middle(Selector::size_class(8u << 20)), Torus2D(32, 16)));
+}
+
+TEST_CASE("selector: size classes") {
+  CHECK(Selector::size_class(0) == 0);
+  CHECK(Selector::size_class(1) == 1);
+  CHECK(Selector::size_class(4096) == 13);
+  CHECK(Selector::class_low(13) == 4096);
+  CHECK(Selector::class_middle(13) == 6144);
+  CHECK(Selector::size_class(8191) == 13);
+}
+
+TEST_CASE("algorithm rules: parsed, and each bad part named") {
+  const auto r = exec::parse_algorithm_rules("allreduce:0-64K=recursive_doubling,64K-inf=ring;allgather:0-1M=bidir_ring");
+  REQUIRE(r.size() == 3);
+  CHECK(r[0].high == 65536);
+  CHECK(r[1].high == UINT64_MAX);
+  CHECK(r[2].collective == Collective::allgather);
+  CHECK(exec::find_rule(r, Collective::allreduce, 65535)->algorithm == Algorithm::recursive_doubling);
+  CHECK(exec::find_rule(r, Collective::allreduce, 65536)->algorithm == Algorithm::ring);
+  CHECK(exec::find_rule(r, Collective::allgather, 1u << 20) == nullptr);
+  using Catch::Contains;
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduse:0-inf=ring"), Contains("unknown collective 'allreduse'"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-inf=rong"), Contains("'allreduce:0-inf=rong'"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:64K=ring"), Contains("not 'low-high=algorithm'"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:64K-1K=ring"), Contains("the range is empty"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-1x=ring"), Contains("high end"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allgather:0-inf=rabenseifner"), Contains("rabenseifner does not implement allgather"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-1M=ring,512K-inf=ring"), Contains("overlaps 'allreduce:0-1M=ring'"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-inf=auto"), Contains("a rule names a fixed algorithm"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules(";"), Contains("has no rules"));
+  CHECK(exec::is_rule_list("allreduce:0-inf=ring"));
+  CHECK_FALSE(exec::is_rule_list("ring"));
+}
+
+TEST_CASE("tuning file: read back what is written; malformed lines named") {
+  exec::Tuning t = exec::default_tuning();
+  t[LinkClass::network].reset();
+  const exec::Tuning back = exec::parse_tuning(exec::format_tuning(t, "measured here\nsecond line"), "f.txt");
+  CHECK_FALSE(back[LinkClass::network]);
+  REQUIRE(back[LinkClass::shm]);
+  CHECK(back[LinkClass::shm]->alpha_s == Approx(t[LinkClass::shm]->alpha_s).epsilon(1e-3));
+  CHECK(back[LinkClass::shm]->bytes_per_s == Approx(t[LinkClass::shm]->bytes_per_s).epsilon(1e-3));
+  CHECK(back.reduce_bytes_per_s == Approx(t.reduce_bytes_per_s).epsilon(1e-3));
+  CHECK(back.source == "f.txt");
+  using Catch::Contains;
+  CHECK_THROWS_WITH(exec::parse_tuning("", "f"), Contains("f:0: empty"));
+  CHECK_THROWS_WITH(exec::parse_tuning("hello\n", "f"), Contains("f:1: 'hello' is not the header"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.alpha_us 3\n", "f"), Contains("f:2: 'shm.alpha_us 3' is not 'key = value'"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.alpha_us = x\n", "f"), Contains("f:2: shm.alpha_us: 'x' is not a number"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nnet.gbps = 1\n", "f"), Contains("unknown key 'net.gbps'"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 0\nreduce.gbps = 1\n", "f"), Contains("shm.gbps must be positive"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nreduce.gbps = 1\n", "f"), Contains("shm.gbps without shm.alpha_us"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nshm.alpha_us = 1\n", "f"), Contains("no reduce.gbps"));
 }

@@ -1,0 +1,212 @@
+// toroid-tune: measures the link parameters `auto`'s cost model prices schedules with, and
+// writes them to a tuning file (TOROID_TUNING=<file> makes every communicator use it).
+//
+//   class    measured between                        how
+//   shm      ranks of one node, in pairs, all pairs   toroid's shared-memory links
+//            at once (as in a collective)
+//   mpi      the same pairs                           TOROID_TRANSPORT=mpi (MPI's own path)
+//   network  local rank 0 of node 0 and of node 1     MPI between the nodes
+//   reduce   every rank at once                       the f32 sum kernel, 16 MiB operands
+//
+// Each link is timed with an in-place 2-rank ring all-gather of n bytes (one exchange of n/2
+// bytes each way: what the model calls one message), median over iterations of the slower rank
+// of the pair, then fitted to t = alpha + (n/2) / bandwidth (sim/fit.hpp).
+//
+//   mpirun -np 4 toroid-tune --out toroid-tuning.txt
+#include <fmt/format.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "exec/tuning.hpp"
+#include "sim/fit.hpp"
+#include "toroid/toroid.hpp"
+
+namespace {
+
+using namespace toroid;
+
+struct Settings {
+  std::string out = "toroid-tuning.txt";
+  std::uint64_t max_bytes = 16u << 20;
+  int iters = 20;
+};
+
+[[noreturn]] void usage(int rank, const std::string& why) {
+  if (rank == 0)
+    fmt::print(stderr, "toroid-tune: {}\nusage: mpirun -np N toroid-tune [--out FILE] [--max-bytes N] [--iters N]\n", why);
+  MPI_Finalize();
+  std::exit(2);
+}
+
+Settings parse(int argc, char** argv, int rank) {
+  Settings s;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(rank, a + " needs a value");
+      return argv[++i];
+    };
+    try {
+      if (a == "--out") s.out = value();
+      else if (a == "--max-bytes") s.max_bytes = std::stoull(value());
+      else if (a == "--iters") s.iters = std::stoi(value());
+      else if (a == "--help" || a == "-h") usage(rank, "measures auto's link parameters");
+      else usage(rank, "unknown option " + a);
+    } catch (const std::logic_error&) {
+      usage(rank, fmt::format("{} {}: not a number", a, argv[i]));
+    }
+  }
+  if (s.iters < 3) usage(rank, fmt::format("--iters {}: at least 3", s.iters));
+  if (s.max_bytes < 4096) usage(rank, fmt::format("--max-bytes {}: at least 4096", s.max_bytes));
+  return s;
+}
+
+// Times an in-place all-gather of n bytes on `pair` (2 ranks) while every rank of the world
+// runs the same loop (those outside a pair only join the barriers). Returns the median over
+// iterations of the slower rank of each pair, on the pair's rank 0 (others: 0).
+double time_exchange(Communicator* pair, std::uint64_t bytes, int iters, std::vector<float>& buf) {
+  std::vector<double> times;
+  const std::size_t count = std::max<std::uint64_t>(bytes / 4, 2);
+  for (int it = 0; it < iters + 2; ++it) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double t0 = MPI_Wtime();
+    if (pair) allgather(std::span<float>(buf.data(), count), *pair, Algorithm::ring);
+    double t = MPI_Wtime() - t0;
+    if (pair) MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, pair->mpi_comm());
+    if (it >= 2) times.push_back(t);
+  }
+  std::sort(times.begin(), times.end());
+  return pair && pair->rank() == 0 ? times[times.size() / 2] : 0.0;
+}
+
+// Fits one link class from the pairs' exchanges: the median pair's fit on rank 0.
+std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Settings& s, std::optional<Transport> transport,
+                                        const char* name, int rank) {
+  MPI_Comm split = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, pair_color ? *pair_color : MPI_UNDEFINED, rank, &split);
+  std::optional<Communicator> pair;
+  if (split != MPI_COMM_NULL) {
+    Options o;
+    o.transport = transport;
+    o.topology = "2x1";
+    o.nodes = "real";
+    pair.emplace(split, o);
+  }
+  int any = split != MPI_COMM_NULL ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  std::optional<exec::LinkParams> result;
+  if (any) {
+    std::vector<float> buf(s.max_bytes / 4 + 2, 1.0f);
+    std::vector<std::pair<double, double>> pts;
+    for (std::uint64_t n = 8; n <= s.max_bytes; n *= 4) {
+      const double t = time_exchange(pair ? &*pair : nullptr, n, s.iters, buf);
+      pts.push_back({static_cast<double>(std::max<std::uint64_t>(n / 4, 2) * 4 / 2), t});
+    }
+    // Pair leaders send their fits to rank 0, which keeps the median.
+    double mine[2] = {-1, -1};
+    if (pair && pair->rank() == 0) {
+      const sim_cli::Fit f = sim_cli::fit(pts);
+      mine[0] = f.alpha_s;
+      mine[1] = f.beta_bytes_per_s;
+      {
+        std::string row;
+        for (auto [b, t] : pts) row += fmt::format(" {}:{:.2f}", static_cast<std::uint64_t>(b), t * 1e6);
+        fmt::print("toroid-tune: {} pair of world rank {}: one-way us by bytes{} -> alpha {:.2f} us, {:.2f} GB/s\n",
+                   name, rank, row, f.alpha_s * 1e6, f.beta_bytes_per_s / 1e9);
+      }
+    }
+    int size = 0;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::vector<double> all(static_cast<std::size_t>(2 * size));
+    MPI_Gather(mine, 2, MPI_DOUBLE, all.data(), 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      std::vector<std::pair<double, double>> fits;
+      for (int r = 0; r < size; ++r)
+        if (all[2 * r] >= 0) fits.push_back({all[2 * r + 1], all[2 * r]});
+      std::sort(fits.begin(), fits.end());
+      const auto [bw, alpha] = fits[fits.size() / 2];
+      result = exec::LinkParams{alpha, bw};
+    }
+  }
+  pair.reset();
+  if (split != MPI_COMM_NULL) MPI_Comm_free(&split);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const Settings s = parse(argc, argv, rank);
+  int status = 0;
+  try {
+    // The real nodes: emulated ones (TOROID_NODES) share this machine's memory, no network.
+    Options real;
+    real.nodes = "real";
+    Communicator world(MPI_COMM_WORLD, real);
+    const int node = world.node_of(rank);
+    int local = 0, nodes = world.nodes();
+    for (int r = 0; r < rank; ++r) local += world.node_of(r) == node;
+    int local_size = 0;
+    for (int r = 0; r < size; ++r) local_size += world.node_of(r) == node;
+    int most_local = local_size;
+    MPI_Allreduce(MPI_IN_PLACE, &most_local, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    // Pairs inside a node: local ranks (0,1), (2,3), ...; color unique per pair.
+    std::optional<int> inside;
+    if (local / 2 * 2 + 1 < local_size) inside = node * size + local / 2;
+    exec::Tuning t;
+    t.links = {};
+    if (most_local >= 2) {
+      t[exec::LinkClass::shm] = measure(inside, s, Transport::shm, "shm", rank);
+      t[exec::LinkClass::mpi] = measure(inside, s, Transport::mpi, "mpi", rank);
+    }
+    if (nodes >= 2) {
+      std::optional<int> across;
+      if (local == 0 && node < 2) across = 0;
+      t[exec::LinkClass::network] = measure(across, s, std::nullopt, "network", rank);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double reduce = sim_cli::reduce_throughput();
+    std::vector<double> reduces(static_cast<std::size_t>(size));
+    MPI_Gather(&reduce, 1, MPI_DOUBLE, reduces.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+      std::sort(reduces.begin(), reduces.end());
+      t.reduce_bytes_per_s = reduces[reduces.size() / 2];
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      const std::time_t now = std::time(nullptr);
+      char when[64];
+      std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+      const std::string text = exec::format_tuning(
+          t, fmt::format("toroid-tune on {}, {}: {} ranks on {} node(s), at most {} per node\n"
+                         "{}",
+                         host, when, size, nodes, most_local,
+                         nodes < 2 ? "no network.* (one node): communicators across nodes need a run across nodes" : ""));
+      std::ofstream out(s.out);
+      out << text;
+      if (!out) {
+        fmt::print(stderr, "toroid-tune: cannot write '{}'\n", s.out);
+        status = 1;
+      } else {
+        fmt::print("{}toroid-tune: wrote {} (TOROID_TUNING={} uses it)\n", text, s.out, s.out);
+      }
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "toroid-tune: rank {}: {}\n", rank, e.what());
+    status = 1;
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return status;
+}

@@ -1,0 +1,94 @@
+#include "api/selector_setup.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "api/agreement.hpp"
+#include "exec/mpi_check.hpp"
+#include "toroid/error.hpp"
+
+namespace toroid::api {
+namespace {
+
+using exec::mpi_check;
+
+// Rank 0 reads the file; every rank gets its text, or the reason it could not be read.
+exec::Tuning agreed_tuning(const Communicator::Impl& m) {
+  if (m.config.tuning_file.empty()) return exec::default_tuning();
+  std::string text;
+  int ok = 1;
+  if (m.rank == 0) {
+    std::ifstream in(m.config.tuning_file);
+    if (!in) {
+      ok = 0;
+      text = fmt::format("TOROID_TUNING: cannot read '{}' ({})", m.config.tuning_file, std::strerror(errno));
+    } else {
+      std::ostringstream all;
+      all << in.rdbuf();
+      text = all.str();
+    }
+  }
+  long long head[2] = {ok, static_cast<long long>(text.size())};
+  mpi_check(MPI_Bcast(head, 2, MPI_LONG_LONG, 0, m.comm), "MPI_Bcast");
+  text.resize(static_cast<std::size_t>(head[1]));
+  if (head[1] > 0) mpi_check(MPI_Bcast(text.data(), static_cast<int>(head[1]), MPI_CHAR, 0, m.comm), "MPI_Bcast");
+  if (!head[0]) throw InvalidArgument(text);
+  try {
+    return exec::parse_tuning(text, m.config.tuning_file);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(std::string("TOROID_TUNING: ") + e.what());
+  }
+}
+
+std::string line_for(const Communicator::Impl& m, const exec::Selector& s, Collective c, int k, const exec::Choice& ch) {
+  const std::uint64_t low = exec::Selector::class_low(k), high = exec::Selector::class_low(k + 1);
+  std::string why;
+  if (ch.rule) why = fmt::format("by rule {}", ch.rule->text);
+  else if (!ch.modeled) why = m.size == 1 ? "one rank" : fmt::format("fixed rule above {} ranks", exec::kMaxModeledRanks);
+  else {
+    why = "model:";
+    for (auto [a, t] : ch.predicted) why += fmt::format(" {} {:.1f}", to_string(a), t * 1e6);
+    why += " us";
+  }
+  return fmt::format("toroid: auto {} of {} - {} on {} ranks ({}, {} node(s); {}): {} ({})\n", to_string(c),
+                     exec::size_text(low), exec::size_text(high), m.size, m.topology.to_string(), m.nodes.nodes,
+                     s.describe_links(), to_string(ch.algorithm), why);
+}
+
+}  // namespace
+
+std::unique_ptr<exec::Selector> make_selector(const Communicator::Impl& m) {
+  exec::SelectorInputs in;
+  in.topology = m.topology;
+  in.node_of_rank = m.nodes.node_of_rank;
+  // Emulated nodes (TOROID_NODES) share this machine: its real nodes say which links carry what.
+  if (!m.config.nodes.empty()) in.link_node_of_rank = topology::discover_nodes(m.comm).node_of_rank;
+  // Shared-memory links inside the nodes only where every rank has them (a node short of
+  // /dev/shm room runs on MPI), so that every rank prices the same links.
+  int shm = m.links && (m.links->local_ranks() > 1 || m.nodes.local_size == 1) ? 1 : 0;
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &shm, 1, MPI_INT, MPI_LAND, m.comm), "MPI_Allreduce");
+  in.shm_inside_node = shm != 0;
+  // The shared-memory links pipeline in their slots, not in the MPI executor's segments: on one
+  // node the model's segment is the slot (the smallest of any rank's, so all price alike).
+  unsigned long long segment = m.config.segment_bytes;
+  if (in.shm_inside_node && m.links && m.links->local_ranks() == m.size) segment = m.links->slot_bytes();
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &segment, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, m.comm), "MPI_Allreduce");
+  in.segment_bytes = segment;
+  in.rules = m.config.rules;
+  in.tuning = agreed_tuning(m);
+  std::unique_ptr<exec::Selector> s;
+  run_agreed(m.comm, [&] { s = std::make_unique<exec::Selector>(std::move(in)); });
+  if (m.config.log_choices && m.rank == 0) {
+    const exec::Selector* self = s.get();
+    s->set_observer([&m, self](Collective c, int k, const exec::Choice& ch) {
+      fmt::print(stderr, "{}", line_for(m, *self, c, k, ch));
+    });
+  }
+  return s;
+}
+
+}  // namespace toroid::api

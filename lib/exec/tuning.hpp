@@ -1,0 +1,52 @@
+// What `auto`'s cost model knows of the links: per link class a per-message time (alpha) and a
+// bandwidth (1/beta), and the reduction kernel's throughput. Measured by toroid-tune, read from
+// the file TOROID_TUNING names, else the defaults below (measured on this project's machine).
+//
+//   class    between                                      carried by
+//   shm      two ranks of one node                        toroid's shared-memory links
+//   mpi      two ranks of one node, TOROID_TRANSPORT=mpi  MPI (its own shared memory)
+//   network  ranks of different nodes                     MPI (TCP, or what MPI has)
+//
+// File format (toroid-tune writes it; '#' starts a comment):
+//   toroid-tuning 1
+//   shm.alpha_us = 0.9
+//   shm.gbps = 6.5            (1e9 bytes/s one way, per rank, all ranks of a node sending)
+//   reduce.gbps = 9.0         (bytes of one operand summed per second)
+// A class may be missing (measured on one node: no network.*); a communicator that needs it
+// is then refused with a message saying so.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace toroid::exec {
+
+enum class LinkClass { shm, mpi, network };
+inline constexpr int kLinkClasses = 3;
+std::string_view to_string(LinkClass c) noexcept;
+
+struct LinkParams {
+  double alpha_s = 0;          // per message: from posting a send to the receiver having it, 0 bytes
+  double bytes_per_s = 1e9;    // one way
+};
+
+struct Tuning {
+  std::array<std::optional<LinkParams>, kLinkClasses> links;
+  double reduce_bytes_per_s = 8e9;
+  std::string source = "built-in defaults";  // the file's path, for messages
+
+  const std::optional<LinkParams>& operator[](LinkClass c) const { return links[static_cast<int>(c)]; }
+  std::optional<LinkParams>& operator[](LinkClass c) { return links[static_cast<int>(c)]; }
+};
+
+// Measured on this project's 2-core VM with toroid-tune (docs/algorithms.md, section `auto`).
+Tuning default_tuning();
+
+// Parses a tuning file's text; throws InvalidArgument "<source>:<line>: ..." naming the bad part.
+Tuning parse_tuning(std::string_view text, std::string_view source);
+// The text parse_tuning reads back (header comment lines first, each prefixed with "# ").
+std::string format_tuning(const Tuning& t, std::string_view header);
+
+}  // namespace toroid::exec

@@ -1,0 +1,90 @@
+#!/usr/bin/python3
+"""How good `auto` is, from toroid-bench CSV files of `--algo all` runs (one file per layout):
+
+  per size: the fastest fixed algorithm of the run, what auto picked and its time, auto/best;
+  per algorithm and size: the cost model's prediction against the measured time.
+
+  scripts/mpirun.sh -np 4 build/benchmarks/toroid-bench --op all --algo all -b 8 -e 64M \
+      --format csv --output np4.csv
+  scripts/auto_check.py np4.csv [--within 1.10]
+
+Exit status 0 always: the goal (auto within 10% of the best) is reported, not enforced, since
+times on a shared machine are noisy; the numbers go in the docs.
+"""
+import argparse
+import csv
+import sys
+from collections import defaultdict
+
+
+def read(path):
+    header, rows = [], []
+    with open(path) as f:
+        lines = [l for l in f if l.strip()]
+    header = [l[1:].strip() for l in lines if l.startswith("#")]
+    body = [l for l in lines if not l.startswith("#")]
+    for r in csv.DictReader(body):
+        rows.append(r)
+    if not rows or "predicted_us" not in rows[0]:
+        sys.exit(f"auto_check: {path}: not toroid-bench CSV with predicted_us (--format csv of a current build)")
+    return header, rows
+
+
+def run_label(header):
+    words = " ".join(header).split()
+    def after(key):
+        return words[words.index(key) + 1] if key in words else "?"
+    return f"{after('ranks')} ranks, {after('nodes')} node(s), topology {after('topology')}"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("csv", nargs="+")
+    ap.add_argument("--within", type=float, default=1.10, help="auto/best ratio counted as a hit")
+    a = ap.parse_args()
+    for path in a.csv:
+        header, rows = read(path)
+        print(f"## {path}: {run_label(header)}\n")
+        by = defaultdict(dict)  # (collective, size) -> algo -> row
+        for r in rows:
+            by[(r["collective"], int(r["size"]))][r["algo"]] = r
+        print("| collective | size | best fixed | time (us) | auto picks | auto (us) | auto/best | stock (us) |")
+        print("|---|---:|---|---:|---|---:|---:|---:|")
+        misses, total = [], 0
+        for (coll, size), algos in sorted(by.items()):
+            fixed = {k: float(v["time_us"]) for k, v in algos.items() if k not in ("auto", "mpi", "copy_bound")}
+            if not fixed or "auto" not in algos:
+                continue
+            best = min(fixed, key=fixed.get)
+            auto = float(algos["auto"]["time_us"])
+            ratio = auto / fixed[best]
+            total += 1
+            if ratio > a.within:
+                misses.append((coll, size, ratio, algos["auto"]["picked"], best))
+            stock = algos.get("mpi", {}).get("time_us", "-")
+            print(f"| {coll} | {size} | {best} | {fixed[best]:.2f} | {algos['auto']['picked']} | {auto:.2f} | "
+                  f"{ratio:.2f} | {stock} |")
+        print(f"\nauto within {a.within:.2f}x of the best fixed algorithm at {total - len(misses)} of {total} sizes")
+        for coll, size, ratio, picked, best in misses:
+            print(f"- miss: {coll} {size} B: auto ran {picked}, {ratio:.2f}x of {best}")
+        print("\nmeasured / predicted, per algorithm (all-reduce):\n")
+        algos = sorted({k for (c, _), v in by.items() if c == "allreduce" for k in v
+                        if k not in ("auto", "mpi", "copy_bound")})
+        print("| size | " + " | ".join(algos) + " |")
+        print("|---:|" + "---:|" * len(algos))
+        for (coll, size), v in sorted(by.items()):
+            if coll != "allreduce":
+                continue
+            cells = []
+            for k in algos:
+                r = v.get(k)
+                if not r or not r["predicted_us"]:
+                    cells.append("-")
+                    continue
+                cells.append(f"{float(r['time_us']) / float(r['predicted_us']):.2f}")
+            print(f"| {size} | " + " | ".join(cells) + " |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
