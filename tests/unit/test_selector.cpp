@@ -165,3 +165,17 @@ TEST_CASE("tuning file: read back what is written; malformed lines named") {
   CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nreduce.gbps = 1\n", "f"), Contains("shm.gbps without shm.alpha_us"));
   CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nshm.alpha_us = 1\n", "f"), Contains("no reduce.gbps"));
 }
+
+TEST_CASE("selector: the observer hears of each class once, at its first call, not from describe") {
+  Selector s(inputs(Torus2D(2, 2)));
+  int heard = 0;
+  s.set_observer([&](Collective, int, const exec::Choice&) { ++heard; });
+  s.describe(Collective::allreduce);
+  CHECK(heard == 0);
+  s.choose(Collective::allreduce, 100);
+  s.choose(Collective::allreduce, 120);  // same class
+  CHECK(heard == 1);
+  s.choose(Collective::allreduce, 300);
+  s.choose(Collective::allgather, 100);
+  CHECK(heard == 3);
+}

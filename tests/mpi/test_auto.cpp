@@ -1,0 +1,121 @@
+// `auto` on a real communicator: rules from TOROID_ALGO, a tuning file from TOROID_TUNING, every
+// rank choosing alike.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "api/communicator_impl.hpp"
+#include "exec/tuning.hpp"
+#include "mpi_test.hpp"
+#include "toroid/toroid.hpp"
+
+using namespace toroid;
+using testing::all_ranks;
+using testing::world_size;
+
+namespace {
+
+// Every rank's choice for (c, bytes) equals rank 0's.
+bool same_everywhere(Communicator& comm, Collective c, std::uint64_t bytes) {
+  int mine = static_cast<int>(comm.impl().selector->choose(c, bytes)), first = mine;
+  MPI_Bcast(&first, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return all_ranks(first == mine);
+}
+
+bool sums_right(Communicator& comm, std::size_t n) {
+  std::vector<float> v(n, static_cast<float>(comm.rank() + 1)), out(n);
+  allreduce(std::span<const float>(v), std::span<float>(out), ReduceOp::sum, comm);
+  const float expect = static_cast<float>(world_size() * (world_size() + 1) / 2);
+  for (float x : out)
+    if (x != expect) return false;
+  return true;
+}
+
+std::string shared_path(const char* what) {
+  long pid = static_cast<long>(getpid());
+  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  return "/tmp/toroid_test_" + std::string(what) + "_" + std::to_string(pid) + ".txt";
+}
+
+}  // namespace
+
+TEST_CASE("auto: every rank makes the same choice and sums right at every size") {
+  Communicator comm(MPI_COMM_WORLD);
+  for (std::uint64_t bytes : {4ull, 64ull, 4096ull, 65536ull, 1ull << 20, 4ull << 20}) {
+    CHECK(same_everywhere(comm, Collective::allreduce, bytes));
+    CHECK(same_everywhere(comm, Collective::allgather, bytes));
+    CHECK(all_ranks(sums_right(comm, bytes / 4)));
+  }
+}
+
+TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the rest") {
+  setenv("TOROID_ALGO", "allreduce:0-1K=mpi,1K-64K=ring", 1);
+  {
+    Communicator comm(MPI_COMM_WORLD);
+    exec::Selector& s = *comm.impl().selector;
+    CHECK(all_ranks(s.choose(Collective::allreduce, 512) == Algorithm::mpi));
+    CHECK(all_ranks(s.choose(Collective::allreduce, 4096) == Algorithm::ring));
+    CHECK(all_ranks(s.choice(Collective::allreduce, exec::Selector::size_class(1u << 20)).rule == nullptr));
+    CHECK(all_ranks(sums_right(comm, 100)));    // stock
+    CHECK(all_ranks(sums_right(comm, 4000)));   // ring
+    CHECK(all_ranks(sums_right(comm, 300000)));  // the model's
+  }
+  unsetenv("TOROID_ALGO");
+}
+
+TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every rank") {
+  const std::string path = shared_path("tuning");
+  exec::Tuning t = exec::default_tuning();
+  t[exec::LinkClass::shm] = exec::LinkParams{3e-6, 2e9};
+  if (testing::world_rank() == 0) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f);
+    std::fputs(exec::format_tuning(t, "test").c_str(), f);
+    std::fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  setenv("TOROID_TUNING", path.c_str(), 1);
+  std::string links = "(no communicator)";
+  try {
+    Communicator comm(MPI_COMM_WORLD);
+    links = comm.impl().selector->describe_links();
+    CHECK(all_ranks(sums_right(comm, 5000)));
+  } catch (const Error& e) {
+    links = e.what();
+  }
+  unsetenv("TOROID_TUNING");
+  INFO(links);
+  // One rank has no links to price; otherwise the file's source is named.
+  CHECK(all_ranks(world_size() == 1 || links.find(path) != std::string::npos));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (testing::world_rank() == 0) std::remove(path.c_str());
+}
+
+TEST_CASE("auto: a tuning file without the links this communicator uses is refused on every rank") {
+  if (world_size() < 2 || testing::real_nodes() != 1) return;  // needs links inside one node
+  const std::string path = shared_path("tuning_network_only");
+  if (testing::world_rank() == 0) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("toroid-tuning 1\nnetwork.alpha_us = 50\nnetwork.gbps = 0.1\nreduce.gbps = 5\n", f);
+    std::fclose(f);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  setenv("TOROID_TUNING", path.c_str(), 1);
+  std::string got = "(no error)";
+  try {
+    Communicator comm(MPI_COMM_WORLD);
+  } catch (const InvalidArgument& e) {
+    got = e.what();
+  }
+  unsetenv("TOROID_TUNING");
+  INFO(got);
+  CHECK(all_ranks(got.find("tuning " + path + " has no shm link parameters") != std::string::npos));
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (testing::world_rank() == 0) std::remove(path.c_str());
+}
