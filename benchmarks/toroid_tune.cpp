@@ -10,7 +10,7 @@
 //
 // Each link is timed with an in-place 2-rank ring all-gather of n bytes (one exchange of n/2
 // bytes each way: what the model calls one message), median over iterations of the slower rank
-// of the pair, then fitted to t = alpha + (n/2) / bandwidth (sim/fit.hpp).
+// of the pair, then fitted to t = alpha + (n/2) / bandwidth (fit_regimes).
 //
 //   mpirun -np 4 toroid-tune --out toroid-tuning.txt
 #include <fmt/format.h>
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "exec/tuning.hpp"
-#include "sim/fit.hpp"
+#include "sim/fit.hpp"  // reduce_throughput
 #include "toroid/toroid.hpp"
 
 namespace {
@@ -87,6 +87,23 @@ double time_exchange(Communicator* pair, std::uint64_t bytes, int iters, std::ve
   return pair && pair->rank() == 0 ? times[times.size() / 2] : 0.0;
 }
 
+// alpha from the small messages (the least time up to 1 KiB), the bandwidth from a line through
+// the messages of 64 KiB and more alone: one least-squares line through both ends would bend
+// toward the middle, where MPI switches protocols (TCP: eager below 64 KiB, rendezvous above,
+// 9x slower per byte across that step on the emulated cluster).
+sim_cli::Fit fit_regimes(const std::vector<std::pair<double, double>>& pts) {
+  double alpha = pts.front().second;
+  for (auto [n, t] : pts)
+    if (n <= 1024) alpha = std::min(alpha, t);
+  double k = 0, sn = 0, st = 0, snn = 0, snt = 0;
+  for (auto [n, t] : pts) {
+    if (n < 65536) continue;
+    k += 1, sn += n, st += t, snn += n * n, snt += n * t;
+  }
+  const double slope = k >= 2 ? (k * snt - sn * st) / (k * snn - sn * sn) : 0;
+  return {alpha, slope > 0 ? 1.0 / slope : pts.back().first / pts.back().second};
+}
+
 // Fits one link class from the pairs' exchanges: the median pair's fit on rank 0.
 std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Settings& s, std::optional<Transport> transport,
                                         const char* name, int rank) {
@@ -113,7 +130,7 @@ std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Set
     // Pair leaders send their fits to rank 0, which keeps the median.
     double mine[2] = {-1, -1};
     if (pair && pair->rank() == 0) {
-      const sim_cli::Fit f = sim_cli::fit(pts);
+      const sim_cli::Fit f = fit_regimes(pts);
       mine[0] = f.alpha_s;
       mine[1] = f.beta_bytes_per_s;
       {

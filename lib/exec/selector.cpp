@@ -89,7 +89,18 @@ std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t
     const auto& l = in_.tuning.links[static_cast<std::size_t>(k)];
     e.params[static_cast<std::size_t>(k)] = l ? *l : LinkParams{};
   }
-  m.endpoints = std::move(e);
+  // Nodes wired as the communicator's torus, one rank each: the torus model, per link and hop.
+  bool one_per_node = true;
+  for (int a = 0; a < p && one_per_node; ++a)
+    for (int b = a + 1; b < p && one_per_node; ++b)
+      one_per_node = e.node_of_rank[static_cast<std::size_t>(a)] != e.node_of_rank[static_cast<std::size_t>(b)];
+  if (in_.tuning.network_torus && one_per_node && in_.tuning[LinkClass::network]) {
+    const LinkParams& n = *in_.tuning[LinkClass::network];
+    m.link_bytes_per_s[0] = m.link_bytes_per_s[1] = n.bytes_per_s;
+    m.hop_latency_s[0] = m.hop_latency_s[1] = n.alpha_s;
+  } else {
+    m.endpoints = std::move(e);
+  }
   schedule::Request r;
   r.collective = c;
   // f32 elements; all-gather and reduce-scatter need a count that splits into the ranks' blocks

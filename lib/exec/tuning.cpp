@@ -30,10 +30,10 @@ std::string_view to_string(LinkClass c) noexcept {
 
 Tuning default_tuning() {
   Tuning t;
-  t[LinkClass::shm] = LinkParams{0.39e-6, 8.25e9};
-  t[LinkClass::mpi] = LinkParams{0.99e-6, 8.1e9};
-  t[LinkClass::network] = LinkParams{60e-6, 0.1e9};
-  t.reduce_bytes_per_s = 7.9e9;
+  t[LinkClass::shm] = LinkParams{0.35e-6, 8.5e9};
+  t[LinkClass::mpi] = LinkParams{0.75e-6, 6.8e9};
+  t[LinkClass::network] = LinkParams{30e-6, 0.12e9};
+  t.reduce_bytes_per_s = 7.5e9;
   return t;
 }
 
@@ -63,6 +63,12 @@ Tuning parse_tuning(std::string_view text, std::string_view source) {
     const auto eq = line.find('=');
     if (eq == std::string_view::npos) fail(fmt::format("'{}' is not 'key = value'", line));
     const std::string_view key = trim(line.substr(0, eq)), text_value = trim(line.substr(eq + 1));
+    if (key == "network.links") {
+      if (text_value != "switch" && text_value != "torus")
+        fail(fmt::format("network.links: '{}' is not switch or torus", text_value));
+      t.network_torus = text_value == "torus";
+      continue;
+    }
     double v = 0;
     const auto [end, ec] = std::from_chars(text_value.data(), text_value.data() + text_value.size(), v);
     if (ec != std::errc() || end != text_value.data() + text_value.size() || !std::isfinite(v))
@@ -79,7 +85,7 @@ Tuning parse_tuning(std::string_view text, std::string_view source) {
     for (int i = 0; i < kLinkClasses; ++i)
       if (cls == to_string(static_cast<LinkClass>(i))) c = i;
     if (c < 0 || (field != "alpha_us" && field != "gbps"))
-      fail(fmt::format("unknown key '{}' (expected shm|mpi|network.alpha_us, shm|mpi|network.gbps, reduce.gbps)", key));
+      fail(fmt::format("unknown key '{}' (expected shm|mpi|network.alpha_us, shm|mpi|network.gbps, network.links, reduce.gbps)", key));
     auto& p = t.links[static_cast<std::size_t>(c)];
     if (!p) p = LinkParams{-1, -1};
     if (field == "alpha_us") {
@@ -114,6 +120,7 @@ std::string format_tuning(const Tuning& t, std::string_view header) {
     const auto name = to_string(static_cast<LinkClass>(c));
     out += fmt::format("{}.alpha_us = {:.4g}\n{}.gbps = {:.4g}\n", name, p->alpha_s * 1e6, name, p->bytes_per_s / 1e9);
   }
+  if (t.network_torus) out += "network.links = torus\n";
   out += fmt::format("reduce.gbps = {:.4g}\n", t.reduce_bytes_per_s / 1e9);
   return out;
 }

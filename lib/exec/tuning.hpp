@@ -12,6 +12,9 @@
 //   shm.alpha_us = 0.9
 //   shm.gbps = 6.5            (1e9 bytes/s one way, per rank, all ranks of a node sending)
 //   reduce.gbps = 9.0         (bytes of one operand summed per second)
+//   network.links = torus     (optional; default switch: one port per node. torus: the nodes
+//                              are wired as the communicator's torus, one rank per node, and
+//                              the network.* parameters are per link and hop, as in toroid-sim)
 // A class may be missing (measured on one node: no network.*); a communicator that needs it
 // is then refused with a message saying so.
 #pragma once
@@ -35,6 +38,7 @@ struct LinkParams {
 struct Tuning {
   std::array<std::optional<LinkParams>, kLinkClasses> links;
   double reduce_bytes_per_s = 8e9;
+  bool network_torus = false;  // network.links = torus
   std::string source = "built-in defaults";  // the file's path, for messages
 
   const std::optional<LinkParams>& operator[](LinkClass c) const { return links[static_cast<int>(c)]; }

@@ -179,3 +179,23 @@ TEST_CASE("selector: the observer hears of each class once, at its first call, n
   s.choose(Collective::allgather, 100);
   CHECK(heard == 3);
 }
+
+TEST_CASE("selector: network.links = torus prices hosts wired as the torus per link and hop") {
+  exec::Tuning t = exec::parse_tuning("toroid-tuning 1\nnetwork.alpha_us = 100\nnetwork.gbps = 0.025\n"
+                                      "network.links = torus\nreduce.gbps = 5\n", "torus.txt");
+  CHECK(t.network_torus);
+  CHECK(exec::parse_tuning(exec::format_tuning(t, ""), "again").network_torus);
+  SelectorInputs in = inputs(Torus2D(4, 2), {0, 1, 2, 3, 4, 5, 6, 7});
+  in.tuning = t;
+  Selector torus(in);
+  // Four links per host: the torus algorithms move the vector over all of them, where one port
+  // per host (a switch) would serialize them.
+  const Algorithm big = torus.choose(Collective::allreduce, 2u << 20);
+  CHECK((big == Algorithm::torus2d || big == Algorithm::torus2d_both));
+  in.tuning.network_torus = false;
+  Selector sw(in);
+  CHECK(*sw.predict(Collective::allreduce, Algorithm::torus2d_both, 2u << 20) >
+        *torus.predict(Collective::allreduce, Algorithm::torus2d_both, 2u << 20));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nnetwork.links = ring\n", "f"),
+                    Catch::Contains("network.links: 'ring' is not switch or torus"));
+}
