@@ -13,6 +13,8 @@
 // of the pair, then fitted to t = alpha + (n/2) / bandwidth (fit_regimes).
 //
 //   mpirun -np 4 toroid-tune --out toroid-tuning.txt
+//   (hosts wired as a torus, one rank each: --network-links torus, so the network parameters
+//   are priced per link and hop; scripts/cluster.sh up torus makes such hosts)
 #include <fmt/format.h>
 #include <mpi.h>
 #include <unistd.h>
@@ -37,6 +39,7 @@ struct Settings {
   std::string out = "toroid-tuning.txt";
   std::uint64_t max_bytes = 16u << 20;
   int iters = 20;
+  bool network_torus = false;  // --network-links torus
 };
 
 [[noreturn]] void usage(int rank, const std::string& why) {
@@ -58,6 +61,11 @@ Settings parse(int argc, char** argv, int rank) {
       if (a == "--out") s.out = value();
       else if (a == "--max-bytes") s.max_bytes = std::stoull(value());
       else if (a == "--iters") s.iters = std::stoi(value());
+      else if (a == "--network-links") {
+        const std::string v = value();
+        if (v != "switch" && v != "torus") usage(rank, "--network-links " + v + ": switch or torus");
+        s.network_torus = v == "torus";
+      }
       else if (a == "--help" || a == "-h") usage(rank, "measures auto's link parameters");
       else usage(rank, "unknown option " + a);
     } catch (const std::logic_error&) {
@@ -184,6 +192,7 @@ int main(int argc, char** argv) {
     if (local / 2 * 2 + 1 < local_size) inside = node * size + local / 2;
     exec::Tuning t;
     t.links = {};
+    t.network_torus = s.network_torus;
     if (most_local >= 2) {
       t[exec::LinkClass::shm] = measure(inside, s, Transport::shm, "shm", rank);
       t[exec::LinkClass::mpi] = measure(inside, s, Transport::mpi, "mpi", rank);
