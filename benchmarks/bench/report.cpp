@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "bench/host_info.hpp"
 #include "kernels/table.hpp"
 #include "topology/nodes.hpp"
 
@@ -37,7 +38,7 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
   MPI_Get_library_version(version, &len);
   std::string v(version, static_cast<std::size_t>(len));
   v = v.substr(0, v.find_first_of("\n,"));
-  const auto host = topology::host_info();
+  const auto host = host_info();
   const int per_node = comm.size() / std::max(comm.nodes(), 1);
   info.fields = {{"toroid", TOROID_VERSION_STRING},
                  {"mpi", v},

@@ -1,30 +1,22 @@
 // All-reduce, reduce-scatter and all-gather over a toroid::Communicator.
 //
-// Block rule (reduce-scatter result and all-gather contribution): a vector of `count`
-// elements over p ranks is cut into p contiguous blocks; block r has count/p elements plus
-// one more when r < count % p, and starts at r*(count/p) + min(r, count % p). Rank r owns
-// block r. `block_of` computes it.
+// Which block of a vector each rank owns: toroid/block.hpp (`block_of`).
 //
-// All counts are 64-bit element counts; toroid splits transfers so no MPI count overflows.
+// All counts are 64-bit element counts; toroid's algorithms split transfers so no MPI count
+// overflows. The stock algorithm (`mpi`) splits all-reduce and broadcast; its reduce-scatter and
+// all-gather refuse blocks or displacements above INT_MAX elements (InvalidArgument).
 #pragma once
 
 #include <cstdint>
 #include <span>
 
 #include "toroid/algorithm.hpp"
+#include "toroid/block.hpp"
 #include "toroid/communicator.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/types.hpp"
 
 namespace toroid {
-
-struct Block {
-  std::uint64_t offset = 0;
-  std::uint64_t count = 0;
-  friend bool operator==(const Block&, const Block&) = default;
-};
-// Throws InvalidArgument when nranks < 1 or r is outside [0, nranks).
-Block block_of(std::uint64_t count, int nranks, int r);
 
 // ---- Type-erased core. `in == out` means in place. Element counts, not bytes. ----
 // allreduce: out[0, in_count) = op over ranks of in. Requires out_count >= in_count.

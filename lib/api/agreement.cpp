@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::api {
@@ -31,7 +31,6 @@ enum class ErrorKind : int { none, invalid_argument, topology, mpi, other };
 // polls, and after timeout_s seconds with the request still open reports and ends the job, as
 // the executor's watchdog does for the collective proper.
 void finish(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call) {
-  using exec::mpi_check;
   if (timeout_s <= 0) {
     mpi_check(MPI_Wait(&req, MPI_STATUS_IGNORE), call);
     return;
@@ -66,7 +65,6 @@ std::string who_holds(const std::vector<std::pair<std::string, std::vector<int>>
 }  // namespace
 
 void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s) {
-  using exec::mpi_check;
   ErrorKind kind = ErrorKind::none;
   std::string msg;
   try {
@@ -100,7 +98,6 @@ void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s)
 
 void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields,
                        double timeout_s) {
-  using exec::mpi_check;
   int size = 1;
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   const int n = static_cast<int>(fields.size());
@@ -137,7 +134,6 @@ std::uint64_t fnv1a(std::string_view text) {
 }  // namespace
 
 void require_same_environment(MPI_Comm comm, const std::vector<const char*>& names, double timeout_s) {
-  using exec::mpi_check;
   int size = 1;
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   const int n = static_cast<int>(names.size());

@@ -4,13 +4,12 @@
 #include "api/agreement.hpp"
 #include "api/communicator_impl.hpp"
 #include "api/selector_setup.hpp"
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid {
 namespace {
 
-using exec::mpi_check;
 
 Torus2D resolve_topology(const std::string& text, int size, const topology::NodeLayout& nodes) {
   if (text != "auto") {
@@ -62,6 +61,16 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
     if (m.config.transport != Transport::mpi) m.links = std::make_unique<exec::ShmLinks>(m.comm);
+    // `shm` asks for the shared-memory links: where a node has no room for them, say so (only
+    // `auto` may run such a node over MPI instead).
+    if (m.config.transport == Transport::shm)
+      api::run_agreed(m.comm, [&] {
+        if (m.links->node_ranks() > 1 && m.links->local_ranks() < 2)
+          throw InvalidArgument(fmt::format(
+              "transport shm (Options::transport or TOROID_TRANSPORT): rank {}'s node has no room in /dev/shm for "
+              "the shared-memory links of its {} ranks; free space there, or use transport auto (MPI on such a node)",
+              m.rank, m.links->node_ranks()));
+      });
     m.selector = api::make_selector(m);
     m.progress = std::make_shared<api::Progress>(m.comm);
     if (m.config.progress == ProgressMode::thread) {

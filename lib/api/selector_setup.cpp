@@ -8,13 +8,12 @@
 #include <sstream>
 
 #include "api/agreement.hpp"
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::api {
 namespace {
 
-using exec::mpi_check;
 
 // Rank 0 reads the file; every rank gets its text, or the reason it could not be read.
 exec::Tuning agreed_tuning(const Communicator::Impl& m) {

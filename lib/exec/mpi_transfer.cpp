@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 
 namespace toroid::exec {
 

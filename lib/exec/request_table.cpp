@@ -1,6 +1,6 @@
 #include "exec/request_table.hpp"
 
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 
 namespace toroid::exec {
 

@@ -59,19 +59,28 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
   if (in_.link_node_of_rank.empty()) in_.link_node_of_rank = in_.node_of_rank;
   if (in_.link_node_of_rank.size() != static_cast<std::size_t>(p))
     throw InvalidArgument(fmt::format("selector: {} link node indices for {} ranks", in_.link_node_of_rank.size(), p));
+  for (const auto* nodes : {&in_.node_of_rank, &in_.link_node_of_rank})
+    for (int n : *nodes)
+      if (n < 0 || n >= p) throw InvalidArgument(fmt::format("selector: node index {} outside [0, {})", n, p));
   EndpointLinks e;
   e.node_of_rank = in_.link_node_of_rank;
   e.shm_inside_node = in_.shm_inside_node;
-  for (int a = 0; a < p; ++a)
-    for (int b = 0; b < p; ++b)
-      if (a != b) uses_[static_cast<int>(e.class_of(a, b))] = true;
+  // Two ranks on one node use the node's class; two nodes, the network.
+  std::vector<int> on_node(static_cast<std::size_t>(p), 0);
+  int nodes = 0;
+  for (int n : e.node_of_rank) {
+    if (on_node[static_cast<std::size_t>(n)]++ == 0) ++nodes;
+    if (on_node[static_cast<std::size_t>(n)] == 2)
+      uses_[static_cast<int>(e.shm_inside_node ? LinkClass::shm : LinkClass::mpi)] = true;
+  }
+  if (nodes > 1) uses_[static_cast<int>(LinkClass::network)] = true;
   for (int c = 0; c < kLinkClasses; ++c)
     if (uses_[c] && !in_.tuning.links[static_cast<std::size_t>(c)])
       throw InvalidArgument(fmt::format(
           "tuning {} has no {} link parameters, which this communicator needs ({} ranks on {} node(s){}): run "
           "toroid-tune on such a layout, or unset TOROID_TUNING for the built-in defaults",
           in_.tuning.source, to_string(static_cast<LinkClass>(c)), p,
-          *std::max_element(in_.link_node_of_rank.begin(), in_.link_node_of_rank.end()) + 1,
+          nodes,
           in_.shm_inside_node ? "" : ", MPI transport"));
 }
 
@@ -90,10 +99,12 @@ std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t
     e.params[static_cast<std::size_t>(k)] = l ? *l : LinkParams{};
   }
   // Nodes wired as the communicator's torus, one rank each: the torus model, per link and hop.
+  std::vector<bool> seen(static_cast<std::size_t>(p), false);
   bool one_per_node = true;
-  for (int a = 0; a < p && one_per_node; ++a)
-    for (int b = a + 1; b < p && one_per_node; ++b)
-      one_per_node = e.node_of_rank[static_cast<std::size_t>(a)] != e.node_of_rank[static_cast<std::size_t>(b)];
+  for (int n : e.node_of_rank) {
+    one_per_node = one_per_node && !seen[static_cast<std::size_t>(n)];
+    seen[static_cast<std::size_t>(n)] = true;
+  }
   if (in_.tuning.network_torus && one_per_node && in_.tuning[LinkClass::network]) {
     const LinkParams& n = *in_.tuning[LinkClass::network];
     m.link_bytes_per_s[0] = m.link_bytes_per_s[1] = n.bytes_per_s;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 
 namespace toroid::exec {
 namespace {
@@ -59,6 +59,7 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   int local = 0;
   mpi_check(MPI_Comm_size(node_, &local), "MPI_Comm_size");
   local_count_ = local;
+  node_ranks_ = local;
   slot_bytes_ = slot_bytes_for(local);
   slots_ = deep_slots_for(local, slot_bytes_);
   mpi_check(MPI_Comm_rank(node_, &my_local_), "MPI_Comm_rank");

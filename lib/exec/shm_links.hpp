@@ -81,6 +81,8 @@ class ShmLinks {
   ShmChannel outgoing(int peer, int lane) const;  // this rank sends to peer
   ShmChannel incoming(int peer, int lane) const;  // this rank receives from peer
   int local_ranks() const noexcept { return static_cast<int>(bases_.size()); }
+  // Ranks of this communicator on this rank's node, linked or not (no room in /dev/shm).
+  int node_ranks() const noexcept { return node_ranks_; }
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
   std::size_t bytes_per_rank() const noexcept;
 
@@ -94,6 +96,7 @@ class ShmLinks {
   int rank_ = 0;
   int my_local_ = -1;
   int local_count_ = 0;
+  int node_ranks_ = 0;
   std::size_t slot_bytes_ = 0;
   std::uint32_t slots_ = kSlots;
   std::vector<int> local_index_;   // communicator rank -> node-local index, -1 elsewhere

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <random>
 
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::exec {

@@ -6,9 +6,9 @@
 #include <cstring>
 #include <vector>
 
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "kernels/reduce.hpp"
-#include "toroid/collectives.hpp"
+#include "toroid/block.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::exec {

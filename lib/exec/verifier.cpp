@@ -12,7 +12,7 @@
 #include "kernels/reduce.hpp"
 #include "schedule/chunk_range.hpp"
 #include "schedule/wait_graph.hpp"
-#include "toroid/collectives.hpp"
+#include "toroid/block.hpp"
 
 namespace toroid::exec {
 namespace {

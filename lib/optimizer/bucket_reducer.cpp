@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "api/agreement.hpp"
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "kernels/convert.hpp"
 #include "toroid/error.hpp"
 
@@ -210,10 +210,10 @@ std::optional<Layout> BucketReducer::next_step() {
   // Every rank must cut the same buckets: rank 0's order, and only if every rank observed one.
   int everyone = by_ready ? 1 : 0;
   const MPI_Comm mpi = comm_.mpi_comm();
-  exec::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &everyone, 1, MPI_INT, MPI_MIN, mpi), "MPI_Allreduce");
+  toroid::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &everyone, 1, MPI_INT, MPI_MIN, mpi), "MPI_Allreduce");
   if (!everyone) return std::nullopt;
   std::vector<std::uint64_t> wire(order.begin(), order.end());
-  exec::mpi_check(MPI_Bcast(wire.data(), static_cast<int>(wire.size()), MPI_UINT64_T, 0, mpi), "MPI_Bcast");
+  toroid::mpi_check(MPI_Bcast(wire.data(), static_cast<int>(wire.size()), MPI_UINT64_T, 0, mpi), "MPI_Bcast");
   order.assign(wire.begin(), wire.end());
   if (order == layout_.order) return std::nullopt;
   Layout old = std::move(layout_);

@@ -17,7 +17,7 @@
 #include <memory>
 
 #include "api/agreement.hpp"
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "optimizer/impl.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"
@@ -112,7 +112,7 @@ std::int64_t read_header(const ShardedOptimizer::Impl& s, Stream& in, const std:
 }
 
 void bcast(void* data, std::size_t count, MPI_Datatype type, MPI_Comm comm) {
-  exec::mpi_check(MPI_Bcast(data, static_cast<int>(count), type, 0, comm), "MPI_Bcast");
+  toroid::mpi_check(MPI_Bcast(data, static_cast<int>(count), type, 0, comm), "MPI_Bcast");
 }
 
 }  // namespace

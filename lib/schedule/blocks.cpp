@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "toroid/collectives.hpp"
+#include "toroid/block.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "schedule/step.hpp"
-#include "toroid/collectives.hpp"
+#include "toroid/block.hpp"
 
 namespace toroid::schedule {
 

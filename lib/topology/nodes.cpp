@@ -1,6 +1,5 @@
 #include "topology/nodes.hpp"
 
-#include <hwloc.h>
 
 #include <fmt/format.h>
 
@@ -9,7 +8,7 @@
 #include <numeric>
 
 #include "core/config_values.hpp"
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::topology {
@@ -51,7 +50,6 @@ std::string_view to_string(Placement p) noexcept {
 }
 
 NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated) {
-  using exec::mpi_check;
   int rank = 0, size = 1;
   mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
@@ -84,27 +82,6 @@ NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated) {
     node[q] = ids[leaders[q]];
   }
   return layout_from_nodes(std::move(node), rank);
-}
-
-HostInfo host_info() {
-  HostInfo h;
-  hwloc_topology_t topo;
-  if (hwloc_topology_init(&topo) != 0) return h;
-  if (hwloc_topology_load(topo) == 0) {
-    h.cores = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-    h.pus = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-    hwloc_bitmap_t set = hwloc_bitmap_alloc();
-    if (set && hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
-      char* text = nullptr;
-      if (hwloc_bitmap_list_asprintf(&text, set) >= 0 && text) {
-        h.binding = text;
-        std::free(text);
-      }
-    }
-    if (set) hwloc_bitmap_free(set);
-  }
-  hwloc_topology_destroy(topo);
-  return h;
 }
 
 }  // namespace toroid::topology

@@ -1,4 +1,4 @@
-// Which ranks share a node (MPI_Comm_split_type shared memory), and what hwloc sees of it.
+// Which ranks share a node (MPI_Comm_split_type shared memory).
 #pragma once
 
 #include <mpi.h>
@@ -30,11 +30,5 @@ struct NodeLayout {
 NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated = "");
 NodeLayout layout_from_nodes(std::vector<int> node_of_rank, int rank);
 
-struct HostInfo {
-  int cores = 0;  // physical cores of this host (hwloc)
-  int pus = 0;    // hardware threads
-  std::string binding;  // cpuset this process is bound to, as hwloc prints it
-};
-HostInfo host_info();
 
 }  // namespace toroid::topology

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 #include "tensor.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"
@@ -136,7 +136,7 @@ void bind_communicator(py::module_& m) {
     // Without mpi4py: MPI initialized here, with the thread level a progress thread needs.
     int flag = 0, provided = 0;
     MPI_Initialized(&flag);
-    if (!flag) exec::mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+    if (!flag) toroid::mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
   });
   m.def("finalize_mpi", [] {
     int init = 0, done = 0;
@@ -194,7 +194,7 @@ void bind_communicator(py::module_& m) {
       .def_property_readonly("progress", [](const C& c) { return std::string(to_string(c.get().progress_mode())); })
       .def_property_readonly("checks_arguments", [](const C& c) { return c.get().checks_arguments(); })
       .def("sum_counts", [](const C& c, std::uint64_t n) {
-        exec::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_UINT64_T, MPI_SUM, c.get().mpi_comm()), "MPI_Allreduce");
+        toroid::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_UINT64_T, MPI_SUM, c.get().mpi_comm()), "MPI_Allreduce");
         return n;
       })
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "toroid/collectives.hpp"
+#include "toroid/block.hpp"
 #include "toroid/error.hpp"
 
 using namespace toroid;

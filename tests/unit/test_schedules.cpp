@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/element.hpp"
-#include "toroid/collectives.hpp"
+#include "toroid/block.hpp"
 #include "schedule_check.hpp"
 
 using namespace toroid;

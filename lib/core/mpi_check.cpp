@@ -1,10 +1,10 @@
-#include "exec/mpi_check.hpp"
+#include "core/mpi_check.hpp"
 
 #include <fmt/format.h>
 
 #include "toroid/error.hpp"
 
-namespace toroid::exec {
+namespace toroid {
 
 void mpi_check(int rc, std::string_view what) {
   if (rc == MPI_SUCCESS) return;
@@ -18,4 +18,4 @@ void mpi_check(int rc, std::string_view what) {
                  rc);
 }
 
-}  // namespace toroid::exec
+}  // namespace toroid

@@ -1,0 +1,36 @@
+cmake_minimum_required(VERSION 3.25)
+# Fails when a file under lib/<layer>/ includes "<other>/..." from a layer above it (or beside
+# it). cmake -DROOT=<lib dir> -P check_layers.cmake; lib/CMakeLists.txt runs it before every
+# layer builds. The `model` files (verifier, simulator, selector) live in exec/ and are kept
+# below the engine by their target, which has no MPI headers; the MPI error helper (core/) and
+# node discovery (topology/) build in the mpi_base layer, the only part of those two with MPI.
+get_filename_component(ROOT "${ROOT}" ABSOLUTE)
+set(allowed_core core)
+set(allowed_topology core topology)
+set(allowed_schedule core topology schedule)
+set(allowed_kernels core kernels)
+set(allowed_exec core topology schedule kernels exec)
+set(allowed_api core topology schedule kernels exec api)
+set(allowed_optimizer core topology schedule kernels exec api optimizer)
+set(allowed_pmpi core topology schedule kernels exec api pmpi)
+set(layers core topology schedule kernels exec api optimizer pmpi)
+set(bad "")
+foreach(layer ${layers})
+  file(GLOB files "${ROOT}/${layer}/*.cpp" "${ROOT}/${layer}/*.hpp")
+  foreach(f ${files})
+    file(STRINGS "${f}" includes REGEX "^#include \"[a-z_]+/")
+    foreach(line ${includes})
+      string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" used "${line}")
+      if(used STREQUAL "toroid")
+        continue()  # the public headers: their MPI is kept out of the lower layers by the build
+      endif()
+      if(NOT used IN_LIST allowed_${layer})
+        file(RELATIVE_PATH rel "${ROOT}" "${f}")
+        string(APPEND bad "\n  lib/${rel}: ${line} (${layer} may use: ${allowed_${layer}})")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+if(bad)
+  message(FATAL_ERROR "includes against the layer order:${bad}")
+endif()
