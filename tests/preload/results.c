@@ -172,12 +172,12 @@ static void allgather_case(const Type* t, int in_place, int count, MPI_Datatype 
   fill(recv, bytes);
   char* mine = in_place ? recv + (size_t)rank * block : send;
   for (long long j = 0; j < count; ++j) store(t, mine, j, input(SUM, rank, (long long)rank * count + j));
-  must(MPI_Allgather(in_place ? MPI_IN_PLACE : send, as ? as_count : count, as ? as : t->type, recv, count, t->type,
+  must(MPI_Allgather(in_place ? MPI_IN_PLACE : send, as != MPI_DATATYPE_NULL ? as_count : count, as != MPI_DATATYPE_NULL ? as : t->type, recv, count, t->type,
                      MPI_COMM_WORLD), "MPI_Allgather");
   long long wrong = 0;
   for (long long g = 0; g < (long long)count * size; ++g) wrong += load(t, recv, g) != (double)input(SUM, (int)(g / count), g);
   char name[160];
-  snprintf(name, sizeof name, "allgather %s %s n=%d%s", t->name, in_place ? "inplace" : "out", count, as ? " derived" : "");
+  snprintf(name, sizeof name, "allgather %s %s n=%d%s", t->name, in_place ? "inplace" : "out", count, as != MPI_DATATYPE_NULL ? " derived" : "");
   finish(name, recv, bytes, wrong, expect_served);
   free(send);
   free(recv);
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
     for (int in_place = 0; in_place < 2; ++in_place) {
       const int ag_counts[] = {1, 250, 10000};
       for (int k = 0; k < 3; ++k)
-        allgather_case(t, in_place, ag_counts[k], NULL, 0, served(t->toroid, ag_counts[k] * (long long)t->size * size));
+        allgather_case(t, in_place, ag_counts[k], MPI_DATATYPE_NULL, 0, served(t->toroid, ag_counts[k] * (long long)t->size * size));
     }
   }
   other_cases();
