@@ -36,7 +36,8 @@ namespace {
 struct Options {
   std::vector<std::size_t> sizes{4096, 256u << 20};
   std::vector<Isa> isas;
-  std::vector<DataType> types{DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64};
+  std::vector<DataType> types{DataType::f32,  DataType::f64, DataType::f16,
+                              DataType::bf16, DataType::i32, DataType::i64};
   std::vector<ReduceOp> ops{ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
   double seconds = 0.25;  // per measurement, at least
 };
@@ -59,8 +60,9 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
-      fmt::print("usage: toroid-kernel-bench [--sizes 4K,256M] [--isa scalar,avx2,avx512] "
-                 "[--type f32,f64,f16,bf16,i32,i64] [--op sum,prod,min,max] [--time SECONDS]\n");
+      fmt::print(
+          "usage: toroid-kernel-bench [--sizes 4K,256M] [--isa scalar,avx2,avx512] "
+          "[--type f32,f64,f16,bf16,i32,i64] [--op sum,prod,min,max] [--time SECONDS]\n");
       std::exit(0);
     }
     if (i + 1 >= argc) throw InvalidArgument("option " + arg + " needs a value");
@@ -107,12 +109,34 @@ void fill(DataType t, std::byte* p, std::size_t n, unsigned seed) {
   for (std::size_t i = 0; i < n; ++i) {
     const float v = 1.0f + static_cast<float>((i * 2654435761u + seed) % 1000) / 1024.0f;
     switch (t) {
-      case DataType::f32: std::memcpy(p + 4 * i, &v, 4); break;
-      case DataType::f64: { const double d = v; std::memcpy(p + 8 * i, &d, 8); break; }
-      case DataType::f16: { const float16 h = to_float16(v); std::memcpy(p + 2 * i, &h, 2); break; }
-      case DataType::bf16: { const bfloat16 h = to_bfloat16(v); std::memcpy(p + 2 * i, &h, 2); break; }
-      case DataType::i32: { const std::int32_t x = static_cast<std::int32_t>(i * 7 + seed); std::memcpy(p + 4 * i, &x, 4); break; }
-      case DataType::i64: { const std::int64_t x = static_cast<std::int64_t>(i * 7 + seed); std::memcpy(p + 8 * i, &x, 8); break; }
+      case DataType::f32:
+        std::memcpy(p + 4 * i, &v, 4);
+        break;
+      case DataType::f64: {
+        const double d = v;
+        std::memcpy(p + 8 * i, &d, 8);
+        break;
+      }
+      case DataType::f16: {
+        const float16 h = to_float16(v);
+        std::memcpy(p + 2 * i, &h, 2);
+        break;
+      }
+      case DataType::bf16: {
+        const bfloat16 h = to_bfloat16(v);
+        std::memcpy(p + 2 * i, &h, 2);
+        break;
+      }
+      case DataType::i32: {
+        const std::int32_t x = static_cast<std::int32_t>(i * 7 + seed);
+        std::memcpy(p + 4 * i, &x, 4);
+        break;
+      }
+      case DataType::i64: {
+        const std::int64_t x = static_cast<std::int64_t>(i * 7 + seed);
+        std::memcpy(p + 8 * i, &x, 8);
+        break;
+      }
     }
   }
 }
@@ -141,7 +165,8 @@ double best_time(const std::function<void()>& fn, double seconds) {
 }
 
 // The references, compiled for the baseline ISA like any caller's code.
-void add_stream(float* __restrict d, const float* __restrict a, const float* __restrict b, std::size_t n) {
+void add_stream(float* __restrict d, const float* __restrict a, const float* __restrict b,
+                std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) d[i] = a[i] + b[i];
 }
 
@@ -181,17 +206,20 @@ int main(int argc, char** argv) try {
       fill(DataType::f32, a.p, bytes / 4, 1);
       fill(DataType::f32, b.p, bytes / 4, 2);
       const double t_copy = best_time([&] { std::memcpy(d.p, a.p, bytes); }, t_budget);
-      const double t_add = best_time([&] {
-        add_stream(reinterpret_cast<float*>(d.p), reinterpret_cast<const float*>(a.p),
-                   reinterpret_cast<const float*>(b.p), bytes / 4);
-      }, t_budget);
+      const double t_add = best_time(
+          [&] {
+            add_stream(reinterpret_cast<float*>(d.p), reinterpret_cast<const float*>(a.p),
+                       reinterpret_cast<const float*>(b.p), bytes / 4);
+          },
+          t_budget);
       copy_ref[bytes] = std::max(copy_ref[bytes], 2.0 * bytes / t_copy / 1e9);
       add_ref[bytes] = std::max(add_ref[bytes], 3.0 * bytes / t_add / 1e9);
     };
     measure_refs();
 
     auto record = [&](std::string kernel, Isa isa, double traffic, double t, bool vs_copy) {
-      rows.push_back({std::move(kernel), bytes, isa, traffic / t / 1e9, 0, vs_copy ? "copy" : "add"});
+      rows.push_back(
+          {std::move(kernel), bytes, isa, traffic / t / 1e9, 0, vs_copy ? "copy" : "add"});
     };
     for (DataType t : o.types) {
       const std::size_t es = size_of(t), n = bytes / es;
@@ -222,7 +250,10 @@ int main(int argc, char** argv) try {
     fill(DataType::f32, a.p, nf, 3);
     for (Isa isa : o.isas) {
       const KernelTable& k = kernels_for(isa);
-      struct Conv { const char* name; ConvertFn fn; };
+      struct Conv {
+        const char* name;
+        ConvertFn fn;
+      };
       const Conv narrow[] = {{"f32->bf16", k.f32_to_bf16}, {"f32->f16", k.f32_to_f16}};
       const Conv widen[] = {{"bf16->f32", k.bf16_to_f32}, {"f16->f32", k.f16_to_f32}};
       for (const Conv& cv : narrow) {
@@ -267,11 +298,13 @@ int main(int argc, char** argv) try {
     measure_refs();
   }
 
-  for (Row& r : rows) r.pct = 100.0 * r.gbps / (r.ref == "copy" ? copy_ref[r.bytes] : add_ref[r.bytes]);
+  for (Row& r : rows)
+    r.pct = 100.0 * r.gbps / (r.ref == "copy" ? copy_ref[r.bytes] : add_ref[r.bytes]);
 
   fmt::print("references (best of two rounds):\n");
   for (std::size_t bytes : o.sizes)
-    fmt::print("  {:>5}  copy {:7.1f} GB/s   add stream {:7.1f} GB/s\n", size_name(bytes), copy_ref[bytes], add_ref[bytes]);
+    fmt::print("  {:>5}  copy {:7.1f} GB/s   add stream {:7.1f} GB/s\n", size_name(bytes),
+               copy_ref[bytes], add_ref[bytes]);
 
   // One line per kernel and size: each level's GB/s and % of its reference, then best / scalar.
   fmt::print("\n{:<16} {:>5}", "kernel", "size");
@@ -279,7 +312,8 @@ int main(int argc, char** argv) try {
   fmt::print("  {:>4} {:>12}\n", "ref", "best/scalar");
   std::vector<std::pair<std::string, std::size_t>> keys;
   for (const Row& r : rows)
-    if (std::find(keys.begin(), keys.end(), std::pair{r.kernel, r.bytes}) == keys.end()) keys.emplace_back(r.kernel, r.bytes);
+    if (std::find(keys.begin(), keys.end(), std::pair{r.kernel, r.bytes}) == keys.end())
+      keys.emplace_back(r.kernel, r.bytes);
   for (const auto& [kernel, bytes] : keys) {
     fmt::print("{:<16} {:>5}", kernel, size_name(bytes));
     double scalar = 0, best = 0;
@@ -292,8 +326,10 @@ int main(int argc, char** argv) try {
           best = std::max(best, r.gbps);
           ref = r.ref;
         }
-    if (scalar > 0) fmt::print("  {:>4} {:>11.1f}x\n", ref, best / scalar);
-    else fmt::print("  {:>4} {:>12}\n", ref, "-");
+    if (scalar > 0)
+      fmt::print("  {:>4} {:>11.1f}x\n", ref, best / scalar);
+    else
+      fmt::print("  {:>4} {:>12}\n", ref, "-");
   }
   return 0;
 } catch (const std::exception& e) {

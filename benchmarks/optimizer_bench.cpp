@@ -21,14 +21,16 @@ namespace {
 struct Options {
   std::size_t params = 50'000'000, tensors = 8;
   int steps = 5;
-  std::vector<toroid::OptimizerKind> kinds = {toroid::OptimizerKind::adam, toroid::OptimizerKind::lamb};
+  std::vector<toroid::OptimizerKind> kinds = {toroid::OptimizerKind::adam,
+                                              toroid::OptimizerKind::lamb};
   bool bf16 = false;
 };
 
 std::size_t number(const std::string& opt, const std::string& v) {
   char* end = nullptr;
   const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || n == 0) throw std::invalid_argument(opt + ": expected a positive integer, got '" + v + "'");
+  if (v.empty() || *end != '\0' || n == 0)
+    throw std::invalid_argument(opt + ": expected a positive integer, got '" + v + "'");
   return static_cast<std::size_t>(n);
 }
 
@@ -38,10 +40,14 @@ Options parse(int argc, char** argv) {
     const std::string opt = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument(opt + ": missing value");
     const std::string v = argv[i + 1];
-    if (opt == "--params") o.params = number(opt, v);
-    else if (opt == "--tensors") o.tensors = number(opt, v);
-    else if (opt == "--steps") o.steps = static_cast<int>(number(opt, v));
-    else if (opt == "--bf16-grads") o.bf16 = v == "on";
+    if (opt == "--params")
+      o.params = number(opt, v);
+    else if (opt == "--tensors")
+      o.tensors = number(opt, v);
+    else if (opt == "--steps")
+      o.steps = static_cast<int>(number(opt, v));
+    else if (opt == "--bf16-grads")
+      o.bf16 = v == "on";
     else if (opt == "--optimizer") {
       o.kinds.clear();
       for (std::size_t b = 0; b <= v.size();) {
@@ -50,7 +56,9 @@ Options parse(int argc, char** argv) {
         b = e + 1;
       }
     } else {
-      throw std::invalid_argument("unknown option '" + opt + "' (--params N --tensors N --steps N --optimizer a,b --bf16-grads on|off)");
+      throw std::invalid_argument(
+          "unknown option '" + opt +
+          "' (--params N --tensors N --steps N --optimizer a,b --bf16-grads on|off)");
     }
   }
   return o;
@@ -62,10 +70,12 @@ struct Result {
 };
 
 Result measure(toroid::Communicator& comm, const Options& o, toroid::OptimizerKind kind, bool shard,
-               std::vector<std::vector<float>>& weights, const std::vector<std::vector<float>>& grads) {
+               std::vector<std::vector<float>>& weights,
+               const std::vector<std::vector<float>>& grads) {
   std::vector<toroid::Parameter> params;
   for (std::size_t t = 0; t < weights.size(); ++t)
-    params.emplace_back("layer" + std::to_string(t) + ".weight", std::span<float>(weights[t]), std::span<const float>(grads[t]));
+    params.emplace_back("layer" + std::to_string(t) + ".weight", std::span<float>(weights[t]),
+                        std::span<const float>(grads[t]));
   toroid::OptimizerConfig c;
   c.kind = kind, c.shard = shard, c.bf16_gradients = o.bf16, c.weight_decay = 0.01;
   toroid::ShardedOptimizer opt(comm, params, c);
@@ -96,22 +106,27 @@ int run(const Options& o) {
     }
   }
   if (comm.rank() == 0)
-    std::printf("# %zu parameters in %zu tensors, %d ranks, topology %s, bf16 gradients %s, %d steps (ms per step, slowest rank)\n"
-                "%-6s %-10s %10s %10s %10s %10s %14s\n",
-                o.params, o.tensors, comm.size(), comm.topology().to_string().c_str(), o.bf16 ? "on" : "off", o.steps,
-                "opt", "mode", "reduce", "update", "gather", "step", "state MiB/rank");
+    std::printf(
+        "# %zu parameters in %zu tensors, %d ranks, topology %s, bf16 gradients %s, %d steps (ms "
+        "per step, slowest rank)\n"
+        "%-6s %-10s %10s %10s %10s %10s %14s\n",
+        o.params, o.tensors, comm.size(), comm.topology().to_string().c_str(),
+        o.bf16 ? "on" : "off", o.steps, "opt", "mode", "reduce", "update", "gather", "step",
+        "state MiB/rank");
   for (auto kind : o.kinds) {
     Result res[2];
     for (bool shard : {false, true}) {
       res[shard] = measure(comm, o, kind, shard, weights, grads);
       if (comm.rank() == 0)
-        std::printf("%-6s %-10s %10.2f %10.2f %10.2f %10.2f %14.1f\n", std::string(toroid::to_string(kind)).c_str(),
-                    shard ? "sharded" : "replicated", res[shard].reduce * 1e3, res[shard].update * 1e3,
-                    res[shard].gather * 1e3, res[shard].total * 1e3, res[shard].state / 1048576.0);
+        std::printf("%-6s %-10s %10.2f %10.2f %10.2f %10.2f %14.1f\n",
+                    std::string(toroid::to_string(kind)).c_str(), shard ? "sharded" : "replicated",
+                    res[shard].reduce * 1e3, res[shard].update * 1e3, res[shard].gather * 1e3,
+                    res[shard].total * 1e3, res[shard].state / 1048576.0);
     }
     if (comm.rank() == 0)
-      std::printf("%-6s %-10s %10s %10.3f %10s %10.3f %14.3f\n", std::string(toroid::to_string(kind)).c_str(),
-                  "shard/rep", "", res[1].update / res[0].update, "", res[1].total / res[0].total,
+      std::printf("%-6s %-10s %10s %10.3f %10s %10.3f %14.3f\n",
+                  std::string(toroid::to_string(kind)).c_str(), "shard/rep", "",
+                  res[1].update / res[0].update, "", res[1].total / res[0].total,
                   double(res[1].state) / double(res[0].state));
   }
   return 0;

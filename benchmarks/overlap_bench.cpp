@@ -20,8 +20,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -83,26 +83,36 @@ Args parse(int argc, char** argv) {
       if (i + 1 >= argc) throw InvalidArgument(fmt::format("{} needs a value", k));
       return argv[++i];
     };
-    if (k == "-b") a.min_bytes = parse_size(value(), "-b");
-    else if (k == "-e") a.max_bytes = parse_size(value(), "-e");
-    else if (k == "-n") a.iters = std::stoi(value());
-    else if (k == "--compute-ms") a.compute_ms = std::stod(value());
-    else if (k == "--algo") a.algo = parse_algorithm(value());
+    if (k == "-b")
+      a.min_bytes = parse_size(value(), "-b");
+    else if (k == "-e")
+      a.max_bytes = parse_size(value(), "-e");
+    else if (k == "-n")
+      a.iters = std::stoi(value());
+    else if (k == "--compute-ms")
+      a.compute_ms = std::stod(value());
+    else if (k == "--algo")
+      a.algo = parse_algorithm(value());
     else if (k == "--compute") {
       a.kinds.clear();
       const std::string v = value();
       for (std::size_t at = 0; at <= v.size();) {
         const std::size_t end = std::min(v.find(',', at), v.size());
         const std::string kind = v.substr(at, end - at);
-        if (kind != "spin" && kind != "sleep") throw InvalidArgument(fmt::format("--compute: '{}' is not spin or sleep", kind));
+        if (kind != "spin" && kind != "sleep")
+          throw InvalidArgument(fmt::format("--compute: '{}' is not spin or sleep", kind));
         a.kinds.push_back(kind);
         at = end + 1;
       }
-    } else throw InvalidArgument(fmt::format("unknown argument '{}' (-b, -e, -n, --compute-ms, --compute, --algo)", k));
+    } else
+      throw InvalidArgument(
+          fmt::format("unknown argument '{}' (-b, -e, -n, --compute-ms, --compute, --algo)", k));
   }
-  if (a.min_bytes > a.max_bytes || a.min_bytes < 4) throw InvalidArgument("-b must be >= 4 and <= -e");
+  if (a.min_bytes > a.max_bytes || a.min_bytes < 4)
+    throw InvalidArgument("-b must be >= 4 and <= -e");
   if (a.iters < 1) throw InvalidArgument("-n must be at least 1");
-  if (a.algo == Algorithm::mpi) throw InvalidArgument("--algo mpi: the stock collective has no non-blocking form here");
+  if (a.algo == Algorithm::mpi)
+    throw InvalidArgument("--algo mpi: the stock collective has no non-blocking form here");
   return a;
 }
 
@@ -127,61 +137,73 @@ int main(int argc, char** argv) {
     double per_us = 20000 / ((MPI_Wtime() - t0) * 1e6);
     MPI_Allreduce(MPI_IN_PLACE, &per_us, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
     if (rank == 0) {
-      fmt::print("# toroid-overlap-bench  ranks {}  algo {}  thread level {}  iterations {}\n", p, to_string(a.algo),
-                 provided == MPI_THREAD_MULTIPLE ? "multiple" : "lower", a.iters);
-      fmt::print("# times in us (median of the slowest rank); ideal = max(compute, comm); hidden = (serial - overlap) / min(compute, comm)\n");
-      fmt::print("{:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>14} {:>14} {:>14}\n", "kind", "bytes", "comm", "compute", "serial",
-                 "ideal", "caller(hid)", "polled(hid)", "thread(hid)");
+      fmt::print("# toroid-overlap-bench  ranks {}  algo {}  thread level {}  iterations {}\n", p,
+                 to_string(a.algo), provided == MPI_THREAD_MULTIPLE ? "multiple" : "lower",
+                 a.iters);
+      fmt::print(
+          "# times in us (median of the slowest rank); ideal = max(compute, comm); hidden = "
+          "(serial - overlap) / min(compute, comm)\n");
+      fmt::print("{:>6} {:>10} {:>9} {:>9} {:>9} {:>9} {:>14} {:>14} {:>14}\n", "kind", "bytes",
+                 "comm", "compute", "serial", "ideal", "caller(hid)", "polled(hid)", "thread(hid)");
     }
     for (const std::string& kind : a.kinds)
-    for (std::uint64_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 4) {
-      const bool spin = kind == "spin";
-      const std::size_t n = bytes / 4;
-      std::vector<float> in(n, 1.0f), out(n);
-      auto blocking = [&](Communicator& c) { allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, c, a.algo); };
-      const double comm_us = median_us(a.iters, MPI_COMM_WORLD, [&] { blocking(caller); });
-      const double want_us = a.compute_ms > 0 ? a.compute_ms * 1e3 : comm_us;
-      const auto units = static_cast<std::uint64_t>(want_us * per_us);
-      auto work = [&](double fraction) {
-        if (spin) sink = compute(static_cast<std::uint64_t>(static_cast<double>(units) * fraction));
-        else sleep_us(want_us * fraction);
-      };
-      const double compute_us = median_us(a.iters, MPI_COMM_WORLD, [&] { work(1.0); });
-      const double serial_us = median_us(a.iters, MPI_COMM_WORLD, [&] {
-        work(1.0);
-        blocking(caller);
-      });
-      auto overlapped = [&](Communicator& c, bool poll) {
-        return median_us(a.iters, MPI_COMM_WORLD, [&] {
-          Request r = iallreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, c, a.algo);
-          if (poll) {
-            for (int k = 0; k < 32; ++k) {
-              work(1.0 / 32);
-              if (r.active()) r.test();
-            }
-          } else {
-            work(1.0);
-          }
-          if (r.active()) r.wait();
+      for (std::uint64_t bytes = a.min_bytes; bytes <= a.max_bytes; bytes *= 4) {
+        const bool spin = kind == "spin";
+        const std::size_t n = bytes / 4;
+        std::vector<float> in(n, 1.0f), out(n);
+        auto blocking = [&](Communicator& c) {
+          allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, c, a.algo);
+        };
+        const double comm_us = median_us(a.iters, MPI_COMM_WORLD, [&] { blocking(caller); });
+        const double want_us = a.compute_ms > 0 ? a.compute_ms * 1e3 : comm_us;
+        const auto units = static_cast<std::uint64_t>(want_us * per_us);
+        auto work = [&](double fraction) {
+          if (spin)
+            sink = compute(static_cast<std::uint64_t>(static_cast<double>(units) * fraction));
+          else
+            sleep_us(want_us * fraction);
+        };
+        const double compute_us = median_us(a.iters, MPI_COMM_WORLD, [&] { work(1.0); });
+        const double serial_us = median_us(a.iters, MPI_COMM_WORLD, [&] {
+          work(1.0);
+          blocking(caller);
         });
-      };
-      // Polling between sleeps would time the timer's slack (tens of us per sleep), not the overlap.
-      const double caller_us = overlapped(caller, false), polled_us = spin ? overlapped(caller, true) : 0,
-                   thread_us = overlapped(threaded, false);
-      // A wrong sum is an error whatever the timing says.
-      bool ok = true;
-      for (std::size_t i = 0; i < n && ok; ++i) ok = out[i] == static_cast<float>(p);
-      int all = ok ? 1 : 0;
-      MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-      if (!all) status = 1;
-      const double shorter = std::min(compute_us, comm_us);
-      auto hid = [&](double t) { return t == 0 ? std::string("-") : fmt::format("{:.0f}({:.2f})", t, (serial_us - t) / shorter); };
-      if (rank == 0)
-        fmt::print("{:>6} {:>10} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>14} {:>14} {:>14}{}\n", kind, bytes, comm_us, compute_us,
-                   serial_us, std::max(compute_us, comm_us), hid(caller_us), hid(polled_us), hid(thread_us),
-                   all ? "" : "  WRONG RESULT");
-      if (bytes > UINT64_MAX / 4) break;
-    }
+        auto overlapped = [&](Communicator& c, bool poll) {
+          return median_us(a.iters, MPI_COMM_WORLD, [&] {
+            Request r = iallreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum,
+                                   c, a.algo);
+            if (poll) {
+              for (int k = 0; k < 32; ++k) {
+                work(1.0 / 32);
+                if (r.active()) r.test();
+              }
+            } else {
+              work(1.0);
+            }
+            if (r.active()) r.wait();
+          });
+        };
+        // Polling between sleeps would time the timer's slack (tens of us per sleep), not the overlap.
+        const double caller_us = overlapped(caller, false),
+                     polled_us = spin ? overlapped(caller, true) : 0,
+                     thread_us = overlapped(threaded, false);
+        // A wrong sum is an error whatever the timing says.
+        bool ok = true;
+        for (std::size_t i = 0; i < n && ok; ++i) ok = out[i] == static_cast<float>(p);
+        int all = ok ? 1 : 0;
+        MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!all) status = 1;
+        const double shorter = std::min(compute_us, comm_us);
+        auto hid = [&](double t) {
+          return t == 0 ? std::string("-")
+                        : fmt::format("{:.0f}({:.2f})", t, (serial_us - t) / shorter);
+        };
+        if (rank == 0)
+          fmt::print("{:>6} {:>10} {:>9.0f} {:>9.0f} {:>9.0f} {:>9.0f} {:>14} {:>14} {:>14}{}\n",
+                     kind, bytes, comm_us, compute_us, serial_us, std::max(compute_us, comm_us),
+                     hid(caller_us), hid(polled_us), hid(thread_us), all ? "" : "  WRONG RESULT");
+        if (bytes > UINT64_MAX / 4) break;
+      }
   } catch (const Error& e) {
     if (rank == 0) fmt::print(stderr, "toroid-overlap-bench: {}\n", e.what());
     status = 2;

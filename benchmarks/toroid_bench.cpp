@@ -47,8 +47,10 @@ int run(const Settings& s, int rank) {
     // The option wins; without it TOROID_TIMEOUT applies (the library reads it), and without
     // either the benchmark still never hangs for good.
     const char* env = std::getenv("TOROID_TIMEOUT");
-    if (s.timeout_s) o.timeout_seconds = *s.timeout_s;
-    else if (!env || !*env) o.timeout_seconds = Settings::default_timeout_s;
+    if (s.timeout_s)
+      o.timeout_seconds = *s.timeout_s;
+    else if (!env || !*env)
+      o.timeout_seconds = Settings::default_timeout_s;
     comms.push_back(std::make_unique<Communicator>(MPI_COMM_WORLD, o));
   }
   Communicator& comm = *comms.front();
@@ -63,7 +65,8 @@ int run(const Settings& s, int rank) {
   }
   Report report(out, s.format);
   if (rank == 0) report.begin(info, s.iters);
-  const bool progress = rank == 0 && isatty(STDERR_FILENO) && (out != stdout || !isatty(STDOUT_FILENO));
+  const bool progress =
+      rank == 0 && isatty(STDERR_FILENO) && (out != stdout || !isatty(STDOUT_FILENO));
   std::size_t total = 0, done = 0;
   for (std::uint64_t b = s.min_bytes; b <= s.max_bytes; b *= s.factor) {
     total += s.ops.size() * s.algos.size();
@@ -77,7 +80,9 @@ int run(const Settings& s, int rank) {
       for (Algorithm a : s.algos) {
         ++done;
         if (!implements(a, c)) continue;  // e.g. rabenseifner: all-reduce only
-        if (progress) fmt::print(stderr, "\r[{}/{}] {} {} B {}        ", done, total, to_string(c), bytes, to_string(a));
+        if (progress)
+          fmt::print(stderr, "\r[{}/{}] {} {} B {}        ", done, total, to_string(c), bytes,
+                     to_string(a));
         // The stock collective runs once; toroid's algorithms once per requested kernel level.
         const std::vector<std::string> levels =
             a == Algorithm::mpi || s.isas.empty() ? std::vector<std::string>{""} : s.isas;
@@ -86,19 +91,23 @@ int run(const Settings& s, int rank) {
             a == Algorithm::mpi ? std::vector<Settings::Mode>{Settings::Mode::blocking} : s.modes;
         for (std::size_t t = 0; t < transports; ++t)
           for (Settings::Mode mode : modes)
-          for (const std::string& level : levels) {
-            // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
-            kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
-            Row row = measure(c, s, bytes, a, *comms[t], mode);
-            predict(row, c, a, *comms[t]);
-            if (comms.size() > 1 && a != Algorithm::mpi) row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
-            if (s.modes.size() > 1 && a != Algorithm::mpi) row.algo = fmt::format("{}:{}", row.algo, to_string(mode));
-            if (!level.empty()) row.algo = fmt::format("{}@{}", row.algo, kernels::to_string(kernels::active_kernels().isa));
-            if (a == Algorithm::mpi) stock_us = row.median_us;
-            row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
-            wrong += row.wrong;
-            if (rank == 0) report.row(row, stock_us > 0);
-          }
+            for (const std::string& level : levels) {
+              // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
+              kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
+              Row row = measure(c, s, bytes, a, *comms[t], mode);
+              predict(row, c, a, *comms[t]);
+              if (comms.size() > 1 && a != Algorithm::mpi)
+                row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
+              if (s.modes.size() > 1 && a != Algorithm::mpi)
+                row.algo = fmt::format("{}:{}", row.algo, to_string(mode));
+              if (!level.empty())
+                row.algo = fmt::format("{}@{}", row.algo,
+                                       kernels::to_string(kernels::active_kernels().isa));
+              if (a == Algorithm::mpi) stock_us = row.median_us;
+              row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
+              wrong += row.wrong;
+              if (rank == 0) report.row(row, stock_us > 0);
+            }
       }
       if (s.bound) {
         Row row = measure_copy_bound(c, s, bytes, comm);

@@ -44,7 +44,10 @@ struct Settings {
 
 [[noreturn]] void usage(int rank, const std::string& why) {
   if (rank == 0)
-    fmt::print(stderr, "toroid-tune: {}\nusage: mpirun -np N toroid-tune [--out FILE] [--max-bytes N] [--iters N]\n", why);
+    fmt::print(stderr,
+               "toroid-tune: {}\nusage: mpirun -np N toroid-tune [--out FILE] [--max-bytes N] "
+               "[--iters N]\n",
+               why);
   MPI_Finalize();
   std::exit(2);
 }
@@ -58,16 +61,21 @@ Settings parse(int argc, char** argv, int rank) {
       return argv[++i];
     };
     try {
-      if (a == "--out") s.out = value();
-      else if (a == "--max-bytes") s.max_bytes = std::stoull(value());
-      else if (a == "--iters") s.iters = std::stoi(value());
+      if (a == "--out")
+        s.out = value();
+      else if (a == "--max-bytes")
+        s.max_bytes = std::stoull(value());
+      else if (a == "--iters")
+        s.iters = std::stoi(value());
       else if (a == "--network-links") {
         const std::string v = value();
-        if (v != "switch" && v != "torus") usage(rank, "--network-links " + v + ": switch or torus");
+        if (v != "switch" && v != "torus")
+          usage(rank, "--network-links " + v + ": switch or torus");
         s.network_torus = v == "torus";
-      }
-      else if (a == "--help" || a == "-h") usage(rank, "measures auto's link parameters");
-      else usage(rank, "unknown option " + a);
+      } else if (a == "--help" || a == "-h")
+        usage(rank, "measures auto's link parameters");
+      else
+        usage(rank, "unknown option " + a);
     } catch (const std::logic_error&) {
       usage(rank, fmt::format("{} {}: not a number", a, argv[i]));
     }
@@ -113,8 +121,9 @@ sim_cli::Fit fit_regimes(const std::vector<std::pair<double, double>>& pts) {
 }
 
 // Fits one link class from the pairs' exchanges: the median pair's fit on rank 0.
-std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Settings& s, std::optional<Transport> transport,
-                                        const char* name, int rank) {
+std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Settings& s,
+                                        std::optional<Transport> transport, const char* name,
+                                        int rank) {
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, pair_color ? *pair_color : MPI_UNDEFINED, rank, &split);
   std::optional<Communicator> pair;
@@ -143,9 +152,12 @@ std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Set
       mine[1] = f.beta_bytes_per_s;
       {
         std::string row;
-        for (auto [b, t] : pts) row += fmt::format(" {}:{:.2f}", static_cast<std::uint64_t>(b), t * 1e6);
-        fmt::print("toroid-tune: {} pair of world rank {}: one-way us by bytes{} -> alpha {:.2f} us, {:.2f} GB/s\n",
-                   name, rank, row, f.alpha_s * 1e6, f.beta_bytes_per_s / 1e9);
+        for (auto [b, t] : pts)
+          row += fmt::format(" {}:{:.2f}", static_cast<std::uint64_t>(b), t * 1e6);
+        fmt::print(
+            "toroid-tune: {} pair of world rank {}: one-way us by bytes{} -> alpha {:.2f} us, "
+            "{:.2f} GB/s\n",
+            name, rank, row, f.alpha_s * 1e6, f.beta_bytes_per_s / 1e9);
       }
     }
     int size = 0;
@@ -215,10 +227,13 @@ int main(int argc, char** argv) {
       char when[64];
       std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
       const std::string text = exec::format_tuning(
-          t, fmt::format("toroid-tune on {}, {}: {} ranks on {} node(s), at most {} per node\n"
-                         "{}",
-                         host, when, size, nodes, most_local,
-                         nodes < 2 ? "no network.* (one node): communicators across nodes need a run across nodes" : ""));
+          t, fmt::format(
+                 "toroid-tune on {}, {}: {} ranks on {} node(s), at most {} per node\n"
+                 "{}",
+                 host, when, size, nodes, most_local,
+                 nodes < 2
+                     ? "no network.* (one node): communicators across nodes need a run across nodes"
+                     : ""));
       std::ofstream out(s.out);
       out << text;
       if (!out) {

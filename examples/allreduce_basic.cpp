@@ -2,9 +2,8 @@
 //
 //   mpirun -np 4 ./allreduce_basic            (topology auto)
 //   TOROID_TOPOLOGY=2x2 mpirun -np 4 ./allreduce_basic
-#include <toroid/toroid.hpp>
-
 #include <cstdio>
+#include <toroid/toroid.hpp>
 #include <vector>
 
 int main(int argc, char** argv) {

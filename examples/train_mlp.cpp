@@ -13,8 +13,6 @@
 // loss curve. Gradients are sums over the rank's samples divided by the global batch size, so
 // the optimizer sums them (average off) to get the exact mean over the global batch even when
 // the batch does not split evenly.
-#include <toroid/toroid.hpp>
-
 #include <mpi.h>
 
 #include <algorithm>
@@ -24,6 +22,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <toroid/toroid.hpp>
 #include <vector>
 
 namespace {
@@ -33,7 +32,7 @@ struct Options {
   bool shard = true, bf16_grads = false, overlap = true;
   int steps = 30, batch = 256, inputs = 32, hidden = 64, layers = 1, classes = 10;
   long bucket_kb = 0, first_bucket_kb = 0;  // 0: the optimizer's defaults
-  double lr = 0;  // 0: the optimizer's default below
+  double lr = 0;                            // 0: the optimizer's default below
   std::uint64_t seed = 1;
   std::string checkpoint, resume;
 };
@@ -56,28 +55,45 @@ Options parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string opt = argv[i];
     if (opt == "--help" || opt == "-h") {
-      std::printf("train_mlp [--optimizer sgd|adam|adamw|lamb|lars] [--shard on|off] [--bf16-grads on|off]\n"
-                  "          [--steps N] [--batch N] [--inputs N] [--hidden N] [--layers N (hidden layers)]\n"
-                  "          [--overlap on|off] [--bucket-kb N] [--first-bucket-kb N] [--lr X] [--seed N]\n"
-                  "          [--checkpoint FILE (save at the end)] [--resume FILE (load first)]\n");
+      std::printf(
+          "train_mlp [--optimizer sgd|adam|adamw|lamb|lars] [--shard on|off] [--bf16-grads "
+          "on|off]\n"
+          "          [--steps N] [--batch N] [--inputs N] [--hidden N] [--layers N (hidden "
+          "layers)]\n"
+          "          [--overlap on|off] [--bucket-kb N] [--first-bucket-kb N] [--lr X] [--seed N]\n"
+          "          [--checkpoint FILE (save at the end)] [--resume FILE (load first)]\n");
       std::exit(0);
     }
     if (i + 1 >= argc) throw std::invalid_argument(opt + ": missing value");
     const std::string v = argv[++i];
-    if (opt == "--optimizer") o.optimizer = toroid::parse_optimizer_kind(v);
-    else if (opt == "--shard") o.shard = on_off(opt, v);
-    else if (opt == "--bf16-grads") o.bf16_grads = on_off(opt, v);
-    else if (opt == "--overlap") o.overlap = on_off(opt, v);
-    else if (opt == "--layers") o.layers = static_cast<int>(positive(opt, v));
-    else if (opt == "--bucket-kb") o.bucket_kb = positive(opt, v);
-    else if (opt == "--first-bucket-kb") o.first_bucket_kb = positive(opt, v);
-    else if (opt == "--steps") o.steps = static_cast<int>(positive(opt, v));
-    else if (opt == "--batch") o.batch = static_cast<int>(positive(opt, v));
-    else if (opt == "--inputs") o.inputs = static_cast<int>(positive(opt, v));
-    else if (opt == "--hidden") o.hidden = static_cast<int>(positive(opt, v));
-    else if (opt == "--seed") o.seed = static_cast<std::uint64_t>(positive(opt, v));
-    else if (opt == "--checkpoint") o.checkpoint = v;
-    else if (opt == "--resume") o.resume = v;
+    if (opt == "--optimizer")
+      o.optimizer = toroid::parse_optimizer_kind(v);
+    else if (opt == "--shard")
+      o.shard = on_off(opt, v);
+    else if (opt == "--bf16-grads")
+      o.bf16_grads = on_off(opt, v);
+    else if (opt == "--overlap")
+      o.overlap = on_off(opt, v);
+    else if (opt == "--layers")
+      o.layers = static_cast<int>(positive(opt, v));
+    else if (opt == "--bucket-kb")
+      o.bucket_kb = positive(opt, v);
+    else if (opt == "--first-bucket-kb")
+      o.first_bucket_kb = positive(opt, v);
+    else if (opt == "--steps")
+      o.steps = static_cast<int>(positive(opt, v));
+    else if (opt == "--batch")
+      o.batch = static_cast<int>(positive(opt, v));
+    else if (opt == "--inputs")
+      o.inputs = static_cast<int>(positive(opt, v));
+    else if (opt == "--hidden")
+      o.hidden = static_cast<int>(positive(opt, v));
+    else if (opt == "--seed")
+      o.seed = static_cast<std::uint64_t>(positive(opt, v));
+    else if (opt == "--checkpoint")
+      o.checkpoint = v;
+    else if (opt == "--resume")
+      o.resume = v;
     else if (opt == "--lr") {
       char* end = nullptr;
       o.lr = std::strtod(v.c_str(), &end);
@@ -92,7 +108,8 @@ Options parse(int argc, char** argv) {
 
 // ---- synthetic data: a counter-based generator, so sample k of step s is the same anywhere ----
 double noise(std::uint64_t seed, std::uint64_t a, std::uint64_t b, std::uint64_t c) {
-  std::uint64_t z = seed * 0x9e3779b97f4a7c15ull ^ a * 0xbf58476d1ce4e5b9ull ^ b * 0x94d049bb133111ebull ^ c;
+  std::uint64_t z =
+      seed * 0x9e3779b97f4a7c15ull ^ a * 0xbf58476d1ce4e5b9ull ^ b * 0x94d049bb133111ebull ^ c;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;
@@ -111,15 +128,21 @@ struct Mlp {
     std::vector<float> w, b, gw, gb;  // weights [out][in], biases; gradients of this rank's samples
   };
   std::vector<Layer> layers;
-  std::vector<std::vector<float>> acts;  // acts[l]: input of layer l for every sample [n][in]; acts.back(): logits
-  std::vector<float> delta, next_delta;   // d loss / d (pre-activation) of the layer being back-propagated
+  std::vector<std::vector<float>>
+      acts;  // acts[l]: input of layer l for every sample [n][in]; acts.back(): logits
+  std::vector<float> delta,
+      next_delta;  // d loss / d (pre-activation) of the layer being back-propagated
 
   Mlp(int inputs, int hidden, int hidden_layers, int classes, std::uint64_t seed) {
     int in = inputs;
     for (int l = 0; l <= hidden_layers; ++l) {
       const int out = l == hidden_layers ? classes : hidden;
-      Layer layer{in, out, std::vector<float>(std::size_t(out) * in), std::vector<float>(out),
-                  std::vector<float>(std::size_t(out) * in), std::vector<float>(out)};
+      Layer layer{in,
+                  out,
+                  std::vector<float>(std::size_t(out) * in),
+                  std::vector<float>(out),
+                  std::vector<float>(std::size_t(out) * in),
+                  std::vector<float>(out)};
       const double scale = std::sqrt(3.0 / in);
       for (std::size_t k = 0; k < layer.w.size(); ++k)
         layer.w[k] = static_cast<float>(scale * noise(seed, std::uint64_t(l) + 1, k, 0));
@@ -132,12 +155,16 @@ struct Mlp {
     for (const auto& l : layers) n += l.w.size() + l.b.size();
     return n;
   }
-  static std::string name(std::size_t l, const char* what) { return "fc" + std::to_string(l + 1) + "." + what; }
+  static std::string name(std::size_t l, const char* what) {
+    return "fc" + std::to_string(l + 1) + "." + what;
+  }
   std::vector<toroid::Parameter> parameters() {
     std::vector<toroid::Parameter> out;
     for (std::size_t l = 0; l < layers.size(); ++l) {
-      out.emplace_back(name(l, "weight"), std::span<float>(layers[l].w), std::span<const float>(layers[l].gw));
-      out.emplace_back(name(l, "bias"), std::span<float>(layers[l].b), std::span<const float>(layers[l].gb));
+      out.emplace_back(name(l, "weight"), std::span<float>(layers[l].w),
+                       std::span<const float>(layers[l].gw));
+      out.emplace_back(name(l, "bias"), std::span<float>(layers[l].b),
+                       std::span<const float>(layers[l].gb));
     }
     return out;
   }
@@ -169,7 +196,8 @@ struct Mlp {
       for (int c = 0; c < classes; ++c) total += std::exp(double(z[c]) - top);
       loss += std::log(total) + top - z[labels[s]];
       for (int c = 0; c < classes; ++c)  // d loss / d logit = softmax - onehot
-        delta[s * classes + c] = static_cast<float>(std::exp(double(z[c]) - top) / total - (c == labels[s]));
+        delta[s * classes + c] =
+            static_cast<float>(std::exp(double(z[c]) - top) / total - (c == labels[s]));
     }
     return loss;
   }
@@ -237,7 +265,7 @@ int run(const Options& o) {
   Mlp model(o.inputs, o.hidden, o.layers, o.classes, o.seed);
   toroid::OptimizerConfig config;
   config.kind = o.optimizer;
-  config.learning_rate = o.lr > 0 ? o.lr
+  config.learning_rate = o.lr > 0                                     ? o.lr
                          : o.optimizer == toroid::OptimizerKind::sgd  ? 0.1
                          : o.optimizer == toroid::OptimizerKind::lars ? 1.0
                                                                       : 0.01;
@@ -298,15 +326,18 @@ int run(const Options& o) {
   MPI_Allreduce(MPI_IN_PLACE, worst, 5, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
   if (r == 0) {
     const double per = 1e3 / std::max(1, o.steps - 1);
-    std::printf("%s, %zu parameters in %zu layers, %d ranks, shard %s, bf16 gradients %s, overlap %s, "
-                "%zu buckets, progress %s, optimizer state %zu bytes/rank\n",
-                std::string(toroid::to_string(o.optimizer)).c_str(), model.parameter_count(), model.layers.size(), p,
-                o.shard ? "on" : "off", o.bf16_grads ? "on" : "off", o.overlap ? "on" : "off", opt.buckets().size(),
-                std::string(toroid::to_string(comm.progress_mode())).c_str(), opt.state_bytes());
-    std::printf("time per step (ms, slowest rank, after the first): forward %.3f, backward %.3f, "
-                "exposed communication %.3f (reduce %.3f, gather %.3f), update %.3f\n",
-                worst[0] * per, worst[1] * per, (worst[2] + worst[3]) * per, worst[2] * per, worst[3] * per,
-                worst[4] * per);
+    std::printf(
+        "%s, %zu parameters in %zu layers, %d ranks, shard %s, bf16 gradients %s, overlap %s, "
+        "%zu buckets, progress %s, optimizer state %zu bytes/rank\n",
+        std::string(toroid::to_string(o.optimizer)).c_str(), model.parameter_count(),
+        model.layers.size(), p, o.shard ? "on" : "off", o.bf16_grads ? "on" : "off",
+        o.overlap ? "on" : "off", opt.buckets().size(),
+        std::string(toroid::to_string(comm.progress_mode())).c_str(), opt.state_bytes());
+    std::printf(
+        "time per step (ms, slowest rank, after the first): forward %.3f, backward %.3f, "
+        "exposed communication %.3f (reduce %.3f, gather %.3f), update %.3f\n",
+        worst[0] * per, worst[1] * per, (worst[2] + worst[3]) * per, worst[2] * per, worst[3] * per,
+        worst[4] * per);
   }
   if (!o.checkpoint.empty()) opt.save(o.checkpoint);
   return 0;
@@ -322,7 +353,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   try {
     rc = run(parse(argc, argv));
-  } catch (const std::exception& e) {  // toroid::Error on every rank alike; options the same everywhere
+  } catch (
+      const std::exception& e) {  // toroid::Error on every rank alike; options the same everywhere
     if (rank == 0) std::fprintf(stderr, "train_mlp: error: %s\n", e.what());
     rc = 2;
   }

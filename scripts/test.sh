@@ -9,6 +9,9 @@ started=$(date +%s)
 trap 'echo "== test command: $(( $(date +%s) - started )) s in all =="' EXIT
 "$root/scripts/setup.sh" -DTOROID_WERROR=ON
 jobs=$(nproc)
+echo "== format (clang-format, .clang-format) =="
+(cd "$root" && git ls-files '*.cpp' '*.hpp' '*.c' '*.h' | grep -v '^examples/consumer/' |
+   xargs clang-format --dry-run --Werror)
 echo "== tests (Release) =="
 ctest --test-dir "$root/build" --output-on-failure -j"$jobs"
 # The same library against Debian's MPICH 4.0: unit tests of the MPI layers, the MPI tests at

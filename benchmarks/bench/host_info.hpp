@@ -6,8 +6,8 @@
 namespace toroid::bench {
 
 struct HostInfo {
-  int cores = 0;  // physical cores of this host (hwloc)
-  int pus = 0;    // hardware threads
+  int cores = 0;        // physical cores of this host (hwloc)
+  int pus = 0;          // hardware threads
   std::string binding;  // cpuset this process is bound to, as hwloc prints it
 };
 HostInfo host_info();

@@ -21,31 +21,39 @@ struct Args {
   void* out;
   std::uint64_t out_count;
 };
-Args args_of(Collective c, const Settings& s, std::vector<std::byte>& in, std::vector<std::byte>& out,
-             std::uint64_t count, Communicator& comm) {
+Args args_of(Collective c, const Settings& s, std::vector<std::byte>& in,
+             std::vector<std::byte>& out, std::uint64_t count, Communicator& comm) {
   const std::size_t es = size_of(s.type);
   const Block own = block_of(count, comm.size(), comm.rank());
   switch (c) {
     case Collective::allreduce:
-      return s.in_place ? Args{out.data(), count, out.data(), count} : Args{in.data(), count, out.data(), count};
+      return s.in_place ? Args{out.data(), count, out.data(), count}
+                        : Args{in.data(), count, out.data(), count};
     case Collective::reduce_scatter:
-      return s.in_place ? Args{out.data(), count, out.data(), count} : Args{in.data(), count, out.data(), own.count};
+      return s.in_place ? Args{out.data(), count, out.data(), count}
+                        : Args{in.data(), count, out.data(), own.count};
     case Collective::allgather:
-      return {(s.in_place ? out.data() : in.data()) + own.offset * es, own.count, out.data(), count};
-    case Collective::broadcast: return {out.data(), count, out.data(), count};  // from rank 0
+      return {(s.in_place ? out.data() : in.data()) + own.offset * es, own.count, out.data(),
+              count};
+    case Collective::broadcast:
+      return {out.data(), count, out.data(), count};  // from rank 0
   }
   return {};
 }
 
 // A request for the call (non-blocking: started; persistent: bound, not started).
-Request request_for(Collective c, const Settings& s, const Args& a, Algorithm algo, Communicator& comm, bool persistent) {
+Request request_for(Collective c, const Settings& s, const Args& a, Algorithm algo,
+                    Communicator& comm, bool persistent) {
   switch (c) {
     case Collective::allreduce:
-      return persistent ? allreduce_init(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo)
-                        : iallreduce(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
+      return persistent
+                 ? allreduce_init(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo)
+                 : iallreduce(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
     case Collective::reduce_scatter:
-      return persistent ? reduce_scatter_init(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo)
-                        : ireduce_scatter(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
+      return persistent
+                 ? reduce_scatter_init(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm,
+                                       algo)
+                 : ireduce_scatter(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
     case Collective::allgather:
       return persistent ? allgather_init(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo)
                         : iallgather(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
@@ -63,18 +71,26 @@ void call(Collective c, const Settings& s, std::vector<std::byte>& in, std::vect
   const Block own = block_of(count, comm.size(), comm.rank());
   switch (c) {
     case Collective::allreduce:
-      if (s.in_place) allreduce(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
-      else allreduce(in.data(), count, out.data(), count, s.type, s.op, comm, algo);
+      if (s.in_place)
+        allreduce(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
+      else
+        allreduce(in.data(), count, out.data(), count, s.type, s.op, comm, algo);
       return;
     case Collective::reduce_scatter:
-      if (s.in_place) reduce_scatter(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
-      else reduce_scatter(in.data(), count, out.data(), own.count, s.type, s.op, comm, algo);
+      if (s.in_place)
+        reduce_scatter(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
+      else
+        reduce_scatter(in.data(), count, out.data(), own.count, s.type, s.op, comm, algo);
       return;
     case Collective::allgather:
-      if (s.in_place) allgather(out.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
-      else allgather(in.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
+      if (s.in_place)
+        allgather(out.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
+      else
+        allgather(in.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
       return;
-    case Collective::broadcast: broadcast(out.data(), count, s.type, 0, comm, algo); return;
+    case Collective::broadcast:
+      broadcast(out.data(), count, s.type, 0, comm, algo);
+      return;
   }
 }
 
@@ -102,17 +118,27 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std
       for (int r = 1; r < p; ++r) {
         const double v = exact_input(s.op, r, g);
         switch (s.op) {
-          case ReduceOp::sum: case ReduceOp::avg: want += v; break;
-          case ReduceOp::prod: want *= v; break;
-          case ReduceOp::min: want = std::min(want, v); break;
-          case ReduceOp::max: want = std::max(want, v); break;
+          case ReduceOp::sum:
+          case ReduceOp::avg:
+            want += v;
+            break;
+          case ReduceOp::prod:
+            want *= v;
+            break;
+          case ReduceOp::min:
+            want = std::min(want, v);
+            break;
+          case ReduceOp::max:
+            want = std::max(want, v);
+            break;
         }
       }
       if (s.op == ReduceOp::avg) want /= p;
     }
     std::byte ref[8];
     store_as(s.type, ref, want);
-    const double got = load_as_double(s.type, out.data() + (at + i) * es), exp = load_as_double(s.type, ref);
+    const double got = load_as_double(s.type, out.data() + (at + i) * es),
+                 exp = load_as_double(s.type, ref);
     const double tol = s.op == ReduceOp::avg ? 1e-2 * std::max(1.0, std::abs(exp)) : 0.0;
     wrong += std::abs(got - exp) > tol;
   }
@@ -149,7 +175,8 @@ Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Com
   const int p = comm.size();
   const std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   std::vector<std::byte> in(count * es, std::byte{1}), out(count * es, std::byte{0});
-  const int reps = static_cast<int>(std::clamp<std::uint64_t>((std::uint64_t{512} << 20) / (count * es), 1, 1024));
+  const int reps = static_cast<int>(
+      std::clamp<std::uint64_t>((std::uint64_t{512} << 20) / (count * es), 1, 1024));
   MPI_Comm node;
   int node_size = 0;
   MPI_Comm_split_type(comm.mpi_comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
@@ -170,19 +197,33 @@ Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Com
   std::sort(times.begin(), times.end());
   const double med = times[times.size() / 2];
   const double algbw = static_cast<double>(count * es) / (med * 1e-6) / 1e9;
-  return {std::string(to_string(c)), std::string(to_string(s.type)), std::string(to_string(s.op)), count * es, count,
-          "copy_bound", med, times.front(), times.back(), algbw, algbw, 0, 0.0, 0.0, {}};
+  return {std::string(to_string(c)),
+          std::string(to_string(s.type)),
+          std::string(to_string(s.op)),
+          count * es,
+          count,
+          "copy_bound",
+          med,
+          times.front(),
+          times.back(),
+          algbw,
+          algbw,
+          0,
+          0.0,
+          0.0,
+          {}};
 }
 
-Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo, Communicator& comm,
-            Settings::Mode mode) {
+Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo,
+            Communicator& comm, Settings::Mode mode) {
   const std::size_t es = size_of(s.type);
   const int p = comm.size();
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
   std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   std::vector<std::byte> in(count * es), out(count * es);
   auto fill = [&] {
-    for (std::uint64_t i = 0; i < count; ++i) store_as(s.type, in.data() + i * es, exact_input(s.op, comm.rank(), i));
+    for (std::uint64_t i = 0; i < count; ++i)
+      store_as(s.type, in.data() + i * es, exact_input(s.op, comm.rank(), i));
     if (s.in_place || (c == Collective::broadcast && comm.rank() == 0)) out = in;
   };
   fill();
@@ -228,8 +269,21 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
                         : c == Collective::broadcast ? 1.0
                                                      : static_cast<double>(p - 1) / p;
   const double algbw = total / (med * 1e-6) / 1e9;
-  return {std::string(to_string(c)), std::string(to_string(s.type)), std::string(to_string(s.op)), count * es, count, std::string(to_string(algo)), med, times.front(), times.back(),
-          algbw, algbw * factor, wrong, 0.0, 0.0, {}};
+  return {std::string(to_string(c)),
+          std::string(to_string(s.type)),
+          std::string(to_string(s.op)),
+          count * es,
+          count,
+          std::string(to_string(algo)),
+          med,
+          times.front(),
+          times.back(),
+          algbw,
+          algbw * factor,
+          wrong,
+          0.0,
+          0.0,
+          {}};
 }
 
 }  // namespace toroid::bench

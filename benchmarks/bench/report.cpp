@@ -16,7 +16,10 @@ std::string json_string(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) { out += fmt::format("\\u{:04x}", c); continue; }
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", c);
+      continue;
+    }
     out += c;
   }
   return out + "\"";
@@ -31,8 +34,9 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
   // when it did not, one entry per transport of the run.
   std::string transports;
   for (std::size_t t = 0; t < comms.size(); ++t)
-    transports += fmt::format("{}{} ({})", t ? ", " : "", to_string(s.transports[t]),
-                              comms[t]->uses_shared_memory() ? "shared memory on the node, mpi beyond" : "mpi");
+    transports += fmt::format(
+        "{}{} ({})", t ? ", " : "", to_string(s.transports[t]),
+        comms[t]->uses_shared_memory() ? "shared memory on the node, mpi beyond" : "mpi");
   char version[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int len = 0;
   MPI_Get_library_version(version, &len);
@@ -60,8 +64,8 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
                  {"warmup", std::to_string(s.warmup)}};
   if (host.cores > 0 && per_node > host.cores)
     info.warnings.push_back(fmt::format(
-        "{} ranks per node on {} cores: ranks share cores, timings include waiting for a core", per_node,
-        host.cores));
+        "{} ranks per node on {} cores: ranks share cores, timings include waiting for a core",
+        per_node, host.cores));
   return info;
 }
 
@@ -88,12 +92,18 @@ void Report::begin(const RunInfo& info, int iters) {
   }
   if (!line.empty()) fmt::print(out_, "#{}\n", line);
   for (const auto& w : info.warnings) fmt::print(out_, "# WARNING: {}\n", w);
-  fmt::print(out_, "# time = median over {} iterations of the slowest rank; vs_mpi = stock time / this time\n", iters);
+  fmt::print(
+      out_,
+      "# time = median over {} iterations of the slowest rank; vs_mpi = stock time / this time\n",
+      iters);
   if (format_ == "csv")
-    fmt::print(out_, "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,collective,predicted_us,picked\n");
+    fmt::print(out_,
+               "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,"
+               "collective,predicted_us,picked\n");
   else
-    fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7}\n", "collective",
-               "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw", "busbw", "wrong", "vs_mpi");
+    fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7}\n",
+               "collective", "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw",
+               "busbw", "wrong", "vs_mpi");
   std::fflush(out_);  // the run is set up: whoever watches the output sees it before the first row
 }
 
@@ -101,20 +111,26 @@ void Report::row(const Row& r, bool has_baseline) {
   const std::string vs = has_baseline ? fmt::format("{:.2f}", r.vs_mpi) : "-";
   if (format_ == "json") {
     fmt::print(out_,
-               "{}\n    {{\"collective\": \"{}\", \"size\": {}, \"count\": {}, \"type\": \"{}\", \"redop\": \"{}\", "
-               "\"algo\": \"{}\", \"time_us\": {:.3f}, \"min_us\": {:.3f}, \"max_us\": {:.3f}, \"algbw\": {:.4f}, "
-               "\"busbw\": {:.4f}, \"wrong\": {}, \"vs_mpi\": {}, \"predicted_us\": {}, \"picked\": \"{}\"}}",
-               first_row_ ? "" : ",", r.coll, r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.min_us,
-               r.max_us, r.algbw, r.busbw, r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "null",
+               "{}\n    {{\"collective\": \"{}\", \"size\": {}, \"count\": {}, \"type\": \"{}\", "
+               "\"redop\": \"{}\", "
+               "\"algo\": \"{}\", \"time_us\": {:.3f}, \"min_us\": {:.3f}, \"max_us\": {:.3f}, "
+               "\"algbw\": {:.4f}, "
+               "\"busbw\": {:.4f}, \"wrong\": {}, \"vs_mpi\": {}, \"predicted_us\": {}, "
+               "\"picked\": \"{}\"}}",
+               first_row_ ? "" : ",", r.coll, r.bytes, r.count, r.type, r.redop, r.algo,
+               r.median_us, r.min_us, r.max_us, r.algbw, r.busbw, r.wrong,
+               has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "null",
                r.predicted_us > 0 ? fmt::format("{:.3f}", r.predicted_us) : "null", r.picked);
   } else if (format_ == "csv") {
-    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{},{},{}\n", r.bytes, r.count, r.type,
-               r.redop, r.algo, r.median_us, r.min_us, r.max_us, r.algbw, r.busbw, r.wrong,
-               has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll,
+    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{},{},{}\n", r.bytes,
+               r.count, r.type, r.redop, r.algo, r.median_us, r.min_us, r.max_us, r.algbw, r.busbw,
+               r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll,
                r.predicted_us > 0 ? fmt::format("{:.2f}", r.predicted_us) : "", r.picked);
   } else {
-    fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7}\n", r.coll,
-               r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.algbw, r.busbw, r.wrong, vs);
+    fmt::print(out_,
+               "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7}\n",
+               r.coll, r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.algbw, r.busbw,
+               r.wrong, vs);
   }
   first_row_ = false;
   std::fflush(out_);

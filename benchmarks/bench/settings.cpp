@@ -1,9 +1,9 @@
 #include "bench/settings.hpp"
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <boost/program_options.hpp>
 #include <sstream>
 
 #include "cli/cli.hpp"
@@ -16,9 +16,12 @@ namespace toroid::bench {
 
 std::string_view to_string(Settings::Mode m) noexcept {
   switch (m) {
-    case Settings::Mode::blocking: return "blocking";
-    case Settings::Mode::nonblocking: return "nonblocking";
-    case Settings::Mode::persistent: return "persistent";
+    case Settings::Mode::blocking:
+      return "blocking";
+    case Settings::Mode::nonblocking:
+      return "nonblocking";
+    case Settings::Mode::persistent:
+      return "persistent";
   }
   return "?";
 }
@@ -29,36 +32,41 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
   std::string op = "allreduce", algo = "ring", dtype = "f32", redop = "sum", b = "4K", e = "64M";
   Settings s;
   int check = 1, inplace = 0;
-  d.add_options()
-      ("help,h", "print this help")
-      ("op", po::value(&op)->default_value(op), "allreduce|reduce_scatter|allgather|all")
-      ("algo", po::value(&algo)->default_value(algo),
-       "comma list of auto|ring|bidir_ring|torus2d|torus2d_both|hierarchical|recursive_doubling|rabenseifner|mpi, "
-       "or all (every algorithm that implements the collective)")
-      ("topology", po::value(&s.topology)->default_value("auto"), "XxY[:wrap=xy|x|y|none] or auto")
-      ("dtype", po::value(&dtype)->default_value(dtype), "f32|f64|bf16|f16|i32|i64")
-      ("redop", po::value(&redop)->default_value(redop), "sum|prod|min|max|avg")
-      (",b", po::value(&b)->default_value(b), "smallest message in bytes (K/M/G suffixes)")
-      (",e", po::value(&e)->default_value(e), "largest message in bytes")
-      (",f", po::value(&s.factor)->default_value(s.factor), "size multiplication factor (>= 2)")
-      (",n", po::value(&s.iters)->default_value(s.iters), "timed iterations per size")
-      (",w", po::value(&s.warmup)->default_value(s.warmup), "warm-up iterations per size")
-      ("check", po::value(&check)->default_value(check), "verify every element (0|1)")
-      ("inplace", po::value(&inplace)->default_value(inplace), "in-place collectives (0|1)")
-      ("no-baseline", "do not add the stock MPI collective as a baseline")
-      ("format", po::value(&s.format)->default_value(s.format), "table|csv|json")
-      ("output", po::value(&s.output), "write the results to this file instead of stdout")
-      ("isa", po::value<std::string>(), "comma list of kernel levels (scalar, avx2, avx512, auto): toroid's rows "
-                                         "are repeated per level, named ALGO@LEVEL, all in this run")
-      ("transport", po::value<std::string>(), "comma list of auto|mpi|shm: toroid's rows over each transport "
-                                               "(named ALGO/TRANSPORT when more than one), all in this run")
-      ("mode", po::value<std::string>(), "comma list of blocking|nonblocking|persistent: how toroid's rows call "
-                                          "the collective (named ALGO:MODE when more than one); stock rows block")
-      ("bound", "add a copy_bound row per size: every rank copies its vector at once (memcpy), the time "
-                "the bytes an all-reduce must move (read the input, write the output) take")
-      ("timeout", po::value<double>(),
-       "seconds without progress before a stuck collective reports and ends the run (0: off; default: "
-       "TOROID_TIMEOUT, else 300)");
+  d.add_options()("help,h", "print this help")("op", po::value(&op)->default_value(op),
+                                               "allreduce|reduce_scatter|allgather|all")(
+      "algo", po::value(&algo)->default_value(algo),
+      "comma list of "
+      "auto|ring|bidir_ring|torus2d|torus2d_both|hierarchical|recursive_doubling|rabenseifner|mpi, "
+      "or all (every algorithm that implements the collective)")(
+      "topology", po::value(&s.topology)->default_value("auto"), "XxY[:wrap=xy|x|y|none] or auto")(
+      "dtype", po::value(&dtype)->default_value(dtype), "f32|f64|bf16|f16|i32|i64")(
+      "redop", po::value(&redop)->default_value(redop), "sum|prod|min|max|avg")(
+      ",b", po::value(&b)->default_value(b), "smallest message in bytes (K/M/G suffixes)")(
+      ",e", po::value(&e)->default_value(e), "largest message in bytes")(
+      ",f", po::value(&s.factor)->default_value(s.factor), "size multiplication factor (>= 2)")(
+      ",n", po::value(&s.iters)->default_value(s.iters), "timed iterations per size")(
+      ",w", po::value(&s.warmup)->default_value(s.warmup), "warm-up iterations per size")(
+      "check", po::value(&check)->default_value(check), "verify every element (0|1)")(
+      "inplace", po::value(&inplace)->default_value(inplace), "in-place collectives (0|1)")(
+      "no-baseline", "do not add the stock MPI collective as a baseline")(
+      "format", po::value(&s.format)->default_value(s.format), "table|csv|json")(
+      "output", po::value(&s.output), "write the results to this file instead of stdout")(
+      "isa", po::value<std::string>(),
+      "comma list of kernel levels (scalar, avx2, avx512, auto): toroid's rows "
+      "are repeated per level, named ALGO@LEVEL, all in this run")(
+      "transport", po::value<std::string>(),
+      "comma list of auto|mpi|shm: toroid's rows over each transport "
+      "(named ALGO/TRANSPORT when more than one), all in this run")(
+      "mode", po::value<std::string>(),
+      "comma list of blocking|nonblocking|persistent: how toroid's rows call "
+      "the collective (named ALGO:MODE when more than one); stock rows block")(
+      "bound",
+      "add a copy_bound row per size: every rank copies its vector at once (memcpy), the time "
+      "the bytes an all-reduce must move (read the input, write the output) take")(
+      "timeout", po::value<double>(),
+      "seconds without progress before a stuck collective reports and ends the run (0: off; "
+      "default: "
+      "TOROID_TIMEOUT, else 300)");
   const po::variables_map vm = cli::parse_command_line(d, argc, argv, help, help_text);
   s.ops = cli::parse_collectives(op);
   s.algos = cli::parse_algorithms(algo, {std::begin(all_algorithms), std::end(all_algorithms)});
@@ -87,7 +95,8 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
   if (s.format != "table" && s.format != "csv" && s.format != "json")
     throw InvalidArgument("--format: '" + s.format + "' is not table, csv or json");
   if (s.op == ReduceOp::avg && !is_floating(s.type))
-    throw InvalidArgument(fmt::format("--redop avg needs a floating --dtype, got {}", to_string(s.type)));
+    throw InvalidArgument(
+        fmt::format("--redop avg needs a floating --dtype, got {}", to_string(s.type)));
   if (vm.count("timeout")) s.timeout_s = vm["timeout"].as<double>();
   if (s.timeout_s && !(*s.timeout_s >= 0))
     throw InvalidArgument(fmt::format("--timeout {} must not be negative", *s.timeout_s));
@@ -115,9 +124,11 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
     s.modes.clear();
     for (const std::string& m : cli::split_list(vm["mode"].as<std::string>())) {
       bool found = false;
-      for (Settings::Mode k : {Settings::Mode::blocking, Settings::Mode::nonblocking, Settings::Mode::persistent})
+      for (Settings::Mode k :
+           {Settings::Mode::blocking, Settings::Mode::nonblocking, Settings::Mode::persistent})
         if (m == to_string(k)) s.modes.push_back(k), found = true;
-      if (!found) throw InvalidArgument("--mode: '" + m + "' is not blocking, nonblocking or persistent");
+      if (!found)
+        throw InvalidArgument("--mode: '" + m + "' is not blocking, nonblocking or persistent");
     }
   }
   s.bound = vm.count("bound") > 0;

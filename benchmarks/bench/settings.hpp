@@ -24,7 +24,8 @@ struct Settings {
   // --timeout; unset: TOROID_TIMEOUT, else default_timeout_s (see toroid_bench.cpp).
   std::optional<double> timeout_s;
   static constexpr double default_timeout_s = 300;
-  std::vector<std::string> isas;  // kernel levels to run toroid's algorithms with; empty: the active one
+  std::vector<std::string>
+      isas;  // kernel levels to run toroid's algorithms with; empty: the active one
   // Transports to run toroid's algorithms over (rows named ALGO/TRANSPORT when more than one).
   std::vector<Transport> transports = {Transport::automatic};
   // How toroid's collectives are called (rows named ALGO:MODE when more than one): blocking,

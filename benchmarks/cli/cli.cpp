@@ -16,8 +16,8 @@ std::vector<std::string> split_list(const std::string& text, char sep) {
   return out;
 }
 
-po::variables_map parse_command_line(const po::options_description& d, int argc, char** argv, bool& help,
-                                     std::string& help_text) {
+po::variables_map parse_command_line(const po::options_description& d, int argc, char** argv,
+                                     bool& help, std::string& help_text) {
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, d), vm);
@@ -33,8 +33,8 @@ po::variables_map parse_command_line(const po::options_description& d, int argc,
 }
 
 std::vector<Collective> parse_collectives(const std::string& text) {
-  const std::vector<Collective> every = {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
-                                         Collective::broadcast};
+  const std::vector<Collective> every = {Collective::allreduce, Collective::reduce_scatter,
+                                         Collective::allgather, Collective::broadcast};
   if (text == "all") return every;
   std::vector<Collective> out;
   for (const std::string& name : split_list(text)) {
@@ -42,13 +42,15 @@ std::vector<Collective> parse_collectives(const std::string& text) {
     for (Collective c : every)
       if (name == to_string(c)) out.push_back(c), known = true;
     if (!known)
-      throw InvalidArgument("--op: unknown collective '" + name + "' (valid: allreduce, reduce_scatter, allgather, broadcast, all)");
+      throw InvalidArgument("--op: unknown collective '" + name +
+                            "' (valid: allreduce, reduce_scatter, allgather, broadcast, all)");
   }
   if (out.empty()) throw InvalidArgument("--op: names no collective");
   return out;
 }
 
-std::vector<Algorithm> parse_algorithms(const std::string& text, const std::vector<Algorithm>& all) {
+std::vector<Algorithm> parse_algorithms(const std::string& text,
+                                        const std::vector<Algorithm>& all) {
   if (text == "all") return all;
   std::vector<Algorithm> out;
   for (const std::string& name : split_list(text)) {

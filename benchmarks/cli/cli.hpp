@@ -2,7 +2,6 @@
 #pragma once
 
 #include <boost/program_options.hpp>
-
 #include <string>
 #include <vector>
 
@@ -15,9 +14,9 @@ std::vector<std::string> split_list(const std::string& text, char sep = ',');
 
 // Parses argv against `d`; boost's errors become InvalidArgument. Sets `help` for --help and
 // fills `help_text` with the options' description.
-boost::program_options::variables_map parse_command_line(const boost::program_options::options_description& d,
-                                                         int argc, char** argv, bool& help,
-                                                         std::string& help_text);
+boost::program_options::variables_map parse_command_line(
+    const boost::program_options::options_description& d, int argc, char** argv, bool& help,
+    std::string& help_text);
 
 // --op: "allreduce,allgather" or "all". Throws InvalidArgument naming --op and the bad name.
 std::vector<Collective> parse_collectives(const std::string& text);

@@ -57,7 +57,8 @@ void read_bench_csv(const std::string& path, Measured& into) {
       std::istringstream ss(line.substr(1));
       // "ranks 4" in the run header (other lines say "4 ranks per node").
       for (std::string k, v; ss >> k;)
-        if (k == "ranks" && ranks == 0 && ss >> v && !v.empty() && std::isdigit(static_cast<unsigned char>(v[0])))
+        if (k == "ranks" && ranks == 0 && ss >> v && !v.empty() &&
+            std::isdigit(static_cast<unsigned char>(v[0])))
           ranks = std::stoi(v);
       continue;
     }
@@ -81,7 +82,8 @@ void read_bench_csv(const std::string& path, Measured& into) {
     }
   }
   if (cols.empty() || ranks == 0)
-    throw InvalidArgument(fmt::format("--compare: '{}' is not toroid-bench CSV (--format csv)", path));
+    throw InvalidArgument(
+        fmt::format("--compare: '{}' is not toroid-bench CSV (--format csv)", path));
 }
 
 }  // namespace
@@ -93,8 +95,11 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (size != 2) {
     if (rank == 0)
-      fmt::print(stderr, "toroid-sim: --calibrate needs exactly 2 ranks (scripts/mpirun.sh -np 2 toroid-sim "
-                         "--calibrate), got {}\n", size);
+      fmt::print(
+          stderr,
+          "toroid-sim: --calibrate needs exactly 2 ranks (scripts/mpirun.sh -np 2 toroid-sim "
+          "--calibrate), got {}\n",
+          size);
     MPI_Finalize();
     return 2;
   }
@@ -115,7 +120,8 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
   }
   std::vector<char> buf(o.calibrate_max, 1);
   std::vector<std::pair<double, double>> pts;
-  for (std::size_t n = 8; n <= o.calibrate_max; n *= 4) pts.push_back({double(n), ping_pong(rank, buf, n, o.calibrate_iters)});
+  for (std::size_t n = 8; n <= o.calibrate_max; n *= 4)
+    pts.push_back({double(n), ping_pong(rank, buf, n, o.calibrate_iters)});
   MPI_Barrier(MPI_COMM_WORLD);
   const double reduce = rank == 0 ? reduce_throughput() : 0.0;
   MPI_Barrier(MPI_COMM_WORLD);
@@ -127,22 +133,30 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
     for (auto pt : pts)
       if (pt.first >= (1 << 20)) large.push_back(pt);
     const Fit fl = large.size() >= 2 ? fit(large) : f;
-    fmt::print(out, "# ping-pong between 2 ranks, one-way time (median of {}), fit t(n) = alpha + n/beta\n",
-               o.calibrate_iters);
+    fmt::print(
+        out,
+        "# ping-pong between 2 ranks, one-way time (median of {}), fit t(n) = alpha + n/beta\n",
+        o.calibrate_iters);
     fmt::print(out, "{:>12}{:>14}{:>14}{:>8}\n", "bytes", "measured(us)", "fit(us)", "fit/m");
     for (auto [n, t] : pts) {
       const double ft = f.alpha_s + n / f.beta_bytes_per_s;
-      fmt::print(out, "{:>12}{:>14.2f}{:>14.2f}{:>8.2f}\n", static_cast<std::uint64_t>(n), t * 1e6, ft * 1e6, ft / t);
+      fmt::print(out, "{:>12}{:>14.2f}{:>14.2f}{:>8.2f}\n", static_cast<std::uint64_t>(n), t * 1e6,
+                 ft * 1e6, ft / t);
     }
-    fmt::print(out, "# alpha {:.3f} us, beta {:.3f} GB/s, f32 sum kernel {:.3f} GB/s (one operand)\n",
+    fmt::print(out,
+               "# alpha {:.3f} us, beta {:.3f} GB/s, f32 sum kernel {:.3f} GB/s (one operand)\n",
                f.alpha_s * 1e6, f.beta_bytes_per_s / 1e9, reduce / 1e9);
-    fmt::print(out, "# as toroid-sim options: --hop-us {:.3f} --link-gbps {:.3f} --reduce-gbps {:.3f}\n",
+    fmt::print(out,
+               "# as toroid-sim options: --hop-us {:.3f} --link-gbps {:.3f} --reduce-gbps {:.3f}\n",
                f.alpha_s * 1e6, f.beta_bytes_per_s / 1e9, reduce / 1e9);
-    fmt::print(out, "# messages >= 1 MiB alone: beta {:.3f} GB/s (column 'pred_1M+')\n\n", fl.beta_bytes_per_s / 1e9);
+    fmt::print(out, "# messages >= 1 MiB alone: beta {:.3f} GB/s (column 'pred_1M+')\n\n",
+               fl.beta_bytes_per_s / 1e9);
 
-    fmt::print(out, "# predicted toroid-bench all-reduce (f32, count rounded to a multiple of the ranks)\n");
-    fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15}{:>15}{:>10}{:>12}{:>10}\n", "ranks", "shape", "algo", "bytes",
-               "predicted(us)", "measured(us)", "m/p", "pred_1M+", "m/p_1M+");
+    fmt::print(
+        out,
+        "# predicted toroid-bench all-reduce (f32, count rounded to a multiple of the ranks)\n");
+    fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15}{:>15}{:>10}{:>12}{:>10}\n", "ranks", "shape",
+               "algo", "bytes", "predicted(us)", "measured(us)", "m/p", "pred_1M+", "m/p_1M+");
     for (int np : {2, 4}) {
       exec::SimModel m;
       m.topology = np == 2 ? Torus2D(2, 1) : Torus2D(2, 2);
@@ -160,9 +174,11 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
           const exec::SimResult sl = exec::simulate_collective(ml, a, r, DataType::f32);
           const auto it = measured.find({np, std::string(to_string(a)), r.count * 4});
           const bool have = it != measured.end();
-          fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15.2f}{:>15}{:>10}{:>12.2f}{:>10}\n", np, m.topology.to_string(),
-                     to_string(a), r.count * 4, s.time_s * 1e6, have ? fmt::format("{:.2f}", it->second) : "-",
-                     have ? fmt::format("{:.2f}", it->second / (s.time_s * 1e6)) : "-", sl.time_s * 1e6,
+          fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15.2f}{:>15}{:>10}{:>12.2f}{:>10}\n", np,
+                     m.topology.to_string(), to_string(a), r.count * 4, s.time_s * 1e6,
+                     have ? fmt::format("{:.2f}", it->second) : "-",
+                     have ? fmt::format("{:.2f}", it->second / (s.time_s * 1e6)) : "-",
+                     sl.time_s * 1e6,
                      have ? fmt::format("{:.2f}", it->second / (sl.time_s * 1e6)) : "-");
         }
     }

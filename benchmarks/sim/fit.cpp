@@ -26,7 +26,8 @@ double reduce_throughput() {
   for (int i = 0; i < 7; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     fn(c.data(), a.data(), b.data(), n);
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    best = std::min(best,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   return static_cast<double>(n * sizeof(float)) / best;
 }

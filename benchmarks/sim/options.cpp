@@ -1,8 +1,8 @@
 #include "sim/options.hpp"
 
-#include <boost/program_options.hpp>
 #include <fmt/format.h>
 
+#include <boost/program_options.hpp>
 #include <cmath>
 #include <sstream>
 
@@ -14,7 +14,6 @@ namespace po = boost::program_options;
 namespace toroid::sim_cli {
 namespace {
 
-
 struct Preset {
   const char* name;
   const char* topology;
@@ -25,20 +24,23 @@ struct Preset {
 // assumption (pods joined side by side along X), overridable with --wrap.
 constexpr Preset kPresets[] = {
     {"tpu-v3-pod", "32x32", "32x32 torus (wraparound in both dimensions)"},
-    {"tpu-v3-multipod", "128x32:wrap=y", "128x32, wraparound only along the 32 (Y) dimension (assumed)"},
+    {"tpu-v3-multipod", "128x32:wrap=y",
+     "128x32, wraparound only along the 32 (Y) dimension (assumed)"},
 };
 
 double positive(const po::variables_map& vm, const char* name, double fallback) {
   if (!vm.count(name)) return fallback;
   const double v = vm[name].as<double>();
-  if (!(v > 0) || !std::isfinite(v)) throw InvalidArgument(fmt::format("--{} {} must be a positive number", name, v));
+  if (!(v > 0) || !std::isfinite(v))
+    throw InvalidArgument(fmt::format("--{} {} must be a positive number", name, v));
   return v;
 }
 
 double not_negative(const po::variables_map& vm, const char* name, double fallback) {
   if (!vm.count(name)) return fallback;
   const double v = vm[name].as<double>();
-  if (!(v >= 0) || !std::isfinite(v)) throw InvalidArgument(fmt::format("--{} {} must not be negative", name, v));
+  if (!(v >= 0) || !std::isfinite(v))
+    throw InvalidArgument(fmt::format("--{} {} must not be negative", name, v));
   return v;
 }
 
@@ -48,7 +50,8 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text, std::uint64_t fa
   if (const auto colon = text.find(':'); colon != std::string::npos) {
     const std::uint64_t lo = parse_size(text.substr(0, colon), "--bytes");
     const std::uint64_t hi = parse_size(text.substr(colon + 1), "--bytes");
-    if (lo == 0 || lo > hi) throw InvalidArgument(fmt::format("--bytes: '{}' needs 0 < low <= high", text));
+    if (lo == 0 || lo > hi)
+      throw InvalidArgument(fmt::format("--bytes: '{}' needs 0 < low <= high", text));
     for (std::uint64_t b = lo; b <= hi; b *= factor) {
       out.push_back(b);
       if (b > UINT64_MAX / factor) break;
@@ -69,53 +72,65 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text, std::uint64_t fa
 Options parse_options(int argc, char** argv, bool& help, std::string& help_text) {
   Options o;
   std::string preset = "tpu-v3-pod", topology, wrap, op = "allreduce",
-              algo = "ring,bidir_ring,torus2d,torus2d_both,hierarchical", bytes = "1K:1G", dtype = "f32",
-              segment = "256K", cal_max = "64M", compare;
+              algo = "ring,bidir_ring,torus2d,torus2d_both,hierarchical", bytes = "1K:1G",
+              dtype = "f32", segment = "256K", cal_max = "64M", compare;
   std::uint64_t factor = 4;
   po::options_description d(
       "toroid-sim: the schedules of toroid's algorithms costed on a modeled 2D torus of chips\n"
       "(docs/simulator.md). Presets: tpu-v3-pod = 32x32 torus; tpu-v3-multipod = 128x32 with\n"
-      "wraparound only along the 32 dimension (an assumption: override with --wrap). Both: 80 GB/s\n"
+      "wraparound only along the 32 dimension (an assumption: override with --wrap). Both: 80 "
+      "GB/s\n"
       "per link direction, 1 us per hop, 300 GB/s reduction per chip.\n\n"
       "  toroid-sim --preset tpu-v3-multipod --algo torus2d,ring --bytes 1K:1G\n"
       "  scripts/mpirun.sh -np 2 toroid-sim --calibrate [--compare bench_np2.csv,bench_np4.csv]\n\n"
       "Options");
-  d.add_options()
-      ("help,h", "print this help")
-      ("preset", po::value(&preset)->default_value(preset), "tpu-v3-pod | tpu-v3-multipod")
-      ("topology", po::value(&topology), "XxY[:wrap=xy|x|y|none] (default: the preset's)")
-      ("wrap", po::value(&wrap), "dimensions with wraparound links: xy | x | y | none (overrides --topology's)")
-      ("op", po::value(&op)->default_value(op), "allreduce | reduce_scatter | allgather, a comma list, or all")
-      ("algo", po::value(&algo)->default_value(algo),
-       "comma list of ring | bidir_ring | torus2d | torus2d_both | hierarchical | recursive_doubling | "
-       "rabenseifner, or all (those that implement the op)")
-      ("bytes", po::value(&bytes)->default_value(bytes), "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")
-      ("factor", po::value(&factor)->default_value(factor), "size step for LOW:HIGH (>= 2)")
-      ("dtype", po::value(&dtype)->default_value(dtype), "f32 | bf16 | f16 | f64 | i32 | i64")
-      ("link-gbps", po::value<double>(), "link bandwidth per direction, GB/s (1e9 bytes/s), both dimensions")
-      ("link-gbps-x", po::value<double>(), "... along X only")
-      ("link-gbps-y", po::value<double>(), "... along Y only")
-      ("hop-us", po::value<double>(), "latency per hop, microseconds, both dimensions")
-      ("hop-us-x", po::value<double>(), "... along X only")
-      ("hop-us-y", po::value<double>(), "... along Y only")
-      ("reduce-gbps", po::value<double>(), "reduction throughput per chip, GB/s of received data (also copies)")
-      ("segment-bytes", po::value(&segment)->default_value(segment), "pipelining segment (as TOROID_SEGMENT_BYTES)")
-      ("chips-per-node", po::value(&o.chips_per_node)->default_value(0),
-       "hierarchical: consecutive chips per node (0: one row of X chips)")
-      ("phases", "also print rank 0's time per phase")
-      ("format", po::value(&o.format)->default_value(o.format), "table | csv | json")
-      ("output", po::value(&o.output), "write to this file instead of stdout")
-      ("calibrate", "under mpirun -np 2: fit latency and bandwidth from an MPI ping-pong, measure the "
-                    "reduction, then predict toroid-bench's all-reduce at 2 and 4 ranks")
-      ("calibrate-max", po::value(&cal_max)->default_value(cal_max), "largest ping-pong message")
-      ("calibrate-iters", po::value(&o.calibrate_iters)->default_value(o.calibrate_iters), "ping-pongs per size")
-      ("compare", po::value(&compare), "with --calibrate: comma list of toroid-bench CSV files to set against the predictions");
+  d.add_options()("help,h", "print this help")("preset", po::value(&preset)->default_value(preset),
+                                               "tpu-v3-pod | tpu-v3-multipod")(
+      "topology", po::value(&topology), "XxY[:wrap=xy|x|y|none] (default: the preset's)")(
+      "wrap", po::value(&wrap),
+      "dimensions with wraparound links: xy | x | y | none (overrides --topology's)")(
+      "op", po::value(&op)->default_value(op),
+      "allreduce | reduce_scatter | allgather, a comma list, or all")(
+      "algo", po::value(&algo)->default_value(algo),
+      "comma list of ring | bidir_ring | torus2d | torus2d_both | hierarchical | "
+      "recursive_doubling | "
+      "rabenseifner, or all (those that implement the op)")(
+      "bytes", po::value(&bytes)->default_value(bytes),
+      "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")(
+      "factor", po::value(&factor)->default_value(factor), "size step for LOW:HIGH (>= 2)")(
+      "dtype", po::value(&dtype)->default_value(dtype), "f32 | bf16 | f16 | f64 | i32 | i64")(
+      "link-gbps", po::value<double>(),
+      "link bandwidth per direction, GB/s (1e9 bytes/s), both dimensions")(
+      "link-gbps-x", po::value<double>(), "... along X only")("link-gbps-y", po::value<double>(),
+                                                              "... along Y only")(
+      "hop-us", po::value<double>(), "latency per hop, microseconds, both dimensions")(
+      "hop-us-x", po::value<double>(), "... along X only")("hop-us-y", po::value<double>(),
+                                                           "... along Y only")(
+      "reduce-gbps", po::value<double>(),
+      "reduction throughput per chip, GB/s of received data (also copies)")(
+      "segment-bytes", po::value(&segment)->default_value(segment),
+      "pipelining segment (as TOROID_SEGMENT_BYTES)")(
+      "chips-per-node", po::value(&o.chips_per_node)->default_value(0),
+      "hierarchical: consecutive chips per node (0: one row of X chips)")(
+      "phases", "also print rank 0's time per phase")(
+      "format", po::value(&o.format)->default_value(o.format), "table | csv | json")(
+      "output", po::value(&o.output), "write to this file instead of stdout")(
+      "calibrate",
+      "under mpirun -np 2: fit latency and bandwidth from an MPI ping-pong, measure the "
+      "reduction, then predict toroid-bench's all-reduce at 2 and 4 ranks")(
+      "calibrate-max", po::value(&cal_max)->default_value(cal_max), "largest ping-pong message")(
+      "calibrate-iters", po::value(&o.calibrate_iters)->default_value(o.calibrate_iters),
+      "ping-pongs per size")(
+      "compare", po::value(&compare),
+      "with --calibrate: comma list of toroid-bench CSV files to set against the predictions");
   const po::variables_map vm = cli::parse_command_line(d, argc, argv, help, help_text);
 
   const Preset* p = nullptr;
   for (const Preset& q : kPresets)
     if (preset == q.name) p = &q;
-  if (!p) throw InvalidArgument(fmt::format("--preset: unknown preset '{}' (valid: tpu-v3-pod, tpu-v3-multipod)", preset));
+  if (!p)
+    throw InvalidArgument(
+        fmt::format("--preset: unknown preset '{}' (valid: tpu-v3-pod, tpu-v3-multipod)", preset));
   o.preset = preset;
   try {
     o.model.topology = Torus2D::parse(topology.empty() ? p->topology : topology);
@@ -126,7 +141,8 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
     if (wrap != "xy" && wrap != "x" && wrap != "y" && wrap != "none")
       throw InvalidArgument(fmt::format("--wrap: '{}' is not xy, x, y or none", wrap));
     const Torus2D& t = o.model.topology;
-    o.model.topology = Torus2D(t.x_dim(), t.y_dim(), wrap == "xy" || wrap == "x", wrap == "xy" || wrap == "y");
+    o.model.topology =
+        Torus2D(t.x_dim(), t.y_dim(), wrap == "xy" || wrap == "x", wrap == "xy" || wrap == "y");
   }
   const double gbps = positive(vm, "link-gbps", 80.0), hop = not_negative(vm, "hop-us", 1.0);
   o.model.link_bytes_per_s[0] = positive(vm, "link-gbps-x", gbps) * 1e9;
@@ -135,13 +151,16 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   o.model.hop_latency_s[1] = not_negative(vm, "hop-us-y", hop) * 1e-6;
   o.model.reduce_bytes_per_s = positive(vm, "reduce-gbps", 300.0) * 1e9;
   o.model.segment_bytes = parse_size(segment, "--segment-bytes");
-  if (o.model.segment_bytes < 64) throw InvalidArgument(fmt::format("--segment-bytes {} must be at least 64", segment));
+  if (o.model.segment_bytes < 64)
+    throw InvalidArgument(fmt::format("--segment-bytes {} must be at least 64", segment));
   if (o.chips_per_node < 0 || o.chips_per_node > o.model.topology.size())
-    throw InvalidArgument(fmt::format("--chips-per-node {} must be 0..{}", o.chips_per_node, o.model.topology.size()));
+    throw InvalidArgument(fmt::format("--chips-per-node {} must be 0..{}", o.chips_per_node,
+                                      o.model.topology.size()));
 
   o.ops = cli::parse_collectives(op);
-  o.algos = cli::parse_algorithms(algo, {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
-                                         Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner});
+  o.algos = cli::parse_algorithms(
+      algo, {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
+             Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner});
   for (Algorithm a : o.algos)
     if (a == Algorithm::automatic || a == Algorithm::mpi)
       throw InvalidArgument(fmt::format("--algo: '{}' has no schedule to simulate", to_string(a)));
@@ -157,8 +176,11 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   o.phases = vm.count("phases") > 0;
   o.calibrate = vm.count("calibrate") > 0;
   o.calibrate_max = parse_size(cal_max, "--calibrate-max");
-  if (o.calibrate_max < 1024) throw InvalidArgument(fmt::format("--calibrate-max {} must be at least 1K", cal_max));
-  if (o.calibrate_iters < 1) throw InvalidArgument(fmt::format("--calibrate-iters {} must be at least 1", o.calibrate_iters));
+  if (o.calibrate_max < 1024)
+    throw InvalidArgument(fmt::format("--calibrate-max {} must be at least 1K", cal_max));
+  if (o.calibrate_iters < 1)
+    throw InvalidArgument(
+        fmt::format("--calibrate-iters {} must be at least 1", o.calibrate_iters));
   o.compare = cli::split_list(compare);
   if (!o.compare.empty() && !o.calibrate) throw InvalidArgument("--compare: only with --calibrate");
   return o;

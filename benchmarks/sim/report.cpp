@@ -15,11 +15,12 @@ namespace {
 
 std::string model_line(const Options& o) {
   const auto& m = o.model;
-  return fmt::format("preset {}  topology {}  link {:g}/{:g} GB/s (x/y)  hop {:g}/{:g} us  reduce {:g} GB/s  "
-                     "segment {}  dtype {}",
-                     o.preset, m.topology.to_string(), m.link_bytes_per_s[0] / 1e9, m.link_bytes_per_s[1] / 1e9,
-                     m.hop_latency_s[0] * 1e6, m.hop_latency_s[1] * 1e6, m.reduce_bytes_per_s / 1e9,
-                     m.segment_bytes, to_string(o.type));
+  return fmt::format(
+      "preset {}  topology {}  link {:g}/{:g} GB/s (x/y)  hop {:g}/{:g} us  reduce {:g} GB/s  "
+      "segment {}  dtype {}",
+      o.preset, m.topology.to_string(), m.link_bytes_per_s[0] / 1e9, m.link_bytes_per_s[1] / 1e9,
+      m.hop_latency_s[0] * 1e6, m.hop_latency_s[1] * 1e6, m.reduce_bytes_per_s / 1e9,
+      m.segment_bytes, to_string(o.type));
 }
 
 // Errors on one line without quotes, so CSV and JSON stay valid.
@@ -41,36 +42,46 @@ void Report::begin() {
   if (o_.format == "json") {
     const auto& m = o_.model;
     fmt::print(out_,
-               "{{\n  \"model\": {{\"preset\": \"{}\", \"topology\": \"{}\", \"link_gbps\": [{}, {}], \"hop_us\": [{}, {}], "
-               "\"reduce_gbps\": {}, \"segment_bytes\": {}, \"dtype\": \"{}\", \"link_sharing\": \"fifo\"}},\n  \"rows\": [",
-               o_.preset, m.topology.to_string(), m.link_bytes_per_s[0] / 1e9, m.link_bytes_per_s[1] / 1e9,
-               m.hop_latency_s[0] * 1e6, m.hop_latency_s[1] * 1e6, m.reduce_bytes_per_s / 1e9, m.segment_bytes,
-               to_string(o_.type));
+               "{{\n  \"model\": {{\"preset\": \"{}\", \"topology\": \"{}\", \"link_gbps\": [{}, "
+               "{}], \"hop_us\": [{}, {}], "
+               "\"reduce_gbps\": {}, \"segment_bytes\": {}, \"dtype\": \"{}\", \"link_sharing\": "
+               "\"fifo\"}},\n  \"rows\": [",
+               o_.preset, m.topology.to_string(), m.link_bytes_per_s[0] / 1e9,
+               m.link_bytes_per_s[1] / 1e9, m.hop_latency_s[0] * 1e6, m.hop_latency_s[1] * 1e6,
+               m.reduce_bytes_per_s / 1e9, m.segment_bytes, to_string(o_.type));
     return;
   }
   fmt::print(out_, "# toroid-sim  {}\n", model_line(o_));
-  fmt::print(out_, "# time = last chip's finish; busiest = link dir (chip, direction) with the most busy time; "
-                   "util = its busy time / time\n");
+  fmt::print(
+      out_,
+      "# time = last chip's finish; busiest = link dir (chip, direction) with the most busy time; "
+      "util = its busy time / time\n");
   if (o_.format == "csv")
-    fmt::print(out_, "op,algo,bytes,count,time_us,algbw,busbw,busiest_link,busiest_util,max_link_bytes,phases,"
-                     "transfers,max_hops,sim_s,error\n");
+    fmt::print(
+        out_,
+        "op,algo,bytes,count,time_us,algbw,busbw,busiest_link,busiest_util,max_link_bytes,phases,"
+        "transfers,max_hops,sim_s,error\n");
   else
-    fmt::print(out_, "{:<15}{:<14}{:>12}{:>14}{:>10}{:>10}{:>14}{:>7}{:>8}{:>6}{:>8}\n", "op", "algo", "bytes",
-               "time(us)", "algbw", "busbw", "busiest", "util", "phases", "hops", "sim(s)");
+    fmt::print(out_, "{:<15}{:<14}{:>12}{:>14}{:>10}{:>10}{:>14}{:>7}{:>8}{:>6}{:>8}\n", "op",
+               "algo", "bytes", "time(us)", "algbw", "busbw", "busiest", "util", "phases", "hops",
+               "sim(s)");
 }
 
 void Report::row(const Row& r) {
   const exec::SimResult& s = r.result;
   const std::uint64_t count = r.bytes / size_of(o_.type);
   if (o_.format == "json") {
-    fmt::print(out_,
-               "{}\n    {{\"op\": \"{}\", \"algo\": \"{}\", \"bytes\": {}, \"count\": {}, \"time_us\": {:.4f}, "
-               "\"algbw\": {:.4f}, \"busbw\": {:.4f}, \"busiest_link\": \"{}\", \"busiest_util\": {:.4f}, "
-               "\"max_link_bytes\": {}, \"phases\": {}, \"transfers\": {}, \"max_hops\": {}, \"sim_s\": {:.3f}, "
-               "\"error\": \"{}\"",
-               first_ ? "" : ",", to_string(r.op), to_string(r.algo), r.bytes, count, s.time_s * 1e6, s.algbw_gbps,
-               s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s),
-               s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
+    fmt::print(
+        out_,
+        "{}\n    {{\"op\": \"{}\", \"algo\": \"{}\", \"bytes\": {}, \"count\": {}, \"time_us\": "
+        "{:.4f}, "
+        "\"algbw\": {:.4f}, \"busbw\": {:.4f}, \"busiest_link\": \"{}\", \"busiest_util\": {:.4f}, "
+        "\"max_link_bytes\": {}, \"phases\": {}, \"transfers\": {}, \"max_hops\": {}, \"sim_s\": "
+        "{:.3f}, "
+        "\"error\": \"{}\"",
+        first_ ? "" : ",", to_string(r.op), to_string(r.algo), r.bytes, count, s.time_s * 1e6,
+        s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
+        max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
     if (o_.phases) {
       fmt::print(out_, ", \"rank0_phases\": [");
       for (std::size_t i = 0; i < s.rank0_phases.size(); ++i)
@@ -83,20 +94,22 @@ void Report::row(const Row& r) {
     return;
   }
   if (o_.format == "csv") {
-    fmt::print(out_, "{},{},{},{},{:.4f},{:.4f},{:.4f},{},{:.4f},{},{},{},{},{:.3f},\"{}\"\n", to_string(r.op),
-               to_string(r.algo), r.bytes, count, s.time_s * 1e6, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link),
-               s.busiest_utilisation, max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s,
-               flat(s.error));
+    fmt::print(out_, "{},{},{},{},{:.4f},{:.4f},{:.4f},{},{:.4f},{},{},{},{},{:.3f},\"{}\"\n",
+               to_string(r.op), to_string(r.algo), r.bytes, count, s.time_s * 1e6, s.algbw_gbps,
+               s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s),
+               s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
   } else {
-    fmt::print(out_, "{:<15}{:<14}{:>12}{:>14.2f}{:>10.2f}{:>10.2f}{:>14}{:>7.2f}{:>8}{:>6}{:>8.2f}\n",
-               to_string(r.op), to_string(r.algo), r.bytes, s.time_s * 1e6, s.algbw_gbps, s.busbw_gbps,
-               link_name(s.busiest_link), s.busiest_utilisation, s.rank0_phases.size(), s.max_hops, r.wall_s);
+    fmt::print(out_,
+               "{:<15}{:<14}{:>12}{:>14.2f}{:>10.2f}{:>10.2f}{:>14}{:>7.2f}{:>8}{:>6}{:>8.2f}\n",
+               to_string(r.op), to_string(r.algo), r.bytes, s.time_s * 1e6, s.algbw_gbps,
+               s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
+               s.rank0_phases.size(), s.max_hops, r.wall_s);
     if (!s.error.empty()) fmt::print(out_, "  error: {}\n", s.error);
   }
   if (o_.phases && o_.format != "json") {
     for (const auto& p : s.rank0_phases)
-      fmt::print(out_, "#   rank 0 phase {:>5}: {:>14.3f} .. {:>14.3f} us ({:.3f} us)\n", p.phase, p.start_s * 1e6,
-                 p.end_s * 1e6, (p.end_s - p.start_s) * 1e6);
+      fmt::print(out_, "#   rank 0 phase {:>5}: {:>14.3f} .. {:>14.3f} us ({:.3f} us)\n", p.phase,
+                 p.start_s * 1e6, p.end_s * 1e6, (p.end_s - p.start_s) * 1e6);
   }
 }
 

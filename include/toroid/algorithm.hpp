@@ -17,10 +17,15 @@ enum class Algorithm {
   mpi,                 // the stock MPI collective of the same MPI library
 };
 
-inline constexpr Algorithm all_algorithms[] = {
-    Algorithm::automatic,    Algorithm::ring,         Algorithm::bidir_ring,
-    Algorithm::torus2d,      Algorithm::torus2d_both, Algorithm::hierarchical,
-    Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::mpi};
+inline constexpr Algorithm all_algorithms[] = {Algorithm::automatic,
+                                               Algorithm::ring,
+                                               Algorithm::bidir_ring,
+                                               Algorithm::torus2d,
+                                               Algorithm::torus2d_both,
+                                               Algorithm::hierarchical,
+                                               Algorithm::recursive_doubling,
+                                               Algorithm::rabenseifner,
+                                               Algorithm::mpi};
 
 enum class Collective { allreduce, reduce_scatter, allgather, broadcast };
 

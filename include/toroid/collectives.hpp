@@ -43,9 +43,9 @@ void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t 
 void allreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                     DataType type, ReduceOp op, Axis axis, Communicator& comm,
                     std::optional<Algorithm> algo = std::nullopt);
-void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out,
-                         std::uint64_t out_count, DataType type, ReduceOp op, Axis axis,
-                         Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                         DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                         std::optional<Algorithm> algo = std::nullopt);
 void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                     DataType type, Axis axis, Communicator& comm,
                     std::optional<Algorithm> algo = std::nullopt);
@@ -94,19 +94,22 @@ void allgather(std::span<T> data, Communicator& comm,
 }
 
 template <class T>
-void broadcast(std::span<T> data, int root, Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
+void broadcast(std::span<T> data, int root, Communicator& comm,
+               std::optional<Algorithm> algo = std::nullopt) {
   broadcast(data.data(), data.size(), data_type_v<T>, root, comm, algo);
 }
 
 template <class T>
 void allreduce_axis(std::span<T> data, ReduceOp op, Axis axis, Communicator& comm,
                     std::optional<Algorithm> algo = std::nullopt) {
-  allreduce_axis(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, axis, comm, algo);
+  allreduce_axis(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, axis, comm,
+                 algo);
 }
 template <class T>
 void allreduce_axis(std::span<const T> in, std::span<T> out, ReduceOp op, Axis axis,
                     Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
-  allreduce_axis(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, axis, comm, algo);
+  allreduce_axis(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, axis, comm,
+                 algo);
 }
 
 }  // namespace toroid

@@ -19,14 +19,16 @@ namespace toroid {
 // ranks are on one node (MPI otherwise); mpi: always MPI point-to-point.
 enum class Transport { automatic, mpi, shm };
 std::string_view to_string(Transport t) noexcept;
-Transport parse_transport(std::string_view name);  // "auto", "mpi", "shm"; InvalidArgument otherwise
+Transport parse_transport(
+    std::string_view name);  // "auto", "mpi", "shm"; InvalidArgument otherwise
 
 // Who moves non-blocking collectives (request.hpp). caller: toroid calls on the communicator
 // (test, wait, other collectives). thread: also a progress thread per communicator, so they
 // advance while the caller computes; it needs MPI initialized with MPI_THREAD_MULTIPLE.
 enum class ProgressMode { caller, thread };
 std::string_view to_string(ProgressMode p) noexcept;
-ProgressMode parse_progress_mode(std::string_view name);  // "caller", "thread"; InvalidArgument otherwise
+ProgressMode parse_progress_mode(
+    std::string_view name);  // "caller", "thread"; InvalidArgument otherwise
 
 struct Options {
   // "auto", "4x2", "4x2:wrap=x", ... Empty: TOROID_TOPOLOGY, else "auto".
@@ -88,7 +90,7 @@ class Communicator {
   Algorithm default_algorithm() const noexcept;
   std::size_t segment_bytes() const noexcept;
   double timeout_seconds() const noexcept;  // the watchdog's (0: off)
-  int nodes() const noexcept;  // number of (shared-memory or emulated) nodes the ranks span
+  int nodes() const noexcept;   // number of (shared-memory or emulated) nodes the ranks span
   int node_of(int rank) const;  // node index of a rank
   // How ranks lie on the nodes: "by node" (consecutive ranks share a node), "round robin" (rank
   // r on node r mod nodes), "scattered" or "uneven" (nodes of different sizes). `auto` topology

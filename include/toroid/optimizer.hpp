@@ -66,8 +66,8 @@ struct OptimizerConfig {
   // Learning rate of step `step` (1-based) from the base rate; empty: constant. Must give the
   // same value on every rank.
   std::function<double(std::int64_t step, double base)> schedule;
-  double momentum = 0.9;  // sgd, lars
-  bool nesterov = false;  // sgd, lars
+  double momentum = 0.9;                              // sgd, lars
+  bool nesterov = false;                              // sgd, lars
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam, adamw, lamb (bias-corrected)
   // sgd, adam: added to the gradient (L2); adamw, lamb: decoupled, added to the update;
   // lars: inside the trust ratio and the update, as in You et al. 2017.
@@ -100,8 +100,8 @@ struct OptimizerConfig {
 struct StepReport {
   std::int64_t step = 0;
   double learning_rate = 0;
-  double grad_norm = -1;   // global L2 norm of the averaged gradient; -1 when not computed
-  double clip_scale = 1;   // factor applied by max_grad_norm
+  double grad_norm = -1;  // global L2 norm of the averaged gradient; -1 when not computed
+  double clip_scale = 1;  // factor applied by max_grad_norm
   // reduce: inside step(), waiting for reduce-scatters (or all-reduces) that the backward
   // pass did not hide; update: the update kernels and norms; gather: packing, starting and
   // waiting for the all-gathers and unpacking the weights.

@@ -69,7 +69,8 @@ std::size_t wait_any(std::span<Request> requests);
 
 // ---- Non-blocking: start now, complete later. Arguments as the blocking calls (collectives.hpp).
 Request iallreduce(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                   DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+                   DataType type, ReduceOp op, Communicator& comm,
+                   std::optional<Algorithm> algo = std::nullopt);
 Request ireduce_scatter(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                         DataType type, ReduceOp op, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt);
@@ -78,31 +79,36 @@ Request iallgather(const void* in, std::uint64_t in_count, void* out, std::uint6
 Request iallreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                         DataType type, ReduceOp op, Axis axis, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt);
-Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                             DataType type, ReduceOp op, Axis axis, Communicator& comm,
-                             std::optional<Algorithm> algo = std::nullopt);
+Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out,
+                             std::uint64_t out_count, DataType type, ReduceOp op, Axis axis,
+                             Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                        DataType type, Axis axis, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+                        DataType type, Axis axis, Communicator& comm,
+                        std::optional<Algorithm> algo = std::nullopt);
 
 Request ibroadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                    std::optional<Algorithm> algo = std::nullopt);
 
 // ---- Persistent: validated, scheduled and bound once; start()/wait() every step.
 Request allreduce_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                       DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
-Request reduce_scatter_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                            DataType type, ReduceOp op, Communicator& comm,
+                       DataType type, ReduceOp op, Communicator& comm,
+                       std::optional<Algorithm> algo = std::nullopt);
+Request reduce_scatter_init(const void* in, std::uint64_t in_count, void* out,
+                            std::uint64_t out_count, DataType type, ReduceOp op, Communicator& comm,
                             std::optional<Algorithm> algo = std::nullopt);
 Request allgather_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                       DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+                       DataType type, Communicator& comm,
+                       std::optional<Algorithm> algo = std::nullopt);
 
 Request broadcast_init(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                        std::optional<Algorithm> algo = std::nullopt);
 
 // ---- Typed forms.
 template <class T>
-Request iallreduce(std::span<T> data, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
-  return iallreduce(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm, algo);
+Request iallreduce(std::span<T> data, ReduceOp op, Communicator& comm,
+                   std::optional<Algorithm> algo = std::nullopt) {
+  return iallreduce(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm,
+                    algo);
 }
 template <class T>
 Request iallreduce(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
@@ -112,7 +118,8 @@ Request iallreduce(std::span<const T> in, std::span<T> out, ReduceOp op, Communi
 template <class T>
 Request ireduce_scatter(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt) {
-  return ireduce_scatter(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm, algo);
+  return ireduce_scatter(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm,
+                         algo);
 }
 template <class T>
 Request iallgather(std::span<const T> in, std::span<T> out, Communicator& comm,
@@ -122,20 +129,25 @@ Request iallgather(std::span<const T> in, std::span<T> out, Communicator& comm,
 template <class T>
 Request iallreduce_axis(std::span<T> data, ReduceOp op, Axis axis, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt) {
-  return iallreduce_axis(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, axis, comm, algo);
+  return iallreduce_axis(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op,
+                         axis, comm, algo);
 }
 template <class T>
-Request ibroadcast(std::span<T> data, int root, Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
+Request ibroadcast(std::span<T> data, int root, Communicator& comm,
+                   std::optional<Algorithm> algo = std::nullopt) {
   return ibroadcast(data.data(), data.size(), data_type_v<T>, root, comm, algo);
 }
 template <class T>
-Request allreduce_init(std::span<T> data, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
-  return allreduce_init(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm, algo);
+Request allreduce_init(std::span<T> data, ReduceOp op, Communicator& comm,
+                       std::optional<Algorithm> algo = std::nullopt) {
+  return allreduce_init(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op,
+                        comm, algo);
 }
 template <class T>
 Request allreduce_init(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
                        std::optional<Algorithm> algo = std::nullopt) {
-  return allreduce_init(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm, algo);
+  return allreduce_init(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm,
+                        algo);
 }
 
 }  // namespace toroid

@@ -36,12 +36,30 @@ float16 to_float16(float v) noexcept;
 
 template <class T>
 struct data_type_of;
-template <> struct data_type_of<float> { static constexpr DataType value = DataType::f32; };
-template <> struct data_type_of<double> { static constexpr DataType value = DataType::f64; };
-template <> struct data_type_of<float16> { static constexpr DataType value = DataType::f16; };
-template <> struct data_type_of<bfloat16> { static constexpr DataType value = DataType::bf16; };
-template <> struct data_type_of<std::int32_t> { static constexpr DataType value = DataType::i32; };
-template <> struct data_type_of<std::int64_t> { static constexpr DataType value = DataType::i64; };
+template <>
+struct data_type_of<float> {
+  static constexpr DataType value = DataType::f32;
+};
+template <>
+struct data_type_of<double> {
+  static constexpr DataType value = DataType::f64;
+};
+template <>
+struct data_type_of<float16> {
+  static constexpr DataType value = DataType::f16;
+};
+template <>
+struct data_type_of<bfloat16> {
+  static constexpr DataType value = DataType::bf16;
+};
+template <>
+struct data_type_of<std::int32_t> {
+  static constexpr DataType value = DataType::i32;
+};
+template <>
+struct data_type_of<std::int64_t> {
+  static constexpr DataType value = DataType::i64;
+};
 template <class T>
 inline constexpr DataType data_type_v = data_type_of<T>::value;
 

@@ -20,10 +20,14 @@ enum class ErrorKind : int { none, invalid_argument, topology, mpi, other };
 
 [[noreturn]] void raise(ErrorKind k, const std::string& msg) {
   switch (k) {
-    case ErrorKind::invalid_argument: throw InvalidArgument(msg);
-    case ErrorKind::topology: throw TopologyError(msg);
-    case ErrorKind::mpi: throw MpiError(msg, MPI_ERR_OTHER);
-    default: throw Error(msg);
+    case ErrorKind::invalid_argument:
+      throw InvalidArgument(msg);
+    case ErrorKind::topology:
+      throw TopologyError(msg);
+    case ErrorKind::mpi:
+      throw MpiError(msg, MPI_ERR_OTHER);
+    default:
+      throw Error(msg);
   }
 }
 
@@ -57,8 +61,9 @@ void finish(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call)
 std::string who_holds(const std::vector<std::pair<std::string, std::vector<int>>>& groups) {
   std::string detail;
   for (const auto& [held, ranks] : groups)
-    detail += fmt::format("{}{} {} {} {}", detail.empty() ? "" : "; ", ranks.size() == 1 ? "rank" : "ranks",
-                          fmt::join(ranks, ","), ranks.size() == 1 ? "has" : "have", held);
+    detail += fmt::format("{}{} {} {} {}", detail.empty() ? "" : "; ",
+                          ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ","),
+                          ranks.size() == 1 ? "has" : "have", held);
   return detail;
 }
 
@@ -113,8 +118,11 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
     if (holders.size() == 1) continue;
     std::vector<std::pair<std::string, std::vector<int>>> groups;
     for (auto& [value, ranks] : holders)
-      groups.emplace_back(fields[i].show ? std::string(fields[i].show(value)) : std::to_string(value), std::move(ranks));
-    throw InvalidArgument(fmt::format("{}: {} differs between ranks: {}", what, fields[i].name, who_holds(groups)));
+      groups.emplace_back(
+          fields[i].show ? std::string(fields[i].show(value)) : std::to_string(value),
+          std::move(ranks));
+    throw InvalidArgument(
+        fmt::format("{}: {} differs between ranks: {}", what, fields[i].name, who_holds(groups)));
   }
 }
 
@@ -133,11 +141,13 @@ std::uint64_t fnv1a(std::string_view text) {
 
 }  // namespace
 
-void require_same_environment(MPI_Comm comm, const std::vector<const char*>& names, double timeout_s) {
+void require_same_environment(MPI_Comm comm, const std::vector<const char*>& names,
+                              double timeout_s) {
   int size = 1;
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
   const int n = static_cast<int>(names.size());
-  std::vector<std::uint64_t> mine(static_cast<std::size_t>(n)), all(static_cast<std::size_t>(n) * size);
+  std::vector<std::uint64_t> mine(static_cast<std::size_t>(n)),
+      all(static_cast<std::size_t>(n) * size);
   for (int i = 0; i < n; ++i) mine[i] = fnv1a(env_value(names[i]));
   MPI_Request req = MPI_REQUEST_NULL;
   mpi_check(MPI_Iallgather(mine.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm, &req),
@@ -145,26 +155,32 @@ void require_same_environment(MPI_Comm comm, const std::vector<const char*>& nam
   finish(req, comm, timeout_s, "MPI_Iallgather");
   for (int i = 0; i < n; ++i) {
     bool same = true;
-    for (int r = 1; r < size; ++r) same = same && all[static_cast<std::size_t>(r) * n + i] == all[i];
+    for (int r = 1; r < size; ++r)
+      same = same && all[static_cast<std::size_t>(r) * n + i] == all[i];
     if (same) continue;
     // Every rank knows the values differ; now gather the values themselves to name them.
     constexpr int kText = 64;
     std::vector<char> text(kText, '\0'), texts(static_cast<std::size_t>(kText) * size);
     const std::string_view v = env_value(names[i]);
     std::copy_n(v.begin(), std::min<std::size_t>(v.size(), kText - 1), text.begin());
-    mpi_check(MPI_Allgather(text.data(), kText, MPI_CHAR, texts.data(), kText, MPI_CHAR, comm), "MPI_Allgather");
+    mpi_check(MPI_Allgather(text.data(), kText, MPI_CHAR, texts.data(), kText, MPI_CHAR, comm),
+              "MPI_Allgather");
     // Values in the order of the lowest rank that holds each.
     std::vector<std::pair<std::string, std::vector<int>>> holders;
     for (int r = 0; r < size; ++r) {
       std::string value(texts.data() + static_cast<std::size_t>(r) * kText);
-      auto it = std::find_if(holders.begin(), holders.end(), [&](const auto& h) { return h.first == value; });
-      if (it == holders.end()) holders.push_back({std::move(value), {r}});
-      else it->second.push_back(r);
+      auto it = std::find_if(holders.begin(), holders.end(),
+                             [&](const auto& h) { return h.first == value; });
+      if (it == holders.end())
+        holders.push_back({std::move(value), {r}});
+      else
+        it->second.push_back(r);
     }
     for (auto& [value, ranks] : holders) value = value.empty() ? "it unset" : "'" + value + "'";
-    throw InvalidArgument(fmt::format("{} differs between ranks: {} (every rank must see the same TOROID_* "
-                                      "settings: export them everywhere, e.g. mpirun -x {})",
-                                      names[i], who_holds(holders), names[i]));
+    throw InvalidArgument(
+        fmt::format("{} differs between ranks: {} (every rank must see the same TOROID_* "
+                    "settings: export them everywhere, e.g. mpirun -x {})",
+                    names[i], who_holds(holders), names[i]));
   }
 }
 

@@ -26,7 +26,8 @@ void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s 
 struct Field {
   std::string_view name;
   std::int64_t value;
-  std::string_view (*show)(std::int64_t) = nullptr;  // the value's name in messages (null: the number)
+  std::string_view (*show)(std::int64_t) =
+      nullptr;  // the value's name in messages (null: the number)
 };
 void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields,
                        double timeout_s = 0);
@@ -36,6 +37,7 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
 // others forward, and the job would hang in mismatched collectives. Compares the environment
 // variables `names` across `comm` (one small all-gather) and, if any differs, throws
 // InvalidArgument on every rank naming the first that differs and which ranks hold which value.
-void require_same_environment(MPI_Comm comm, const std::vector<const char*>& names, double timeout_s = 0);
+void require_same_environment(MPI_Comm comm, const std::vector<const char*>& names,
+                              double timeout_s = 0);
 
 }  // namespace toroid::api

@@ -52,13 +52,13 @@ bool in_place(const Call& c, const Block& own) {
 }
 
 // " along x" / " along y" for an axis collective, "" otherwise: part of every message.
-const char* along(const Call& c) { return !c.axis ? "" : *c.axis == Axis::x ? " along x" : " along y"; }
+const char* along(const Call& c) {
+  return !c.axis ? "" : *c.axis == Axis::x ? " along x" : " along y";
+}
 
 void validate(const Call& c, int rank, Span group) {
   // Built only when there is an error to report: validation runs on every call.
-  const auto name = [&] {
-    return std::string(toroid::to_string(c.collective)) + along(c);
-  };
+  const auto name = [&] { return std::string(toroid::to_string(c.collective)) + along(c); };
   const std::size_t es = size_of(c.type);
   constexpr std::uint64_t max_bytes = 1ull << 62;
   if (c.in_count > max_bytes / es || c.out_count > max_bytes / es)
@@ -68,36 +68,44 @@ void validate(const Call& c, int rank, Span group) {
     throw InvalidArgument(fmt::format("{} on rank {}: op avg needs a floating type, got {}", name(),
                                       rank, to_string(c.type)));
   if (c.in_count > 0 && c.in == nullptr)
-    throw InvalidArgument(fmt::format("{} on rank {}: input is null with count {}", name(), rank, c.in_count));
+    throw InvalidArgument(
+        fmt::format("{} on rank {}: input is null with count {}", name(), rank, c.in_count));
   const Block own = block_of(full_count(c), group.size, group.position);
   std::uint64_t needed = 0;
   switch (c.collective) {
-    case Collective::allreduce: needed = c.in_count; break;
-    case Collective::reduce_scatter: needed = in_place(c, own) ? c.in_count : own.count; break;
+    case Collective::allreduce:
+      needed = c.in_count;
+      break;
+    case Collective::reduce_scatter:
+      needed = in_place(c, own) ? c.in_count : own.count;
+      break;
     case Collective::broadcast:
       needed = c.in_count;
       if (c.root < 0 || c.root >= group.size)
-        throw InvalidArgument(fmt::format("{} on rank {}: root {} is outside [0, {})", name(), rank, c.root, group.size));
+        throw InvalidArgument(fmt::format("{} on rank {}: root {} is outside [0, {})", name(), rank,
+                                          c.root, group.size));
       break;
     case Collective::allgather:
       needed = c.out_count;
       if (c.in_count != own.count)
         throw InvalidArgument(fmt::format(
-            "{} on rank {}: input has {} elements, but block {} of a {}-element result has {}", name(),
-            rank, c.in_count, group.position, c.out_count, own.count));
+            "{} on rank {}: input has {} elements, but block {} of a {}-element result has {}",
+            name(), rank, c.in_count, group.position, c.out_count, own.count));
       break;
   }
   if (needed > 0 && c.out == nullptr)
-    throw InvalidArgument(fmt::format("{} on rank {}: output is null but {} elements are needed", name(), rank, needed));
+    throw InvalidArgument(fmt::format("{} on rank {}: output is null but {} elements are needed",
+                                      name(), rank, needed));
   if (c.out_count < needed)
-    throw InvalidArgument(fmt::format("{} on rank {}: output has {} elements, needs {}", name(), rank,
-                                      c.out_count, needed));
+    throw InvalidArgument(fmt::format("{} on rank {}: output has {} elements, needs {}", name(),
+                                      rank, c.out_count, needed));
   // Input and output must be the same memory (in place) or not overlap at all.
   if (!in_place(c, own) && c.in_count > 0 && needed > 0) {
     const auto* i = static_cast<const std::byte*>(c.in);
     const auto* o = static_cast<const std::byte*>(c.out);
     if (i < o + needed * es && o < i + c.in_count * es)
-      throw InvalidArgument(fmt::format("{} on rank {}: input and output overlap without being in place", name(), rank));
+      throw InvalidArgument(fmt::format(
+          "{} on rank {}: input and output overlap without being in place", name(), rank));
   }
 }
 
@@ -125,23 +133,25 @@ struct Prepared {
   exec::ExecParams params;
 };
 
-Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested, std::string_view form) {
+Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
+                 std::string_view form) {
   Communicator::Impl& m = comm.impl();
   c.algo = requested.value_or(m.config.algorithm);
   const Span group = span_of(c, m);
   auto check_args = [&] { validate(c, m.rank, group); };
   if (m.config.check) {
     api::run_agreed(m.comm, check_args, m.config.timeout_s);
-    api::require_agreement(m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
-                           {{"collective", static_cast<std::int64_t>(c.collective), named<Collective>},
-                            {"count", static_cast<std::int64_t>(full_count(c))},
-                            {"type", static_cast<std::int64_t>(c.type), named<DataType>},
-                            {"op", static_cast<std::int64_t>(c.op), named<ReduceOp>},
-                            {"algorithm", static_cast<std::int64_t>(c.algo), named<Algorithm>},
-                            {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
-                            {"root", c.root},
-                            {"form", static_cast<std::int64_t>(form.size())}},
-                           m.config.timeout_s);
+    api::require_agreement(
+        m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
+        {{"collective", static_cast<std::int64_t>(c.collective), named<Collective>},
+         {"count", static_cast<std::int64_t>(full_count(c))},
+         {"type", static_cast<std::int64_t>(c.type), named<DataType>},
+         {"op", static_cast<std::int64_t>(c.op), named<ReduceOp>},
+         {"algorithm", static_cast<std::int64_t>(c.algo), named<Algorithm>},
+         {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
+         {"root", c.root},
+         {"form", static_cast<std::int64_t>(form.size())}},
+        m.config.timeout_s);
   } else {
     check_args();
   }
@@ -154,7 +164,8 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   // Named for messages: a request's errors, and the watchdog's. A blocking call without the
   // watchdog shows it nowhere, so it is not formatted on that path (every call).
   if (!form.empty() || m.config.timeout_s > 0)
-    p.params.what = fmt::format("{}{}{} ({})", form, to_string(c.collective), along(c), to_string(algo));
+    p.params.what =
+        fmt::format("{}{}{} ({})", form, to_string(c.collective), along(c), to_string(algo));
   if (algo == Algorithm::mpi) {
     p.stock = true;
     p.on = !c.axis ? m.comm : *c.axis == Axis::x ? m.row : m.column;
@@ -166,7 +177,8 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
     schedule::Context ctx{m.rank, m.topology, m.nodes.node_of_rank};
     return schedule::build(algo, {c.collective, p.count, ip, average, c.axis, c.root}, ctx);
   });
-  p.buffers.input = static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
+  p.buffers.input =
+      static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
   p.buffers.output = static_cast<std::byte*>(c.out);
   p.buffers.elem_size = size_of(c.type);
   p.params.type = c.type;
@@ -200,15 +212,16 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
   state->what = p.params.what;
   if (p.stock) {
     // MPI's own non-blocking collective; MPI moves it (inside test/wait, or its own progress).
-    state->stock = std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops,
-                                                      c.root);
+    state->stock = std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type,
+                                                     c.op, p.on, m.stock_ops, c.root);
     if (!persistent) {
       state->stock->start();
       state->started = true;
     }
     return Request(std::move(state));
   }
-  state->op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params, persistent);
+  state->op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params,
+                                  persistent);
   if (!persistent) {
     m.progress->start(state->op);
     state->started = true;
@@ -220,41 +233,55 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
 
 void allreduce(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, std::nullopt}, comm, algo);
+  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic,
+       std::nullopt},
+      comm, algo);
 }
 
 void reduce_scatter(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                     DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic, std::nullopt}, comm, algo);
+  run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic,
+       std::nullopt},
+      comm, algo);
 }
 
 void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                DataType type, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt}, comm, algo);
+  run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum,
+       Algorithm::automatic, std::nullopt},
+      comm, algo);
 }
 
 void allreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                    DataType type, ReduceOp op, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axis}, comm, algo);
+                    DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                    std::optional<Algorithm> algo) {
+  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axis},
+      comm, algo);
 }
 
 void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                         DataType type, ReduceOp op, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic, axis}, comm, algo);
+                         DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                         std::optional<Algorithm> algo) {
+  run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic,
+       axis},
+      comm, algo);
 }
 
 void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                     DataType type, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
-  run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, axis}, comm, algo);
+  run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum,
+       Algorithm::automatic, axis},
+      comm, algo);
 }
 
 // ---- Non-blocking and persistent forms.
 
-#define TOROID_NONBLOCKING(name, persistent, collective)                                                         \
-  Request name(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,        \
-               ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {                                 \
-    return start({collective, in, in_count, out, out_count, type, op, Algorithm::automatic, std::nullopt}, comm, \
-                 algo, persistent);                                                                              \
+#define TOROID_NONBLOCKING(name, persistent, collective)                                          \
+  Request name(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,        \
+               DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {   \
+    return start(                                                                                 \
+        {collective, in, in_count, out, out_count, type, op, Algorithm::automatic, std::nullopt}, \
+        comm, algo, persistent);                                                                  \
   }
 TOROID_NONBLOCKING(iallreduce, false, Collective::allreduce)
 TOROID_NONBLOCKING(ireduce_scatter, false, Collective::reduce_scatter)
@@ -262,44 +289,56 @@ TOROID_NONBLOCKING(allreduce_init, true, Collective::allreduce)
 TOROID_NONBLOCKING(reduce_scatter_init, true, Collective::reduce_scatter)
 #undef TOROID_NONBLOCKING
 
-Request iallgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,
-                   Communicator& comm, std::optional<Algorithm> algo) {
-  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt},
+Request iallgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                   DataType type, Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum,
+                Algorithm::automatic, std::nullopt},
                comm, algo, false);
 }
-Request allgather_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,
-                       Communicator& comm, std::optional<Algorithm> algo) {
-  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt},
+Request allgather_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                       DataType type, Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum,
+                Algorithm::automatic, std::nullopt},
                comm, algo, true);
 }
-Request iallreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,
-                        ReduceOp op, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
-  return start({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axis}, comm, algo, false);
+Request iallreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                        DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                        std::optional<Algorithm> algo) {
+  return start(
+      {Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axis},
+      comm, algo, false);
 }
-Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                             DataType type, ReduceOp op, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
-  return start({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic, axis}, comm,
-               algo, false);
+Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out,
+                             std::uint64_t out_count, DataType type, ReduceOp op, Axis axis,
+                             Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::reduce_scatter, in, in_count, out, out_count, type, op,
+                Algorithm::automatic, axis},
+               comm, algo, false);
 }
-Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count, DataType type,
-                        Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
-  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum, Algorithm::automatic, axis},
+Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                        DataType type, Axis axis, Communicator& comm,
+                        std::optional<Algorithm> algo) {
+  return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum,
+                Algorithm::automatic, axis},
                comm, algo, false);
 }
 
 void broadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                std::optional<Algorithm> algo) {
-  run({Collective::broadcast, data, count, data, count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt, root},
+  run({Collective::broadcast, data, count, data, count, type, ReduceOp::sum, Algorithm::automatic,
+       std::nullopt, root},
       comm, algo);
 }
 Request ibroadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                    std::optional<Algorithm> algo) {
-  return start({Collective::broadcast, data, count, data, count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt, root},
+  return start({Collective::broadcast, data, count, data, count, type, ReduceOp::sum,
+                Algorithm::automatic, std::nullopt, root},
                comm, algo, false);
 }
 Request broadcast_init(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                        std::optional<Algorithm> algo) {
-  return start({Collective::broadcast, data, count, data, count, type, ReduceOp::sum, Algorithm::automatic, std::nullopt, root},
+  return start({Collective::broadcast, data, count, data, count, type, ReduceOp::sum,
+                Algorithm::automatic, std::nullopt, root},
                comm, algo, true);
 }
 

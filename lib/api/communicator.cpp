@@ -10,7 +10,6 @@
 namespace toroid {
 namespace {
 
-
 Torus2D resolve_topology(const std::string& text, int size, const topology::NodeLayout& nodes) {
   if (text != "auto") {
     Torus2D t = Torus2D::parse(text);
@@ -39,7 +38,8 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) throw InvalidArgument("toroid::Communicator: MPI is not initialized");
-  if (comm == MPI_COMM_NULL) throw InvalidArgument("toroid::Communicator: communicator is MPI_COMM_NULL");
+  if (comm == MPI_COMM_NULL)
+    throw InvalidArgument("toroid::Communicator: communicator is MPI_COMM_NULL");
   mpi_check(MPI_Comm_dup(comm, &m.comm), "MPI_Comm_dup");
   mpi_check(MPI_Comm_set_errhandler(m.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   mpi_check(MPI_Comm_rank(m.comm, &m.rank), "MPI_Comm_rank");
@@ -53,7 +53,8 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
       api::run_agreed(m.comm, [&] { m.nodes = topology::discover_nodes(m.comm, m.config.nodes); });
     else
       m.nodes = topology::discover_nodes(m.comm);
-    api::run_agreed(m.comm, [&] { m.topology = resolve_topology(m.config.topology, m.size, m.nodes); });
+    api::run_agreed(m.comm,
+                    [&] { m.topology = resolve_topology(m.config.topology, m.size, m.nodes); });
     // Real nodes only: emulated ones share this machine's memory, where MPI is no TCP stream.
     if (!m.config.segment_bytes_given && m.config.nodes.empty() && m.nodes.nodes > 1)
       m.config.segment_bytes = cross_node_segment_bytes;
@@ -66,10 +67,12 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     if (m.config.transport == Transport::shm)
       api::run_agreed(m.comm, [&] {
         if (m.links->node_ranks() > 1 && m.links->local_ranks() < 2)
-          throw InvalidArgument(fmt::format(
-              "transport shm (Options::transport or TOROID_TRANSPORT): rank {}'s node has no room in /dev/shm for "
-              "the shared-memory links of its {} ranks; free space there, or use transport auto (MPI on such a node)",
-              m.rank, m.links->node_ranks()));
+          throw InvalidArgument(
+              fmt::format("transport shm (Options::transport or TOROID_TRANSPORT): rank {}'s node "
+                          "has no room in /dev/shm for "
+                          "the shared-memory links of its {} ranks; free space there, or use "
+                          "transport auto (MPI on such a node)",
+                          m.rank, m.links->node_ranks()));
       });
     m.selector = api::make_selector(m);
     m.progress = std::make_shared<api::Progress>(m.comm);
@@ -78,10 +81,15 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
       mpi_check(MPI_Query_thread(&level), "MPI_Query_thread");
       api::run_agreed(m.comm, [&] {
         if (level < MPI_THREAD_MULTIPLE)
-          throw InvalidArgument(fmt::format(
-              "progress mode thread (Options::progress or TOROID_PROGRESS) needs MPI initialized with "
-              "MPI_THREAD_MULTIPLE; rank {} has thread level {} (MPI_Init_thread with MPI_THREAD_MULTIPLE)",
-              m.rank, level == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED" : "MPI_THREAD_SERIALIZED"));
+          throw InvalidArgument(
+              fmt::format("progress mode thread (Options::progress or TOROID_PROGRESS) needs MPI "
+                          "initialized with "
+                          "MPI_THREAD_MULTIPLE; rank {} has thread level {} (MPI_Init_thread with "
+                          "MPI_THREAD_MULTIPLE)",
+                          m.rank,
+                          level == MPI_THREAD_SINGLE     ? "MPI_THREAD_SINGLE"
+                          : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
+                                                         : "MPI_THREAD_SERIALIZED"));
       });
       m.progress->start_thread();
     }
@@ -103,8 +111,10 @@ Communicator::~Communicator() {
     try {
       impl_->progress->wait_all();
     } catch (const std::exception& e) {
-      fmt::print(stderr, "toroid: rank {}: a collective still in flight at the communicator's end failed: {}\n",
-                 impl_->rank, e.what());
+      fmt::print(
+          stderr,
+          "toroid: rank {}: a collective still in flight at the communicator's end failed: {}\n",
+          impl_->rank, e.what());
     }
     impl_->progress.reset();
   }
@@ -123,9 +133,13 @@ double Communicator::timeout_seconds() const noexcept { return impl_->config.tim
 Transport Communicator::transport() const noexcept { return impl_->config.transport; }
 ProgressMode Communicator::progress_mode() const noexcept { return impl_->config.progress; }
 bool Communicator::checks_arguments() const noexcept { return impl_->config.check; }
-bool Communicator::uses_shared_memory() const noexcept { return impl_->links && impl_->links->local_ranks() > 1; }
+bool Communicator::uses_shared_memory() const noexcept {
+  return impl_->links && impl_->links->local_ranks() > 1;
+}
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
-std::string_view Communicator::node_placement() const noexcept { return topology::to_string(impl_->nodes.placement); }
+std::string_view Communicator::node_placement() const noexcept {
+  return topology::to_string(impl_->nodes.placement);
+}
 int Communicator::node_of(int rank) const {
   if (rank < 0 || rank >= impl_->size)
     throw InvalidArgument(fmt::format("node_of: rank {} is outside [0, {})", rank, impl_->size));

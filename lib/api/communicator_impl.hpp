@@ -11,8 +11,8 @@
 #include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
 #include "schedule/step.hpp"
-#include "toroid/communicator.hpp"
 #include "topology/nodes.hpp"
+#include "toroid/communicator.hpp"
 
 namespace toroid {
 
@@ -51,7 +51,7 @@ struct Communicator::Impl {
   topology::NodeLayout nodes;
   ScheduleCache schedules;
   exec::StockOps stock_ops;
-  std::unique_ptr<exec::ShmLinks> links;  // null with Transport::mpi
+  std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi
   std::unique_ptr<exec::Selector> selector;  // `auto`
   std::shared_ptr<api::Progress> progress;  // after links: destroyed first; requests hold it weakly
 };

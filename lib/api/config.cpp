@@ -28,8 +28,10 @@ auto parse_env(const char* name, const char* value, Parse parse) {
 
 Config resolve_config(const Options& options) {
   Config c;
-  if (!options.topology.empty()) c.topology = options.topology;
-  else if (const char* v = env("TOROID_TOPOLOGY")) c.topology = v;
+  if (!options.topology.empty())
+    c.topology = options.topology;
+  else if (const char* v = env("TOROID_TOPOLOGY"))
+    c.topology = v;
 
   if (options.algorithm) {
     c.algorithm = *options.algorithm;
@@ -50,12 +52,15 @@ Config resolve_config(const Options& options) {
   if (const char* v = env("TOROID_TUNING")) c.tuning_file = v;
   if (const char* v = env("TOROID_LOG")) {
     const std::string_view log = v;
-    if (log != "off" && log != "info") throw InvalidArgument("TOROID_LOG: '" + std::string(log) + "' is not off or info");
+    if (log != "off" && log != "info")
+      throw InvalidArgument("TOROID_LOG: '" + std::string(log) + "' is not off or info");
     c.log_choices = log == "info";
   }
 
-  if (options.segment_bytes != 0) c.segment_bytes = checked_segment_bytes(options.segment_bytes, "Options::segment_bytes");
-  else if (const char* v = env("TOROID_SEGMENT_BYTES")) c.segment_bytes = parse_segment_bytes(v, "TOROID_SEGMENT_BYTES");
+  if (options.segment_bytes != 0)
+    c.segment_bytes = checked_segment_bytes(options.segment_bytes, "Options::segment_bytes");
+  else if (const char* v = env("TOROID_SEGMENT_BYTES"))
+    c.segment_bytes = parse_segment_bytes(v, "TOROID_SEGMENT_BYTES");
   c.segment_bytes_given = options.segment_bytes != 0 || env("TOROID_SEGMENT_BYTES");
 
   if (options.check) {
@@ -69,9 +74,12 @@ Config resolve_config(const Options& options) {
     c.timeout_s = parse_seconds(v, "TOROID_TIMEOUT");
   }
   if (c.timeout_s < 0) throw InvalidArgument("Options::timeout_seconds must not be negative");
-  if (options.nodes == "real") c.nodes.clear();
-  else if (!options.nodes.empty()) c.nodes = options.nodes;
-  else if (const char* v = env("TOROID_NODES")) c.nodes = v;
+  if (options.nodes == "real")
+    c.nodes.clear();
+  else if (!options.nodes.empty())
+    c.nodes = options.nodes;
+  else if (const char* v = env("TOROID_NODES"))
+    c.nodes = v;
   if (options.transport) {
     c.transport = *options.transport;
   } else if (const char* v = env("TOROID_TRANSPORT")) {
@@ -105,25 +113,32 @@ namespace toroid {
 
 std::string_view to_string(Transport t) noexcept {
   switch (t) {
-    case Transport::automatic: return "auto";
-    case Transport::mpi: return "mpi";
-    case Transport::shm: return "shm";
+    case Transport::automatic:
+      return "auto";
+    case Transport::mpi:
+      return "mpi";
+    case Transport::shm:
+      return "shm";
   }
   return "?";
 }
 
-std::string_view to_string(ProgressMode p) noexcept { return p == ProgressMode::thread ? "thread" : "caller"; }
+std::string_view to_string(ProgressMode p) noexcept {
+  return p == ProgressMode::thread ? "thread" : "caller";
+}
 
 ProgressMode parse_progress_mode(std::string_view name) {
   for (ProgressMode p : {ProgressMode::caller, ProgressMode::thread})
     if (name == to_string(p)) return p;
-  throw InvalidArgument("unknown progress mode '" + std::string(name) + "' (expected caller or thread)");
+  throw InvalidArgument("unknown progress mode '" + std::string(name) +
+                        "' (expected caller or thread)");
 }
 
 Transport parse_transport(std::string_view name) {
   for (Transport t : {Transport::automatic, Transport::mpi, Transport::shm})
     if (name == to_string(t)) return t;
-  throw InvalidArgument("unknown transport '" + std::string(name) + "' (expected auto, mpi or shm)");
+  throw InvalidArgument("unknown transport '" + std::string(name) +
+                        "' (expected auto, mpi or shm)");
 }
 
 }  // namespace toroid

@@ -23,14 +23,15 @@ inline constexpr bool check_by_default = true;
 struct Config {
   std::string topology = "auto";
   Algorithm algorithm = Algorithm::automatic;
-  std::vector<exec::AlgorithmRule> rules;  // override auto for size ranges (TOROID_ALGO="allreduce:...")
-  std::string tuning_file;  // TOROID_TUNING: auto's link parameters; empty: the built-in defaults
+  std::vector<exec::AlgorithmRule>
+      rules;                 // override auto for size ranges (TOROID_ALGO="allreduce:...")
+  std::string tuning_file;   // TOROID_TUNING: auto's link parameters; empty: the built-in defaults
   bool log_choices = false;  // TOROID_LOG=info: rank 0 says what auto picks, once per size class
   std::size_t segment_bytes = default_segment_bytes;
   bool segment_bytes_given = false;  // by Options or TOROID_SEGMENT_BYTES
-  bool check = check_by_default;  // compare collective arguments across ranks before each call
-  std::string nodes;   // emulated node sizes ("3,2,3"); empty: the real nodes
-  double timeout_s = 0;  // watchdog (TOROID_TIMEOUT); 0: off
+  bool check = check_by_default;     // compare collective arguments across ranks before each call
+  std::string nodes;                 // emulated node sizes ("3,2,3"); empty: the real nodes
+  double timeout_s = 0;              // watchdog (TOROID_TIMEOUT); 0: off
   Transport transport = Transport::automatic;
   ProgressMode progress = ProgressMode::caller;
 };

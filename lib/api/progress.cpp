@@ -38,8 +38,9 @@ void Progress::run_thread() {
   }
 }
 
-std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule::Schedule>& s, std::uint64_t serial,
-                                            const exec::BufferSet& user, const exec::ExecParams& params, bool own) {
+std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule::Schedule>& s,
+                                            std::uint64_t serial, const exec::BufferSet& user,
+                                            const exec::ExecParams& params, bool own) {
   constexpr std::size_t kPool = 16;
   Hold hold(*this);
   if (own) {
@@ -49,12 +50,14 @@ std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule
   }
   std::shared_ptr<exec::Op>* free = nullptr;
   for (auto& op : pool_) {
-    if (op.use_count() != 1 || op->state() == exec::Op::State::active) continue;  // in flight or held
+    if (op.use_count() != 1 || op->state() == exec::Op::State::active)
+      continue;  // in flight or held
     if (op->bound_to(*s, serial, user, params)) return op;
     if (!free) free = &op;
   }
   std::shared_ptr<exec::Op> op;
-  if (free) op = *free;
+  if (free)
+    op = *free;
   else {
     op = std::make_shared<exec::Op>();
     if (pool_.size() < kPool) pool_.push_back(op);

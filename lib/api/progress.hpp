@@ -34,7 +34,8 @@ class Progress {
   // An op bound to (s, user, params): a reusable one already bound so when there is, else a
   // free one bound again, else a new one; `own`: always a new one, kept out of the pool (a
   // persistent request's). Never one a request in flight holds.
-  std::shared_ptr<exec::Op> acquire(const std::shared_ptr<const schedule::Schedule>& s, std::uint64_t serial, const exec::BufferSet& user,
+  std::shared_ptr<exec::Op> acquire(const std::shared_ptr<const schedule::Schedule>& s,
+                                    std::uint64_t serial, const exec::BufferSet& user,
                                     const exec::ExecParams& params, bool own = false);
   void start(const std::shared_ptr<exec::Op>& op);
   void wait(exec::Op& op);

@@ -2,7 +2,6 @@
 #include "toroid/request.hpp"
 
 #include <fmt/format.h>
-
 #include <sched.h>
 
 #include <exception>
@@ -14,10 +13,13 @@ namespace toroid {
 namespace {
 
 void require_active(const Request::State* s, const char* call) {
-  if (!s) throw InvalidArgument(fmt::format("Request::{}: the request is empty (default-constructed or moved from)", call));
+  if (!s)
+    throw InvalidArgument(
+        fmt::format("Request::{}: the request is empty (default-constructed or moved from)", call));
   if (!s->started)
-    throw InvalidArgument(fmt::format("Request::{} on rank {}: {} is not active ({})", call, s->rank, s->what,
-                                      s->persistent ? "start() it first" : "it has completed already"));
+    throw InvalidArgument(
+        fmt::format("Request::{} on rank {}: {} is not active ({})", call, s->rank, s->what,
+                    s->persistent ? "start() it first" : "it has completed already"));
 }
 
 }  // namespace
@@ -43,8 +45,10 @@ bool Request::test() {
   require_active(state_.get(), "test");
   bool done = true;  // with no communicator left: its destructor completed the op
   try {
-    if (state_->stock) done = state_->stock->test();
-    else if (auto progress = state_->progress.lock()) done = progress->test(*state_->op);
+    if (state_->stock)
+      done = state_->stock->test();
+    else if (auto progress = state_->progress.lock())
+      done = progress->test(*state_->op);
   } catch (...) {
     state_->started = false;
     throw;
@@ -56,23 +60,33 @@ bool Request::test() {
 void Request::wait() {
   require_active(state_.get(), "wait");
   state_->started = false;
-  if (state_->stock) state_->stock->wait();
-  else if (auto progress = state_->progress.lock()) progress->wait(*state_->op);
+  if (state_->stock)
+    state_->stock->wait();
+  else if (auto progress = state_->progress.lock())
+    progress->wait(*state_->op);
 }
 
 void Request::start() {
-  if (!state_) throw InvalidArgument("Request::start: the request is empty (default-constructed or moved from)");
+  if (!state_)
+    throw InvalidArgument(
+        "Request::start: the request is empty (default-constructed or moved from)");
   if (!state_->persistent)
-    throw InvalidArgument(fmt::format("Request::start on rank {}: {} is not persistent (made by allreduce_init, "
-                                      "reduce_scatter_init or allgather_init)", state_->rank, state_->what));
+    throw InvalidArgument(
+        fmt::format("Request::start on rank {}: {} is not persistent (made by allreduce_init, "
+                    "reduce_scatter_init or allgather_init)",
+                    state_->rank, state_->what));
   if (state_->started)
-    throw InvalidArgument(fmt::format("Request::start on rank {}: {} is still active (wait for it first)",
-                                      state_->rank, state_->what));
+    throw InvalidArgument(
+        fmt::format("Request::start on rank {}: {} is still active (wait for it first)",
+                    state_->rank, state_->what));
   auto progress = state_->progress.lock();
   if (!progress)
-    throw InvalidArgument(fmt::format("Request::start on rank {}: its communicator has been destroyed", state_->rank));
-  if (state_->stock) state_->stock->start();
-  else progress->start(state_->op);
+    throw InvalidArgument(fmt::format(
+        "Request::start on rank {}: its communicator has been destroyed", state_->rank));
+  if (state_->stock)
+    state_->stock->start();
+  else
+    progress->start(state_->op);
   state_->started = true;
 }
 

@@ -13,7 +13,7 @@ namespace toroid {
 
 struct Request::State {
   std::weak_ptr<api::Progress> progress;
-  std::shared_ptr<exec::Op> op;         // toroid's algorithms
+  std::shared_ptr<exec::Op> op;            // toroid's algorithms
   std::unique_ptr<exec::StockCall> stock;  // the `mpi` algorithm
   std::string what;                        // "non-blocking allreduce (mpi)", for messages
   bool persistent = false;

@@ -14,7 +14,6 @@
 namespace toroid::api {
 namespace {
 
-
 // Rank 0 reads the file; every rank gets its text, or the reason it could not be read.
 exec::Tuning agreed_tuning(const Communicator::Impl& m) {
   if (m.config.tuning_file.empty()) return exec::default_tuning();
@@ -24,7 +23,8 @@ exec::Tuning agreed_tuning(const Communicator::Impl& m) {
     std::ifstream in(m.config.tuning_file);
     if (!in) {
       ok = 0;
-      text = fmt::format("TOROID_TUNING: cannot read '{}' ({})", m.config.tuning_file, std::strerror(errno));
+      text = fmt::format("TOROID_TUNING: cannot read '{}' ({})", m.config.tuning_file,
+                         std::strerror(errno));
     } else {
       std::ostringstream all;
       all << in.rdbuf();
@@ -34,7 +34,8 @@ exec::Tuning agreed_tuning(const Communicator::Impl& m) {
   long long head[2] = {ok, static_cast<long long>(text.size())};
   mpi_check(MPI_Bcast(head, 2, MPI_LONG_LONG, 0, m.comm), "MPI_Bcast");
   text.resize(static_cast<std::size_t>(head[1]));
-  if (head[1] > 0) mpi_check(MPI_Bcast(text.data(), static_cast<int>(head[1]), MPI_CHAR, 0, m.comm), "MPI_Bcast");
+  if (head[1] > 0)
+    mpi_check(MPI_Bcast(text.data(), static_cast<int>(head[1]), MPI_CHAR, 0, m.comm), "MPI_Bcast");
   if (!head[0]) throw InvalidArgument(text);
   try {
     return exec::parse_tuning(text, m.config.tuning_file);
@@ -43,19 +44,24 @@ exec::Tuning agreed_tuning(const Communicator::Impl& m) {
   }
 }
 
-std::string line_for(const Communicator::Impl& m, const exec::Selector& s, Collective c, int k, const exec::Choice& ch) {
+std::string line_for(const Communicator::Impl& m, const exec::Selector& s, Collective c, int k,
+                     const exec::Choice& ch) {
   const std::uint64_t low = exec::Selector::class_low(k), high = exec::Selector::class_low(k + 1);
   std::string why;
-  if (ch.rule) why = fmt::format("by rule {}", ch.rule->text);
-  else if (!ch.modeled) why = m.size == 1 ? "one rank" : fmt::format("fixed rule above {} ranks", exec::kMaxModeledRanks);
+  if (ch.rule)
+    why = fmt::format("by rule {}", ch.rule->text);
+  else if (!ch.modeled)
+    why =
+        m.size == 1 ? "one rank" : fmt::format("fixed rule above {} ranks", exec::kMaxModeledRanks);
   else {
     why = "model:";
     for (auto [a, t] : ch.predicted) why += fmt::format(" {} {:.1f}", to_string(a), t * 1e6);
     why += " us";
   }
-  return fmt::format("toroid: auto {} of {} - {} on {} ranks ({}, {} node(s); {}): {} ({})\n", to_string(c),
-                     exec::size_text(low), exec::size_text(high), m.size, m.topology.to_string(), m.nodes.nodes,
-                     s.describe_links(), to_string(ch.algorithm), why);
+  return fmt::format("toroid: auto {} of {} - {} on {} ranks ({}, {} node(s); {}): {} ({})\n",
+                     to_string(c), exec::size_text(low), exec::size_text(high), m.size,
+                     m.topology.to_string(), m.nodes.nodes, s.describe_links(),
+                     to_string(ch.algorithm), why);
 }
 
 }  // namespace
@@ -74,8 +80,10 @@ std::unique_ptr<exec::Selector> make_selector(const Communicator::Impl& m) {
   // The shared-memory links pipeline in their slots, not in the MPI executor's segments: on one
   // node the model's segment is the slot (the smallest of any rank's, so all price alike).
   unsigned long long segment = m.config.segment_bytes;
-  if (in.shm_inside_node && m.links && m.links->local_ranks() == m.size) segment = m.links->slot_bytes();
-  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &segment, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, m.comm), "MPI_Allreduce");
+  if (in.shm_inside_node && m.links && m.links->local_ranks() == m.size)
+    segment = m.links->slot_bytes();
+  mpi_check(MPI_Allreduce(MPI_IN_PLACE, &segment, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, m.comm),
+            "MPI_Allreduce");
   in.segment_bytes = segment;
   in.rules = m.config.rules;
   in.tuning = agreed_tuning(m);

@@ -9,25 +9,38 @@ namespace toroid {
 
 std::string_view to_string(Algorithm a) noexcept {
   switch (a) {
-    case Algorithm::automatic: return "auto";
-    case Algorithm::ring: return "ring";
-    case Algorithm::bidir_ring: return "bidir_ring";
-    case Algorithm::torus2d: return "torus2d";
-    case Algorithm::torus2d_both: return "torus2d_both";
-    case Algorithm::hierarchical: return "hierarchical";
-    case Algorithm::recursive_doubling: return "recursive_doubling";
-    case Algorithm::rabenseifner: return "rabenseifner";
-    case Algorithm::mpi: return "mpi";
+    case Algorithm::automatic:
+      return "auto";
+    case Algorithm::ring:
+      return "ring";
+    case Algorithm::bidir_ring:
+      return "bidir_ring";
+    case Algorithm::torus2d:
+      return "torus2d";
+    case Algorithm::torus2d_both:
+      return "torus2d_both";
+    case Algorithm::hierarchical:
+      return "hierarchical";
+    case Algorithm::recursive_doubling:
+      return "recursive_doubling";
+    case Algorithm::rabenseifner:
+      return "rabenseifner";
+    case Algorithm::mpi:
+      return "mpi";
   }
   return "?";
 }
 
 std::string_view to_string(Collective c) noexcept {
   switch (c) {
-    case Collective::allreduce: return "allreduce";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::allgather: return "allgather";
-    case Collective::broadcast: return "broadcast";
+    case Collective::allreduce:
+      return "allreduce";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::allgather:
+      return "allgather";
+    case Collective::broadcast:
+      return "broadcast";
   }
   return "?";
 }
@@ -40,8 +53,10 @@ bool implements(Algorithm a, Collective c) noexcept {
     case Algorithm::torus2d_both:
     case Algorithm::hierarchical:
     case Algorithm::recursive_doubling:
-    case Algorithm::rabenseifner: return c == Collective::allreduce;
-    default: return true;
+    case Algorithm::rabenseifner:
+      return c == Collective::allreduce;
+    default:
+      return true;
   }
 }
 

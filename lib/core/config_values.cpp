@@ -48,7 +48,8 @@ std::vector<int> parse_node_counts(std::string_view text, std::string_view what)
   // Every comma separates two items, so "3,", ",3" and "3,,2" have an empty item and fail.
   for (std::size_t start = 0;;) {
     const std::size_t comma = text.find(',', start);
-    const std::string_view item = text.substr(start, comma == std::string_view::npos ? comma : comma - start);
+    const std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? comma : comma - start);
     int v = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 1)

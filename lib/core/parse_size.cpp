@@ -19,11 +19,16 @@ std::uint64_t parse_size(std::string_view text, std::string_view what) {
   if (ec != std::errc() || p == text.data()) return bad("no number");
   std::uint64_t mult = 1;
   const std::string_view suffix(p, static_cast<std::size_t>(end - p));
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "k" || suffix == "KiB") mult = 1ull << 10;
-  else if (suffix == "M" || suffix == "m" || suffix == "MiB") mult = 1ull << 20;
-  else if (suffix == "G" || suffix == "g" || suffix == "GiB") mult = 1ull << 30;
-  else return bad("unknown suffix '" + std::string(suffix) + "'");
+  if (suffix == "" || suffix == "B")
+    mult = 1;
+  else if (suffix == "K" || suffix == "k" || suffix == "KiB")
+    mult = 1ull << 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB")
+    mult = 1ull << 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB")
+    mult = 1ull << 30;
+  else
+    return bad("unknown suffix '" + std::string(suffix) + "'");
   if (v > UINT64_MAX / mult) return bad("too large");
   return v * mult;
 }

@@ -10,12 +10,18 @@ namespace toroid {
 
 std::size_t size_of(DataType t) noexcept {
   switch (t) {
-    case DataType::f32: return 4;
-    case DataType::f64: return 8;
-    case DataType::f16: return 2;
-    case DataType::bf16: return 2;
-    case DataType::i32: return 4;
-    case DataType::i64: return 8;
+    case DataType::f32:
+      return 4;
+    case DataType::f64:
+      return 8;
+    case DataType::f16:
+      return 2;
+    case DataType::bf16:
+      return 2;
+    case DataType::i32:
+      return 4;
+    case DataType::i64:
+      return 8;
   }
   return 0;
 }
@@ -24,30 +30,41 @@ bool is_floating(DataType t) noexcept { return t != DataType::i32 && t != DataTy
 
 std::string_view to_string(DataType t) noexcept {
   switch (t) {
-    case DataType::f32: return "f32";
-    case DataType::f64: return "f64";
-    case DataType::f16: return "f16";
-    case DataType::bf16: return "bf16";
-    case DataType::i32: return "i32";
-    case DataType::i64: return "i64";
+    case DataType::f32:
+      return "f32";
+    case DataType::f64:
+      return "f64";
+    case DataType::f16:
+      return "f16";
+    case DataType::bf16:
+      return "bf16";
+    case DataType::i32:
+      return "i32";
+    case DataType::i64:
+      return "i64";
   }
   return "?";
 }
 
 std::string_view to_string(ReduceOp op) noexcept {
   switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::prod: return "prod";
-    case ReduceOp::min: return "min";
-    case ReduceOp::max: return "max";
-    case ReduceOp::avg: return "avg";
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::prod:
+      return "prod";
+    case ReduceOp::min:
+      return "min";
+    case ReduceOp::max:
+      return "max";
+    case ReduceOp::avg:
+      return "avg";
   }
   return "?";
 }
 
 DataType parse_data_type(std::string_view text) {
-  for (DataType t : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32,
-                     DataType::i64})
+  for (DataType t :
+       {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
     if (text == to_string(t)) return t;
   throw InvalidArgument("unknown data type '" + std::string(text) +
                         "' (valid: f32, f64, f16, bf16, i32, i64)");
@@ -86,9 +103,10 @@ float16 to_float16(float f) noexcept {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
   const std::uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return {static_cast<std::uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu))};
+  if (abs > 0x7f800000u)
+    return {static_cast<std::uint16_t>(sign | 0x7e00u | ((abs >> 13) & 0x3ffu))};
   if (abs >= 0x477ff000u) return {static_cast<std::uint16_t>(sign | 0x7c00u)};  // rounds to Inf
-  if (abs >= 0x38800000u) {  // normal f16 range
+  if (abs >= 0x38800000u) {                                                     // normal f16 range
     std::uint32_t r = abs - 0x38000000u;  // rebias exponent 127 -> 15
     r += 0xfffu + ((r >> 13) & 1u);
     return {static_cast<std::uint16_t>(sign | (r >> 13))};

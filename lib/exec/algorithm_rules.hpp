@@ -32,6 +32,7 @@ bool is_rule_list(std::string_view text) noexcept;
 std::vector<AlgorithmRule> parse_algorithm_rules(std::string_view text);
 
 // The rule covering `bytes` of collective c, if any.
-const AlgorithmRule* find_rule(const std::vector<AlgorithmRule>& rules, Collective c, std::uint64_t bytes) noexcept;
+const AlgorithmRule* find_rule(const std::vector<AlgorithmRule>& rules, Collective c,
+                               std::uint64_t bytes) noexcept;
 
 }  // namespace toroid::exec

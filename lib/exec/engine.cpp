@@ -13,10 +13,13 @@ namespace toroid::exec {
 using schedule::Kind;
 using schedule::Wait;
 
-Channel& Engine::channel(bool sends, int peer, int tag) { return channels_[schedule::channel_key(sends, peer, tag)]; }
+Channel& Engine::channel(bool sends, int peer, int tag) {
+  return channels_[schedule::channel_key(sends, peer, tag)];
+}
 
 void Engine::start(const std::shared_ptr<Op>& op, bool move_now) {
-  if (op->state_ == Op::State::active) throw InvalidArgument("a collective was started while it is still active");
+  if (op->state_ == Op::State::active)
+    throw InvalidArgument("a collective was started while it is still active");
   op->state_ = Op::State::active;
   op->error_ = nullptr;
   op->first_open_ = 0;
@@ -26,8 +29,10 @@ void Engine::start(const std::shared_ptr<Op>& op, bool move_now) {
     if (t.via == Via::mpi) t.mpi.reset();
     if (t.via == Via::shm) t.shm.done = 0;
     if (!t.channel) continue;
-    if (t.channel->tail) t.channel->tail->next_on_channel = &t;
-    else t.channel->head = &t;
+    if (t.channel->tail)
+      t.channel->tail->next_on_channel = &t;
+    else
+      t.channel->head = &t;
     t.channel->tail = &t;
   }
   shm_open_ += op->shm_tasks_;
@@ -73,8 +78,11 @@ void Engine::start_task(Op& op, Task& t) {
       run_local_step(*t.step, op.buf_, op.params_.type);
       t.finished = true;
       break;
-    case Via::mpi: t.mpi.start(requests_, comm_); break;
-    case Via::shm: break;
+    case Via::mpi:
+      t.mpi.start(requests_, comm_);
+      break;
+    case Via::shm:
+      break;
   }
 }
 
@@ -133,7 +141,8 @@ bool Engine::progress() {
     fail_all(std::current_exception());
     return true;
   }
-  std::erase_if(active_, [](const std::shared_ptr<Op>& o) { return o->state_ != Op::State::active; });
+  std::erase_if(active_,
+                [](const std::shared_ptr<Op>& o) { return o->state_ != Op::State::active; });
   return moved;
 }
 
@@ -188,7 +197,8 @@ std::string Engine::waiting_lines() const {
       const Task& t = op->tasks_[i];
       if (t.finished || t.via == Via::local) continue;
       lines += fmt::format("\n  waiting: {}{} ({}, {}, byte {} of {})", schedule::describe(*t.step),
-                           t.started ? "" : " (not started)", op->params_.what.empty() ? "collective" : op->params_.what,
+                           t.started ? "" : " (not started)",
+                           op->params_.what.empty() ? "collective" : op->params_.what,
                            t.via == Via::shm ? "shared memory" : "mpi", t.ready(), t.bytes);
       ++shown;
     }
@@ -197,7 +207,8 @@ std::string Engine::waiting_lines() const {
 
 void Engine::stuck(const Op& op) const {
   // first_open_ is the op's first unfinished step (advance keeps it there).
-  const std::uint32_t phase = op.first_open_ < op.tasks_.size() ? op.tasks_[op.first_open_].step->phase : 0;
+  const std::uint32_t phase =
+      op.first_open_ < op.tasks_.size() ? op.tasks_[op.first_open_].step->phase : 0;
   abort_stuck(op.params_, comm_, phase, waiting_lines());
 }
 

@@ -8,8 +8,9 @@ namespace toroid::exec {
 
 using schedule::Kind;
 
-void MpiTransfer::bind(const schedule::Step& st, const std::byte* src, std::byte* dst, std::size_t bytes,
-                       std::size_t segment_bytes, std::size_t elem_size, std::byte* staging, std::uint32_t depth) {
+void MpiTransfer::bind(const schedule::Step& st, const std::byte* src, std::byte* dst,
+                       std::size_t bytes, std::size_t segment_bytes, std::size_t elem_size,
+                       std::byte* staging, std::uint32_t depth) {
   step_ = &st;
   src_ = src;
   dst_ = dst;
@@ -46,7 +47,8 @@ void MpiTransfer::post(RequestTable& table, MPI_Comm comm, std::uint32_t k) {
       mpi_check(MPI_Irecv(dst_ + at, len, MPI_BYTE, st.peer, st.tag, comm, req), "MPI_Irecv");
       break;
     default:
-      mpi_check(MPI_Irecv(staging_ + (k % depth_) * seg_bytes_, len, MPI_BYTE, st.peer, st.tag, comm, req),
+      mpi_check(MPI_Irecv(staging_ + (k % depth_) * seg_bytes_, len, MPI_BYTE, st.peer, st.tag,
+                          comm, req),
                 "MPI_Irecv");
       break;
   }
@@ -61,14 +63,17 @@ void MpiTransfer::start(RequestTable& table, MPI_Comm comm) {
     case Kind::recv_reduce:
       while (posted_ < std::min(nseg_, depth_)) post(table, comm, posted_);
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
-bool MpiTransfer::advance(RequestTable& table, MPI_Comm comm, std::size_t limit, kernels::ReduceFn reduce) {
+bool MpiTransfer::advance(RequestTable& table, MPI_Comm comm, std::size_t limit,
+                          kernels::ReduceFn reduce) {
   bool moved = false;
   if (step_->kind == Kind::send) {
-    while (posted_ < nseg_ && static_cast<std::size_t>(posted_) * seg_bytes_ + seg_len(posted_) <= limit) {
+    while (posted_ < nseg_ &&
+           static_cast<std::size_t>(posted_) * seg_bytes_ + seg_len(posted_) <= limit) {
       post(table, comm, posted_);
       moved = true;
     }

@@ -30,7 +30,8 @@ class MpiTransfer final : public RequestOwner {
  public:
   // staging: depth * segment bytes for a recv_reduce (unused otherwise).
   void bind(const schedule::Step& st, const std::byte* src, std::byte* dst, std::size_t bytes,
-            std::size_t segment_bytes, std::size_t elem_size, std::byte* staging, std::uint32_t depth);
+            std::size_t segment_bytes, std::size_t elem_size, std::byte* staging,
+            std::uint32_t depth);
   void reset();
   void start(RequestTable& table, MPI_Comm comm);
   // Moves what may move with the first `limit` bytes of the source final; whether anything did.
@@ -39,7 +40,7 @@ class MpiTransfer final : public RequestOwner {
 
   bool issued() const noexcept { return posted_ == nseg_; }  // every segment posted
   bool finished() const noexcept;
-  std::size_t ready() const noexcept { return ready_; }      // receives: bytes final in place
+  std::size_t ready() const noexcept { return ready_; }  // receives: bytes final in place
   std::size_t bytes() const noexcept { return bytes_; }
 
  private:

@@ -16,7 +16,9 @@ struct Range {
   const std::byte* begin = nullptr;
   const std::byte* end = nullptr;
   bool empty() const { return begin == end; }
-  bool overlaps(const Range& o) const { return !empty() && !o.empty() && begin < o.end && o.begin < end; }
+  bool overlaps(const Range& o) const {
+    return !empty() && !o.empty() && begin < o.end && o.begin < end;
+  }
   bool within(const Range& o) const { return !empty() && o.begin <= begin && end <= o.end; }
 };
 
@@ -39,7 +41,8 @@ Range step_writes(const Step& st, const BufferSet& buf) {
 // with them in scratch; a ring all-reduce's partial sums), read (something else reads them
 // later), or final (output that nothing in the collective reads again).
 enum class LaterUse { dead, read, final };
-LaterUse later_use(const schedule::Schedule& s, std::size_t g, std::size_t reader, const BufferSet& buf) {
+LaterUse later_use(const schedule::Schedule& s, std::size_t g, std::size_t reader,
+                   const BufferSet& buf) {
   const Range w = step_writes(s.steps[g], buf);
   for (std::size_t j = g + 1; j < s.steps.size(); ++j) {
     const Step& st = s.steps[j];
@@ -68,13 +71,14 @@ void run_local_step(const Step& st, const BufferSet& buf, DataType type) {
 bool Op::bound_to(const schedule::Schedule& s, std::uint64_t serial, const BufferSet& user,
                   const ExecParams& p) const noexcept {
   return schedule_.get() == &s && serial_ == serial && serial != 0 && user_.input == user.input &&
-         user_.output == user.output && user_.elem_size == user.elem_size && params_.type == p.type &&
-         params_.op == p.op && params_.segment_bytes == p.segment_bytes && params_.depth == p.depth &&
-         params_.timeout_s == p.timeout_s && params_.links == p.links && params_.what == p.what;
+         user_.output == user.output && user_.elem_size == user.elem_size &&
+         params_.type == p.type && params_.op == p.op && params_.segment_bytes == p.segment_bytes &&
+         params_.depth == p.depth && params_.timeout_s == p.timeout_s && params_.links == p.links &&
+         params_.what == p.what;
 }
 
-void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& user, const ExecParams& params,
-              Engine& engine) {
+void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& user,
+              const ExecParams& params, Engine& engine) {
   schedule_ = std::move(sp);
   const schedule::Schedule& s = *schedule_;
   serial_ = 0;
@@ -139,11 +143,13 @@ void Op::mark_shared_memory_hints() {
         g.relay = static_cast<int>(i);
         const LaterUse use = later_use(s, d.step, i, buf_);
         g.shm.keep_dst = use != LaterUse::dead;
-        g.shm.store = use == LaterUse::final && g.bytes >= kStreamBytes ? kernels::copy_stream_fn() : nullptr;
+        g.shm.store =
+            use == LaterUse::final && g.bytes >= kStreamBytes ? kernels::copy_stream_fn() : nullptr;
       }
     }
     // (A send that relays this receive comes later in the loop and sets its store again.)
-    if (st.kind == Kind::recv && t.bytes >= kStreamBytes && later_use(s, i, s.steps.size(), buf_) == LaterUse::final)
+    if (st.kind == Kind::recv && t.bytes >= kStreamBytes &&
+        later_use(s, i, s.steps.size(), buf_) == LaterUse::final)
       t.shm.store = kernels::copy_stream_fn();
   }
 }

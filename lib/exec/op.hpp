@@ -51,8 +51,8 @@ class Op {
 
   // Binds `s` (kept alive while bound) to `user` buffers (input, output; scratch is the
   // op's own) and resolves each step's transport and channel on `engine`.
-  void bind(std::shared_ptr<const schedule::Schedule> s, const BufferSet& user, const ExecParams& params,
-            Engine& engine);
+  void bind(std::shared_ptr<const schedule::Schedule> s, const BufferSet& user,
+            const ExecParams& params, Engine& engine);
   // Whether bind(s, user, params) would bind the same thing again.
   bool bound_to(const schedule::Schedule& s, std::uint64_t serial, const BufferSet& user,
                 const ExecParams& params) const noexcept;

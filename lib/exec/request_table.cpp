@@ -37,9 +37,11 @@ int RequestTable::complete(bool block) {
   int n = 0;
   const int count = static_cast<int>(requests_.size());
   if (block)
-    mpi_check(MPI_Waitsome(count, requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE), "MPI_Waitsome");
+    mpi_check(MPI_Waitsome(count, requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitsome");
   else
-    mpi_check(MPI_Testsome(count, requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE), "MPI_Testsome");
+    mpi_check(MPI_Testsome(count, requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
   return n == MPI_UNDEFINED ? 0 : handle(n);
 }
 

@@ -12,8 +12,9 @@ namespace toroid::exec {
 namespace {
 
 // Candidates in tie-break order: the simpler algorithm first.
-constexpr Algorithm kCandidates[] = {Algorithm::ring,         Algorithm::bidir_ring,   Algorithm::torus2d,
-                                     Algorithm::torus2d_both, Algorithm::hierarchical, Algorithm::recursive_doubling,
+constexpr Algorithm kCandidates[] = {Algorithm::ring,         Algorithm::bidir_ring,
+                                     Algorithm::torus2d,      Algorithm::torus2d_both,
+                                     Algorithm::hierarchical, Algorithm::recursive_doubling,
                                      Algorithm::rabenseifner};
 
 // Crossovers of the fixed rule (bytes of the whole vector), measured with toroid-bench on one
@@ -29,7 +30,8 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   if (c == Collective::allreduce) {
     if (t.size() == 1) return Algorithm::ring;
     if (bytes < kSmallMessageBytes) return Algorithm::recursive_doubling;
-    if (bytes < kMediumMessageBytes) return t.size() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;
+    if (bytes < kMediumMessageBytes)
+      return t.size() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;
     return two_d ? Algorithm::torus2d_both : Algorithm::bidir_ring;
   }
   if (c == Collective::broadcast) {
@@ -45,8 +47,12 @@ std::string size_text(std::uint64_t bytes) {
   return fmt::format("{} B", bytes);
 }
 
-int Selector::size_class(std::uint64_t bytes) noexcept { return static_cast<int>(std::bit_width(bytes)); }
-std::uint64_t Selector::class_low(int k) noexcept { return k == 0 ? 0 : std::uint64_t{1} << (k - 1); }
+int Selector::size_class(std::uint64_t bytes) noexcept {
+  return static_cast<int>(std::bit_width(bytes));
+}
+std::uint64_t Selector::class_low(int k) noexcept {
+  return k == 0 ? 0 : std::uint64_t{1} << (k - 1);
+}
 std::uint64_t Selector::class_middle(int k) noexcept {
   return k <= 1 ? static_cast<std::uint64_t>(k) : class_low(k) + class_low(k) / 2;
 }
@@ -55,13 +61,16 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
   const int p = in_.topology.size();
   if (in_.node_of_rank.empty()) in_.node_of_rank.assign(static_cast<std::size_t>(p), 0);
   if (in_.node_of_rank.size() != static_cast<std::size_t>(p))
-    throw InvalidArgument(fmt::format("selector: {} node indices for {} ranks", in_.node_of_rank.size(), p));
+    throw InvalidArgument(
+        fmt::format("selector: {} node indices for {} ranks", in_.node_of_rank.size(), p));
   if (in_.link_node_of_rank.empty()) in_.link_node_of_rank = in_.node_of_rank;
   if (in_.link_node_of_rank.size() != static_cast<std::size_t>(p))
-    throw InvalidArgument(fmt::format("selector: {} link node indices for {} ranks", in_.link_node_of_rank.size(), p));
+    throw InvalidArgument(fmt::format("selector: {} link node indices for {} ranks",
+                                      in_.link_node_of_rank.size(), p));
   for (const auto* nodes : {&in_.node_of_rank, &in_.link_node_of_rank})
     for (int n : *nodes)
-      if (n < 0 || n >= p) throw InvalidArgument(fmt::format("selector: node index {} outside [0, {})", n, p));
+      if (n < 0 || n >= p)
+        throw InvalidArgument(fmt::format("selector: node index {} outside [0, {})", n, p));
   EndpointLinks e;
   e.node_of_rank = in_.link_node_of_rank;
   e.shm_inside_node = in_.shm_inside_node;
@@ -77,10 +86,10 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
   for (int c = 0; c < kLinkClasses; ++c)
     if (uses_[c] && !in_.tuning.links[static_cast<std::size_t>(c)])
       throw InvalidArgument(fmt::format(
-          "tuning {} has no {} link parameters, which this communicator needs ({} ranks on {} node(s){}): run "
+          "tuning {} has no {} link parameters, which this communicator needs ({} ranks on {} "
+          "node(s){}): run "
           "toroid-tune on such a layout, or unset TOROID_TUNING for the built-in defaults",
-          in_.tuning.source, to_string(static_cast<LinkClass>(c)), p,
-          nodes,
+          in_.tuning.source, to_string(static_cast<LinkClass>(c)), p, nodes,
           in_.shm_inside_node ? "" : ", MPI transport"));
 }
 
@@ -117,8 +126,9 @@ std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t
   // f32 elements; all-gather and reduce-scatter need a count that splits into the ranks' blocks
   // as the caller's would, so round to a multiple of the ranks.
   const std::uint64_t elems = std::max<std::uint64_t>(bytes / 4, 1);
-  r.count = c == Collective::allreduce || c == Collective::broadcast ? elems
-                                                                       : std::max<std::uint64_t>(elems / p, 1) * p;
+  r.count = c == Collective::allreduce || c == Collective::broadcast
+                ? elems
+                : std::max<std::uint64_t>(elems / p, 1) * p;
   try {
     const SimResult s = simulate_collective(m, a, r, DataType::f32, in_.node_of_rank);
     if (!s.error.empty()) return std::nullopt;
@@ -190,11 +200,11 @@ std::string Selector::describe_links() const {
   for (int k = 0; k < kLinkClasses; ++k) {
     if (!uses_[k]) continue;
     const LinkParams& l = *in_.tuning.links[static_cast<std::size_t>(k)];
-    text += fmt::format("{}{} {:.3g} us + {:.3g} GB/s", text.empty() ? "" : ", ", to_string(static_cast<LinkClass>(k)),
-                        l.alpha_s * 1e6, l.bytes_per_s / 1e9);
+    text += fmt::format("{}{} {:.3g} us + {:.3g} GB/s", text.empty() ? "" : ", ",
+                        to_string(static_cast<LinkClass>(k)), l.alpha_s * 1e6, l.bytes_per_s / 1e9);
   }
-  return fmt::format("{}{}reduce {:.3g} GB/s ({})", text, text.empty() ? "" : ", ", in_.tuning.reduce_bytes_per_s / 1e9,
-                     in_.tuning.source);
+  return fmt::format("{}{}reduce {:.3g} GB/s ({})", text, text.empty() ? "" : ", ",
+                     in_.tuning.reduce_bytes_per_s / 1e9, in_.tuning.source);
 }
 
 }  // namespace toroid::exec

@@ -49,7 +49,7 @@ struct SelectorInputs {
   // Every rank's node as the links see it (which class carries a transfer); empty: node_of_rank.
   // They differ under TOROID_NODES, whose emulated nodes share one machine's memory.
   std::vector<int> link_node_of_rank;
-  bool shm_inside_node = true;    // shared-memory links inside a node (else MPI)
+  bool shm_inside_node = true;  // shared-memory links inside a node (else MPI)
   Tuning tuning = default_tuning();
   std::uint64_t segment_bytes = 256 * 1024;
   std::vector<AlgorithmRule> rules;
@@ -59,7 +59,8 @@ struct Choice {
   Algorithm algorithm = Algorithm::ring;
   const AlgorithmRule* rule = nullptr;  // the TOROID_ALGO rule that decided, if one did
   bool modeled = false;                 // false: fixed_rule decided (too many ranks)
-  std::vector<std::pair<Algorithm, double>> predicted;  // seconds per candidate priced, in candidate order
+  std::vector<std::pair<Algorithm, double>>
+      predicted;  // seconds per candidate priced, in candidate order
 };
 
 class Selector {
@@ -73,7 +74,9 @@ class Selector {
   const Choice& choice(Collective c, int size_class);
 
   // Called once per (collective, class) at its first call (TOROID_LOG=info).
-  void set_observer(std::function<void(Collective, int, const Choice&)> f) { observer_ = std::move(f); }
+  void set_observer(std::function<void(Collective, int, const Choice&)> f) {
+    observer_ = std::move(f);
+  }
 
   // "recursive_doubling below 128 KiB, rabenseifner below 2 MiB, torus2d_both from 2 MiB" over
   // the classes up to `up_to` bytes (computing them), or one name where all agree.

@@ -12,7 +12,9 @@ namespace {
 
 constexpr std::size_t kLine = 64;  // head and tail on lines of their own: no false sharing
 
-std::size_t channel_bytes(std::size_t slot_bytes, std::uint32_t slots) { return 2 * kLine + slot_bytes * slots; }
+std::size_t channel_bytes(std::size_t slot_bytes, std::uint32_t slots) {
+  return 2 * kLine + slot_bytes * slots;
+}
 
 std::size_t page_rounded(std::size_t bytes) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -24,7 +26,8 @@ std::size_t page_rounded(std::size_t bytes) {
 std::size_t ShmLinks::slot_bytes_for(int local_ranks) {
   std::size_t slot = std::size_t{64} << 10;
   while (slot > (std::size_t{16} << 10) &&
-         static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot, kSlots) > kBudgetBytes)
+         static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot, kSlots) >
+             kBudgetBytes)
     slot /= 2;
   return slot;
 }
@@ -32,7 +35,8 @@ std::size_t ShmLinks::slot_bytes_for(int local_ranks) {
 std::uint32_t ShmLinks::deep_slots_for(int local_ranks, std::size_t slot_bytes) {
   std::uint32_t slots = kDeepSlots;
   while (slots > kSlots &&
-         static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot_bytes, slots) > kReserveBytes)
+         static_cast<std::size_t>(local_ranks) * kLanes * channel_bytes(slot_bytes, slots) >
+             kReserveBytes)
     slots /= 2;
   return slots;
 }
@@ -46,7 +50,8 @@ std::uint32_t ShmLinks::slots_that_fit(int local_ranks, std::size_t slot_bytes, 
                                        std::uint64_t free_bytes) {
   const auto ranks = static_cast<std::uint64_t>(local_ranks);
   for (;; slots /= 2) {
-    if (ranks * ranks * kLanes * channel_bytes(slot_bytes, slots) <= free_bytes / 2) return slots;  // every part
+    if (ranks * ranks * kLanes * channel_bytes(slot_bytes, slots) <= free_bytes / 2)
+      return slots;  // every part
     if (slots <= kSlots) return 0;
   }
 }
@@ -55,7 +60,8 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   int size = 0;
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_), "MPI_Comm_split_type");
+  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_),
+            "MPI_Comm_split_type");
   int local = 0;
   mpi_check(MPI_Comm_size(node_, &local), "MPI_Comm_size");
   local_count_ = local;
@@ -70,11 +76,14 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
     MPI_Group world_group, node_group;
     mpi_check(MPI_Comm_group(comm, &world_group), "MPI_Comm_group");
     mpi_check(MPI_Comm_group(node_, &node_group), "MPI_Comm_group");
-    std::vector<int> node_ranks(static_cast<std::size_t>(local)), comm_ranks(static_cast<std::size_t>(local));
+    std::vector<int> node_ranks(static_cast<std::size_t>(local)),
+        comm_ranks(static_cast<std::size_t>(local));
     for (int i = 0; i < local; ++i) node_ranks[static_cast<std::size_t>(i)] = i;
-    mpi_check(MPI_Group_translate_ranks(node_group, local, node_ranks.data(), world_group, comm_ranks.data()),
+    mpi_check(MPI_Group_translate_ranks(node_group, local, node_ranks.data(), world_group,
+                                        comm_ranks.data()),
               "MPI_Group_translate_ranks");
-    for (int i = 0; i < local; ++i) local_index_[static_cast<std::size_t>(comm_ranks[static_cast<std::size_t>(i)])] = i;
+    for (int i = 0; i < local; ++i)
+      local_index_[static_cast<std::size_t>(comm_ranks[static_cast<std::size_t>(i)])] = i;
     MPI_Group_free(&world_group);
     MPI_Group_free(&node_group);
   }
@@ -87,7 +96,8 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   if (my_local_ == 0) {
     struct statvfs fs {};
     if (statvfs(SharedSegment::kDir, &fs) == 0)
-      fit = slots_that_fit(local, slot_bytes_, slots_, static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize);
+      fit = slots_that_fit(local, slot_bytes_, slots_,
+                           static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize);
   }
   mpi_check(MPI_Bcast(&fit, 1, MPI_UINT32_T, 0, node_), "MPI_Bcast");
   if (fit == 0) {  // no room for channels on this node: its links stay on MPI
@@ -100,7 +110,8 @@ ShmLinks::ShmLinks(MPI_Comm comm) {
   const std::size_t part_stride = page_rounded(bytes_per_rank());
   segment_ = std::make_unique<SharedSegment>(node_, part_stride * static_cast<std::size_t>(local));
   bases_.resize(static_cast<std::size_t>(local));
-  for (int i = 0; i < local; ++i) bases_[static_cast<std::size_t>(i)] = segment_->data() + part_stride * i;
+  for (int i = 0; i < local; ++i)
+    bases_[static_cast<std::size_t>(i)] = segment_->data() + part_stride * i;
   // Counters start at zero because the file does (ftruncate fills it with zeros), so no rank
   // writes them here and nobody need wait for anybody before the first transfer; the slots need
   // no initial contents.
@@ -126,17 +137,24 @@ std::size_t ShmLinks::bytes_per_rank() const noexcept {
 }
 
 ShmChannel ShmLinks::channel(int receiver_local, int sender_local, int lane) const {
-  std::byte* ch = bases_[static_cast<std::size_t>(receiver_local)] +
-                  (static_cast<std::size_t>(sender_local) * kLanes + static_cast<std::size_t>(lane)) *
-                      channel_bytes(slot_bytes_, slots_);
-  return {reinterpret_cast<std::uint64_t*>(ch), reinterpret_cast<std::uint64_t*>(ch + kLine), ch + 2 * kLine,
-          slot_bytes_, slots_, nullptr};
+  std::byte* ch =
+      bases_[static_cast<std::size_t>(receiver_local)] +
+      (static_cast<std::size_t>(sender_local) * kLanes + static_cast<std::size_t>(lane)) *
+          channel_bytes(slot_bytes_, slots_);
+  return {reinterpret_cast<std::uint64_t*>(ch),
+          reinterpret_cast<std::uint64_t*>(ch + kLine),
+          ch + 2 * kLine,
+          slot_bytes_,
+          slots_,
+          nullptr};
 }
 
 ShmChannel ShmLinks::outgoing(int peer, int lane) const {
   const int receiver = local_index_[static_cast<std::size_t>(peer)];
   ShmChannel c = channel(receiver, my_local_, lane);
-  c.written = written_.data() + (static_cast<std::size_t>(receiver) * kLanes + static_cast<std::size_t>(lane)) * slots_;
+  c.written =
+      written_.data() +
+      (static_cast<std::size_t>(receiver) * kLanes + static_cast<std::size_t>(lane)) * slots_;
   return c;
 }
 

@@ -37,9 +37,9 @@ struct ShmChannel {
   std::uint64_t* tail = nullptr;
   std::byte* slots = nullptr;
   std::size_t slot_bytes = 0;
-  std::uint32_t deep_slots = 0;       // slots reserved; a large transfer uses up to this many
-  std::uint64_t* written = nullptr;   // sender only, in its own memory: per slot, 1 + the last
-                                      // sequence number written there (0: never)
+  std::uint32_t deep_slots = 0;      // slots reserved; a large transfer uses up to this many
+  std::uint64_t* written = nullptr;  // sender only, in its own memory: per slot, 1 + the last
+                                     // sequence number written there (0: never)
 };
 
 class ShmLinks {
@@ -75,7 +75,8 @@ class ShmLinks {
 
   // Whether a step to or from `peer` on `lane` goes over shared memory.
   bool carries(int peer, int lane) const {
-    return lane >= 0 && lane < kLanes && peer >= 0 && static_cast<std::size_t>(peer) < local_index_.size() &&
+    return lane >= 0 && lane < kLanes && peer >= 0 &&
+           static_cast<std::size_t>(peer) < local_index_.size() &&
            local_index_[static_cast<std::size_t>(peer)] >= 0 && peer != rank_;
   }
   ShmChannel outgoing(int peer, int lane) const;  // this rank sends to peer

@@ -1,10 +1,9 @@
 #include "exec/shm_segment.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <atomic>
 #include <cerrno>
@@ -69,9 +68,10 @@ SharedSegment::SharedSegment(MPI_Comm node, std::size_t bytes) : bytes_(bytes) {
   std::snprintf(announced, sizeof announced, "%s", name.c_str());
   mpi_check(MPI_Bcast(&created, 1, MPI_INT, 0, node), "MPI_Bcast");
   if (created != 0)
-    throw Error(fmt::format("shared-memory segment of {} bytes: shm_open or ftruncate in {} failed on the node's "
-                            "first rank: {}",
-                            bytes, kDir, std::strerror(created)));
+    throw Error(fmt::format(
+        "shared-memory segment of {} bytes: shm_open or ftruncate in {} failed on the node's "
+        "first rank: {}",
+        bytes, kDir, std::strerror(created)));
   mpi_check(MPI_Bcast(announced, kNameBytes, MPI_CHAR, 0, node), "MPI_Bcast");
 
   // Everyone maps, then the node agrees: the file is unlinked only once every rank has it.
@@ -85,8 +85,9 @@ SharedSegment::SharedSegment(MPI_Comm node, std::size_t bytes) : bytes_(bytes) {
   if (worst.error != 0) {
     if (data_) munmap(data_, bytes_);
     data_ = nullptr;
-    throw Error(fmt::format("shared-memory segment of {} bytes ({}{}): mapping failed on the node's rank {}: {}",
-                            bytes, kDir, announced, worst.rank, std::strerror(worst.error)));
+    throw Error(fmt::format(
+        "shared-memory segment of {} bytes ({}{}): mapping failed on the node's rank {}: {}", bytes,
+        kDir, announced, worst.rank, std::strerror(worst.error)));
   }
 }
 

@@ -39,7 +39,9 @@ struct ShmTransfer {
   bool finished() const { return done >= bytes; }
   bool sends() const { return step->kind == schedule::Kind::send; }
   // One call's worth of progress on whichever end this is.
-  bool advance(kernels::ReduceFn reduce, std::size_t limit) { return sends() ? push(limit) : pop(reduce, limit); }
+  bool advance(kernels::ReduceFn reduce, std::size_t limit) {
+    return sends() ? push(limit) : pop(reduce, limit);
+  }
 
   // Sender: copy segments into free slots and publish them, up to byte `limit` of the step
   // (whole segments only: both ends cut the step at the same places).
@@ -81,9 +83,12 @@ struct ShmTransfer {
       const bool reduces = step->kind == schedule::Kind::recv_reduce;
       std::byte* out = relay ? relay->free_slot_at(done) : nullptr;
       if (out) {
-        if (reduces && keep_dst) reduce_copy(into + done, out, from + done, slot(t), len / elem_size);
-        else if (reduces) reduce(out, from + done, slot(t), len / elem_size);
-        else std::memcpy(out, slot(t), len);
+        if (reduces && keep_dst)
+          reduce_copy(into + done, out, from + done, slot(t), len / elem_size);
+        else if (reduces)
+          reduce(out, from + done, slot(t), len / elem_size);
+        else
+          std::memcpy(out, slot(t), len);
         if (!reduces && keep_dst) store_dst(out, len);
         relay->publish(len);
       } else if (reduces) {
@@ -118,18 +123,25 @@ struct ShmTransfer {
     done += len;
   }
   void store_dst(const std::byte* src, std::size_t len) {
-    if (store) store(into + done, src, len);
-    else std::memcpy(into + done, src, len);
+    if (store)
+      store(into + done, src, len);
+    else
+      std::memcpy(into + done, src, len);
   }
-  std::size_t segment() const { return bytes - done < channel.slot_bytes ? bytes - done : channel.slot_bytes; }
+  std::size_t segment() const {
+    return bytes - done < channel.slot_bytes ? bytes - done : channel.slot_bytes;
+  }
   std::size_t slot_index(std::uint64_t seq) const {
     return depth == 0 ? seq % ShmLinks::kSlots : (seq - seq0) % depth;
   }
-  std::byte* slot(std::uint64_t seq) const { return channel.slots + slot_index(seq) * channel.slot_bytes; }
+  std::byte* slot(std::uint64_t seq) const {
+    return channel.slots + slot_index(seq) * channel.slot_bytes;
+  }
 };
 
 // The transfer that carries `st` (a send, recv or recv_reduce to a rank `links` reaches).
-inline ShmTransfer shm_transfer_for(const schedule::Step& st, const ShmLinks& links, const BufferSet& buf) {
+inline ShmTransfer shm_transfer_for(const schedule::Step& st, const ShmLinks& links,
+                                    const BufferSet& buf) {
   const bool send = st.kind == schedule::Kind::send;
   ShmTransfer t;
   t.step = &st;

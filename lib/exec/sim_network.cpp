@@ -17,8 +17,10 @@ std::pair<int, int> steps_along(int u, int v, int n, bool wraps) {
 }  // namespace
 
 Network::Network(const SimModel& m)
-    : m_(m), free_(static_cast<std::size_t>(m.topology.size()) * 4, 0.0),
-      bytes_(free_.size(), 0), busy_(free_.size(), 0.0) {
+    : m_(m),
+      free_(static_cast<std::size_t>(m.topology.size()) * 4, 0.0),
+      bytes_(free_.size(), 0),
+      busy_(free_.size(), 0.0) {
   if (!m.endpoints) return;
   // A node's network ports are the +y/-y link ids of its lowest rank.
   for (std::size_t r = 0; r < m.endpoints->node_of_rank.size(); ++r) {
@@ -46,22 +48,26 @@ void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops
   hops[1] = hy;
 }
 
-Reservation Network::reserve_endpoints(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,
-                                       double ready, double source_done) {
+Reservation Network::reserve_endpoints(int a, int b, std::uint64_t bytes,
+                                       std::uint64_t segment_bytes, double ready,
+                                       double source_done) {
   const EndpointLinks& e = *m_.endpoints;
   const LinkClass c = e.class_of(a, b);
   const LinkParams& p = e.params[static_cast<std::size_t>(c)];
   int out = link_id(a, LinkDir::plus_x), in = link_id(b, LinkDir::minus_x);
   if (c == LinkClass::network) {
-    out = link_id(node_port_[static_cast<std::size_t>(e.node_of_rank[static_cast<std::size_t>(a)])], LinkDir::plus_y);
-    in = link_id(node_port_[static_cast<std::size_t>(e.node_of_rank[static_cast<std::size_t>(b)])], LinkDir::minus_y);
+    out = link_id(node_port_[static_cast<std::size_t>(e.node_of_rank[static_cast<std::size_t>(a)])],
+                  LinkDir::plus_y);
+    in = link_id(node_port_[static_cast<std::size_t>(e.node_of_rank[static_cast<std::size_t>(b)])],
+                 LinkDir::minus_y);
   }
   const double seg = static_cast<double>(std::min(bytes, segment_bytes)) / p.bytes_per_s;
   const double hold = p.alpha_s + static_cast<double>(bytes) / p.bytes_per_s;
   Reservation r;
   r.hops = 1;
-  r.start = std::max({ready, free_[static_cast<std::size_t>(out)], free_[static_cast<std::size_t>(in)],
-                      source_done > 0 ? source_done + p.alpha_s + seg - hold : 0.0});
+  r.start =
+      std::max({ready, free_[static_cast<std::size_t>(out)], free_[static_cast<std::size_t>(in)],
+                source_done > 0 ? source_done + p.alpha_s + seg - hold : 0.0});
   for (int l : {out, in}) {
     free_[static_cast<std::size_t>(l)] = r.start + hold;
     bytes_[static_cast<std::size_t>(l)] += bytes;
@@ -72,8 +78,8 @@ Reservation Network::reserve_endpoints(int a, int b, std::uint64_t bytes, std::u
   return r;
 }
 
-Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready,
-                             double source_done) {
+Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,
+                             double ready, double source_done) {
   if (m_.endpoints) return reserve_endpoints(a, b, bytes, segment_bytes, ready, source_done);
   path_.clear();
   route_into(m_.topology, a, b, path_, hops_);
@@ -88,7 +94,8 @@ Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t se
   const double seg = static_cast<double>(std::min(bytes, segment_bytes));
   const double duration = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
   // A send behind its source cannot end before the source's last segment is in and sent.
-  r.start = std::max(ready, source_done > 0 ? source_done + (bw > 0 ? seg / bw : 0.0) - duration : 0.0);
+  r.start =
+      std::max(ready, source_done > 0 ? source_done + (bw > 0 ? seg / bw : 0.0) - duration : 0.0);
   for (int l : path_) r.start = std::max(r.start, free_[l]);
   for (int l : path_) {
     free_[l] = r.start + duration;

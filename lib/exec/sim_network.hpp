@@ -12,8 +12,8 @@ namespace toroid::exec::sim {
 void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops[2]);
 
 struct Reservation {
-  double start = 0;     // when the route was free and the transfer began
-  double arrive = 0;    // last byte at the receiver
+  double start = 0;          // when the route was free and the transfer began
+  double arrive = 0;         // last byte at the receiver
   double first_segment = 0;  // first segment at the receiver
   int hops = 0;
 };
@@ -39,12 +39,13 @@ class Network {
   std::vector<double> free_;  // per link id: when its last reservation ends
   std::vector<std::uint64_t> bytes_;
   std::vector<double> busy_;
-  Reservation reserve_endpoints(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes, double ready,
-                                double source_done);
+  Reservation reserve_endpoints(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,
+                                double ready, double source_done);
 
-  std::vector<int> path_;     // reused route buffer
-  std::vector<int> node_port_;  // endpoint model: per node, the rank whose link ids carry its network ports
-  int hops_[2] = {0, 0};      // of the last route, per dimension
+  std::vector<int> path_;  // reused route buffer
+  std::vector<int>
+      node_port_;  // endpoint model: per node, the rank whose link ids carry its network ports
+  int hops_[2] = {0, 0};  // of the last route, per dimension
 };
 
 }  // namespace toroid::exec::sim

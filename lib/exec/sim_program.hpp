@@ -30,7 +30,8 @@ inline constexpr std::uint32_t kFollow = schedule::WaitGraph::kFollow;
 struct Program {
   std::vector<Op> ops;
   std::vector<std::uint32_t> deps;
-  std::vector<std::uint32_t> phase_numbers;  // per op, kept for rank 0 only (its per-phase breakdown)
+  std::vector<std::uint32_t>
+      phase_numbers;  // per op, kept for rank 0 only (its per-phase breakdown)
 };
 
 // Throws InvalidArgument for a tag outside 0..65535, steps out of phase order, or more than

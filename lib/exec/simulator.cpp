@@ -35,9 +35,9 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 using schedule::channel_key;
 
 struct RankState {
-  std::vector<double> done;  // per op: when it ends (kNever while unknown)
-  schedule::WaitGraph graph;  // per op: conditions not met yet, and who waits for it
-  std::vector<double> posted_at;     // rank 0 only
+  std::vector<double> done;       // per op: when it ends (kNever while unknown)
+  schedule::WaitGraph graph;      // per op: conditions not met yet, and who waits for it
+  std::vector<double> posted_at;  // rank 0 only
   std::unordered_map<std::uint64_t, std::uint32_t> pending;  // channel -> posted op not yet matched
   double reducer_free = 0, finish = 0;
   std::size_t remaining = 0;
@@ -126,13 +126,16 @@ class Engine {
     schedule::WaitGraph& g = s.graph;
     for (std::uint32_t k = g.begin[e.op]; k < g.begin[e.op + 1] && error_.empty(); ++k) {
       const std::uint32_t d = g.waiters[k];
-      if (((d & kFollow) != 0) != e.first) continue;  // follow waits for the first segment, the rest for the end
+      if (((d & kFollow) != 0) != e.first)
+        continue;  // follow waits for the first segment, the rest for the end
       const std::uint32_t j = d & kIndex;
       if (--g.waits[j] == 0) post(e.rank, j, e.t);
     }
   }
 
-  void push(double t, int r, std::uint32_t op, bool first) { queue_.push({t, seq_++, r, op, first}); }
+  void push(double t, int r, std::uint32_t op, bool first) {
+    queue_.push({t, seq_++, r, op, first});
+  }
 
   // When the latest `follow` source of op j is all final (0: it follows nothing).
   double source_done(int r, std::uint32_t j) const {
@@ -151,7 +154,8 @@ class Engine {
     const Op& op = prog_[r].ops[j];
     if (r == 0) s.posted_at[j] = t;
     if (op.kind == OpKind::local) {  // copies and scales run on the chip's reducer
-      s.reducer_free = std::max(t, s.reducer_free) + static_cast<double>(op.bytes) / m_.reduce_bytes_per_s;
+      s.reducer_free =
+          std::max(t, s.reducer_free) + static_cast<double>(op.bytes) / m_.reduce_bytes_per_s;
       s.done[j] = s.reducer_free;
       push(s.done[j], r, j, false);
       return;
@@ -172,18 +176,21 @@ class Engine {
     const Op& o = prog_[op.peer].ops[other];
     if (o.bytes != op.bytes) {
       error_ = fmt::format("size mismatch: rank {} {} {} bytes, rank {} {} {} bytes (tag {})", r,
-                           sending ? "sends" : "receives", op.bytes, op.peer, sending ? "receives" : "sends", o.bytes,
-                           op.tag);
+                           sending ? "sends" : "receives", op.bytes, op.peer,
+                           sending ? "receives" : "sends", o.bytes, op.tag);
       return;
     }
-    if (sending) transfer(r, j, op.peer, other, t);
-    else transfer(op.peer, other, r, j, t);
+    if (sending)
+      transfer(r, j, op.peer, other, t);
+    else
+      transfer(op.peer, other, r, j, t);
   }
 
   void transfer(int from, std::uint32_t send, int to, std::uint32_t recv, double ready) {
     const Op& rop = prog_[to].ops[recv];
     const std::uint64_t bytes = rop.bytes;
-    const sim::Reservation res = net_.reserve(from, to, bytes, m_.segment_bytes, ready, source_done(from, send));
+    const sim::Reservation res =
+        net_.reserve(from, to, bytes, m_.segment_bytes, ready, source_done(from, send));
     const double seg = static_cast<double>(std::min(bytes, m_.segment_bytes));
     double first = res.first_segment, received = res.arrive;
     if (rop.kind == OpKind::recv_reduce) {
@@ -193,7 +200,8 @@ class Engine {
       RankState& q = st_[to];
       const double begin = std::max(res.first_segment, q.reducer_free);
       q.reducer_free = begin + static_cast<double>(bytes) / rbw;
-      received = std::max({res.arrive + seg / rbw, q.reducer_free, source_done(to, recv) + seg / rbw});
+      received =
+          std::max({res.arrive + seg / rbw, q.reducer_free, source_done(to, recv) + seg / rbw});
       first = begin + seg / rbw;
     }
     sent_[from] += bytes;
@@ -238,8 +246,9 @@ class Engine {
       }
       const Op& op = prog_[r].ops[ps.begin()->second];
       const bool send = op.kind == OpKind::send;
-      out += fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", r, send ? "send" : "receive", op.bytes,
-                         send ? "to" : "from", op.peer, op.tag);
+      out +=
+          fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", r,
+                      send ? "send" : "receive", op.bytes, send ? "to" : "from", op.peer, op.tag);
     }
     return out.empty() ? "" : "deadlock:" + out;
   }
@@ -268,8 +277,10 @@ SimResult run_programs(const SimModel& m, const std::vector<Program>& programs) 
         m.hop_latency_s[0] >= 0 && m.hop_latency_s[1] >= 0 && m.segment_bytes > 0) ||
       (m.endpoints && !endpoints_valid(*m.endpoints, m.topology.size()))) {
     SimResult r;
-    r.error = "simulator: bandwidths and the segment must be positive, latencies not negative (endpoint links: "
-              "one node index in [0, ranks) per rank)";
+    r.error =
+        "simulator: bandwidths and the segment must be positive, latencies not negative (endpoint "
+        "links: "
+        "one node index in [0, ranks) per rank)";
     return r;
   }
   return Engine(m, programs).run();

@@ -66,14 +66,15 @@ struct EndpointLinks {
   bool shm_inside_node = true;    // inside a node: toroid's shared-memory links (else MPI)
   std::array<LinkParams, kLinkClasses> params;
   LinkClass class_of(int a, int b) const {
-    if (node_of_rank[static_cast<std::size_t>(a)] != node_of_rank[static_cast<std::size_t>(b)]) return LinkClass::network;
+    if (node_of_rank[static_cast<std::size_t>(a)] != node_of_rank[static_cast<std::size_t>(b)])
+      return LinkClass::network;
     return shm_inside_node ? LinkClass::shm : LinkClass::mpi;
   }
 };
 
 struct SimModel {
   Torus2D topology{1, 1};
-  std::optional<EndpointLinks> endpoints;  // set: these links, not the torus's
+  std::optional<EndpointLinks> endpoints;     // set: these links, not the torus's
   double link_bytes_per_s[2] = {80e9, 80e9};  // per direction, [x, y]
   double hop_latency_s[2] = {1e-6, 1e-6};     // per hop, [x, y]
   double reduce_bytes_per_s = 300e9;          // received bytes reduced per second, per chip
@@ -90,16 +91,16 @@ enum class LinkDir : std::uint8_t { plus_x, minus_x, plus_y, minus_y };
 inline int link_id(int chip, LinkDir d) { return chip * 4 + static_cast<int>(d); }
 
 struct SimResult {
-  std::string error;          // "" when every schedule ran to its end; else what went wrong
-  double time_s = 0;          // the last rank's finish
+  std::string error;  // "" when every schedule ran to its end; else what went wrong
+  double time_s = 0;  // the last rank's finish
   std::vector<SimPhase> rank0_phases;
-  std::vector<std::uint64_t> link_bytes;  // per link id
-  std::vector<double> link_busy_s;        // per link id
+  std::vector<std::uint64_t> link_bytes;       // per link id
+  std::vector<double> link_busy_s;             // per link id
   std::vector<std::uint64_t> chip_sent_bytes;  // bytes each chip injected (its sends)
-  int busiest_link = -1;                  // link id with the most busy time
-  double busiest_utilisation = 0;         // its busy time / time_s
+  int busiest_link = -1;                       // link id with the most busy time
+  double busiest_utilisation = 0;              // its busy time / time_s
   std::uint64_t transfers = 0, max_hops = 0;
-  std::uint64_t vector_bytes = 0;  // the collective's full vector
+  std::uint64_t vector_bytes = 0;         // the collective's full vector
   double algbw_gbps = 0, busbw_gbps = 0;  // 1e9 bytes/s; busbw as toroid-bench computes it
 };
 

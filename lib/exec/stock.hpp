@@ -40,8 +40,8 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
 // reduce-scatter's move to toroid's layout) happens in finish.
 class StockCall {
  public:
-  StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type, ReduceOp op,
-            MPI_Comm comm, StockOps& ops, int root = 0);
+  StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type,
+            ReduceOp op, MPI_Comm comm, StockOps& ops, int root = 0);
   void start();
   bool test();  // true once complete (and finished)
   void wait();

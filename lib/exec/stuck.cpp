@@ -1,20 +1,21 @@
 #include "exec/stuck.hpp"
 
-#include "exec/shm_transfer.hpp"
-
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <cstdio>
 #include <cstdlib>
 
-#include <sched.h>
+#include "exec/shm_transfer.hpp"
 
 namespace toroid::exec {
 
-void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase, const std::string& waiting) {
+void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase,
+                 const std::string& waiting) {
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
-  fmt::print(stderr, "toroid: rank {}: {} made no progress for {} s in phase {} (TOROID_TIMEOUT){}\n", rank,
+  fmt::print(stderr,
+             "toroid: rank {}: {} made no progress for {} s in phase {} (TOROID_TIMEOUT){}\n", rank,
              params.what, params.timeout_s, phase, waiting);
   std::fflush(stderr);
   MPI_Abort(comm, 3);

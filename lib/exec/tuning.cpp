@@ -12,8 +12,10 @@ namespace toroid::exec {
 namespace {
 
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -21,9 +23,12 @@ std::string_view trim(std::string_view s) {
 
 std::string_view to_string(LinkClass c) noexcept {
   switch (c) {
-    case LinkClass::shm: return "shm";
-    case LinkClass::mpi: return "mpi";
-    case LinkClass::network: return "network";
+    case LinkClass::shm:
+      return "shm";
+    case LinkClass::mpi:
+      return "mpi";
+    case LinkClass::network:
+      return "network";
   }
   return "?";
 }
@@ -51,12 +56,14 @@ Tuning parse_tuning(std::string_view text, std::string_view source) {
   for (std::string raw; std::getline(in, raw);) {
     ++n;
     std::string_view line = raw;
-    if (const auto hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (const auto hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
     line = trim(line);
     if (line.empty()) continue;
     if (!header) {
       if (line != "toroid-tuning 1")
-        fail(fmt::format("'{}' is not the header 'toroid-tuning 1' (a file written by toroid-tune)", line));
+        fail(fmt::format("'{}' is not the header 'toroid-tuning 1' (a file written by toroid-tune)",
+                         line));
       header = true;
       continue;
     }
@@ -70,7 +77,8 @@ Tuning parse_tuning(std::string_view text, std::string_view source) {
       continue;
     }
     double v = 0;
-    const auto [end, ec] = std::from_chars(text_value.data(), text_value.data() + text_value.size(), v);
+    const auto [end, ec] =
+        std::from_chars(text_value.data(), text_value.data() + text_value.size(), v);
     if (ec != std::errc() || end != text_value.data() + text_value.size() || !std::isfinite(v))
       fail(fmt::format("{}: '{}' is not a number", key, text_value));
     if (key == "reduce.gbps") {
@@ -80,12 +88,16 @@ Tuning parse_tuning(std::string_view text, std::string_view source) {
       continue;
     }
     const auto dot = key.find('.');
-    const std::string_view cls = key.substr(0, dot), field = dot == std::string_view::npos ? "" : key.substr(dot + 1);
+    const std::string_view cls = key.substr(0, dot),
+                           field = dot == std::string_view::npos ? "" : key.substr(dot + 1);
     int c = -1;
     for (int i = 0; i < kLinkClasses; ++i)
       if (cls == to_string(static_cast<LinkClass>(i))) c = i;
     if (c < 0 || (field != "alpha_us" && field != "gbps"))
-      fail(fmt::format("unknown key '{}' (expected shm|mpi|network.alpha_us, shm|mpi|network.gbps, network.links, reduce.gbps)", key));
+      fail(
+          fmt::format("unknown key '{}' (expected shm|mpi|network.alpha_us, shm|mpi|network.gbps, "
+                      "network.links, reduce.gbps)",
+                      key));
     auto& p = t.links[static_cast<std::size_t>(c)];
     if (!p) p = LinkParams{-1, -1};
     if (field == "alpha_us") {
@@ -118,7 +130,8 @@ std::string format_tuning(const Tuning& t, std::string_view header) {
     const auto& p = t.links[static_cast<std::size_t>(c)];
     if (!p) continue;
     const auto name = to_string(static_cast<LinkClass>(c));
-    out += fmt::format("{}.alpha_us = {:.4g}\n{}.gbps = {:.4g}\n", name, p->alpha_s * 1e6, name, p->bytes_per_s / 1e9);
+    out += fmt::format("{}.alpha_us = {:.4g}\n{}.gbps = {:.4g}\n", name, p->alpha_s * 1e6, name,
+                       p->bytes_per_s / 1e9);
   }
   if (t.network_torus) out += "network.links = torus\n";
   out += fmt::format("reduce.gbps = {:.4g}\n", t.reduce_bytes_per_s / 1e9);

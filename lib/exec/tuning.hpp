@@ -31,17 +31,19 @@ inline constexpr int kLinkClasses = 3;
 std::string_view to_string(LinkClass c) noexcept;
 
 struct LinkParams {
-  double alpha_s = 0;          // per message: from posting a send to the receiver having it, 0 bytes
-  double bytes_per_s = 1e9;    // one way
+  double alpha_s = 0;        // per message: from posting a send to the receiver having it, 0 bytes
+  double bytes_per_s = 1e9;  // one way
 };
 
 struct Tuning {
   std::array<std::optional<LinkParams>, kLinkClasses> links;
   double reduce_bytes_per_s = 8e9;
-  bool network_torus = false;  // network.links = torus
+  bool network_torus = false;                // network.links = torus
   std::string source = "built-in defaults";  // the file's path, for messages
 
-  const std::optional<LinkParams>& operator[](LinkClass c) const { return links[static_cast<int>(c)]; }
+  const std::optional<LinkParams>& operator[](LinkClass c) const {
+    return links[static_cast<int>(c)];
+  }
   std::optional<LinkParams>& operator[](LinkClass c) { return links[static_cast<int>(c)]; }
 };
 

@@ -33,18 +33,23 @@ bool writes(const Step& s) { return s.kind != Kind::send; }
 // for; for a `follow` dep, only what d had waited for (d itself may still be running).
 class Finished {
  public:
-  explicit Finished(const Schedule& s) : n_(s.steps.size()), words_((n_ + 63) / 64), bits_(n_ * words_, 0) {
+  explicit Finished(const Schedule& s)
+      : n_(s.steps.size()), words_((n_ + 63) / 64), bits_(n_ * words_, 0) {
     for (std::size_t j = 0; j < n_; ++j) {
       const Step& st = s.steps[j];
       for (std::uint32_t k = 0; k < st.dep_count; ++k) {
         const schedule::Dep& d = s.deps[st.dep_begin + k];
         if (d.step >= j) continue;  // reported by the caller
-        for (std::size_t w = 0; w < words_; ++w) bits_[j * words_ + w] |= bits_[d.step * words_ + w];
-        if (d.wait == schedule::Wait::done) bits_[j * words_ + d.step / 64] |= 1ull << (d.step % 64);
+        for (std::size_t w = 0; w < words_; ++w)
+          bits_[j * words_ + w] |= bits_[d.step * words_ + w];
+        if (d.wait == schedule::Wait::done)
+          bits_[j * words_ + d.step / 64] |= 1ull << (d.step % 64);
       }
     }
   }
-  bool before(std::size_t i, std::size_t j) const { return bits_[j * words_ + i / 64] >> (i % 64) & 1; }
+  bool before(std::size_t i, std::size_t j) const {
+    return bits_[j * words_ + i / 64] >> (i % 64) & 1;
+  }
 
  private:
   std::size_t n_, words_;
@@ -70,7 +75,11 @@ class Runner {
  public:
   Runner(const std::vector<Schedule>& s, std::vector<RankMemory>& m, DataType t, ReduceOp op,
          Traffic* traffic)
-      : sched_(s), mem_(m), type_(t), esize_(size_of(t)), reduce_(kernels::reduce_fn(t, op)),
+      : sched_(s),
+        mem_(m),
+        type_(t),
+        esize_(size_of(t)),
+        reduce_(kernels::reduce_fn(t, op)),
         traffic_(traffic) {}
 
   std::string run() {
@@ -101,7 +110,8 @@ class Runner {
       RankState& st = state_[r];
       while (st.first_open < sched_[r].steps.size() && st.finished[st.first_open]) ++st.first_open;
       if (st.first_open < sched_[r].steps.size())
-        stuck += fmt::format("\n  rank {} waits at {}", r, schedule::describe(sched_[r].steps[st.first_open]));
+        stuck += fmt::format("\n  rank {} waits at {}", r,
+                             schedule::describe(sched_[r].steps[st.first_open]));
     }
     return stuck.empty() ? "" : "deadlock:" + stuck;
   }
@@ -119,7 +129,7 @@ class Runner {
 
   std::uint64_t capacity(int r, Buf b) const {
     const RankMemory& m = mem_[r];
-    const std::size_t bytes = b == Buf::scratch ? scratch_[r].size()
+    const std::size_t bytes = b == Buf::scratch                ? scratch_[r].size()
                               : b == Buf::output || m.in_place ? m.output.size()
                                                                : m.input.size();
     return bytes / esize_;
@@ -134,7 +144,8 @@ class Runner {
       const Step& s = steps[i];
       if (i > 0 && s.phase < steps[i - 1].phase)
         return fmt::format("rank {}: steps out of phase order at {}", r, schedule::describe(s));
-      const bool remote = s.kind == Kind::send || s.kind == Kind::recv || s.kind == Kind::recv_reduce;
+      const bool remote =
+          s.kind == Kind::send || s.kind == Kind::recv || s.kind == Kind::recv_reduce;
       if (remote && (s.peer < 0 || s.peer >= p || s.peer == r))
         return fmt::format("rank {}: bad peer in {}", r, schedule::describe(s));
       if (s.kind == Kind::send || s.kind == Kind::recv_reduce || s.kind == Kind::copy)
@@ -145,7 +156,8 @@ class Runner {
       if (writes(s) && s.dst.buf == Buf::input && !ip)
         return fmt::format("rank {}: writes the input buffer in {}", r, schedule::describe(s));
       if ((s.kind == Kind::recv_reduce || s.kind == Kind::copy) && s.src.count != s.dst.count)
-        return fmt::format("rank {}: source and destination sizes differ in {}", r, schedule::describe(s));
+        return fmt::format("rank {}: source and destination sizes differ in {}", r,
+                           schedule::describe(s));
       for (std::size_t j = i + 1; j < steps.size() && steps[j].phase == s.phase; ++j) {
         const Step& t = steps[j];
         if (remote && s.kind == t.kind && s.peer == t.peer && s.tag == t.tag)
@@ -173,11 +185,13 @@ class Runner {
     for (std::size_t j = 0; j < steps.size(); ++j) {
       const Step& st = steps[j];
       if (static_cast<std::size_t>(st.dep_begin) + st.dep_count > s.deps.size())
-        return fmt::format("rank {}: dependencies of '{}' lie outside the list", r, schedule::describe(st));
+        return fmt::format("rank {}: dependencies of '{}' lie outside the list", r,
+                           schedule::describe(st));
       for (std::uint32_t k = 0; k < st.dep_count; ++k) {
         const schedule::Dep& d = s.deps[st.dep_begin + k];
         if (d.step >= j)
-          return fmt::format("rank {}: '{}' waits for a step that is not earlier ({})", r, schedule::describe(st), d.step);
+          return fmt::format("rank {}: '{}' waits for a step that is not earlier ({})", r,
+                             schedule::describe(st), d.step);
         if (d.wait != schedule::Wait::follow) continue;
         const Step& g = steps[d.step];
         const ChunkRange rd = read_range(st, ip), gw = write_range(g, ip);
@@ -210,7 +224,8 @@ class Runner {
         }
         if (followed && !other) continue;
         return fmt::format("rank {}: missing dependency: '{}' {} '{}' but does not wait for it", r,
-                           schedule::describe(b), raw ? "reads what" : "overwrites what", schedule::describe(a));
+                           schedule::describe(b), raw ? "reads what" : "overwrites what",
+                           schedule::describe(a));
       }
     }
     return "";
@@ -270,8 +285,8 @@ class Runner {
     const Step& send = sends ? s : sched_[s.peer].steps[other];
     const Step& recv = sends ? sched_[s.peer].steps[other] : s;
     if (send.src.count != recv.dst.count)
-      return fmt::format("size mismatch: rank {} '{}' meets rank {} '{}'", from, schedule::describe(send), to,
-                         schedule::describe(recv));
+      return fmt::format("size mismatch: rank {} '{}' meets rank {} '{}'", from,
+                         schedule::describe(send), to, schedule::describe(recv));
     deliver(from, send, to, recv);
     finish(r, j);
     finish(s.peer, other);
@@ -281,7 +296,8 @@ class Runner {
   void run_local(int r, const Step& s) {
     const BufferSet b = buffers(r);
     if (s.kind == Kind::copy) {
-      if (b.readable(s.src) != b.writable(s.dst)) std::memmove(b.writable(s.dst), b.readable(s.src), s.dst.count * esize_);
+      if (b.readable(s.src) != b.writable(s.dst))
+        std::memmove(b.writable(s.dst), b.readable(s.src), s.dst.count * esize_);
     } else {
       kernels::divide(type_, b.writable(s.dst), s.dst.count, s.divisor);
     }
@@ -335,20 +351,23 @@ std::string check_collective(const CheckSpec& spec,
   // Full-length inputs per rank (allgather uses only each rank's own block of them).
   std::vector<std::vector<std::byte>> full(p, std::vector<std::byte>(n * es));
   for (int r = 0; r < p; ++r)
-    for (std::uint64_t i = 0; i < n; ++i) store_as(spec.type, full[r].data() + i * es, exact_input(spec.op, r, i));
+    for (std::uint64_t i = 0; i < n; ++i)
+      store_as(spec.type, full[r].data() + i * es, exact_input(spec.op, r, i));
   std::vector<std::byte> reference(n * es);
   if (spec.collective == Collective::broadcast) {
     reference = full[static_cast<std::size_t>(spec.root)];
   } else if (spec.collective == Collective::allgather) {
     for (int r = 0; r < p; ++r) {
       const Block b = block_of(n, p, r);
-      if (b.count > 0) std::memcpy(reference.data() + b.offset * es, full[r].data() + b.offset * es, b.count * es);
+      if (b.count > 0)
+        std::memcpy(reference.data() + b.offset * es, full[r].data() + b.offset * es, b.count * es);
     }
   } else if (p > 0) {
     reference = full[0];
     const auto reduce = kernels::reduce_fn(spec.type, spec.op);
     for (int r = 1; r < p; ++r) reduce(reference.data(), reference.data(), full[r].data(), n);
-    if (spec.op == ReduceOp::avg) kernels::divide(spec.type, reference.data(), n, static_cast<std::uint32_t>(p));
+    if (spec.op == ReduceOp::avg)
+      kernels::divide(spec.type, reference.data(), n, static_cast<std::uint32_t>(p));
   }
 
   std::vector<RankMemory> mem(p);
@@ -367,7 +386,8 @@ std::string check_collective(const CheckSpec& spec,
         m.output.assign((spec.in_place ? n : own.count) * es, std::byte{0x5a});
         break;
       case Collective::allgather:
-        m.input.assign(full[r].begin() + own.offset * es, full[r].begin() + (own.offset + own.count) * es);
+        m.input.assign(full[r].begin() + own.offset * es,
+                       full[r].begin() + (own.offset + own.count) * es);
         m.output.assign(n * es, std::byte{0x5a});
         break;
       case Collective::broadcast:  // one buffer: the root's data, garbage elsewhere
@@ -375,13 +395,16 @@ std::string check_collective(const CheckSpec& spec,
         break;
     }
     if (spec.in_place && spec.collective != Collective::broadcast) {
-      if (spec.collective != Collective::allgather) m.output = m.input;
-      else if (own.count > 0) std::memcpy(m.output.data() + own.offset * es, m.input.data(), own.count * es);
+      if (spec.collective != Collective::allgather)
+        m.output = m.input;
+      else if (own.count > 0)
+        std::memcpy(m.output.data() + own.offset * es, m.input.data(), own.count * es);
       m.input.clear();
     }
     schedules.push_back(build(r));
   }
-  if (auto e = execute_in_process(schedules, mem, spec.type, spec.op, traffic); !e.empty()) return e;
+  if (auto e = execute_in_process(schedules, mem, spec.type, spec.op, traffic); !e.empty())
+    return e;
 
   for (int r = 0; r < p; ++r) {
     const Block own = block_of(n, p, r);
@@ -390,12 +413,13 @@ std::string check_collective(const CheckSpec& spec,
     const std::uint64_t ref_at = scatter ? own.offset : 0;
     const std::uint64_t len = scatter ? own.count : n;
     for (std::uint64_t i = 0; i < len; ++i)
-      if (std::memcmp(mem[r].output.data() + (at + i) * es, reference.data() + (ref_at + i) * es, es) != 0)
-        return fmt::format("{} of {} elements on {} ranks ({}, {}, {}): rank {} element {} differs "
-                           "from the reference",
-                           toroid::to_string(spec.collective), n, p, to_string(spec.type),
-                           to_string(spec.op), spec.in_place ? "in place" : "out of place", r,
-                           ref_at + i);
+      if (std::memcmp(mem[r].output.data() + (at + i) * es, reference.data() + (ref_at + i) * es,
+                      es) != 0)
+        return fmt::format(
+            "{} of {} elements on {} ranks ({}, {}, {}): rank {} element {} differs "
+            "from the reference",
+            toroid::to_string(spec.collective), n, p, to_string(spec.type), to_string(spec.op),
+            spec.in_place ? "in place" : "out of place", r, ref_at + i);
   }
   return "";
 }

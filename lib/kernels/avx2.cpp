@@ -38,9 +38,15 @@ struct F32Math {
   using Vec = __m256;
   static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
-  static Vec min(Vec a, Vec b) { return _mm256_blendv_ps(_mm256_min_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q)); }
-  static Vec max(Vec a, Vec b) { return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q)); }
-  static Vec div(Vec a, std::uint32_t d) { return _mm256_div_ps(a, _mm256_set1_ps(static_cast<float>(d))); }
+  static Vec min(Vec a, Vec b) {
+    return _mm256_blendv_ps(_mm256_min_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  }
+  static Vec max(Vec a, Vec b) {
+    return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(a, a, _CMP_UNORD_Q));
+  }
+  static Vec div(Vec a, std::uint32_t d) {
+    return _mm256_div_ps(a, _mm256_set1_ps(static_cast<float>(d)));
+  }
 };
 
 struct F32 : F32Math, Buffered<F32> {
@@ -58,9 +64,15 @@ struct F64 : Buffered<F64> {
   static void store(void* p, Vec v) { _mm256_storeu_pd(static_cast<double*>(p), v); }
   static Vec add(Vec a, Vec b) { return _mm256_add_pd(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm256_mul_pd(a, b); }
-  static Vec min(Vec a, Vec b) { return _mm256_blendv_pd(_mm256_min_pd(a, b), a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q)); }
-  static Vec max(Vec a, Vec b) { return _mm256_blendv_pd(_mm256_max_pd(a, b), a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q)); }
-  static Vec div(Vec a, std::uint32_t d) { return _mm256_div_pd(a, _mm256_set1_pd(static_cast<double>(d))); }
+  static Vec min(Vec a, Vec b) {
+    return _mm256_blendv_pd(_mm256_min_pd(a, b), a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q));
+  }
+  static Vec max(Vec a, Vec b) {
+    return _mm256_blendv_pd(_mm256_max_pd(a, b), a, _mm256_cmp_pd(a, a, _CMP_UNORD_Q));
+  }
+  static Vec div(Vec a, std::uint32_t d) {
+    return _mm256_div_pd(a, _mm256_set1_pd(static_cast<double>(d)));
+  }
 };
 
 // bf16 is the top half of an f32: widening is a shift. Narrowing rounds to nearest-even by
@@ -69,14 +81,18 @@ struct F64 : Buffered<F64> {
 struct BF16 : F32Math, Buffered<BF16> {
   using Elem = std::uint16_t;
   static constexpr size_t kLanes = 8;
-  static Vec widen(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+  static Vec widen(__m128i h) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
   static __m128i narrow(Vec v) {
     const __m256i u = _mm256_castps_si256(v);
     const __m256i high = _mm256_srli_epi32(u, 16);
-    const __m256i bias = _mm256_add_epi32(_mm256_and_si256(high, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
+    const __m256i bias =
+        _mm256_add_epi32(_mm256_and_si256(high, _mm256_set1_epi32(1)), _mm256_set1_epi32(0x7fff));
     const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
     const __m256i quiet = _mm256_or_si256(high, _mm256_set1_epi32(0x40));
-    const __m256i r = _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    const __m256i r =
+        _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
   }
   static Vec load(const void* p) { return widen(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
@@ -89,11 +105,14 @@ struct BF16 : F32Math, Buffered<BF16> {
 // NaN rule as BF16::narrow.
 struct BF16Pairs : Buffered<BF16Pairs> {
   using Elem = std::uint16_t;
-  struct Vec { __m256 even, odd; };
+  struct Vec {
+    __m256 even, odd;
+  };
   static constexpr size_t kLanes = 16;
   static Vec split(__m256i x) {
-    return {_mm256_castsi256_ps(_mm256_slli_epi32(x, 16)),
-            _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xffff0000u))))};
+    return {
+        _mm256_castsi256_ps(_mm256_slli_epi32(x, 16)),
+        _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xffff0000u))))};
   }
   // The rounded f32 bits, bf16 in the top half (the low half is left over from rounding).
   static __m256i round(__m256 v) {
@@ -103,24 +122,41 @@ struct BF16Pairs : Buffered<BF16Pairs> {
     const __m256i quiet = _mm256_or_si256(u, _mm256_set1_epi32(0x400000));
     return _mm256_blendv_epi8(r, quiet, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
   }
-  static Vec load(const void* p) { return split(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
+  static Vec load(const void* p) {
+    return split(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
   static void store(void* p, Vec v) {
-    const __m256i joined = _mm256_blend_epi16(_mm256_srli_epi32(round(v.even), 16), round(v.odd), 0xaa);
+    const __m256i joined =
+        _mm256_blend_epi16(_mm256_srli_epi32(round(v.even), 16), round(v.odd), 0xaa);
     _mm256_storeu_si256(static_cast<__m256i*>(p), joined);
   }
-  static Vec add(Vec a, Vec b) { return {F32Math::add(a.even, b.even), F32Math::add(a.odd, b.odd)}; }
-  static Vec mul(Vec a, Vec b) { return {F32Math::mul(a.even, b.even), F32Math::mul(a.odd, b.odd)}; }
-  static Vec min(Vec a, Vec b) { return {F32Math::min(a.even, b.even), F32Math::min(a.odd, b.odd)}; }
-  static Vec max(Vec a, Vec b) { return {F32Math::max(a.even, b.even), F32Math::max(a.odd, b.odd)}; }
-  static Vec div(Vec a, std::uint32_t d) { return {F32Math::div(a.even, d), F32Math::div(a.odd, d)}; }
+  static Vec add(Vec a, Vec b) {
+    return {F32Math::add(a.even, b.even), F32Math::add(a.odd, b.odd)};
+  }
+  static Vec mul(Vec a, Vec b) {
+    return {F32Math::mul(a.even, b.even), F32Math::mul(a.odd, b.odd)};
+  }
+  static Vec min(Vec a, Vec b) {
+    return {F32Math::min(a.even, b.even), F32Math::min(a.odd, b.odd)};
+  }
+  static Vec max(Vec a, Vec b) {
+    return {F32Math::max(a.even, b.even), F32Math::max(a.odd, b.odd)};
+  }
+  static Vec div(Vec a, std::uint32_t d) {
+    return {F32Math::div(a.even, d), F32Math::div(a.odd, d)};
+  }
 };
 
 // f16 <-> f32 with F16C; round-to-nearest-even and NaN quieting match to_float16 bit for bit.
 struct F16 : F32Math, Buffered<F16> {
   using Elem = std::uint16_t;
   static constexpr size_t kLanes = 8;
-  static Vec load(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
-  static void store(void* p, Vec v) { _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+  static Vec load(const void* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+  }
+  static void store(void* p, Vec v) {
+    _mm_storeu_si128(static_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
 };
 
 // VCVTPH2PS quiets a signalling NaN, while to_float(float16) keeps it signalling; the bulk
@@ -132,12 +168,14 @@ struct F16Widen : F32Math, Buffered<F16Widen> {
   static Vec load(const void* p) {
     const __m128i h = _mm_loadu_si128(static_cast<const __m128i*>(p));
     const __m256i x = _mm256_cvtepu16_epi32(h);
-    const __m256i nan_not_quiet =
-        _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7e00)), _mm256_set1_epi32(0x7c00));
-    const __m256i no_payload = _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x1ff)), _mm256_setzero_si256());
+    const __m256i nan_not_quiet = _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7e00)),
+                                                     _mm256_set1_epi32(0x7c00));
+    const __m256i no_payload =
+        _mm256_cmpeq_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x1ff)), _mm256_setzero_si256());
     const __m256i signalling = _mm256_andnot_si256(no_payload, nan_not_quiet);
     const __m256i u = _mm256_castps_si256(_mm256_cvtph_ps(h));
-    return _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_and_si256(signalling, _mm256_set1_epi32(0x400000)), u));
+    return _mm256_castsi256_ps(
+        _mm256_andnot_si256(_mm256_and_si256(signalling, _mm256_set1_epi32(0x400000)), u));
   }
   static void store(void* p, Vec v) { F16::store(p, v); }
 };
@@ -178,7 +216,9 @@ struct I64 : Buffered<I64> {
 
 // f32 lanes for the optimizer kernels; the f64 sum of squares widens each half.
 struct OptF32 : F32 {
-  struct Acc { __m256d lo, hi; };
+  struct Acc {
+    __m256d lo, hi;
+  };
   static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
   static Vec div(Vec a, Vec b) { return _mm256_div_ps(a, b); }
   static Vec sqrt(Vec a) { return _mm256_sqrt_ps(a); }
@@ -187,7 +227,8 @@ struct OptF32 : F32 {
   static Acc acc_squares(Acc acc, Vec v) {
     const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
     const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
-    return {_mm256_add_pd(acc.lo, _mm256_mul_pd(lo, lo)), _mm256_add_pd(acc.hi, _mm256_mul_pd(hi, hi))};
+    return {_mm256_add_pd(acc.lo, _mm256_mul_pd(lo, lo)),
+            _mm256_add_pd(acc.hi, _mm256_mul_pd(hi, hi))};
   }
   static double acc_total(Acc acc) {
     double lanes[4];
@@ -199,8 +240,12 @@ struct OptF32 : F32 {
 // Streaming stores for simd::copy_stream.
 struct Stream {
   static constexpr size_t kWidth = 32;
-  static __m256i load(const unsigned char* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static void stream(unsigned char* p, __m256i v) { _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v); }
+  static __m256i load(const unsigned char* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  }
+  static void stream(unsigned char* p, __m256i v) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v);
+  }
   static void fence() { _mm_sfence(); }
 };
 

@@ -23,7 +23,7 @@ namespace {
 using std::size_t;
 
 __mmask16 mask16(size_t n) { return static_cast<__mmask16>((1u << n) - 1u); }  // n < 16
-__mmask8 mask8(size_t n) { return static_cast<__mmask8>((1u << n) - 1u); }      // n < 8
+__mmask8 mask8(size_t n) { return static_cast<__mmask8>((1u << n) - 1u); }     // n < 8
 
 // f32 arithmetic shared by f32, f16 and bf16 lanes. VMINPS/VMAXPS return the second operand
 // when either is NaN (or both are zero), which is the scalar rule `a < b ? a : b`; the blend
@@ -32,9 +32,15 @@ struct F32Math {
   using Vec = __m512;
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
-  static Vec min(Vec a, Vec b) { return _mm512_mask_mov_ps(_mm512_min_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a); }
-  static Vec max(Vec a, Vec b) { return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a); }
-  static Vec div(Vec a, std::uint32_t d) { return _mm512_div_ps(a, _mm512_set1_ps(static_cast<float>(d))); }
+  static Vec min(Vec a, Vec b) {
+    return _mm512_mask_mov_ps(_mm512_min_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
+  }
+  static Vec max(Vec a, Vec b) {
+    return _mm512_mask_mov_ps(_mm512_max_ps(a, b), _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q), a);
+  }
+  static Vec div(Vec a, std::uint32_t d) {
+    return _mm512_div_ps(a, _mm512_set1_ps(static_cast<float>(d)));
+  }
 };
 
 struct F32 : F32Math {
@@ -56,9 +62,15 @@ struct F64 {
   static void store_n(void* p, Vec v, size_t n) { _mm512_mask_storeu_pd(p, mask8(n), v); }
   static Vec add(Vec a, Vec b) { return _mm512_add_pd(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_pd(a, b); }
-  static Vec min(Vec a, Vec b) { return _mm512_mask_mov_pd(_mm512_min_pd(a, b), _mm512_cmp_pd_mask(a, a, _CMP_UNORD_Q), a); }
-  static Vec max(Vec a, Vec b) { return _mm512_mask_mov_pd(_mm512_max_pd(a, b), _mm512_cmp_pd_mask(a, a, _CMP_UNORD_Q), a); }
-  static Vec div(Vec a, std::uint32_t d) { return _mm512_div_pd(a, _mm512_set1_pd(static_cast<double>(d))); }
+  static Vec min(Vec a, Vec b) {
+    return _mm512_mask_mov_pd(_mm512_min_pd(a, b), _mm512_cmp_pd_mask(a, a, _CMP_UNORD_Q), a);
+  }
+  static Vec max(Vec a, Vec b) {
+    return _mm512_mask_mov_pd(_mm512_max_pd(a, b), _mm512_cmp_pd_mask(a, a, _CMP_UNORD_Q), a);
+  }
+  static Vec div(Vec a, std::uint32_t d) {
+    return _mm512_div_pd(a, _mm512_set1_pd(static_cast<double>(d)));
+  }
 };
 
 // bf16 is the top half of an f32: widening is a shift. Narrowing rounds to nearest-even by
@@ -67,19 +79,29 @@ struct F64 {
 struct BF16 : F32Math {
   using Elem = std::uint16_t;
   static constexpr size_t kLanes = 16;
-  static Vec widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  static Vec widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
   static __m256i narrow(Vec v) {
     const __m512i u = _mm512_castps_si512(v);
     const __m512i high = _mm512_srli_epi32(u, 16);
-    const __m512i bias = _mm512_add_epi32(_mm512_and_si512(high, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff));
+    const __m512i bias =
+        _mm512_add_epi32(_mm512_and_si512(high, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7fff));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-    r = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), high, _mm512_set1_epi32(0x40));
+    r = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), high,
+                             _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(r);
   }
-  static Vec load(const void* p) { return widen(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
+  static Vec load(const void* p) {
+    return widen(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
   static void store(void* p, Vec v) { _mm256_storeu_si256(static_cast<__m256i*>(p), narrow(v)); }
-  static Vec load_n(const void* p, size_t n) { return widen(_mm256_maskz_loadu_epi16(mask16(n), p)); }
-  static void store_n(void* p, Vec v, size_t n) { _mm256_mask_storeu_epi16(p, mask16(n), narrow(v)); }
+  static Vec load_n(const void* p, size_t n) {
+    return widen(_mm256_maskz_loadu_epi16(mask16(n), p));
+  }
+  static void store_n(void* p, Vec v, size_t n) {
+    _mm256_mask_storeu_epi16(p, mask16(n), narrow(v));
+  }
 };
 
 // bf16 reductions, 32 lanes per 512-bit load: the even elements become f32 by a shift left,
@@ -88,18 +110,22 @@ struct BF16 : F32Math {
 // arithmetic). Same rounding and NaN rule as BF16::narrow.
 struct BF16Pairs {
   using Elem = std::uint16_t;
-  struct Vec { __m512 even, odd; };
+  struct Vec {
+    __m512 even, odd;
+  };
   static constexpr size_t kLanes = 32;
   static Vec split(__m512i x) {
-    return {_mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),
-            _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))))};
+    return {
+        _mm512_castsi512_ps(_mm512_slli_epi32(x, 16)),
+        _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))))};
   }
   // The rounded f32 bits, bf16 in the top half (the low half is left over from rounding).
   static __m512i round(__m512 v) {
     const __m512i u = _mm512_castps_si512(v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
     const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    return _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u, _mm512_set1_epi32(0x400000));
+    return _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), u,
+                                _mm512_set1_epi32(0x400000));
   }
   static __m512i join(Vec v) {
     return _mm512_mask_blend_epi16(0xaaaaaaaau, _mm512_srli_epi32(round(v.even), 16), round(v.odd));
@@ -112,11 +138,21 @@ struct BF16Pairs {
   static void store_n(void* p, Vec v, size_t n) {
     _mm512_mask_storeu_epi16(p, static_cast<__mmask32>((1ull << n) - 1u), join(v));
   }
-  static Vec add(Vec a, Vec b) { return {F32Math::add(a.even, b.even), F32Math::add(a.odd, b.odd)}; }
-  static Vec mul(Vec a, Vec b) { return {F32Math::mul(a.even, b.even), F32Math::mul(a.odd, b.odd)}; }
-  static Vec min(Vec a, Vec b) { return {F32Math::min(a.even, b.even), F32Math::min(a.odd, b.odd)}; }
-  static Vec max(Vec a, Vec b) { return {F32Math::max(a.even, b.even), F32Math::max(a.odd, b.odd)}; }
-  static Vec div(Vec a, std::uint32_t d) { return {F32Math::div(a.even, d), F32Math::div(a.odd, d)}; }
+  static Vec add(Vec a, Vec b) {
+    return {F32Math::add(a.even, b.even), F32Math::add(a.odd, b.odd)};
+  }
+  static Vec mul(Vec a, Vec b) {
+    return {F32Math::mul(a.even, b.even), F32Math::mul(a.odd, b.odd)};
+  }
+  static Vec min(Vec a, Vec b) {
+    return {F32Math::min(a.even, b.even), F32Math::min(a.odd, b.odd)};
+  }
+  static Vec max(Vec a, Vec b) {
+    return {F32Math::max(a.even, b.even), F32Math::max(a.odd, b.odd)};
+  }
+  static Vec div(Vec a, std::uint32_t d) {
+    return {F32Math::div(a.even, d), F32Math::div(a.odd, d)};
+  }
 };
 
 // f16 <-> f32 in hardware; round-to-nearest-even and NaN quieting match to_float16 bit for bit.
@@ -124,10 +160,16 @@ struct F16 : F32Math {
   using Elem = std::uint16_t;
   static constexpr size_t kLanes = 16;
   static __m256i narrow(Vec v) { return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT); }
-  static Vec load(const void* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
+  static Vec load(const void* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
   static void store(void* p, Vec v) { _mm256_storeu_si256(static_cast<__m256i*>(p), narrow(v)); }
-  static Vec load_n(const void* p, size_t n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask16(n), p)); }
-  static void store_n(void* p, Vec v, size_t n) { _mm256_mask_storeu_epi16(p, mask16(n), narrow(v)); }
+  static Vec load_n(const void* p, size_t n) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask16(n), p));
+  }
+  static void store_n(void* p, Vec v, size_t n) {
+    _mm256_mask_storeu_epi16(p, mask16(n), narrow(v));
+  }
 };
 
 // VCVTPH2PS quiets a signalling NaN, while to_float(float16) keeps it signalling; the bulk
@@ -136,11 +178,13 @@ struct F16 : F32Math {
 struct F16Widen : F16 {
   static Vec keep_signalling(__m256i h, Vec v) {
     const __m512i x = _mm512_cvtepu16_epi32(h);
-    const __mmask16 nan_not_quiet =
-        _mm512_cmpeq_epi32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7e00)), _mm512_set1_epi32(0x7c00));
-    const __mmask16 signalling = nan_not_quiet & _mm512_test_epi32_mask(x, _mm512_set1_epi32(0x1ff));
+    const __mmask16 nan_not_quiet = _mm512_cmpeq_epi32_mask(
+        _mm512_and_si512(x, _mm512_set1_epi32(0x7e00)), _mm512_set1_epi32(0x7c00));
+    const __mmask16 signalling =
+        nan_not_quiet & _mm512_test_epi32_mask(x, _mm512_set1_epi32(0x1ff));
     const __m512i u = _mm512_castps_si512(v);
-    return _mm512_castsi512_ps(_mm512_mask_andnot_epi32(u, signalling, _mm512_set1_epi32(0x400000), u));
+    return _mm512_castsi512_ps(
+        _mm512_mask_andnot_epi32(u, signalling, _mm512_set1_epi32(0x400000), u));
   }
   static Vec load(const void* p) {
     const __m256i h = _mm256_loadu_si256(static_cast<const __m256i*>(p));
@@ -192,7 +236,9 @@ struct I64 {
 // f32 lanes for the optimizer kernels; the f64 sum of squares widens each half (the upper
 // half is taken as f64 bits because extracting 256 f32 bits needs AVX-512DQ).
 struct OptF32 : F32 {
-  struct Acc { __m512d lo, hi; };
+  struct Acc {
+    __m512d lo, hi;
+  };
   static Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
   static Vec div(Vec a, Vec b) { return _mm512_div_ps(a, b); }
   static Vec sqrt(Vec a) { return _mm512_sqrt_ps(a); }
@@ -200,21 +246,28 @@ struct OptF32 : F32 {
   static Acc acc_zero() { return {_mm512_setzero_pd(), _mm512_setzero_pd()}; }
   static Acc acc_squares(Acc acc, Vec v) {
     const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
-    return {_mm512_add_pd(acc.lo, _mm512_mul_pd(lo, lo)), _mm512_add_pd(acc.hi, _mm512_mul_pd(hi, hi))};
+    const __m512d hi =
+        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    return {_mm512_add_pd(acc.lo, _mm512_mul_pd(lo, lo)),
+            _mm512_add_pd(acc.hi, _mm512_mul_pd(hi, hi))};
   }
   static double acc_total(Acc acc) {
     double lanes[8];
     _mm512_storeu_pd(lanes, _mm512_add_pd(acc.lo, acc.hi));
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
   }
 };
 
 // Streaming stores for simd::copy_stream.
 struct Stream {
   static constexpr size_t kWidth = 64;
-  static __m512i load(const unsigned char* p) { return _mm512_loadu_si512(reinterpret_cast<const __m512i*>(p)); }
-  static void stream(unsigned char* p, __m512i v) { _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v); }
+  static __m512i load(const unsigned char* p) {
+    return _mm512_loadu_si512(reinterpret_cast<const __m512i*>(p));
+  }
+  static void stream(unsigned char* p, __m512i v) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v);
+  }
   static void fence() { _mm_sfence(); }
 };
 

@@ -31,7 +31,8 @@ bool cpu_has(Isa isa) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
   switch (isa) {
-    case Isa::scalar: return true;
+    case Isa::scalar:
+      return true;
     case Isa::avx2:
       return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
              __builtin_cpu_supports("f16c");
@@ -48,18 +49,24 @@ bool cpu_has(Isa isa) noexcept {
 
 const KernelTable* built_table(Isa isa) {
   switch (isa) {
-    case Isa::scalar: return &scalar_table();
-    case Isa::avx2: return avx2_table();
-    case Isa::avx512: return avx512_table();
+    case Isa::scalar:
+      return &scalar_table();
+    case Isa::avx2:
+      return avx2_table();
+    case Isa::avx512:
+      return avx512_table();
   }
   return nullptr;
 }
 
 bool built(Isa isa) {
   switch (isa) {
-    case Isa::scalar: return true;
-    case Isa::avx2: return kAvx2Built;
-    case Isa::avx512: return kAvx512Built;
+    case Isa::scalar:
+      return true;
+    case Isa::avx2:
+      return kAvx2Built;
+    case Isa::avx512:
+      return kAvx512Built;
   }
   return false;
 }
@@ -85,9 +92,12 @@ std::string names(unsigned mask) {
 
 std::string_view to_string(Isa isa) noexcept {
   switch (isa) {
-    case Isa::scalar: return "scalar";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512: return "avx512";
+    case Isa::scalar:
+      return "scalar";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
   }
   return "?";
 }
@@ -111,9 +121,9 @@ Isa select_isa(std::string_view value, unsigned supported) {
   for (Isa isa : kAllIsas) {
     if (value != to_string(isa)) continue;
     if (!(supported & bit(isa)))
-      throw InvalidArgument("TOROID_ISA=" + std::string(value) +
-                            ": this CPU or build cannot run that level (available: " +
-                            names(supported) + ")");
+      throw InvalidArgument(
+          "TOROID_ISA=" + std::string(value) +
+          ": this CPU or build cannot run that level (available: " + names(supported) + ")");
     return isa;
   }
   throw InvalidArgument("TOROID_ISA='" + std::string(value) +
@@ -134,9 +144,9 @@ Isa active_isa() {
 
 const KernelTable& kernels_for(Isa isa) {
   if (!isa_supported(isa))
-    throw InvalidArgument("kernel level " + std::string(to_string(isa)) +
-                          " is not available on this CPU or build (available: " +
-                          names(supported_mask()) + ")");
+    throw InvalidArgument(
+        "kernel level " + std::string(to_string(isa)) +
+        " is not available on this CPU or build (available: " + names(supported_mask()) + ")");
   return *built_table(isa);
 }
 

@@ -21,7 +21,8 @@ struct MomentumArgs {
   float grad_scale = 1, weight_decay = 0, momentum = 0, lr_in = 1, lr_out = 1;
   bool nesterov = false;
 };
-using MomentumFn = void (*)(float* w, const float* g, float* m, std::size_t n, const MomentumArgs& a);
+using MomentumFn = void (*)(float* w, const float* g, float* m, std::size_t n,
+                            const MomentumArgs& a);
 
 // Adam / AdamW / the LAMB direction:
 //   g' = grad_scale*g (+ weight_decay*w when !decoupled)
@@ -36,7 +37,8 @@ struct AdamArgs {
 struct SquareSums {
   double w = 0, u = 0;
 };
-using AdamFn = void (*)(float* w, const float* g, float* m, float* v, std::size_t n, const AdamArgs& a);
+using AdamFn = void (*)(float* w, const float* g, float* m, float* v, std::size_t n,
+                        const AdamArgs& a);
 using LambDirectionFn = SquareSums (*)(const float* w, const float* g, float* m, float* v, float* u,
                                        std::size_t n, const AdamArgs& a);
 // w = w - step*u

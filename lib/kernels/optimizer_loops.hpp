@@ -24,8 +24,10 @@ struct Lanes {
     return len == V::kLanes ? V::load(p + i) : V::load_n(p + i, len);
   }
   void store(float* p, typename V::Vec v) const {
-    if (len == V::kLanes) V::store(p + i, v);
-    else V::store_n(p + i, v, len);
+    if (len == V::kLanes)
+      V::store(p + i, v);
+    else
+      V::store_n(p + i, v, len);
   }
 };
 
@@ -58,9 +60,15 @@ struct AdamMath {
   typename V::Vec scale, wd, b1, c1, b2, c2, eps, inv1, inv2;
   bool decoupled;
   explicit AdamMath(const AdamArgs& a)
-      : scale(V::set1(a.grad_scale)), wd(V::set1(a.weight_decay)), b1(V::set1(a.beta1)),
-        c1(V::set1(1.0f - a.beta1)), b2(V::set1(a.beta2)), c2(V::set1(1.0f - a.beta2)),
-        eps(V::set1(a.epsilon)), inv1(V::set1(a.inv_bias1)), inv2(V::set1(a.inv_bias2)),
+      : scale(V::set1(a.grad_scale)),
+        wd(V::set1(a.weight_decay)),
+        b1(V::set1(a.beta1)),
+        c1(V::set1(1.0f - a.beta1)),
+        b2(V::set1(a.beta2)),
+        c2(V::set1(1.0f - a.beta2)),
+        eps(V::set1(a.epsilon)),
+        inv1(V::set1(a.inv_bias1)),
+        inv2(V::set1(a.inv_bias2)),
         decoupled(a.decoupled) {}
   // Updates m and v in place (through the references) and returns the direction u.
   typename V::Vec direction(typename V::Vec W, typename V::Vec G, typename V::Vec& M,

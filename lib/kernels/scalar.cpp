@@ -1,28 +1,43 @@
 // The portable level: plain loops the compiler vectorizes for the baseline ISA where it can.
 // These are the reference every SIMD level is tested against, bit for bit.
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/optimizer_loops.hpp"
-#include <cstring>
-
 #include "kernels/table.hpp"
 
 namespace toroid::kernels {
 namespace {
 
-struct Sum { template <class T> static T apply(T a, T b) { return a + b; } };
-struct Prod { template <class T> static T apply(T a, T b) { return a * b; } };
+struct Sum {
+  template <class T>
+  static T apply(T a, T b) {
+    return a + b;
+  }
+};
+struct Prod {
+  template <class T>
+  static T apply(T a, T b) {
+    return a * b;
+  }
+};
 struct Min {
-  template <class T> static T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) return (a < b || a != a) ? a : b;
-    else return a < b ? a : b;
+  template <class T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>)
+      return (a < b || a != a) ? a : b;
+    else
+      return a < b ? a : b;
   }
 };
 struct Max {
-  template <class T> static T apply(T a, T b) {
-    if constexpr (std::is_floating_point_v<T>) return (a > b || a != a) ? a : b;
-    else return a > b ? a : b;
+  template <class T>
+  static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>)
+      return (a > b || a != a) ? a : b;
+    else
+      return a > b ? a : b;
   }
 };
 
@@ -38,12 +53,18 @@ T apply_wrapping(T a, T b) {
 }
 
 // Native types compute as themselves; 16-bit floats widen to f32 and round back on store.
-template <class T> struct Compute { static T load(T v) { return v; } static T store(T v) { return v; } };
-template <> struct Compute<bfloat16> {
+template <class T>
+struct Compute {
+  static T load(T v) { return v; }
+  static T store(T v) { return v; }
+};
+template <>
+struct Compute<bfloat16> {
   static float load(bfloat16 v) { return to_float(v); }
   static bfloat16 store(float v) { return to_bfloat16(v); }
 };
-template <> struct Compute<float16> {
+template <>
+struct Compute<float16> {
   static float load(float16 v) { return to_float(v); }
   static float16 store(float v) { return to_float16(v); }
 };
@@ -86,9 +107,12 @@ void convert(const void* src, void* dst, std::size_t n) {
   const From* s = static_cast<const From*>(src);
   To* d = static_cast<To*>(dst);
   for (std::size_t i = 0; i < n; ++i) {
-    if constexpr (std::is_same_v<To, bfloat16>) d[i] = to_bfloat16(s[i]);
-    else if constexpr (std::is_same_v<To, float16>) d[i] = to_float16(s[i]);
-    else d[i] = to_float(s[i]);
+    if constexpr (std::is_same_v<To, bfloat16>)
+      d[i] = to_bfloat16(s[i]);
+    else if constexpr (std::is_same_v<To, float16>)
+      d[i] = to_float16(s[i]);
+    else
+      d[i] = to_float(s[i]);
   }
 }
 
@@ -103,8 +127,10 @@ void fill_type(KernelTable& t, DataType type) {
   t.reduce_copy[i][1] = reduce_copy<T, Prod>;
   t.reduce_copy[i][2] = reduce_copy<T, Min>;
   t.reduce_copy[i][3] = reduce_copy<T, Max>;
-  if constexpr (std::is_integral_v<T>) t.divide[i] = divide_nothing;
-  else t.divide[i] = divide<T>;
+  if constexpr (std::is_integral_v<T>)
+    t.divide[i] = divide_nothing;
+  else
+    t.divide[i] = divide<T>;
 }
 
 // One float per "register": the optimizer loops then run element by element, in the same

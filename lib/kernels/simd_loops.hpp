@@ -20,10 +20,30 @@
 
 namespace toroid::kernels::simd {
 
-struct Sum { template <class V> static typename V::Vec apply(typename V::Vec a, typename V::Vec b) { return V::add(a, b); } };
-struct Prod { template <class V> static typename V::Vec apply(typename V::Vec a, typename V::Vec b) { return V::mul(a, b); } };
-struct Min { template <class V> static typename V::Vec apply(typename V::Vec a, typename V::Vec b) { return V::min(a, b); } };
-struct Max { template <class V> static typename V::Vec apply(typename V::Vec a, typename V::Vec b) { return V::max(a, b); } };
+struct Sum {
+  template <class V>
+  static typename V::Vec apply(typename V::Vec a, typename V::Vec b) {
+    return V::add(a, b);
+  }
+};
+struct Prod {
+  template <class V>
+  static typename V::Vec apply(typename V::Vec a, typename V::Vec b) {
+    return V::mul(a, b);
+  }
+};
+struct Min {
+  template <class V>
+  static typename V::Vec apply(typename V::Vec a, typename V::Vec b) {
+    return V::min(a, b);
+  }
+};
+struct Max {
+  template <class V>
+  static typename V::Vec apply(typename V::Vec a, typename V::Vec b) {
+    return V::max(a, b);
+  }
+};
 
 template <class V>
 inline const std::byte* at(const void* p, std::size_t i) {
@@ -65,15 +85,21 @@ inline void reduce_loop(const void* a, const void* b, std::size_t n, std::size_t
     out.full(i + 2 * L, Op::template apply<V>(a2, b2));
     out.full(i + 3 * L, Op::template apply<V>(a3, b3));
   }
-  for (; i + L <= n; i += L) out.full(i, Op::template apply<V>(V::load(at<V>(a, i)), V::load(at<V>(b, i))));
-  if (i < n) out.partial(i, Op::template apply<V>(V::load_n(at<V>(a, i), n - i), V::load_n(at<V>(b, i), n - i)), n - i);
+  for (; i + L <= n; i += L)
+    out.full(i, Op::template apply<V>(V::load(at<V>(a, i)), V::load(at<V>(b, i))));
+  if (i < n)
+    out.partial(i,
+                Op::template apply<V>(V::load_n(at<V>(a, i), n - i), V::load_n(at<V>(b, i), n - i)),
+                n - i);
 }
 
 template <class V>
 struct ToDst {
   void* dst;
   void full(std::size_t i, typename V::Vec v) const { V::store(at<V>(dst, i), v); }
-  void partial(std::size_t i, typename V::Vec v, std::size_t len) const { V::store_n(at<V>(dst, i), v, len); }
+  void partial(std::size_t i, typename V::Vec v, std::size_t len) const {
+    V::store_n(at<V>(dst, i), v, len);
+  }
 };
 
 template <class V>
@@ -137,8 +163,10 @@ constexpr void fill_type(KernelTable& t, DataType type) {
   t.reduce_copy[i][1] = reduce_copy<V, Prod>;
   t.reduce_copy[i][2] = reduce_copy<V, Min>;
   t.reduce_copy[i][3] = reduce_copy<V, Max>;
-  if constexpr (floating) t.divide[i] = divide<V>;
-  else t.divide[i] = divide_nothing<V>;
+  if constexpr (floating)
+    t.divide[i] = divide<V>;
+  else
+    t.divide[i] = divide_nothing<V>;
 }
 
 // The reductions and divide of one level, from its lane traits per type.

@@ -19,7 +19,8 @@ using ConvertFn = void (*)(const void* src, void* dst, std::size_t n);
 inline constexpr int kTypes = 6;  // DataType values f32 .. i64
 inline constexpr int kOps = 4;    // ReduceOp sum, prod, min, max (avg runs as sum)
 
-static_assert(static_cast<int>(DataType::i64) == kTypes - 1 && static_cast<int>(ReduceOp::max) == kOps - 1,
+static_assert(static_cast<int>(DataType::i64) == kTypes - 1 &&
+                  static_cast<int>(ReduceOp::max) == kOps - 1,
               "KernelTable indexes by DataType and ReduceOp values");
 
 struct KernelTable {

@@ -30,7 +30,8 @@ void pack_piece(const GradientSource& g, const Piece& piece, T* bucket) {
 
 }  // namespace
 
-BucketReducer::BucketReducer(Communicator& comm, std::vector<GradientSource> sources, ReducerSettings settings)
+BucketReducer::BucketReducer(Communicator& comm, std::vector<GradientSource> sources,
+                             ReducerSettings settings)
     : comm_(comm), sources_(std::move(sources)), settings_(std::move(settings)) {
   marked_flags_.assign(sources_.size(), 0);
   for (std::size_t t = 0; t < sources_.size(); ++t) index_of_.emplace(sources_[t].name, t);
@@ -54,7 +55,8 @@ void BucketReducer::build(std::span<const std::size_t> order) {
   const std::size_t elem = settings_.bf16_wire ? sizeof(bfloat16) : sizeof(float);
   std::vector<std::size_t> sizes;
   for (const auto& s : sources_) sizes.push_back(s.count);
-  layout_ = make_layout(sizes, order, settings_.first_bucket_bytes / elem, settings_.bucket_bytes / elem, parts, part);
+  layout_ = make_layout(sizes, order, settings_.first_bucket_bytes / elem,
+                        settings_.bucket_bytes / elem, parts, part);
 
   pieces_of_.assign(sources_.size(), {});
   for (std::size_t k = 0; k < layout_.buckets.size(); ++k)
@@ -83,10 +85,12 @@ void BucketReducer::build(std::span<const std::size_t> order) {
   for (const auto& b : layout_.buckets) {
     char* in = static_cast<char*>(packed) + b.padded_begin * wire_size;
     if (scatter)
-      requests_.push_back(reduce_scatter_init(in, b.padded, static_cast<char*>(out) + b.state_offset * wire_size,
-                                              b.shard, wire, ReduceOp::sum, comm_, settings_.algorithm));
+      requests_.push_back(
+          reduce_scatter_init(in, b.padded, static_cast<char*>(out) + b.state_offset * wire_size,
+                              b.shard, wire, ReduceOp::sum, comm_, settings_.algorithm));
     else
-      requests_.push_back(allreduce_init(in, b.padded, in, b.padded, wire, ReduceOp::sum, comm_, settings_.algorithm));
+      requests_.push_back(allreduce_init(in, b.padded, in, b.padded, wire, ReduceOp::sum, comm_,
+                                         settings_.algorithm));
   }
   clear_marks();
 }
@@ -94,7 +98,8 @@ void BucketReducer::build(std::span<const std::size_t> order) {
 void BucketReducer::clear_marks() {
   std::fill(marked_flags_.begin(), marked_flags_.end(), 0), marked_ = 0;
   pending_.resize(layout_.buckets.size());
-  for (std::size_t k = 0; k < layout_.buckets.size(); ++k) pending_[k] = layout_.buckets[k].pieces.size();
+  for (std::size_t k = 0; k < layout_.buckets.size(); ++k)
+    pending_[k] = layout_.buckets[k].pieces.size();
   done_.assign(layout_.buckets.size(), 0);
   next_ = 0;
   problem_.clear();
@@ -116,8 +121,10 @@ void BucketReducer::record(std::string problem) {
 void BucketReducer::pack(std::size_t t) {
   for (const auto& [k, i] : pieces_of_[t]) {
     const Bucket& b = layout_.buckets[k];
-    if (settings_.bf16_wire) pack_piece(sources_[t], b.pieces[i], packed_bf16_.data() + b.padded_begin);
-    else pack_piece(sources_[t], b.pieces[i], packed_f32_.data() + b.padded_begin);
+    if (settings_.bf16_wire)
+      pack_piece(sources_[t], b.pieces[i], packed_bf16_.data() + b.padded_begin);
+    else
+      pack_piece(sources_[t], b.pieces[i], packed_f32_.data() + b.padded_begin);
     --pending_[k];  // a tensor has at most one piece per bucket
   }
   marked_flags_[t] = 1;
@@ -133,8 +140,8 @@ void BucketReducer::ready(std::size_t t) {
     return record(fmt::format("ready({}) on rank {}: index out of range ({} {}s)", t, comm_.rank(),
                               sources_.size(), settings_.kind));
   if (marked_flags_[t])
-    return record(fmt::format("{} {} '{}' was marked ready twice in one step on rank {}", settings_.kind, t,
-                              sources_[t].name, comm_.rank()));
+    return record(fmt::format("{} {} '{}' was marked ready twice in one step on rank {}",
+                              settings_.kind, t, sources_[t].name, comm_.rank()));
   observed_.push_back(t);
   pack(t);
   start_complete_buckets();
@@ -143,7 +150,8 @@ void BucketReducer::ready(std::size_t t) {
 
 void BucketReducer::ready(std::string_view name) {
   if (const auto it = index_of_.find(name); it != index_of_.end()) return ready(it->second);
-  record(fmt::format("ready(\"{}\") on rank {}: no {} has that name", name, comm_.rank(), settings_.kind));
+  record(fmt::format("ready(\"{}\") on rank {}: no {} has that name", name, comm_.rank(),
+                     settings_.kind));
 }
 
 void BucketReducer::ready_all() {
@@ -168,13 +176,18 @@ void BucketReducer::close() {
   if (problem.empty() && marked_ < sources_.size()) {
     std::size_t missing = 0;
     while (marked_flags_[missing]) ++missing;
-    problem = fmt::format("{} {} '{}' was never marked ready on rank {} ({} of {} were)", settings_.kind, missing,
-                          sources_[missing].name, comm_.rank(), marked_, sources_.size());
+    problem =
+        fmt::format("{} {} '{}' was never marked ready on rank {} ({} of {} were)", settings_.kind,
+                    missing, sources_[missing].name, comm_.rank(), marked_, sources_.size());
   }
   try {
-    api::run_agreed(comm_.mpi_comm(), [&] {
-      if (!problem.empty()) throw InvalidArgument(fmt::format("{}: {}", settings_.owner, problem));
-    }, comm_.timeout_seconds());
+    api::run_agreed(
+        comm_.mpi_comm(),
+        [&] {
+          if (!problem.empty())
+            throw InvalidArgument(fmt::format("{}: {}", settings_.owner, problem));
+        },
+        comm_.timeout_seconds());
   } catch (...) {
     // Every rank starts the rest in bucket order, so the collectives still match; then nothing
     // is left moving into the buffers and the next step starts clean.
@@ -210,10 +223,12 @@ std::optional<Layout> BucketReducer::next_step() {
   // Every rank must cut the same buckets: rank 0's order, and only if every rank observed one.
   int everyone = by_ready ? 1 : 0;
   const MPI_Comm mpi = comm_.mpi_comm();
-  toroid::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &everyone, 1, MPI_INT, MPI_MIN, mpi), "MPI_Allreduce");
+  toroid::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &everyone, 1, MPI_INT, MPI_MIN, mpi),
+                    "MPI_Allreduce");
   if (!everyone) return std::nullopt;
   std::vector<std::uint64_t> wire(order.begin(), order.end());
-  toroid::mpi_check(MPI_Bcast(wire.data(), static_cast<int>(wire.size()), MPI_UINT64_T, 0, mpi), "MPI_Bcast");
+  toroid::mpi_check(MPI_Bcast(wire.data(), static_cast<int>(wire.size()), MPI_UINT64_T, 0, mpi),
+                    "MPI_Bcast");
   order.assign(wire.begin(), wire.end());
   if (order == layout_.order) return std::nullopt;
   Layout old = std::move(layout_);

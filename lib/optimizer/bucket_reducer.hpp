@@ -83,17 +83,19 @@ class BucketReducer {
 
   Communicator& comm_;
   std::vector<GradientSource> sources_;
-  std::unordered_map<std::string_view, std::size_t> index_of_;  // name -> tensor (views into sources_)
+  std::unordered_map<std::string_view, std::size_t>
+      index_of_;  // name -> tensor (views into sources_)
   ReducerSettings settings_;
   Layout layout_;
-  std::vector<std::vector<std::pair<std::size_t, std::size_t>>> pieces_of_;  // tensor -> (bucket, piece)
+  std::vector<std::vector<std::pair<std::size_t, std::size_t>>>
+      pieces_of_;  // tensor -> (bucket, piece)
   std::vector<bfloat16> packed_bf16_, out_bf16_;
   std::vector<float> packed_f32_, result_own_;
   float* result_ = nullptr;
   std::vector<Request> requests_;
-  std::vector<char> done_;           // per bucket: this step's collective has completed
+  std::vector<char> done_;            // per bucket: this step's collective has completed
   std::vector<std::size_t> pending_;  // per bucket: tensors not yet ready
-  std::size_t next_ = 0;             // next bucket to start
+  std::size_t next_ = 0;              // next bucket to start
   std::vector<char> marked_flags_;
   std::size_t marked_ = 0;
   std::vector<std::size_t> observed_;  // ready() order of this step

@@ -38,15 +38,28 @@ using File = std::unique_ptr<std::FILE, FileCloser>;
 struct Stream {
   File file;
   bool ok = true;
-  void write(const void* p, std::size_t bytes) { ok = ok && std::fwrite(p, 1, bytes, file.get()) == bytes; }
+  void write(const void* p, std::size_t bytes) {
+    ok = ok && std::fwrite(p, 1, bytes, file.get()) == bytes;
+  }
   void read(void* p, std::size_t bytes) { ok = ok && std::fread(p, 1, bytes, file.get()) == bytes; }
-  void seek(std::size_t at) { ok = ok && std::fseek(file.get(), static_cast<long>(at), SEEK_SET) == 0; }
-  template <class T> void put(const T& v) { write(&v, sizeof v); }
-  template <class T> T get() { T v{}; read(&v, sizeof v); return v; }
+  void seek(std::size_t at) {
+    ok = ok && std::fseek(file.get(), static_cast<long>(at), SEEK_SET) == 0;
+  }
+  template <class T>
+  void put(const T& v) {
+    write(&v, sizeof v);
+  }
+  template <class T>
+  T get() {
+    T v{};
+    read(&v, sizeof v);
+    return v;
+  }
 };
 
 std::size_t header_bytes(const ShardedOptimizer::Impl& s) {
-  std::size_t n = sizeof kMagic + 2 * sizeof(std::uint32_t) + sizeof(std::int64_t) + 2 * sizeof(std::uint64_t);
+  std::size_t n =
+      sizeof kMagic + 2 * sizeof(std::uint32_t) + sizeof(std::int64_t) + 2 * sizeof(std::uint64_t);
   for (const auto& p : s.params) n += sizeof(std::uint32_t) + p.name.size() + sizeof(std::uint64_t);
   return n;
 }
@@ -69,7 +82,9 @@ struct Places {
 
 File open(const std::string& path, const char* mode, const char* purpose) {
   File f(std::fopen(path.c_str(), mode));
-  if (!f) throw InvalidArgument(fmt::format("checkpoint: cannot open '{}' for {}: {}", path, purpose, std::strerror(errno)));
+  if (!f)
+    throw InvalidArgument(fmt::format("checkpoint: cannot open '{}' for {}: {}", path, purpose,
+                                      std::strerror(errno)));
   return f;
 }
 
@@ -78,21 +93,24 @@ std::int64_t read_header(const ShardedOptimizer::Impl& s, Stream& in, const std:
   char magic[sizeof kMagic];
   in.read(magic, sizeof magic);
   if (!in.ok || std::memcmp(magic, kMagic, sizeof kMagic) != 0)
-    throw InvalidArgument(fmt::format("checkpoint: '{}' is not a toroid optimizer checkpoint", path));
+    throw InvalidArgument(
+        fmt::format("checkpoint: '{}' is not a toroid optimizer checkpoint", path));
   const auto version = in.get<std::uint32_t>();
   if (version != kVersion)
-    throw InvalidArgument(fmt::format("checkpoint: '{}' has format version {}, this build reads {}", path, version, kVersion));
+    throw InvalidArgument(fmt::format("checkpoint: '{}' has format version {}, this build reads {}",
+                                      path, version, kVersion));
   const auto kind = static_cast<OptimizerKind>(in.get<std::uint32_t>());
   const auto steps = in.get<std::int64_t>();
   const auto arrays = in.get<std::uint64_t>();
   const auto tensors = in.get<std::uint64_t>();
-  if (optimizer::state_arrays(kind) != optimizer::state_arrays(s.config.kind) || arrays != s.state.size() ||
+  if (optimizer::state_arrays(kind) != optimizer::state_arrays(s.config.kind) ||
+      arrays != s.state.size() ||
       (kind == OptimizerKind::lamb) != (s.config.kind == OptimizerKind::lamb))
     throw InvalidArgument(fmt::format("checkpoint: '{}' holds {} state, this optimizer is {}", path,
                                       to_string(kind), to_string(s.config.kind)));
   if (tensors != s.params.size())
-    throw InvalidArgument(fmt::format("checkpoint: '{}' has {} parameters, this optimizer has {}", path, tensors,
-                                      s.params.size()));
+    throw InvalidArgument(fmt::format("checkpoint: '{}' has {} parameters, this optimizer has {}",
+                                      path, tensors, s.params.size()));
   for (std::size_t t = 0; t < s.params.size(); ++t) {
     const auto len = in.get<std::uint32_t>();
     std::string name(in.ok && len < (1u << 20) ? len : 0, '\0');
@@ -100,13 +118,16 @@ std::int64_t read_header(const ShardedOptimizer::Impl& s, Stream& in, const std:
     const auto elements = in.get<std::uint64_t>();
     const Parameter& p = s.params[t];
     if (!in.ok || name != p.name || elements != p.weights.size())
-      throw InvalidArgument(fmt::format("checkpoint: '{}' parameter {} is '{}' with {} elements, this optimizer's is "
-                                        "'{}' with {}", path, t, name, elements, p.name, p.weights.size()));
+      throw InvalidArgument(
+          fmt::format("checkpoint: '{}' parameter {} is '{}' with {} elements, this optimizer's is "
+                      "'{}' with {}",
+                      path, t, name, elements, p.name, p.weights.size()));
   }
   if (std::fseek(in.file.get(), 0, SEEK_END) != 0) in.ok = false;
   const long size = std::ftell(in.file.get());
   if (!in.ok || size < 0 || static_cast<std::size_t>(size) != file_bytes(s))
-    throw InvalidArgument(fmt::format("checkpoint: '{}' has {} bytes, expected {}", path, size, file_bytes(s)));
+    throw InvalidArgument(
+        fmt::format("checkpoint: '{}' has {} bytes, expected {}", path, size, file_bytes(s)));
   std::fseek(in.file.get(), static_cast<long>(header_bytes(s)), SEEK_SET);
   return steps;
 }
@@ -122,7 +143,9 @@ void ShardedOptimizer::save(const std::string& path) {
   const bool root = s.comm.rank() == 0;
   const MPI_Comm comm = s.comm.mpi_comm();
   Stream out;
-  api::run_agreed(comm, [&] { if (root) out.file = open(path, "wb", "writing"); });
+  api::run_agreed(comm, [&] {
+    if (root) out.file = open(path, "wb", "writing");
+  });
   if (root) {
     out.write(kMagic, sizeof kMagic);
     out.put(kVersion);
@@ -156,7 +179,8 @@ void ShardedOptimizer::save(const std::string& path) {
     }
   if (root && std::fflush(out.file.get()) != 0) out.ok = false;
   api::run_agreed(comm, [&] {
-    if (root && !out.ok) throw Error(fmt::format("checkpoint: writing '{}' failed: {}", path, std::strerror(errno)));
+    if (root && !out.ok)
+      throw Error(fmt::format("checkpoint: writing '{}' failed: {}", path, std::strerror(errno)));
   });
 }
 
@@ -186,14 +210,15 @@ void ShardedOptimizer::load(const std::string& path) {
   for (const auto& b : s.layout().buckets) {
     read_bucket(0, b);
     for (const auto& piece : b.pieces)
-      std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset, buf.data() + piece.offset,
-                  piece.count * sizeof(float));
+      std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset,
+                  buf.data() + piece.offset, piece.count * sizeof(float));
   }
   for (std::size_t a = 0; a < s.state.size(); ++a)
     for (const auto& b : s.layout().buckets) {
       read_bucket(1 + a, b);
       std::fill(buf.data() + b.length, buf.data() + b.padded, 0.0f);
-      std::memcpy(s.state[a].data() + b.state_offset, buf.data() + b.own_begin, b.shard * sizeof(float));
+      std::memcpy(s.state[a].data() + b.state_offset, buf.data() + b.own_begin,
+                  b.shard * sizeof(float));
     }
   api::run_agreed(comm, [&] {
     if (root && !in.ok) throw Error(fmt::format("checkpoint: reading '{}' failed", path));

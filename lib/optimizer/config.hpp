@@ -23,7 +23,8 @@ bool matches_any(std::string_view name, const std::vector<std::string>& patterns
 // The same for a GradientReducer.
 void validate(std::span<const Gradient> grads, const ReducerConfig& config);
 // Both between 4 bytes and 1 GiB; InvalidArgument starting with `owner` otherwise.
-void check_bucket_sizes(std::string_view owner, std::size_t bucket_bytes, std::size_t first_bucket_bytes);
+void check_bucket_sizes(std::string_view owner, std::size_t bucket_bytes,
+                        std::size_t first_bucket_bytes);
 
 // Hashes of everything every rank must agree on, for require_agreement.
 std::int64_t parameters_hash(std::span<const Parameter> params);

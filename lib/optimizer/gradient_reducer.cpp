@@ -39,9 +39,11 @@ struct GradientReducer::Impl {
     for (const auto& piece : b.pieces) {
       const Gradient& g = grads[piece.tensor];
       if (g.type == DataType::f32)
-        std::copy_n(sums + piece.offset, piece.count, static_cast<float*>(g.data) + piece.tensor_offset);
+        std::copy_n(sums + piece.offset, piece.count,
+                    static_cast<float*>(g.data) + piece.tensor_offset);
       else
-        kernels::convert(sums + piece.offset, static_cast<bfloat16*>(g.data) + piece.tensor_offset, piece.count);
+        kernels::convert(sums + piece.offset, static_cast<bfloat16*>(g.data) + piece.tensor_offset,
+                         piece.count);
     }
   }
 
@@ -51,14 +53,17 @@ struct GradientReducer::Impl {
   optimizer::BucketReducer reducer;
 };
 
-GradientReducer::GradientReducer(Communicator& comm, std::vector<Gradient> grads, ReducerConfig config) {
+GradientReducer::GradientReducer(Communicator& comm, std::vector<Gradient> grads,
+                                 ReducerConfig config) {
   const MPI_Comm mpi = comm.mpi_comm();
-  api::run_agreed(mpi, [&] { optimizer::validate(grads, config); }, comm.timeout_seconds());
-  api::require_agreement(mpi, "GradientReducer",
-                         {{"gradient count", static_cast<std::int64_t>(grads.size())},
-                          {"gradient names, sizes and types (hash)", optimizer::gradients_hash(grads)},
-                          {"configuration (hash)", optimizer::reducer_config_hash(config)}},
-                         comm.timeout_seconds());
+  api::run_agreed(
+      mpi, [&] { optimizer::validate(grads, config); }, comm.timeout_seconds());
+  api::require_agreement(
+      mpi, "GradientReducer",
+      {{"gradient count", static_cast<std::int64_t>(grads.size())},
+       {"gradient names, sizes and types (hash)", optimizer::gradients_hash(grads)},
+       {"configuration (hash)", optimizer::reducer_config_hash(config)}},
+      comm.timeout_seconds());
   impl_ = std::make_unique<Impl>(comm, std::move(grads), config);
 }
 
@@ -80,6 +85,8 @@ void GradientReducer::finish() {
   s.reducer.next_step();
 }
 
-std::vector<std::vector<std::string>> GradientReducer::buckets() const { return impl_->reducer.bucket_names(); }
+std::vector<std::vector<std::string>> GradientReducer::buckets() const {
+  return impl_->reducer.bucket_names();
+}
 
 }  // namespace toroid

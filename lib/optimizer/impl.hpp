@@ -54,7 +54,9 @@ struct ShardedOptimizer::Impl {
     for (const auto& p : params) starts.push_back(at), at += p.weights.size();
     return starts;
   }
-  double weight_decay_of(std::size_t tensor) const { return decays[tensor] ? config.weight_decay : 0.0; }
+  double weight_decay_of(std::size_t tensor) const {
+    return decays[tensor] ? config.weight_decay : 0.0;
+  }
   bool sharded() const { return parts > 1; }
   // Sizes the state and the gather requests to the current layout.
   void bind();

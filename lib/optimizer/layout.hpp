@@ -54,7 +54,8 @@ struct Layout {
 // least `parts`); the first bucket is at most as long as the others. Part `part` of `parts`
 // owns shard `part` of every bucket.
 Layout make_layout(std::span<const std::size_t> sizes, std::span<const std::size_t> order,
-                   std::size_t first_bucket_elements, std::size_t bucket_elements, int parts, int part);
+                   std::size_t first_bucket_elements, std::size_t bucket_elements, int parts,
+                   int part);
 
 // The tensors in reverse registration order (the order a backward pass produces them).
 std::vector<std::size_t> reverse_order(std::size_t tensors);

@@ -44,7 +44,8 @@ std::vector<optimizer::GradientSource> sources_of(const std::vector<Parameter>& 
 // shard of a bucket can have any), so the gathered padding stays zero.
 void pack_own_weights(const ShardedOptimizer::Impl& s, const Bucket& b) {
   float* own = s.gather + b.padded_begin + b.own_begin;
-  for (const auto& piece : b.own) std::memcpy(own + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
+  for (const auto& piece : b.own)
+    std::memcpy(own + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
   float* bucket = s.gather + b.padded_begin;
   std::fill(bucket + std::clamp(b.length, b.own_begin, b.own_begin + b.shard), own + b.shard, 0.0f);
 }
@@ -90,8 +91,10 @@ ShardedOptimizer::Impl::Impl(Communicator& c, std::vector<Parameter> p, Optimize
     adapts.push_back(!optimizer::matches_any(param.name, config.no_trust_ratio));
   }
   trust.assign(params.size(), 1.0);
-  reducer = std::make_unique<optimizer::BucketReducer>(comm, sources_of(params), reducer_settings(config, sharded()));
-  state.assign(optimizer::state_arrays(config.kind), std::vector<float>(layout().state_elements, 0.0f));
+  reducer = std::make_unique<optimizer::BucketReducer>(comm, sources_of(params),
+                                                       reducer_settings(config, sharded()));
+  state.assign(optimizer::state_arrays(config.kind),
+               std::vector<float>(layout().state_elements, 0.0f));
   if (config.kind == OptimizerKind::lamb) direction.assign(layout().state_elements, 0.0f);
   bind();
 }
@@ -106,19 +109,20 @@ void ShardedOptimizer::Impl::bind() {
     gather = gather_own.data();
   }
   for (const auto& b : l.buckets)
-    gathers.push_back(allgather_init(gather + b.padded_begin + b.own_begin, b.shard, gather + b.padded_begin,
-                                     b.padded, DataType::f32, comm));
+    gathers.push_back(allgather_init(gather + b.padded_begin + b.own_begin, b.shard,
+                                     gather + b.padded_begin, b.padded, DataType::f32, comm));
 }
 
 ShardedOptimizer::ShardedOptimizer(Communicator& comm, std::vector<Parameter> params,
                                    OptimizerConfig config) {
   const MPI_Comm mpi = comm.mpi_comm();
   api::run_agreed(mpi, [&] { optimizer::validate(params, config); });
-  api::require_agreement(mpi, "ShardedOptimizer",
-                         {{"parameter count", static_cast<std::int64_t>(params.size())},
-                          {"parameter names, sizes and gradient types (hash)", optimizer::parameters_hash(params)},
-                          {"optimizer", static_cast<std::int64_t>(config.kind)},
-                          {"configuration (hash)", optimizer::hyper_parameters_hash(config)}});
+  api::require_agreement(
+      mpi, "ShardedOptimizer",
+      {{"parameter count", static_cast<std::int64_t>(params.size())},
+       {"parameter names, sizes and gradient types (hash)", optimizer::parameters_hash(params)},
+       {"optimizer", static_cast<std::int64_t>(config.kind)},
+       {"configuration (hash)", optimizer::hyper_parameters_hash(config)}});
   impl_ = std::make_unique<Impl>(comm, std::move(params), std::move(config));
 }
 
@@ -127,7 +131,9 @@ ShardedOptimizer::~ShardedOptimizer() = default;
 void ShardedOptimizer::ready(std::string_view name) { impl_->reducer->ready(name); }
 void ShardedOptimizer::ready(std::size_t index) { impl_->reducer->ready(index); }
 void ShardedOptimizer::poll() { impl_->reducer->poll(); }
-std::vector<std::vector<std::string>> ShardedOptimizer::buckets() const { return impl_->reducer->bucket_names(); }
+std::vector<std::vector<std::string>> ShardedOptimizer::buckets() const {
+  return impl_->reducer->bucket_names();
+}
 
 StepReport ShardedOptimizer::step() {
   Impl& s = *impl_;
@@ -180,7 +186,9 @@ StepReport ShardedOptimizer::step() {
 
 std::int64_t ShardedOptimizer::steps_taken() const noexcept { return impl_->steps; }
 std::span<const double> ShardedOptimizer::trust_ratios() const noexcept { return impl_->trust; }
-std::size_t ShardedOptimizer::shard_elements() const noexcept { return impl_->layout().state_elements; }
+std::size_t ShardedOptimizer::shard_elements() const noexcept {
+  return impl_->layout().state_elements;
+}
 std::size_t ShardedOptimizer::state_bytes() const noexcept {
   std::size_t n = impl_->direction.size();
   for (const auto& a : impl_->state) n += a.size();

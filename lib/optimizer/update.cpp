@@ -60,7 +60,8 @@ void lars_trust(ShardedOptimizer::Impl& s, const TensorSums& sums, double grad_s
     const double w = std::sqrt(sums.values[sums.tensors + t]);
     const double g = std::sqrt(sums.values[t]) * grad_scale;
     const double wd = s.weight_decay_of(t);
-    s.trust[t] = s.adapts[t] && w > 0 && g > 0 ? s.config.lars_trust_coefficient * w / (g + wd * w) : 1.0;
+    s.trust[t] =
+        s.adapts[t] && w > 0 && g > 0 ? s.config.lars_trust_coefficient * w / (g + wd * w) : 1.0;
   }
 }
 
@@ -68,7 +69,8 @@ kernels::AdamArgs adam_args(const ShardedOptimizer::Impl& s, double lr, double g
   const auto& c = s.config;
   const auto t = static_cast<double>(s.steps);
   kernels::AdamArgs a;
-  a.grad_scale = f(grad_scale), a.beta1 = f(c.beta1), a.beta2 = f(c.beta2), a.epsilon = f(c.epsilon);
+  a.grad_scale = f(grad_scale), a.beta1 = f(c.beta1), a.beta2 = f(c.beta2),
+  a.epsilon = f(c.epsilon);
   a.inv_bias1 = f(1.0 / (1.0 - std::pow(c.beta1, t)));
   a.inv_bias2 = f(1.0 / (1.0 - std::pow(c.beta2, t)));
   a.lr = f(lr);
@@ -84,8 +86,9 @@ void lamb_directions(ShardedOptimizer::Impl& s, const kernels::AdamArgs& args) {
   TensorSums sums(s.params.size(), 2);  // row 0: weights, row 1: directions
   s.for_own_pieces([&](const Piece& piece, std::size_t at) {
     a.weight_decay = f(s.weight_decay_of(piece.tensor));
-    const auto sq = k.lamb_direction(s.weights_at(piece), s.grads() + at, s.state[0].data() + at,
-                                     s.state[1].data() + at, s.direction.data() + at, piece.count, a);
+    const auto sq =
+        k.lamb_direction(s.weights_at(piece), s.grads() + at, s.state[0].data() + at,
+                         s.state[1].data() + at, s.direction.data() + at, piece.count, a);
     sums.at(0, piece.tensor) += sq.w;
     sums.at(1, piece.tensor) += sq.u;
   });
@@ -133,8 +136,10 @@ void update_bucket(ShardedOptimizer::Impl& s, const Bucket& b, const UpdatePlan&
         kernels::MomentumArgs a;
         a.grad_scale = f(plan.grad_scale), a.weight_decay = f(s.weight_decay_of(piece.tensor));
         a.momentum = f(c.momentum), a.nesterov = c.nesterov;
-        if (c.kind == OptimizerKind::lars) a.lr_in = f(plan.lr * s.trust[piece.tensor]), a.lr_out = 1.0f;
-        else a.lr_in = 1.0f, a.lr_out = f(plan.lr);
+        if (c.kind == OptimizerKind::lars)
+          a.lr_in = f(plan.lr * s.trust[piece.tensor]), a.lr_out = 1.0f;
+        else
+          a.lr_in = 1.0f, a.lr_out = f(plan.lr);
         k.momentum(w, s.grads() + at, s.state[0].data() + at, piece.count, a);
         break;
       }
@@ -145,7 +150,9 @@ void update_bucket(ShardedOptimizer::Impl& s, const Bucket& b, const UpdatePlan&
         k.adam(w, s.grads() + at, s.state[0].data() + at, s.state[1].data() + at, piece.count, a);
         break;
       }
-      case OptimizerKind::lamb: k.apply(w, s.direction.data() + at, piece.count, f(plan.lr * s.trust[piece.tensor])); break;
+      case OptimizerKind::lamb:
+        k.apply(w, s.direction.data() + at, piece.count, f(plan.lr * s.trust[piece.tensor]));
+        break;
     }
   }
 }

@@ -48,7 +48,8 @@ void reduce_scatter_to_front(const void* sendbuf, void* recvbuf, const Plan& p, 
                    s.algorithm_for(Collective::reduce_scatter));
     return;
   }
-  reduce_scatter(recvbuf, p.count, recvbuf, p.count, p.type, p.op, s.comm, s.algorithm_for(Collective::reduce_scatter));
+  reduce_scatter(recvbuf, p.count, recvbuf, p.count, p.type, p.op, s.comm,
+                 s.algorithm_for(Collective::reduce_scatter));
   const std::size_t es = size_of(p.type);
   std::memmove(recvbuf, static_cast<std::byte*>(recvbuf) + own.offset * es, own.count * es);
 }
@@ -70,45 +71,56 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   return rc;
 }
 
-int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                  MPI_Comm comm) {
   const std::optional<Plan> p = plan_allreduce(count, type, op, comm);
   if (!p) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   return serve(comm, "MPI_Allreduce", [&](State& s) {
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    allreduce(in, p->count, recvbuf, p->count, p->type, p->op, s.comm, s.algorithm_for(Collective::allreduce));
+    allreduce(in, p->count, recvbuf, p->count, p->type, p->op, s.comm,
+              s.algorithm_for(Collective::allreduce));
   });
 }
 
-int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type, MPI_Op op,
-                             MPI_Comm comm) {
+int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+                             MPI_Op op, MPI_Comm comm) {
   const std::optional<Plan> p = plan_reduce_scatter_block(recvcount, type, op, comm);
   if (!p) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
-  return serve(comm, "MPI_Reduce_scatter_block", [&](State& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
+  return serve(comm, "MPI_Reduce_scatter_block",
+               [&](State& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
 }
 
-int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype type, MPI_Op op,
-                       MPI_Comm comm) {
+int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                       MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
   const std::optional<Plan> p = plan_reduce_scatter(recvcounts, type, op, comm);
   if (!p) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
-  return serve(comm, "MPI_Reduce_scatter", [&](State& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
+  return serve(comm, "MPI_Reduce_scatter",
+               [&](State& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
 }
 
-int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                  MPI_Datatype recvtype, MPI_Comm comm) {
+int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   // A send side described differently from the receive side (legal when the type signatures
   // match) is left to MPI; the decision then assumes every rank describes it alike.
-  const bool same_shape = sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount);
-  const std::optional<Plan> p = same_shape ? plan_allgather(recvcount, recvtype, comm) : std::nullopt;
+  const bool same_shape =
+      sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount);
+  const std::optional<Plan> p =
+      same_shape ? plan_allgather(recvcount, recvtype, comm) : std::nullopt;
   if (!p) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   return serve(comm, "MPI_Allgather", [&](State& s) {
     const Block own = block_of(p->count, p->size, s.comm.rank());
-    const void* in = sendbuf == MPI_IN_PLACE ? static_cast<std::byte*>(recvbuf) + own.offset * size_of(p->type) : sendbuf;
-    allgather(in, own.count, recvbuf, p->count, p->type, s.comm, s.algorithm_for(Collective::allgather));
+    const void* in = sendbuf == MPI_IN_PLACE
+                         ? static_cast<std::byte*>(recvbuf) + own.offset * size_of(p->type)
+                         : sendbuf;
+    allgather(in, own.count, recvbuf, p->count, p->type, s.comm,
+              s.algorithm_for(Collective::allgather));
   });
 }
 
 // Diagnostics: how many calls toroid has served in this process. Found with dlsym by programs
 // that know nothing of toroid (the tests), so they can tell a served call from a forwarded one.
-unsigned long long toroid_preload_calls(void) { return served_calls.load(std::memory_order_relaxed); }
+unsigned long long toroid_preload_calls(void) {
+  return served_calls.load(std::memory_order_relaxed);
+}
 
 }  // extern "C"

@@ -8,9 +8,12 @@ namespace {
 // The signed integer element of a C integer type's size (the C and MPI ABIs share sizes).
 template <class Int>
 std::optional<DataType> signed_of_size() noexcept {
-  if constexpr (sizeof(Int) == sizeof(std::int32_t)) return DataType::i32;
-  else if constexpr (sizeof(Int) == sizeof(std::int64_t)) return DataType::i64;
-  else return std::nullopt;
+  if constexpr (sizeof(Int) == sizeof(std::int32_t))
+    return DataType::i32;
+  else if constexpr (sizeof(Int) == sizeof(std::int64_t))
+    return DataType::i64;
+  else
+    return std::nullopt;
 }
 
 }  // namespace

@@ -19,14 +19,16 @@ std::optional<int> eligible_size(MPI_Datatype type, std::optional<ReduceOp> op, 
   return size;
 }
 
-std::optional<Plan> sized(std::uint64_t total, MPI_Datatype type, std::optional<ReduceOp> op, int size) {
+std::optional<Plan> sized(std::uint64_t total, MPI_Datatype type, std::optional<ReduceOp> op,
+                          int size) {
   const DataType t = *toroid_type(type);
   if (total == 0 || total * size_of(t) < settings().min_bytes) return std::nullopt;
   return Plan{t, *op, total, size};
 }
 
 // `count` elements, times the communicator size for the calls that count per rank.
-std::optional<Plan> counted(int count, bool per_rank, MPI_Datatype type, std::optional<ReduceOp> op, MPI_Comm comm) {
+std::optional<Plan> counted(int count, bool per_rank, MPI_Datatype type, std::optional<ReduceOp> op,
+                            MPI_Comm comm) {
   if (count <= 0) return std::nullopt;
   const std::optional<int> size = eligible_size(type, op, comm);
   if (!size) return std::nullopt;
@@ -40,11 +42,13 @@ std::optional<Plan> plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_
   return counted(count, false, type, toroid_op(op), comm);
 }
 
-std::optional<Plan> plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+std::optional<Plan> plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_Op op,
+                                              MPI_Comm comm) {
   return counted(count, true, type, toroid_op(op), comm);
 }
 
-std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
+std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op,
+                                        MPI_Comm comm) {
   const std::optional<ReduceOp> o = toroid_op(op);
   const std::optional<int> size = counts ? eligible_size(type, o, comm) : std::nullopt;
   if (!size) return std::nullopt;
@@ -54,7 +58,8 @@ std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, M
     total += static_cast<std::uint64_t>(counts[r]);
   }
   for (int r = 0; r < *size; ++r)
-    if (static_cast<std::uint64_t>(counts[r]) != block_of(total, *size, r).count) return std::nullopt;
+    if (static_cast<std::uint64_t>(counts[r]) != block_of(total, *size, r).count)
+      return std::nullopt;
   return sized(total, type, o, *size);
 }
 

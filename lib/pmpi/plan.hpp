@@ -29,10 +29,12 @@ struct Plan {
 // MPI_Allreduce: `count` elements.
 std::optional<Plan> plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 // MPI_Reduce_scatter_block: `count` elements per rank.
-std::optional<Plan> plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+std::optional<Plan> plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_Op op,
+                                              MPI_Comm comm);
 // MPI_Reduce_scatter: only counts that follow toroid's block rule (equal counts, or the first
 // total % p ranks one element more, as toroid::block_of cuts); others are forwarded.
-std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op,
+                                        MPI_Comm comm);
 // MPI_Allgather: `count` elements per rank of `type`. The caller has checked that the send side
 // is MPI_IN_PLACE or the same count and type.
 std::optional<Plan> plan_allgather(int count, MPI_Datatype type, MPI_Comm comm);

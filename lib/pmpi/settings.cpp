@@ -27,9 +27,11 @@ std::string_view env(const char* name) {
 Settings read_settings() {
   Settings s;
   try {
-    if (const std::string_view v = env("TOROID_MIN_BYTES"); !v.empty()) s.min_bytes = parse_size(v, "TOROID_MIN_BYTES");
+    if (const std::string_view v = env("TOROID_MIN_BYTES"); !v.empty())
+      s.min_bytes = parse_size(v, "TOROID_MIN_BYTES");
     const std::string_view log = env("TOROID_LOG");
-    if (log == "info") s.log_info = true;
+    if (log == "info")
+      s.log_info = true;
     else if (!log.empty() && log != "off")
       throw InvalidArgument("TOROID_LOG: '" + std::string(log) + "' is not off or info");
   } catch (const Error& e) {

@@ -36,7 +36,8 @@ std::once_flag keyvals_made;
 
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
-  throw MpiError(fmt::format("{} failed while attaching toroid's state (MPI error {})", what, rc), rc);
+  throw MpiError(fmt::format("{} failed while attaching toroid's state (MPI error {})", what, rc),
+                 rc);
 }
 
 int delete_state(MPI_Comm, int, void* value, void*) {
@@ -55,7 +56,8 @@ int free_all_at_finalize(MPI_Comm, int, void*, void*) {
   std::vector<MPI_Comm> attached;
   {
     std::lock_guard lock(registry_mutex);
-    for (auto it = live.rbegin(); it != live.rend(); ++it) attached.push_back(it->second->user);  // newest first
+    for (auto it = live.rbegin(); it != live.rend(); ++it)
+      attached.push_back(it->second->user);  // newest first
   }
   // Each deletion runs delete_state, which takes the lock: not held here.
   for (MPI_Comm c : attached) PMPI_Comm_delete_attr(c, state_keyval);
@@ -67,7 +69,8 @@ int free_all_at_finalize(MPI_Comm, int, void*, void*) {
 void make_keyvals() {
   check(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_state, &state_keyval, nullptr),
         "MPI_Comm_create_keyval");
-  check(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_all_at_finalize, &finalize_keyval, nullptr),
+  check(PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_all_at_finalize, &finalize_keyval,
+                                nullptr),
         "MPI_Comm_create_keyval");
   check(PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr), "MPI_Comm_set_attr");
 }
@@ -85,7 +88,8 @@ std::string links_of(const Communicator& c) {
   if (c.size() == 1) return "none";
   if (shared < 2) return "MPI";
   if (shared == c.size()) return "shared memory";
-  return fmt::format("shared memory among its node's {} ranks, MPI to the other {}", shared, c.size() - shared);
+  return fmt::format("shared memory among its node's {} ranks, MPI to the other {}", shared,
+                     c.size() - shared);
 }
 
 std::string nodes_of(const State& s) {
@@ -93,7 +97,8 @@ std::string nodes_of(const State& s) {
   std::vector<std::string> notes;
   if (!s.emulated_nodes.empty()) notes.push_back("TOROID_NODES " + s.emulated_nodes);
   if (!s.unfit_nodes.empty())
-    notes.push_back(fmt::format("real: TOROID_NODES {} is for {} ranks", s.unfit_nodes, s.unfit_ranks));
+    notes.push_back(
+        fmt::format("real: TOROID_NODES {} is for {} ranks", s.unfit_nodes, s.unfit_ranks));
   if (n > 1) notes.push_back(fmt::format("ranks {}", s.comm.node_placement()));
   const std::string count = fmt::format("{} node{}", n, n == 1 ? "" : "s");
   return notes.empty() ? count : fmt::format("{} ({})", count, fmt::join(notes, "; "));
@@ -107,13 +112,16 @@ void log_choice(const State& s) {
   // 0-count calls are always forwarded, so the smallest served call has 1 byte.
   const std::uint64_t smallest = std::max<std::uint64_t>(set.min_bytes, 1);
   fmt::print(stderr,
-             "toroid: {} ({} rank{}{}): topology {}, {}, links {}; all-reduce {}, reduce-scatter {}, all-gather "
+             "toroid: {} ({} rank{}{}): topology {}, {}, links {}; all-reduce {}, reduce-scatter "
+             "{}, all-gather "
              "{}; calls of {} byte{} and more go to toroid, smaller ones to MPI\n",
              len > 0 ? name : "communicator", s.comm.size(), s.comm.size() == 1 ? "" : "s",
-             s.comm.size() == 1 && s.user != MPI_COMM_WORLD ? "; other ranks' 1-rank communicators not reported" : "",
-             s.comm.topology().to_string(), nodes_of(s), links_of(s.comm), served_by(s, Collective::allreduce),
-             served_by(s, Collective::reduce_scatter), served_by(s, Collective::allgather), smallest,
-             smallest == 1 ? "" : "s");
+             s.comm.size() == 1 && s.user != MPI_COMM_WORLD
+                 ? "; other ranks' 1-rank communicators not reported"
+                 : "",
+             s.comm.topology().to_string(), nodes_of(s), links_of(s.comm),
+             served_by(s, Collective::allreduce), served_by(s, Collective::reduce_scatter),
+             served_by(s, Collective::allgather), smallest, smallest == 1 ? "" : "s");
   std::fflush(stderr);
 }
 
@@ -161,7 +169,8 @@ Options options_for(MPI_Comm c, std::string& emulated, std::string& unfit, int& 
 
 }  // namespace
 
-State::State(MPI_Comm c) : user(c), comm(c, options_for(c, emulated_nodes, unfit_nodes, unfit_ranks)) {}
+State::State(MPI_Comm c)
+    : user(c), comm(c, options_for(c, emulated_nodes, unfit_nodes, unfit_ranks)) {}
 
 std::optional<Algorithm> State::algorithm_for(Collective c) const {
   if (implements(comm.default_algorithm(), c)) return std::nullopt;

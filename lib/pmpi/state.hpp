@@ -34,7 +34,7 @@ struct State {
   // collective, else auto. A program's MPI_Allgather keeps working under TOROID_ALGO=rabenseifner.
   std::optional<Algorithm> algorithm_for(Collective c) const;
 
-  MPI_Comm user;  // the caller's communicator this state is attached to
+  MPI_Comm user;               // the caller's communicator this state is attached to
   std::string emulated_nodes;  // TOROID_NODES where it fits this communicator's size
   std::string unfit_nodes;     // TOROID_NODES where it does not (the real nodes are used)
   int unfit_ranks = 0;         // what TOROID_NODES adds up to

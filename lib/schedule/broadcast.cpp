@@ -25,13 +25,14 @@ namespace {
 
 // Chains from members[root] along `g` (both ways when it wraps, else toward each end), on tags
 // tag (away from the root upwards) and tag + 1 (downwards). Returns the phase after them.
-std::uint32_t append_line_broadcast(Schedule& s, const Group& g, bool wraps, int root, int tag, Chunk data,
-                                    std::uint32_t phase) {
+std::uint32_t append_line_broadcast(Schedule& s, const Group& g, bool wraps, int root, int tag,
+                                    Chunk data, std::uint32_t phase) {
   const int p = g.size(), i = g.position;
   if (p == 1 || data.count == 0) return phase;
-  const int up = wraps ? p / 2 : p - 1 - root;                 // members the upward chain reaches
-  const int down = wraps ? (p - 1) / 2 : root;                 // and the downward one
-  const int d_up = ((i - root) % p + p) % p, d_down = ((root - i) % p + p) % p;  // distance from the root
+  const int up = wraps ? p / 2 : p - 1 - root;  // members the upward chain reaches
+  const int down = wraps ? (p - 1) / 2 : root;  // and the downward one
+  const int d_up = ((i - root) % p + p) % p,
+            d_down = ((root - i) % p + p) % p;  // distance from the root
   auto member = [&](int pos) { return g.members[static_cast<std::size_t>(((pos % p) + p) % p)]; };
   if (i == root) {
     if (up > 0) s.steps.push_back({Kind::send, member(i + 1), tag, phase, data, {}});
@@ -52,8 +53,10 @@ void append_tree_broadcast(Schedule& s, int p, int rank, int root, Chunk data) {
   const int rel = (rank - root + p) % p;
   std::uint32_t phase = 0;
   for (int mask = 1; mask < p; mask <<= 1, ++phase) {
-    if (rel < mask && rel + mask < p) s.steps.push_back({Kind::send, (rel + mask + root) % p, 0, phase, data, {}});
-    else if (rel >= mask && rel < 2 * mask) s.steps.push_back({Kind::recv, (rel - mask + root) % p, 0, phase, {}, data});
+    if (rel < mask && rel + mask < p)
+      s.steps.push_back({Kind::send, (rel + mask + root) % p, 0, phase, data, {}});
+    else if (rel >= mask && rel < 2 * mask)
+      s.steps.push_back({Kind::recv, (rel - mask + root) % p, 0, phase, {}, data});
   }
 }
 
@@ -65,18 +68,21 @@ Schedule build_broadcast(Algorithm a, const Request& r, const Context& ctx) {
   const Chunk data{Buf::output, 0, r.count};
   if (p == 1 || r.count == 0) return s;
   switch (a) {
-    case Algorithm::recursive_doubling: append_tree_broadcast(s, p, ctx.rank, r.root, data); break;
+    case Algorithm::recursive_doubling:
+      append_tree_broadcast(s, p, ctx.rank, r.root, data);
+      break;
     case Algorithm::torus2d: {
       const Torus2D& t = ctx.topology;
       const Coord me = t.coord_of(ctx.rank), from = t.coord_of(r.root);
       std::uint32_t phase = 0;
       if (me.y == from.y)
-        phase = append_line_broadcast(s, group_of(t.line_through(ctx.rank, Axis::x), ctx.rank), t.wraps(Axis::x),
-                                      from.x, 0, data, 0);
+        phase = append_line_broadcast(s, group_of(t.line_through(ctx.rank, Axis::x), ctx.rank),
+                                      t.wraps(Axis::x), from.x, 0, data, 0);
       else  // the column phases start where the longest row chain ends, on every row alike
-        phase = static_cast<std::uint32_t>(t.wraps(Axis::x) ? t.x_dim() / 2 : std::max(from.x, t.x_dim() - 1 - from.x));
-      append_line_broadcast(s, group_of(t.line_through(ctx.rank, Axis::y), ctx.rank), t.wraps(Axis::y), from.y, 2, data,
-                            phase);
+        phase = static_cast<std::uint32_t>(
+            t.wraps(Axis::x) ? t.x_dim() / 2 : std::max(from.x, t.x_dim() - 1 - from.x));
+      append_line_broadcast(s, group_of(t.line_through(ctx.rank, Axis::y), ctx.rank),
+                            t.wraps(Axis::y), from.y, 2, data, phase);
       break;
     }
     default: {  // ring: every rank in rank order, wrapping

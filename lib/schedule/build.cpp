@@ -13,35 +13,51 @@ namespace toroid::schedule {
 
 Schedule build(Algorithm a, const Request& r, const Context& ctx) {
   const auto refuse = [&](std::string_view why) -> Schedule {
-    throw InvalidArgument(fmt::format("algorithm {} cannot run {}{} on topology {}: {}", to_string(a),
-                                      toroid::to_string(r.collective), r.axis ? " along an axis" : "",
-                                      ctx.topology.to_string(), why));
+    throw InvalidArgument(fmt::format("algorithm {} cannot run {}{} on topology {}: {}",
+                                      to_string(a), toroid::to_string(r.collective),
+                                      r.axis ? " along an axis" : "", ctx.topology.to_string(),
+                                      why));
   };
   if (r.axis && a != Algorithm::ring && a != Algorithm::bidir_ring)
-    return refuse("axis collectives use the axis' own links (bidir_ring, or a line on a mesh axis) or mpi");
+    return refuse(
+        "axis collectives use the axis' own links (bidir_ring, or a line on a mesh axis) or mpi");
   if (r.collective == Collective::broadcast && !implements(a, r.collective))
     return refuse("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto");
   if (r.collective == Collective::broadcast && (r.root < 0 || r.root >= ctx.nranks()))
     return refuse("the root is outside the communicator");
   if (!implements(a, r.collective))
-    return refuse(a == Algorithm::torus2d_both
-                      ? "it only implements allreduce (use torus2d for the 2D reduce-scatter/all-gather)"
-                      : "it only implements allreduce");
+    return refuse(
+        a == Algorithm::torus2d_both
+            ? "it only implements allreduce (use torus2d for the 2D reduce-scatter/all-gather)"
+            : "it only implements allreduce");
   Schedule s;
   if (r.collective == Collective::broadcast && (a == Algorithm::automatic || a == Algorithm::mpi))
     return refuse("no schedule: resolved by the caller");
-  if (r.collective == Collective::broadcast) s = build_broadcast(a, r, ctx);
-  else switch (a) {
-    case Algorithm::ring:
-    case Algorithm::bidir_ring: s = build_linear(a, r, ctx); break;
-    case Algorithm::torus2d: s = build_torus2d(false, r, ctx); break;
-    case Algorithm::torus2d_both: s = build_torus2d(true, r, ctx); break;
-    case Algorithm::hierarchical: s = build_hierarchical(r, ctx); break;
-    case Algorithm::recursive_doubling:
-    case Algorithm::rabenseifner: s = build_halving_doubling(a, r, ctx); break;
-    case Algorithm::automatic:
-    case Algorithm::mpi: return refuse("no schedule: resolved by the caller");
-  }
+  if (r.collective == Collective::broadcast)
+    s = build_broadcast(a, r, ctx);
+  else
+    switch (a) {
+      case Algorithm::ring:
+      case Algorithm::bidir_ring:
+        s = build_linear(a, r, ctx);
+        break;
+      case Algorithm::torus2d:
+        s = build_torus2d(false, r, ctx);
+        break;
+      case Algorithm::torus2d_both:
+        s = build_torus2d(true, r, ctx);
+        break;
+      case Algorithm::hierarchical:
+        s = build_hierarchical(r, ctx);
+        break;
+      case Algorithm::recursive_doubling:
+      case Algorithm::rabenseifner:
+        s = build_halving_doubling(a, r, ctx);
+        break;
+      case Algorithm::automatic:
+      case Algorithm::mpi:
+        return refuse("no schedule: resolved by the caller");
+    }
   s.algorithm = std::string(to_string(a));
   s.rank = ctx.rank;
   s.nranks = ctx.nranks();
@@ -53,7 +69,8 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
   if (r.in_place && r.collective == Collective::allgather)
     for (const Step& st : s.steps)
       if (st.src.buf == Buf::input && st.src.count > 0)
-        throw std::logic_error("in-place all-gather schedule reads the input buffer: " + describe(st));
+        throw std::logic_error("in-place all-gather schedule reads the input buffer: " +
+                               describe(st));
   derive_dependencies(s);
   return s;
 }

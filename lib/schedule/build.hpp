@@ -32,10 +32,11 @@ struct Request {
 Schedule build(Algorithm a, const Request& r, const Context& ctx);
 
 // Schedules of the individual families (used by build and by the unit tests).
-Schedule build_linear(Algorithm a, const Request& r, const Context& ctx);        // ring, bidir_ring, axis
+Schedule build_linear(Algorithm a, const Request& r, const Context& ctx);  // ring, bidir_ring, axis
 Schedule build_torus2d(bool both, const Request& r, const Context& ctx);
 Schedule build_hierarchical(const Request& r, const Context& ctx);
 Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ctx);
-Schedule build_broadcast(Algorithm a, const Request& r, const Context& ctx);  // ring, torus2d, recursive_doubling
+Schedule build_broadcast(Algorithm a, const Request& r,
+                         const Context& ctx);  // ring, torus2d, recursive_doubling
 
 }  // namespace toroid::schedule

@@ -13,13 +13,20 @@ namespace toroid::schedule {
 
 inline const Chunk* read_chunk(const Step& s) noexcept {
   switch (s.kind) {
-    case Kind::send: case Kind::recv_reduce: case Kind::copy: return &s.src;
-    case Kind::scale: return &s.dst;
-    case Kind::recv: return nullptr;
+    case Kind::send:
+    case Kind::recv_reduce:
+    case Kind::copy:
+      return &s.src;
+    case Kind::scale:
+      return &s.dst;
+    case Kind::recv:
+      return nullptr;
   }
   return nullptr;
 }
-inline const Chunk* written_chunk(const Step& s) noexcept { return s.kind == Kind::send ? nullptr : &s.dst; }
+inline const Chunk* written_chunk(const Step& s) noexcept {
+  return s.kind == Kind::send ? nullptr : &s.dst;
+}
 
 struct ChunkRange {
   int space = 0;  // 0 input, 1 output, 2 scratch

@@ -1,12 +1,12 @@
 #include "schedule/dependencies.hpp"
 
-#include "schedule/chunk_range.hpp"
-
 #include <algorithm>
 #include <array>
 #include <iterator>
 #include <map>
 #include <stdexcept>
+
+#include "schedule/chunk_range.hpp"
 
 namespace toroid::schedule {
 namespace {
@@ -54,11 +54,12 @@ void derive_dependencies(Schedule& s) {
     const ChunkRange r = read_range(st, ip), w = write_range(st, ip);
     found.clear();
     auto note = [&](std::int64_t i, unsigned what) {
-      if (i < 0 || static_cast<std::size_t>(i) == j || s.steps[static_cast<std::size_t>(i)].phase == st.phase) return;
+      if (i < 0 || static_cast<std::size_t>(i) == j ||
+          s.steps[static_cast<std::size_t>(i)].phase == st.phase)
+        return;
       found.emplace_back(static_cast<std::uint32_t>(i), what);
     };
-    if (!r.empty())
-      spaces[r.space].each(r.lo, r.hi, [&](Piece& p) { note(p.writer, raw); });
+    if (!r.empty()) spaces[r.space].each(r.lo, r.hi, [&](Piece& p) { note(p.writer, raw); });
     if (!w.empty())
       spaces[w.space].each(w.lo, w.hi, [&](Piece& p) {
         note(p.writer, waw);
@@ -75,7 +76,8 @@ void derive_dependencies(Schedule& s) {
       const bool in_order_reader = st.kind == Kind::send || st.kind == Kind::recv_reduce;
       const bool in_order_writer = earlier.kind == Kind::recv || earlier.kind == Kind::recv_reduce;
       Dep d{i, Wait::done, 0};
-      if (what == raw && in_order_reader && in_order_writer && contains(ew, r) && !overlaps(w, ew)) {
+      if (what == raw && in_order_reader && in_order_writer && contains(ew, r) &&
+          !overlaps(w, ew)) {
         d.wait = Wait::follow;
         d.offset = r.lo - ew.lo;
       }
@@ -84,7 +86,8 @@ void derive_dependencies(Schedule& s) {
     st.dep_count = static_cast<std::uint32_t>(s.deps.size()) - st.dep_begin;
     // Record this step: its reads join the readers, its writes replace writer and readers.
     if (!r.empty())
-      spaces[r.space].each(r.lo, r.hi, [&](Piece& p) { p.readers.push_back(static_cast<std::uint32_t>(j)); });
+      spaces[r.space].each(r.lo, r.hi,
+                           [&](Piece& p) { p.readers.push_back(static_cast<std::uint32_t>(j)); });
     if (!w.empty())
       spaces[w.space].each(w.lo, w.hi, [&](Piece& p) {
         p.writer = static_cast<std::int64_t>(j);

@@ -48,7 +48,8 @@ struct Builder {
   Schedule& s;
   std::uint32_t phase = 0;
   void add(Kind k, int peer, Chunk src, Chunk dst) {
-    if ((k == Kind::send ? src.count : dst.count) > 0) s.steps.push_back({k, peer, 0, phase, src, dst});
+    if ((k == Kind::send ? src.count : dst.count) > 0)
+      s.steps.push_back({k, peer, 0, phase, src, dst});
   }
 };
 
@@ -61,7 +62,9 @@ Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ct
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
   Builder b{s};
   const Fold f = fold_of(rank, p);
-  auto scale = [&](Chunk c) { b.phase = append_average(s, r.average, c, static_cast<std::uint32_t>(p), b.phase); };
+  auto scale = [&](Chunk c) {
+    b.phase = append_average(s, r.average, c, static_cast<std::uint32_t>(p), b.phase);
+  };
   if (p == 1) {
     if (!r.in_place && n > 0) s.steps.push_back({Kind::copy, -1, 0, 0, input, output});
     return s;
@@ -83,7 +86,9 @@ Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ct
     Chunk cur = input;
     auto next_target = [&]() {
       const bool last = k == writes - 1;
-      const Chunk t = last && last_to_output ? output : Chunk{Buf::scratch, static_cast<std::uint64_t>(k % 2) * n, n};
+      const Chunk t = last && last_to_output
+                          ? output
+                          : Chunk{Buf::scratch, static_cast<std::uint64_t>(k % 2) * n, n};
       ++k;
       return t;
     };
@@ -101,7 +106,8 @@ Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ct
       ++b.phase;
       cur = t;
     }
-    if (cur.buf != Buf::output && n > 0) s.steps.push_back({Kind::copy, -1, 0, b.phase++, cur, output});
+    if (cur.buf != Buf::output && n > 0)
+      s.steps.push_back({Kind::copy, -1, 0, b.phase++, cur, output});
   } else {
     Buf from = Buf::input;
     if (f.odd_folded) {
@@ -111,7 +117,8 @@ Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ct
     }
     const Blocks blocks = even_blocks(0, n, f.p2);
     auto range = [&](int lo, int hi) {  // blocks [lo, hi) as one chunk
-      const std::uint64_t begin = blocks[lo].offset, end = blocks[hi - 1].offset + blocks[hi - 1].count;
+      const std::uint64_t begin = blocks[lo].offset,
+                          end = blocks[hi - 1].offset + blocks[hi - 1].count;
       return Block{begin, end - begin};
     };
     int lo = 0, hi = f.p2;
@@ -124,7 +131,10 @@ Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ct
       b.add(Kind::send, partner, chunk(from, give), {});
       b.add(Kind::recv_reduce, partner, chunk(from, keep), chunk(Buf::output, keep));
       ++b.phase;
-      if (lower) hi = mid; else lo = mid;
+      if (lower)
+        hi = mid;
+      else
+        lo = mid;
       from = Buf::output;
     }
     if (from == Buf::input && !r.in_place && n > 0) {  // p2 == 1 cannot happen for p > 1

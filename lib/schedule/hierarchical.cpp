@@ -49,10 +49,13 @@ Schedule build_hierarchical(const Request& r, const Context& ctx) {
     const Block part = parts[across.position];
     phase = append_reduce_scatter(s, Links::bidir_ring, across, parts, 2, Buf::output, Buf::output,
                                   chunk(Buf::output, part), phase);
-    phase = append_average(s, r.average, chunk(Buf::output, part), static_cast<std::uint32_t>(p), phase);
-    phase = append_allgather(s, Links::bidir_ring, across, parts, 2, chunk(Buf::output, part), Buf::output, phase);
+    phase = append_average(s, r.average, chunk(Buf::output, part), static_cast<std::uint32_t>(p),
+                           phase);
+    phase = append_allgather(s, Links::bidir_ring, across, parts, 2, chunk(Buf::output, part),
+                             Buf::output, phase);
   }
-  append_allgather(s, Links::bidir_ring, local, pieces, 0, chunk(Buf::output, mine), Buf::output, phase);
+  append_allgather(s, Links::bidir_ring, local, pieces, 0, chunk(Buf::output, mine), Buf::output,
+                   phase);
   return s;
 }
 

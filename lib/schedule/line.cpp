@@ -22,15 +22,15 @@
 
 namespace toroid::schedule {
 
-std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks,
-                                         int tag, Buf from, Buf acc, Chunk result,
-                                         std::uint32_t phase) {
+std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks, int tag,
+                                         Buf from, Buf acc, Chunk result, std::uint32_t phase) {
   const int p = g.size(), i = g.position;
   if (p == 1) return phase + (append_move(s, chunk(from, blocks[0]), result, phase) ? 1 : 0);
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
   const int rtag = tag, ltag = tag + 1;
   auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {
-    if ((k == Kind::send ? src.count : dst.count) > 0) s.steps.push_back({k, peer, t, ph, src, dst});
+    if ((k == Kind::send ? src.count : dst.count) > 0)
+      s.steps.push_back({k, peer, t, ph, src, dst});
   };
   for (int step = 0; step <= p - 2; ++step) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(step);
@@ -41,7 +41,8 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
     }
     if (left >= 0 && step >= i - 1) {
       const int j = i - 1 + p - 1 - step;
-      add(Kind::recv_reduce, left, rtag, ph, chunk(from, blocks[j]), j == i ? result : chunk(acc, blocks[j]));
+      add(Kind::recv_reduce, left, rtag, ph, chunk(from, blocks[j]),
+          j == i ? result : chunk(acc, blocks[j]));
     }
     // Leftward chain.
     if (left >= 0 && step >= p - 1 - i) {
@@ -50,7 +51,8 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
       // later, so it is sent a phase later too. Sending it in this phase would hold this rank
       // in phase p-2 until the neighbour reaches p-1, and that wait would ripple down the line.
       const bool deferred = j == i - 1 && i - 1 > 0;
-      add(Kind::send, left, ltag, deferred ? ph + 1 : ph, chunk(i == p - 1 ? from : acc, blocks[j]), {});
+      add(Kind::send, left, ltag, deferred ? ph + 1 : ph, chunk(i == p - 1 ? from : acc, blocks[j]),
+          {});
     }
     if (right >= 0 && step >= p - 2 - i) {
       const int j = step - (p - 2 - i);
@@ -74,14 +76,19 @@ std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& b
   if (p == 1) return phase + 1;
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
   auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {
-    if ((k == Kind::send ? src.count : dst.count) > 0) s.steps.push_back({k, peer, t, ph, src, dst});
+    if ((k == Kind::send ? src.count : dst.count) > 0)
+      s.steps.push_back({k, peer, t, ph, src, dst});
   };
   for (int step = 0; step <= p - 2; ++step) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(step);
-    if (right >= 0 && step <= i) add(Kind::send, right, tag, ph, step == 0 ? own : chunk(out, blocks[i - step]), {});
-    if (left >= 0 && step <= i - 1) add(Kind::recv, left, tag, ph, {}, chunk(out, blocks[i - 1 - step]));
-    if (left >= 0 && i + step <= p - 1) add(Kind::send, left, tag + 1, ph, step == 0 ? own : chunk(out, blocks[i + step]), {});
-    if (right >= 0 && i + 1 + step <= p - 1) add(Kind::recv, right, tag + 1, ph, {}, chunk(out, blocks[i + 1 + step]));
+    if (right >= 0 && step <= i)
+      add(Kind::send, right, tag, ph, step == 0 ? own : chunk(out, blocks[i - step]), {});
+    if (left >= 0 && step <= i - 1)
+      add(Kind::recv, left, tag, ph, {}, chunk(out, blocks[i - 1 - step]));
+    if (left >= 0 && i + step <= p - 1)
+      add(Kind::send, left, tag + 1, ph, step == 0 ? own : chunk(out, blocks[i + step]), {});
+    if (right >= 0 && i + 1 + step <= p - 1)
+      add(Kind::recv, right, tag + 1, ph, {}, chunk(out, blocks[i + 1 + step]));
   }
   return phase + static_cast<std::uint32_t>(p - 1);
 }

@@ -29,7 +29,8 @@ Schedule build_linear(Algorithm a, const Request& r, const Context& ctx) {
   const auto divisor = static_cast<std::uint32_t>(g.size());
   switch (r.collective) {
     case Collective::allreduce:
-      phase = append_reduce_scatter(s, links, g, blocks, 0, Buf::input, Buf::output, own_in_out, phase);
+      phase =
+          append_reduce_scatter(s, links, g, blocks, 0, Buf::input, Buf::output, own_in_out, phase);
       phase = append_average(s, r.average, own_in_out, divisor, phase);
       append_allgather(s, links, g, blocks, 0, own_in_out, Buf::output, phase);
       break;
@@ -46,7 +47,8 @@ Schedule build_linear(Algorithm a, const Request& r, const Context& ctx) {
       append_allgather(s, links, g, blocks, 0, own_src, Buf::output, phase);
       break;
     }
-    case Collective::broadcast: throw std::logic_error("build_linear: broadcast has its own builder");
+    case Collective::broadcast:
+      throw std::logic_error("build_linear: broadcast has its own builder");
   }
   return s;
 }

@@ -25,8 +25,8 @@ int wrap(int v, int p) { return ((v % p) + p) % p; }
 
 }  // namespace
 
-std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks,
-                                         int d, int tag, Buf from, Buf acc, Chunk result,
+std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks, int d,
+                                         int tag, Buf from, Buf acc, Chunk result,
                                          std::uint32_t phase) {
   const int p = g.size(), i = g.position;
   if (p == 1) return phase + (append_move(s, chunk(from, blocks[0]), result, phase) ? 1 : 0);

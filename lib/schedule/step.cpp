@@ -7,9 +7,12 @@ namespace toroid::schedule {
 namespace {
 std::string_view buf_name(Buf b) {
   switch (b) {
-    case Buf::input: return "in";
-    case Buf::output: return "out";
-    case Buf::scratch: return "scratch";
+    case Buf::input:
+      return "in";
+    case Buf::output:
+      return "out";
+    case Buf::scratch:
+      return "scratch";
   }
   return "?";
 }
@@ -20,11 +23,16 @@ std::string chunk(const Chunk& c) {
 
 std::string_view to_string(Kind k) noexcept {
   switch (k) {
-    case Kind::send: return "send";
-    case Kind::recv: return "recv";
-    case Kind::recv_reduce: return "recv_reduce";
-    case Kind::copy: return "copy";
-    case Kind::scale: return "scale";
+    case Kind::send:
+      return "send";
+    case Kind::recv:
+      return "recv";
+    case Kind::recv_reduce:
+      return "recv_reduce";
+    case Kind::copy:
+      return "copy";
+    case Kind::scale:
+      return "scale";
   }
   return "?";
 }

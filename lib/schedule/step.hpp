@@ -46,7 +46,8 @@ struct Step {
   Chunk src;
   Chunk dst;
   std::uint32_t divisor = 1;  // scale only
-  std::uint32_t dep_begin = 0, dep_count = 0;  // this step's deps: Schedule::deps[dep_begin, +count)
+  std::uint32_t dep_begin = 0,
+                dep_count = 0;  // this step's deps: Schedule::deps[dep_begin, +count)
 };
 
 enum class Wait : std::uint8_t {

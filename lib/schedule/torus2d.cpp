@@ -47,8 +47,10 @@ std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block regio
   const Block shard = outer[a.position];
   const Blocks inner = even_blocks(shard.offset, shard.count, b.size());
   const Block piece = inner[b.position];
-  phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output, chunk(Buf::output, shard), phase);
-  phase = append_reduce_scatter(s, lb, b, inner, tag + 2, Buf::output, Buf::output, chunk(Buf::output, piece), phase);
+  phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output,
+                                chunk(Buf::output, shard), phase);
+  phase = append_reduce_scatter(s, lb, b, inner, tag + 2, Buf::output, Buf::output,
+                                chunk(Buf::output, piece), phase);
   phase = append_average(s, average, chunk(Buf::output, piece), divisor, phase);
   phase = append_allgather(s, lb, b, inner, tag + 2, chunk(Buf::output, piece), Buf::output, phase);
   return append_allgather(s, la, a, outer, tag, chunk(Buf::output, shard), Buf::output, phase);
@@ -86,13 +88,15 @@ Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
     const Buf acc = r.in_place ? Buf::output : Buf::scratch;
     if (!r.in_place) s.scratch_count = r.count;
     const Chunk result = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
-    phase = append_reduce_scatter(s, g.column_links, g.column, ys, 0, Buf::input, acc, chunk(acc, ys[my_y]), phase);
+    phase = append_reduce_scatter(s, g.column_links, g.column, ys, 0, Buf::input, acc,
+                                  chunk(acc, ys[my_y]), phase);
     phase = append_reduce_scatter(s, g.row_links, g.row, xs, 2, acc, acc, result, phase);
     append_average(s, r.average, result, divisor, phase);
   } else {
     const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
     phase = append_allgather(s, g.row_links, g.row, xs, 2, own_src, Buf::output, phase);
-    append_allgather(s, g.column_links, g.column, ys, 0, chunk(Buf::output, ys[my_y]), Buf::output, phase);
+    append_allgather(s, g.column_links, g.column, ys, 0, chunk(Buf::output, ys[my_y]), Buf::output,
+                     phase);
   }
   return s;
 }

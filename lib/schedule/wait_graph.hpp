@@ -11,11 +11,12 @@
 namespace toroid::schedule {
 
 struct WaitGraph {
-  static constexpr std::uint32_t kFollow = 1u << 31;   // in `waiters`: waits for the first segment only
+  static constexpr std::uint32_t kFollow = 1u
+                                           << 31;  // in `waiters`: waits for the first segment only
   static constexpr std::uint32_t kChannel = 1u << 30;  // in `waiters`: the next step on the channel
   static constexpr std::uint32_t kIndex = kChannel - 1;
-  std::vector<std::uint32_t> waits;    // per step
-  std::vector<std::uint32_t> begin;    // per step + 1: its waiters are waiters[begin[i], begin[i+1])
+  std::vector<std::uint32_t> waits;  // per step
+  std::vector<std::uint32_t> begin;  // per step + 1: its waiters are waiters[begin[i], begin[i+1])
   std::vector<std::uint32_t> waiters;  // step index | kFollow | kChannel
 };
 
@@ -46,7 +47,9 @@ WaitGraph wait_graph(std::size_t n, Deps&& deps, Channel&& channel) {
   g.waiters.assign(g.begin[n], 0);
   std::vector<std::uint32_t> fill(g.begin.begin(), g.begin.end() - 1);
   for (std::uint32_t j = 0; j < n; ++j) {
-    deps(j, [&](std::uint32_t i, bool follow) { g.waiters[fill[i]++] = j | (follow ? WaitGraph::kFollow : 0u); });
+    deps(j, [&](std::uint32_t i, bool follow) {
+      g.waiters[fill[i]++] = j | (follow ? WaitGraph::kFollow : 0u);
+    });
     if (before[j] != WaitGraph::kIndex) g.waiters[fill[before[j]]++] = j | WaitGraph::kChannel;
   }
   return g;

@@ -1,6 +1,5 @@
 #include "topology/nodes.hpp"
 
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,8 +31,8 @@ NodeLayout layout_from_nodes(std::vector<int> node_of_rank, int rank) {
     by_node = by_node && n.node_of_rank[q] == q / n.local_size;
     round_robin = round_robin && n.node_of_rank[q] == q % n.nodes;
   }
-  n.placement = !n.uniform ? Placement::uneven
-                : by_node  ? Placement::by_node
+  n.placement = !n.uniform    ? Placement::uneven
+                : by_node     ? Placement::by_node
                 : round_robin ? Placement::round_robin
                               : Placement::scattered;
   return n;
@@ -41,10 +40,14 @@ NodeLayout layout_from_nodes(std::vector<int> node_of_rank, int rank) {
 
 std::string_view to_string(Placement p) noexcept {
   switch (p) {
-    case Placement::by_node: return "by node";
-    case Placement::round_robin: return "round robin";
-    case Placement::scattered: return "scattered";
-    case Placement::uneven: return "uneven";
+    case Placement::by_node:
+      return "by node";
+    case Placement::round_robin:
+      return "round robin";
+    case Placement::scattered:
+      return "scattered";
+    case Placement::uneven:
+      return "uneven";
   }
   return "?";
 }
@@ -59,8 +62,8 @@ NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated) {
     // parse_node_counts bounds the total, so this sum cannot overflow.
     const int total = std::accumulate(counts.begin(), counts.end(), 0);
     if (total != size)
-      throw InvalidArgument(fmt::format("TOROID_NODES: '{}' adds up to {} ranks, communicator has {}", emulated,
-                                        total, size));
+      throw InvalidArgument(fmt::format(
+          "TOROID_NODES: '{}' adds up to {} ranks, communicator has {}", emulated, total, size));
     int q = 0;
     for (std::size_t id = 0; id < counts.size(); ++id)
       for (int k = 0; k < counts[id]; ++k) node[q++] = static_cast<int>(id);

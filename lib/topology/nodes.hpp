@@ -16,10 +16,10 @@ enum class Placement { by_node, round_robin, scattered, uneven };
 std::string_view to_string(Placement p) noexcept;
 
 struct NodeLayout {
-  int nodes = 1;         // number of distinct shared-memory nodes
-  int local_rank = 0;    // rank within my node
-  int local_size = 1;    // ranks on my node
-  bool uniform = true;   // every node has the same number of ranks
+  int nodes = 1;                  // number of distinct shared-memory nodes
+  int local_rank = 0;             // rank within my node
+  int local_size = 1;             // ranks on my node
+  bool uniform = true;            // every node has the same number of ranks
   std::vector<int> node_of_rank;  // node index (0..nodes-1, by lowest rank) of every rank
   Placement placement = Placement::by_node;
 };
@@ -29,6 +29,5 @@ struct NodeLayout {
 // throws InvalidArgument when it is malformed or does not add up to the communicator size.
 NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated = "");
 NodeLayout layout_from_nodes(std::vector<int> node_of_rank, int rank);
-
 
 }  // namespace toroid::topology

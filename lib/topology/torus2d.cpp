@@ -1,8 +1,8 @@
 // Torus2D geometry: coordinates, neighbours, rows and columns.
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
-
-#include <fmt/format.h>
 
 #include "toroid/error.hpp"
 #include "toroid/topology.hpp"
@@ -30,8 +30,8 @@ Coord Torus2D::coord_of(int rank) const {
 
 int Torus2D::rank_of(Coord c) const {
   if (c.x < 0 || c.x >= x_ || c.y < 0 || c.y >= y_)
-    throw TopologyError(fmt::format("coordinate ({},{}) is outside topology {}", c.x, c.y,
-                                    to_string()));
+    throw TopologyError(
+        fmt::format("coordinate ({},{}) is outside topology {}", c.x, c.y, to_string()));
   return c.y * x_ + c.x;
 }
 
@@ -64,15 +64,14 @@ std::vector<int> Torus2D::line_through(int rank, Axis a) const {
 
 std::string Torus2D::to_string() const {
   std::string s = fmt::format("{}x{}", x_, y_);
-  if (!wrap_x_ || !wrap_y_)
-    s += wrap_x_ ? ":wrap=x" : wrap_y_ ? ":wrap=y" : ":wrap=none";
+  if (!wrap_x_ || !wrap_y_) s += wrap_x_ ? ":wrap=x" : wrap_y_ ? ":wrap=y" : ":wrap=none";
   return s;
 }
 
 void Torus2D::require_size(int communicator_size) const {
   if (size() != communicator_size)
-    throw TopologyError(fmt::format("topology {} needs {} ranks, communicator has {}",
-                                    to_string(), size(), communicator_size));
+    throw TopologyError(fmt::format("topology {} needs {} ranks, communicator has {}", to_string(),
+                                    size(), communicator_size));
 }
 
 }  // namespace toroid

@@ -25,7 +25,8 @@ template <class F>
 auto checked(const Communicator& comm, bool agree, F f) -> decltype(f()) {
   if (!agree) return f();
   std::optional<decltype(f())> out;
-  api::run_agreed(comm.mpi_comm(), [&] { out.emplace(f()); }, comm.timeout_seconds());
+  api::run_agreed(
+      comm.mpi_comm(), [&] { out.emplace(f()); }, comm.timeout_seconds());
   return std::move(*out);
 }
 

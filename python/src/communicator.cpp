@@ -40,7 +40,8 @@ struct Operands {
   bool in_place() const { return in.data == out.data; }
 };
 
-Operands operands(const py::object& x, const py::object& out, const std::string& call, bool in_place_ok = true) {
+Operands operands(const py::object& x, const py::object& out, const std::string& call,
+                  bool in_place_ok = true) {
   Operands o;
   if (out.is_none() || out.is(x)) {
     if (!in_place_ok) throw InvalidArgument(fmt::format("{}: out is required", call));
@@ -51,8 +52,8 @@ Operands operands(const py::object& x, const py::object& out, const std::string&
   o.in = view_of(x, "x", call, false);
   o.out = view_of(out, "out", call, true);
   if (o.in.type != o.out.type)
-    throw InvalidArgument(fmt::format("{}: x is {} and out is {}; they must have the same dtype", call,
-                                      dtype_name(o.in.type), dtype_name(o.out.type)));
+    throw InvalidArgument(fmt::format("{}: x is {} and out is {}; they must have the same dtype",
+                                      call, dtype_name(o.in.type), dtype_name(o.out.type)));
   return o;
 }
 
@@ -100,7 +101,8 @@ void run_blocking(const Call& call) {
   call();
 }
 
-std::unique_ptr<PyRequest> run_nonblocking(const std::function<Request()>& start, std::vector<View> keep, py::object result) {
+std::unique_ptr<PyRequest> run_nonblocking(const std::function<Request()>& start,
+                                           std::vector<View> keep, py::object result) {
   Request r;
   {
     py::gil_scoped_release nogil;
@@ -109,9 +111,10 @@ std::unique_ptr<PyRequest> run_nonblocking(const std::function<Request()>& start
   return std::make_unique<PyRequest>(std::move(r), std::move(keep), std::move(result));
 }
 
-Options options_of(const std::string& topology, const py::object& algorithm, std::size_t segment_bytes,
-                   const py::object& check, const std::string& nodes, const py::object& timeout,
-                   const py::object& transport, const py::object& progress) {
+Options options_of(const std::string& topology, const py::object& algorithm,
+                   std::size_t segment_bytes, const py::object& check, const std::string& nodes,
+                   const py::object& timeout, const py::object& transport,
+                   const py::object& progress) {
   Options o;
   o.topology = topology;
   o.algorithm = algorithm_of(algorithm);
@@ -136,7 +139,9 @@ void bind_communicator(py::module_& m) {
     // Without mpi4py: MPI initialized here, with the thread level a progress thread needs.
     int flag = 0, provided = 0;
     MPI_Initialized(&flag);
-    if (!flag) toroid::mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
+    if (!flag)
+      toroid::mpi_check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
+                        "MPI_Init_thread");
   });
   m.def("finalize_mpi", [] {
     int init = 0, done = 0;
@@ -161,10 +166,12 @@ void bind_communicator(py::module_& m) {
 
   using C = PyCommunicator;
   py::class_<C>(m, "Communicator")
-      .def(py::init([](long long fortran_handle, const std::string& topology, const py::object& algorithm,
-                       std::size_t segment_bytes, const py::object& check, const std::string& nodes,
-                       const py::object& timeout, const py::object& transport, const py::object& progress) {
-             const Options o = options_of(topology, algorithm, segment_bytes, check, nodes, timeout, transport, progress);
+      .def(py::init([](long long fortran_handle, const std::string& topology,
+                       const py::object& algorithm, std::size_t segment_bytes,
+                       const py::object& check, const std::string& nodes, const py::object& timeout,
+                       const py::object& transport, const py::object& progress) {
+             const Options o = options_of(topology, algorithm, segment_bytes, check, nodes, timeout,
+                                          transport, progress);
              const MPI_Comm mpi = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
              auto c = std::make_unique<C>();
              {
@@ -173,118 +180,181 @@ void bind_communicator(py::module_& m) {
              }
              return c;
            }),
-           py::arg("handle"), py::arg("topology"), py::arg("algorithm"), py::arg("segment_bytes"), py::arg("check"),
-           py::arg("nodes"), py::arg("timeout"), py::arg("transport"), py::arg("progress"))
+           py::arg("handle"), py::arg("topology"), py::arg("algorithm"), py::arg("segment_bytes"),
+           py::arg("check"), py::arg("nodes"), py::arg("timeout"), py::arg("transport"),
+           py::arg("progress"))
       .def_property_readonly("rank", [](const C& c) { return c.get().rank(); })
       .def_property_readonly("size", [](const C& c) { return c.get().size(); })
       .def_property_readonly("topology", [](const C& c) { return c.get().topology().to_string(); })
-      .def_property_readonly("dims", [](const C& c) {
-        return py::make_tuple(c.get().topology().x_dim(), c.get().topology().y_dim());
-      })
-      .def_property_readonly("coord", [](const C& c) {
-        const Coord at = c.get().topology().coord_of(c.get().rank());
-        return py::make_tuple(at.x, at.y);
-      })
-      .def_property_readonly("wraps", [](const C& c) {
-        return py::make_tuple(c.get().topology().wraps(Axis::x), c.get().topology().wraps(Axis::y));
-      })
+      .def_property_readonly("dims",
+                             [](const C& c) {
+                               return py::make_tuple(c.get().topology().x_dim(),
+                                                     c.get().topology().y_dim());
+                             })
+      .def_property_readonly("coord",
+                             [](const C& c) {
+                               const Coord at = c.get().topology().coord_of(c.get().rank());
+                               return py::make_tuple(at.x, at.y);
+                             })
+      .def_property_readonly("wraps",
+                             [](const C& c) {
+                               return py::make_tuple(c.get().topology().wraps(Axis::x),
+                                                     c.get().topology().wraps(Axis::y));
+                             })
       .def_property_readonly("nodes", [](const C& c) { return c.get().nodes(); })
-      .def_property_readonly("algorithm", [](const C& c) { return std::string(to_string(c.get().default_algorithm())); })
-      .def_property_readonly("transport", [](const C& c) { return std::string(to_string(c.get().transport())); })
-      .def_property_readonly("progress", [](const C& c) { return std::string(to_string(c.get().progress_mode())); })
-      .def_property_readonly("checks_arguments", [](const C& c) { return c.get().checks_arguments(); })
-      .def("sum_counts", [](const C& c, std::uint64_t n) {
-        toroid::mpi_check(MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_UINT64_T, MPI_SUM, c.get().mpi_comm()), "MPI_Allreduce");
-        return n;
-      })
+      .def_property_readonly(
+          "algorithm",
+          [](const C& c) { return std::string(to_string(c.get().default_algorithm())); })
+      .def_property_readonly("transport",
+                             [](const C& c) { return std::string(to_string(c.get().transport())); })
+      .def_property_readonly(
+          "progress", [](const C& c) { return std::string(to_string(c.get().progress_mode())); })
+      .def_property_readonly("checks_arguments",
+                             [](const C& c) { return c.get().checks_arguments(); })
+      .def("sum_counts",
+           [](const C& c, std::uint64_t n) {
+             toroid::mpi_check(
+                 MPI_Allreduce(MPI_IN_PLACE, &n, 1, MPI_UINT64_T, MPI_SUM, c.get().mpi_comm()),
+                 "MPI_Allreduce");
+             return n;
+           })
 
       // ---- blocking
-      .def("allreduce", [](C& c, const py::object& x, const py::object& out, const std::string& op, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "allreduce"), parse_reduce_op(op), algorithm_of(algo));
-        });
-        run_blocking([&] { allreduce(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm, a); });
-      })
-      .def("reduce_scatter", [](C& c, const py::object& x, const py::object& out, const std::string& op, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "reduce_scatter"), parse_reduce_op(op), algorithm_of(algo));
-        });
-        run_blocking([&] { reduce_scatter(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm, a); });
-      })
-      .def("allgather", [](C& c, const py::object& x, const py::object& out, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "allgather", false), algorithm_of(algo));
-        });
-        run_blocking([&] { allgather(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, comm, a); });
-      })
-      .def("allreduce_axis", [](C& c, const py::object& x, const py::object& out, const std::string& op,
-                                const py::object& axis, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, rop, ax, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "allreduce_axis"), parse_reduce_op(op), axis_of(axis), algorithm_of(algo));
-        });
-        run_blocking([&] { allreduce_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, ax, comm, a); });
-      })
-      .def("reduce_scatter_axis", [](C& c, const py::object& x, const py::object& out, const std::string& op,
-                                     const py::object& axis, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, rop, ax, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "reduce_scatter_axis"), parse_reduce_op(op), axis_of(axis), algorithm_of(algo));
-        });
-        run_blocking([&] { reduce_scatter_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, ax, comm, a); });
-      })
-      .def("allgather_axis", [](C& c, const py::object& x, const py::object& out, const py::object& axis, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, ax, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "allgather_axis", false), axis_of(axis), algorithm_of(algo));
-        });
-        run_blocking([&] { allgather_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, ax, comm, a); });
-      })
-      .def("broadcast", [](C& c, const py::object& x, int root, const py::object& algo) {
-        auto& comm = c.get();
-        auto [v, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(view_of(x, "x", "broadcast", true), algorithm_of(algo));
-        });
-        run_blocking([&] { broadcast(v.data, v.count, v.type, root, comm, a); });
-      })
+      .def("allreduce",
+           [](C& c, const py::object& x, const py::object& out, const std::string& op,
+              const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "allreduce"), parse_reduce_op(op),
+                                 algorithm_of(algo));
+             });
+             run_blocking([&] {
+               allreduce(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm, a);
+             });
+           })
+      .def("reduce_scatter",
+           [](C& c, const py::object& x, const py::object& out, const std::string& op,
+              const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "reduce_scatter"), parse_reduce_op(op),
+                                 algorithm_of(algo));
+             });
+             run_blocking([&] {
+               reduce_scatter(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm,
+                              a);
+             });
+           })
+      .def("allgather",
+           [](C& c, const py::object& x, const py::object& out, const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "allgather", false), algorithm_of(algo));
+             });
+             run_blocking([&] {
+               allgather(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, comm, a);
+             });
+           })
+      .def("allreduce_axis",
+           [](C& c, const py::object& x, const py::object& out, const std::string& op,
+              const py::object& axis, const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, rop, ax, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "allreduce_axis"), parse_reduce_op(op),
+                                 axis_of(axis), algorithm_of(algo));
+             });
+             run_blocking([&] {
+               allreduce_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, ax,
+                              comm, a);
+             });
+           })
+      .def("reduce_scatter_axis",
+           [](C& c, const py::object& x, const py::object& out, const std::string& op,
+              const py::object& axis, const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, rop, ax, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "reduce_scatter_axis"), parse_reduce_op(op),
+                                 axis_of(axis), algorithm_of(algo));
+             });
+             run_blocking([&] {
+               reduce_scatter_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop,
+                                   ax, comm, a);
+             });
+           })
+      .def("allgather_axis",
+           [](C& c, const py::object& x, const py::object& out, const py::object& axis,
+              const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, ax, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "allgather_axis", false), axis_of(axis),
+                                 algorithm_of(algo));
+             });
+             run_blocking([&] {
+               allgather_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, ax, comm,
+                              a);
+             });
+           })
+      .def("broadcast",
+           [](C& c, const py::object& x, int root, const py::object& algo) {
+             auto& comm = c.get();
+             auto [v, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(view_of(x, "x", "broadcast", true), algorithm_of(algo));
+             });
+             run_blocking([&] { broadcast(v.data, v.count, v.type, root, comm, a); });
+           })
 
       // ---- non-blocking: the request keeps the operands alive until it completes
-      .def("iallreduce", [](C& c, const py::object& x, const py::object& out, const std::string& op, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "iallreduce"), parse_reduce_op(op), algorithm_of(algo));
-        });
-        return run_nonblocking([&, o = o, rop = rop, a = a] {
-          return iallreduce(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm, a);
-        }, {o.in, o.out}, out.is_none() ? x : out);
-      })
-      .def("ireduce_scatter", [](C& c, const py::object& x, const py::object& out, const std::string& op, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "ireduce_scatter"), parse_reduce_op(op), algorithm_of(algo));
-        });
-        return run_nonblocking([&, o = o, rop = rop, a = a] {
-          return ireduce_scatter(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm, a);
-        }, {o.in, o.out}, out.is_none() ? x : out);
-      })
-      .def("iallgather", [](C& c, const py::object& x, const py::object& out, const py::object& algo) {
-        auto& comm = c.get();
-        auto [o, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(operands(x, out, "iallgather", false), algorithm_of(algo));
-        });
-        return run_nonblocking([&, o = o, a = a] {
-          return iallgather(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, comm, a);
-        }, {o.in, o.out}, out);
-      })
+      .def("iallreduce",
+           [](C& c, const py::object& x, const py::object& out, const std::string& op,
+              const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "iallreduce"), parse_reduce_op(op),
+                                 algorithm_of(algo));
+             });
+             return run_nonblocking(
+                 [&, o = o, rop = rop, a = a] {
+                   return iallreduce(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop,
+                                     comm, a);
+                 },
+                 {o.in, o.out}, out.is_none() ? x : out);
+           })
+      .def("ireduce_scatter",
+           [](C& c, const py::object& x, const py::object& out, const std::string& op,
+              const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "ireduce_scatter"), parse_reduce_op(op),
+                                 algorithm_of(algo));
+             });
+             return run_nonblocking(
+                 [&, o = o, rop = rop, a = a] {
+                   return ireduce_scatter(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type,
+                                          rop, comm, a);
+                 },
+                 {o.in, o.out}, out.is_none() ? x : out);
+           })
+      .def("iallgather",
+           [](C& c, const py::object& x, const py::object& out, const py::object& algo) {
+             auto& comm = c.get();
+             auto [o, a] = checked(comm, comm.checks_arguments(), [&] {
+               return std::tuple(operands(x, out, "iallgather", false), algorithm_of(algo));
+             });
+             return run_nonblocking(
+                 [&, o = o, a = a] {
+                   return iallgather(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type,
+                                     comm, a);
+                 },
+                 {o.in, o.out}, out);
+           })
       .def("ibroadcast", [](C& c, const py::object& x, int root, const py::object& algo) {
         auto& comm = c.get();
         auto [v, a] = checked(comm, comm.checks_arguments(), [&] {
           return std::tuple(view_of(x, "x", "ibroadcast", true), algorithm_of(algo));
         });
-        return run_nonblocking([&, v = v, a = a] { return ibroadcast(v.data, v.count, v.type, root, comm, a); }, {v}, x);
+        return run_nonblocking(
+            [&, v = v, a = a] { return ibroadcast(v.data, v.count, v.type, root, comm, a); }, {v},
+            x);
       });
 }
 

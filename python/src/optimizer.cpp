@@ -2,6 +2,8 @@
 // kept alive by the Python object, since the C++ objects hold spans into them); settings come
 // as keyword arguments named as the C++ fields. Conversion errors are agreed across ranks
 // always (construction is collective and rare).
+#include "toroid/optimizer.hpp"
+
 #include <fmt/format.h>
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
@@ -13,7 +15,6 @@
 #include "tensor.hpp"
 #include "toroid/error.hpp"
 #include "toroid/gradient_reducer.hpp"
-#include "toroid/optimizer.hpp"
 
 namespace py = pybind11;
 
@@ -21,7 +22,8 @@ namespace toroid::python {
 namespace {
 
 // (name, array...) entries of a list; `arity` arrays each.
-std::vector<py::tuple> entries(const py::object& list, std::size_t arity, const char* owner, const char* what) {
+std::vector<py::tuple> entries(const py::object& list, std::size_t arity, const char* owner,
+                               const char* what) {
   std::vector<py::tuple> out;
   for (const auto& item : py::iter(list)) {
     if (!py::isinstance<py::tuple>(item) && !py::isinstance<py::list>(item))
@@ -30,7 +32,8 @@ std::vector<py::tuple> entries(const py::object& list, std::size_t arity, const 
                                         std::string(py::str(item.get_type().attr("__name__")))));
     py::tuple t = py::tuple(py::reinterpret_borrow<py::object>(item));
     if (t.size() != arity + 1)
-      throw InvalidArgument(fmt::format("{}: {} {} has {} fields, expected {}", owner, what, out.size(), t.size(), arity + 1));
+      throw InvalidArgument(fmt::format("{}: {} {} has {} fields, expected {}", owner, what,
+                                        out.size(), t.size(), arity + 1));
     out.push_back(t);
   }
   return out;
@@ -91,7 +94,8 @@ ReducerConfig reducer_config(py::dict kw) {
   c.bf16 = take(kw, "bf16", c.bf16);
   c.average = take(kw, "average", c.average);
   c.rebuild_buckets = take(kw, "rebuild_buckets", c.rebuild_buckets);
-  if (kw.contains("algorithm") && !kw["algorithm"].is_none()) c.algorithm = parse_algorithm(kw["algorithm"].cast<std::string>());
+  if (kw.contains("algorithm") && !kw["algorithm"].is_none())
+    c.algorithm = parse_algorithm(kw["algorithm"].cast<std::string>());
   if (kw.contains("algorithm")) PyDict_DelItemString(kw.ptr(), "algorithm");
   no_more(kw, "GradientReducer");
   return c;
@@ -104,7 +108,8 @@ auto converting(const char* owner, F f) -> decltype(f()) {
   try {
     return f();
   } catch (const py::cast_error& e) {
-    throw InvalidArgument(fmt::format("{}: a setting or entry has the wrong type ({})", owner, e.what()));
+    throw InvalidArgument(
+        fmt::format("{}: a setting or entry has the wrong type ({})", owner, e.what()));
   } catch (py::error_already_set& e) {
     throw InvalidArgument(fmt::format("{}: {}", owner, e.what()));
   }
@@ -158,14 +163,21 @@ void bind_optimizer(py::module_& m) {
                    View w = view_of(t[1], "weights", call, true);
                    View g = view_of(t[2], "grads", call, false);
                    if (w.type != DataType::f32)
-                     throw InvalidArgument(fmt::format("{}: weights are {}, expected float32", call, dtype_name(w.type)));
+                     throw InvalidArgument(fmt::format("{}: weights are {}, expected float32", call,
+                                                       dtype_name(w.type)));
                    std::span<float> ws(static_cast<float*>(w.data), w.count);
                    if (g.type == DataType::bf16)
-                     list.emplace_back(name, ws, std::span<const bfloat16>(static_cast<const bfloat16*>(g.data), g.count));
+                     list.emplace_back(
+                         name, ws,
+                         std::span<const bfloat16>(static_cast<const bfloat16*>(g.data), g.count));
                    else if (g.type == DataType::f32)
-                     list.emplace_back(name, ws, std::span<const float>(static_cast<const float*>(g.data), g.count));
+                     list.emplace_back(
+                         name, ws,
+                         std::span<const float>(static_cast<const float*>(g.data), g.count));
                    else
-                     throw InvalidArgument(fmt::format("{}: grads are {}, expected float32 or bfloat16", call, dtype_name(g.type)));
+                     throw InvalidArgument(
+                         fmt::format("{}: grads are {}, expected float32 or bfloat16", call,
+                                     dtype_name(g.type)));
                    self->arrays.push_back(std::move(w));
                    self->arrays.push_back(std::move(g));
                  }
@@ -173,38 +185,47 @@ void bind_optimizer(py::module_& m) {
                });
              });
              py::gil_scoped_release nogil;
-             self->opt = std::make_unique<ShardedOptimizer>(comm, std::move(list), std::move(config));
+             self->opt =
+                 std::make_unique<ShardedOptimizer>(comm, std::move(list), std::move(config));
              return self;
            }),
            py::arg("comm"), py::arg("params"))
-      .def("step", [](PyOptimizer& o) {
-        StepReport r;
-        {
-          py::gil_scoped_release nogil;
-          r = o.opt->step();
-        }
-        return report_dict(r);
-      })
+      .def("step",
+           [](PyOptimizer& o) {
+             StepReport r;
+             {
+               py::gil_scoped_release nogil;
+               r = o.opt->step();
+             }
+             return report_dict(r);
+           })
       .def("ready", [](PyOptimizer& o, const py::object& which) { ready(*o.opt, which); })
-      .def("poll", [](PyOptimizer& o) {
-        py::gil_scoped_release nogil;
-        o.opt->poll();
-      })
-      .def("save", [](PyOptimizer& o, const std::string& path) {
-        py::gil_scoped_release nogil;
-        o.opt->save(path);
-      })
-      .def("load", [](PyOptimizer& o, const std::string& path) {
-        py::gil_scoped_release nogil;
-        o.opt->load(path);
-      })
-      .def_property_readonly("steps_taken", [](const PyOptimizer& o) { return o.opt->steps_taken(); })
-      .def_property_readonly("state_bytes", [](const PyOptimizer& o) { return o.opt->state_bytes(); })
-      .def_property_readonly("shard_elements", [](const PyOptimizer& o) { return o.opt->shard_elements(); })
-      .def_property_readonly("trust_ratios", [](const PyOptimizer& o) {
-        const auto t = o.opt->trust_ratios();
-        return std::vector<double>(t.begin(), t.end());
-      })
+      .def("poll",
+           [](PyOptimizer& o) {
+             py::gil_scoped_release nogil;
+             o.opt->poll();
+           })
+      .def("save",
+           [](PyOptimizer& o, const std::string& path) {
+             py::gil_scoped_release nogil;
+             o.opt->save(path);
+           })
+      .def("load",
+           [](PyOptimizer& o, const std::string& path) {
+             py::gil_scoped_release nogil;
+             o.opt->load(path);
+           })
+      .def_property_readonly("steps_taken",
+                             [](const PyOptimizer& o) { return o.opt->steps_taken(); })
+      .def_property_readonly("state_bytes",
+                             [](const PyOptimizer& o) { return o.opt->state_bytes(); })
+      .def_property_readonly("shard_elements",
+                             [](const PyOptimizer& o) { return o.opt->shard_elements(); })
+      .def_property_readonly("trust_ratios",
+                             [](const PyOptimizer& o) {
+                               const auto t = o.opt->trust_ratios();
+                               return std::vector<double>(t.begin(), t.end());
+                             })
       .def("buckets", [](const PyOptimizer& o) { return o.opt->buckets(); });
 
   py::class_<PyReducer>(m, "GradientReducer")
@@ -218,12 +239,16 @@ void bind_optimizer(py::module_& m) {
                    const std::string name = t[0].cast<std::string>();
                    View g = view_of(t[1], "grads", "GradientReducer gradient '" + name + "'", true);
                    if (g.type == DataType::f32)
-                     list.emplace_back(name, std::span<float>(static_cast<float*>(g.data), g.count));
+                     list.emplace_back(name,
+                                       std::span<float>(static_cast<float*>(g.data), g.count));
                    else if (g.type == DataType::bf16)
-                     list.emplace_back(name, std::span<bfloat16>(static_cast<bfloat16*>(g.data), g.count));
+                     list.emplace_back(
+                         name, std::span<bfloat16>(static_cast<bfloat16*>(g.data), g.count));
                    else
-                     throw InvalidArgument(fmt::format("GradientReducer gradient '{}': grads are {}, expected float32 or "
-                                                       "bfloat16", name, dtype_name(g.type)));
+                     throw InvalidArgument(fmt::format(
+                         "GradientReducer gradient '{}': grads are {}, expected float32 or "
+                         "bfloat16",
+                         name, dtype_name(g.type)));
                    self->arrays.push_back(std::move(g));
                  }
                  return std::pair(std::move(list), reducer_config(kw));
@@ -235,14 +260,16 @@ void bind_optimizer(py::module_& m) {
            }),
            py::arg("comm"), py::arg("grads"))
       .def("ready", [](PyReducer& r, const py::object& which) { ready(*r.reducer, which); })
-      .def("poll", [](PyReducer& r) {
-        py::gil_scoped_release nogil;
-        r.reducer->poll();
-      })
-      .def("finish", [](PyReducer& r) {
-        py::gil_scoped_release nogil;
-        r.reducer->finish();
-      })
+      .def("poll",
+           [](PyReducer& r) {
+             py::gil_scoped_release nogil;
+             r.reducer->poll();
+           })
+      .def("finish",
+           [](PyReducer& r) {
+             py::gil_scoped_release nogil;
+             r.reducer->finish();
+           })
       .def("buckets", [](const PyReducer& r) { return r.reducer->buckets(); });
 }
 

@@ -20,14 +20,20 @@ std::optional<DataType> type_of_format(std::string_view f, py::ssize_t itemsize)
   if (!f.empty() && (f[0] == '@' || f[0] == '=' || f[0] == '<')) f.remove_prefix(1);
   if (f.size() != 1) return std::nullopt;
   switch (f[0]) {
-    case 'f': return itemsize == 4 ? std::optional(DataType::f32) : std::nullopt;
-    case 'd': return itemsize == 8 ? std::optional(DataType::f64) : std::nullopt;
-    case 'e': return itemsize == 2 ? std::optional(DataType::f16) : std::nullopt;
-    case 'i': case 'l': case 'q':
+    case 'f':
+      return itemsize == 4 ? std::optional(DataType::f32) : std::nullopt;
+    case 'd':
+      return itemsize == 8 ? std::optional(DataType::f64) : std::nullopt;
+    case 'e':
+      return itemsize == 2 ? std::optional(DataType::f16) : std::nullopt;
+    case 'i':
+    case 'l':
+    case 'q':
       if (itemsize == 4) return DataType::i32;
       if (itemsize == 8) return DataType::i64;
       return std::nullopt;
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -70,13 +76,17 @@ View from_buffer(py::handle obj, const char* name, const std::string& call, bool
   const Py_buffer& b = *owner;
   const auto type = type_of_format(b.format ? b.format : "B", b.itemsize);
   if (!type)
-    throw InvalidArgument(fmt::format("{}: {} has element format '{}' ({} bytes), expected {}", call, name,
-                                      b.format ? b.format : "B", b.itemsize, kSupported));
+    throw InvalidArgument(fmt::format("{}: {} has element format '{}' ({} bytes), expected {}",
+                                      call, name, b.format ? b.format : "B", b.itemsize,
+                                      kSupported));
   if (!compact(b.ndim, b.shape, b.strides, b.itemsize))
-    throw InvalidArgument(fmt::format("{}: {} is not contiguous (a strided view); pass a contiguous copy, "
-                                      "e.g. numpy.ascontiguousarray, and use that copy afterwards", call, name));
+    throw InvalidArgument(
+        fmt::format("{}: {} is not contiguous (a strided view); pass a contiguous copy, "
+                    "e.g. numpy.ascontiguousarray, and use that copy afterwards",
+                    call, name));
   if (writable && b.readonly)
-    throw InvalidArgument(fmt::format("{}: {} is read-only and the result is written into it", call, name));
+    throw InvalidArgument(
+        fmt::format("{}: {} is read-only and the result is written into it", call, name));
   View v;
   v.data = b.buf;
   v.count = static_cast<std::uint64_t>(b.len / b.itemsize);
@@ -107,15 +117,19 @@ View from_dlpack(py::handle obj, const char* name, const std::string& call) {
   });
   const DLTensor& t = managed->dl_tensor;
   if (t.device.device_type != kDLCPU)
-    throw InvalidArgument(fmt::format("{}: {} is on DLPack device type {} (device {}); toroid works on CPU memory",
-                                      call, name, static_cast<int>(t.device.device_type), t.device.device_id));
+    throw InvalidArgument(
+        fmt::format("{}: {} is on DLPack device type {} (device {}); toroid works on CPU memory",
+                    call, name, static_cast<int>(t.device.device_type), t.device.device_id));
   const auto type = type_of_dlpack(t.dtype);
   if (!type)
-    throw InvalidArgument(fmt::format("{}: {} has DLPack dtype code {} with {} bits x {} lanes, expected {}", call,
-                                      name, t.dtype.code, t.dtype.bits, t.dtype.lanes, kSupported));
+    throw InvalidArgument(
+        fmt::format("{}: {} has DLPack dtype code {} with {} bits x {} lanes, expected {}", call,
+                    name, t.dtype.code, t.dtype.bits, t.dtype.lanes, kSupported));
   if (!compact<std::int64_t>(t.ndim, t.shape, t.strides, 1))
-    throw InvalidArgument(fmt::format("{}: {} is not contiguous (a strided view); pass a contiguous copy, "
-                                      "e.g. tensor.contiguous(), and use that copy afterwards", call, name));
+    throw InvalidArgument(
+        fmt::format("{}: {} is not contiguous (a strided view); pass a contiguous copy, "
+                    "e.g. tensor.contiguous(), and use that copy afterwards",
+                    call, name));
   std::uint64_t count = 1;
   for (int k = 0; k < t.ndim; ++k) count *= static_cast<std::uint64_t>(t.shape[k]);
   View v;
@@ -132,19 +146,26 @@ View view_of(py::handle obj, const char* name, const std::string& call, bool wri
   if (obj.is_none()) throw InvalidArgument(fmt::format("{}: {} is None", call, name));
   if (PyObject_CheckBuffer(obj.ptr())) return from_buffer(obj, name, call, writable);
   if (py::hasattr(obj, "__dlpack__")) return from_dlpack(obj, name, call);
-  throw InvalidArgument(fmt::format("{}: {} is a {}, which has neither the buffer protocol nor __dlpack__ "
-                                    "(pass a numpy array or a CPU torch tensor)", call, name,
-                                    std::string(py::str(obj.get_type().attr("__name__")))));
+  throw InvalidArgument(
+      fmt::format("{}: {} is a {}, which has neither the buffer protocol nor __dlpack__ "
+                  "(pass a numpy array or a CPU torch tensor)",
+                  call, name, std::string(py::str(obj.get_type().attr("__name__")))));
 }
 
 const char* dtype_name(DataType t) {
   switch (t) {
-    case DataType::f32: return "float32";
-    case DataType::f64: return "float64";
-    case DataType::f16: return "float16";
-    case DataType::bf16: return "bfloat16";
-    case DataType::i32: return "int32";
-    case DataType::i64: return "int64";
+    case DataType::f32:
+      return "float32";
+    case DataType::f64:
+      return "float64";
+    case DataType::f16:
+      return "float16";
+    case DataType::bf16:
+      return "bfloat16";
+    case DataType::i32:
+      return "int32";
+    case DataType::i64:
+      return "int64";
   }
   return "?";
 }

@@ -11,7 +11,8 @@ namespace toroid::torch_backend {
 
 class ReleaseGilIfHeld {
  public:
-  ReleaseGilIfHeld() : saved_(Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
+  ReleaseGilIfHeld()
+      : saved_(Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr) {}
   ~ReleaseGilIfHeld() {
     if (saved_) PyEval_RestoreThread(saved_);
   }

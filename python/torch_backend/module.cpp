@@ -11,7 +11,9 @@ PYBIND11_MODULE(_toroid_c10d, m) {
   py::class_<toroid::torch_backend::ProcessGroupToroid, c10d::ProcessGroup,
              c10::intrusive_ptr<toroid::torch_backend::ProcessGroupToroid>>(m, "ProcessGroupToroid")
       .def(py::init([](const c10::intrusive_ptr<c10d::Store>& store, int rank, int size) {
-             return c10::make_intrusive<toroid::torch_backend::ProcessGroupToroid>(store, rank, size);
+             return c10::make_intrusive<toroid::torch_backend::ProcessGroupToroid>(store, rank,
+                                                                                   size);
            }),
-           py::arg("store"), py::arg("rank"), py::arg("size"), py::call_guard<py::gil_scoped_release>());
+           py::arg("store"), py::arg("rank"), py::arg("size"),
+           py::call_guard<py::gil_scoped_release>());
 }

@@ -1,13 +1,12 @@
 #include "process_group.hpp"
 
-#include "gil.hpp"
-
 #include <fmt/format.h>
 #include <mpi.h>
 #include <sched.h>
 
 #include <string>
 
+#include "gil.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"
 
@@ -16,50 +15,68 @@ namespace {
 
 DataType type_of(const at::Tensor& t, const char* op) {
   switch (t.scalar_type()) {
-    case at::kFloat: return DataType::f32;
-    case at::kDouble: return DataType::f64;
-    case at::kBFloat16: return DataType::bf16;
-    case at::kHalf: return DataType::f16;
-    case at::kInt: return DataType::i32;
-    case at::kLong: return DataType::i64;
+    case at::kFloat:
+      return DataType::f32;
+    case at::kDouble:
+      return DataType::f64;
+    case at::kBFloat16:
+      return DataType::bf16;
+    case at::kHalf:
+      return DataType::f16;
+    case at::kInt:
+      return DataType::i32;
+    case at::kLong:
+      return DataType::i64;
     default:
-      throw InvalidArgument(fmt::format("toroid backend: {}: tensors of type {} are not supported (float32, float64, "
-                                        "bfloat16, float16, int32, int64)", op, c10::toString(t.scalar_type())));
+      throw InvalidArgument(
+          fmt::format("toroid backend: {}: tensors of type {} are not supported (float32, float64, "
+                      "bfloat16, float16, int32, int64)",
+                      op, c10::toString(t.scalar_type())));
   }
 }
 
 ReduceOp op_of(const c10d::ReduceOp& op, const char* call) {
   switch (op.op_) {
-    case c10d::ReduceOp::SUM: return ReduceOp::sum;
-    case c10d::ReduceOp::AVG: return ReduceOp::avg;
-    case c10d::ReduceOp::PRODUCT: return ReduceOp::prod;
-    case c10d::ReduceOp::MIN: return ReduceOp::min;
-    case c10d::ReduceOp::MAX: return ReduceOp::max;
+    case c10d::ReduceOp::SUM:
+      return ReduceOp::sum;
+    case c10d::ReduceOp::AVG:
+      return ReduceOp::avg;
+    case c10d::ReduceOp::PRODUCT:
+      return ReduceOp::prod;
+    case c10d::ReduceOp::MIN:
+      return ReduceOp::min;
+    case c10d::ReduceOp::MAX:
+      return ReduceOp::max;
     default:
-      throw InvalidArgument(fmt::format("toroid backend: {}: reduce op {} is not supported (SUM, AVG, PRODUCT, MIN, MAX)",
-                                        call, static_cast<int>(op.op_)));
+      throw InvalidArgument(fmt::format(
+          "toroid backend: {}: reduce op {} is not supported (SUM, AVG, PRODUCT, MIN, MAX)", call,
+          static_cast<int>(op.op_)));
   }
 }
 
 // A CPU tensor whose elements are one dense run of memory.
 void require_dense(const at::Tensor& t, const char* op, const char* what) {
   if (!t.device().is_cpu())
-    throw InvalidArgument(fmt::format("toroid backend: {}: {} is on {}; toroid works on CPU tensors", op, what,
-                                      t.device().str()));
+    throw InvalidArgument(
+        fmt::format("toroid backend: {}: {} is on {}; toroid works on CPU tensors", op, what,
+                    t.device().str()));
   if (!t.is_contiguous())
-    throw InvalidArgument(fmt::format("toroid backend: {}: {} is not contiguous (call .contiguous() first)", op, what));
+    throw InvalidArgument(fmt::format(
+        "toroid backend: {}: {} is not contiguous (call .contiguous() first)", op, what));
 }
 
 void require_one(const std::vector<at::Tensor>& ts, const char* op) {
   if (ts.size() != 1)
-    throw InvalidArgument(fmt::format("toroid backend: {}: expects one tensor per call (one device per rank), got {}",
-                                      op, ts.size()));
+    throw InvalidArgument(
+        fmt::format("toroid backend: {}: expects one tensor per call (one device per rank), got {}",
+                    op, ts.size()));
 }
 
 void require_same(const at::Tensor& a, const at::Tensor& b, const char* op) {
   if (a.scalar_type() != b.scalar_type())
     throw InvalidArgument(fmt::format("toroid backend: {}: input is {} and output {}", op,
-                                      c10::toString(a.scalar_type()), c10::toString(b.scalar_type())));
+                                      c10::toString(a.scalar_type()),
+                                      c10::toString(b.scalar_type())));
 }
 
 std::uint64_t count_of(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()); }
@@ -71,7 +88,9 @@ std::uint64_t count_of(const at::Tensor& t) { return static_cast<std::uint64_t>(
 ToroidWork::ToroidWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
 
 bool ToroidWork::isCompleted() {
   std::lock_guard lock(mutex_);
@@ -117,29 +136,37 @@ void ToroidWork::complete(std::exception_ptr error) {
   release.clear();
   done_cv_.notify_all();
   // The future's callbacks (DDP's, a communication hook's) run here, on the completer thread.
-  if (error) future_->setError(error);
-  else future_->markCompleted(c10::IValue(outputs_));
+  if (error)
+    future_->setError(error);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
 }
 
 // ---- ProcessGroupToroid
 
-ProcessGroupToroid::ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size)
+ProcessGroupToroid::ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& store, int rank,
+                                       int size)
     : c10d::ProcessGroup(rank, size) {
   int initialized = 0, level = 0, mpi_rank = 0, mpi_size = 0;
   MPI_Initialized(&initialized);
   if (!initialized)
-    throw InvalidArgument("toroid backend: MPI is not initialized (import toroid.distributed does it through mpi4py; "
-                          "launch the job with mpirun)");
+    throw InvalidArgument(
+        "toroid backend: MPI is not initialized (import toroid.distributed does it through mpi4py; "
+        "launch the job with mpirun)");
   MPI_Query_thread(&level);
   if (level < MPI_THREAD_MULTIPLE)
-    throw InvalidArgument("toroid backend: MPI runs below MPI_THREAD_MULTIPLE; the backend completes works on a "
-                          "thread of its own (mpi4py initializes with MULTIPLE unless mpi4py.rc.thread_level says otherwise)");
+    throw InvalidArgument(
+        "toroid backend: MPI runs below MPI_THREAD_MULTIPLE; the backend completes works on a "
+        "thread of its own (mpi4py initializes with MULTIPLE unless mpi4py.rc.thread_level says "
+        "otherwise)");
   MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
   if (size != mpi_size || rank != mpi_rank)
-    throw InvalidArgument(fmt::format("toroid backend: torch rank {} of {} is MPI rank {} of {}; the backend serves "
-                                      "the world group of an mpirun job with torch ranks equal to MPI ranks (use "
-                                      "toroid.distributed.init_process_group)", rank, size, mpi_rank, mpi_size));
+    throw InvalidArgument(
+        fmt::format("toroid backend: torch rank {} of {} is MPI rank {} of {}; the backend serves "
+                    "the world group of an mpirun job with torch ranks equal to MPI ranks (use "
+                    "toroid.distributed.init_process_group)",
+                    rank, size, mpi_rank, mpi_size));
   // Rendezvous through torch's store: every rank has its process group before the first call.
   store->set("toroid/" + std::to_string(rank), std::vector<uint8_t>{1});
   std::vector<std::string> keys;
@@ -182,7 +209,8 @@ void ProcessGroupToroid::run_completer() {
     std::exception_ptr error;
     try {
       for (auto& r : work->requests)
-        while (!r.test()) sched_yield();  // one round per test: the caller's thread gets the engine between
+        while (!r.test())
+          sched_yield();  // one round per test: the caller's thread gets the engine between
       if (work->finish) work->finish();
     } catch (...) {
       error = std::current_exception();
@@ -198,7 +226,7 @@ void ProcessGroupToroid::run_completer() {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce(std::vector<at::Tensor>& tensors,
-                                                            const c10d::AllreduceOptions& opts) {
+                                                             const c10d::AllreduceOptions& opts) {
   require_one(tensors, "allreduce");
   at::Tensor& t = tensors[0];
   require_dense(t, "allreduce", "the tensor");
@@ -206,12 +234,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce(std::vector<at::Ten
   const ReduceOp op = op_of(opts.reduceOp, "allreduce");
   auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::ALLREDUCE, tensors);
   work->keep = tensors;
-  work->requests.push_back(iallreduce(t.data_ptr(), count_of(t), t.data_ptr(), count_of(t), type, op, *comm_));
+  work->requests.push_back(
+      iallreduce(t.data_ptr(), count_of(t), t.data_ptr(), count_of(t), type, op, *comm_));
   return enqueue(work);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                                                      const c10d::AllreduceCoalescedOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   const ReduceOp op = op_of(opts.reduceOp, "allreduce_coalesced");
   std::vector<DataType> types;  // every tensor checked before any collective starts
   for (const auto& t : tensors) {
@@ -219,17 +248,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce_coalesced(std::vect
     types.push_back(type_of(t, "allreduce_coalesced"));
   }
   // One request per tensor, all in flight at once: no copy into a flat buffer.
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  auto work =
+      c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::ALLREDUCE_COALESCED, tensors);
   work->keep = tensors;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     at::Tensor& t = tensors[i];
-    work->requests.push_back(iallreduce(t.data_ptr(), count_of(t), t.data_ptr(), count_of(t), types[i], op, *comm_));
+    work->requests.push_back(
+        iallreduce(t.data_ptr(), count_of(t), t.data_ptr(), count_of(t), types[i], op, *comm_));
   }
   return enqueue(work);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::broadcast(std::vector<at::Tensor>& tensors,
-                                                            const c10d::BroadcastOptions& opts) {
+                                                             const c10d::BroadcastOptions& opts) {
   require_one(tensors, "broadcast");
   at::Tensor& t = tensors[0];
   require_dense(t, "broadcast", "the tensor");
@@ -240,33 +271,40 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::broadcast(std::vector<at::Ten
   return enqueue(work);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                  const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::_allgather_base(at::Tensor& output,
+                                                                   at::Tensor& input,
+                                                                   const c10d::AllgatherOptions&) {
   require_dense(input, "_allgather_base", "the input");
   require_dense(output, "_allgather_base", "the output");
   require_same(input, output, "_allgather_base");
   if (count_of(output) != count_of(input) * static_cast<std::uint64_t>(getSize()))
-    throw InvalidArgument(fmt::format("toroid backend: _allgather_base: output has {} elements, expected {} (input {} x {} ranks)",
-                                      count_of(output), count_of(input) * getSize(), count_of(input), getSize()));
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::_ALLGATHER_BASE, std::vector<at::Tensor>{output});
+    throw InvalidArgument(
+        fmt::format("toroid backend: _allgather_base: output has {} elements, expected {} (input "
+                    "{} x {} ranks)",
+                    count_of(output), count_of(input) * getSize(), count_of(input), getSize()));
+  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::_ALLGATHER_BASE,
+                                              std::vector<at::Tensor>{output});
   work->keep = {input, output};
-  work->requests.push_back(iallgather(input.data_ptr(), count_of(input), output.data_ptr(), count_of(output),
-                                      type_of(input, "_allgather_base"), *comm_));
+  work->requests.push_back(iallgather(input.data_ptr(), count_of(input), output.data_ptr(),
+                                      count_of(output), type_of(input, "_allgather_base"), *comm_));
   return enqueue(work);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                            std::vector<at::Tensor>& inputs,
-                                                            const c10d::AllgatherOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
   require_one(inputs, "allgather");
   if (outputs.size() != 1 || outputs[0].size() != static_cast<std::size_t>(getSize()))
-    throw InvalidArgument(fmt::format("toroid backend: allgather: expects one list of {} output tensors", getSize()));
+    throw InvalidArgument(
+        fmt::format("toroid backend: allgather: expects one list of {} output tensors", getSize()));
   at::Tensor& in = inputs[0];
   require_dense(in, "allgather", "the input");
   for (const auto& o : outputs[0]) {
     require_same(in, o, "allgather");
     if (o.numel() != in.numel())
-      throw InvalidArgument(fmt::format("toroid backend: allgather: an output has {} elements, the input {}", o.numel(), in.numel()));
+      throw InvalidArgument(
+          fmt::format("toroid backend: allgather: an output has {} elements, the input {}",
+                      o.numel(), in.numel()));
   }
   // Gathered into one flat tensor (toroid's layout), then copied into the list.
   at::Tensor flat = at::empty({in.numel() * getSize()}, in.options());
@@ -283,34 +321,41 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather(std::vector<std::ve
   return enqueue(work);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
-                                                                       const c10d::ReduceScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
   require_dense(input, "_reduce_scatter_base", "the input");
   require_dense(output, "_reduce_scatter_base", "the output");
   require_same(input, output, "_reduce_scatter_base");
   if (count_of(input) != count_of(output) * static_cast<std::uint64_t>(getSize()))
-    throw InvalidArgument(fmt::format("toroid backend: _reduce_scatter_base: input has {} elements, expected {} (output {} x {} ranks)",
-                                      count_of(input), count_of(output) * getSize(), count_of(output), getSize()));
+    throw InvalidArgument(
+        fmt::format("toroid backend: _reduce_scatter_base: input has {} elements, expected {} "
+                    "(output {} x {} ranks)",
+                    count_of(input), count_of(output) * getSize(), count_of(output), getSize()));
   const ReduceOp op = op_of(opts.reduceOp, "_reduce_scatter_base");
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::_REDUCE_SCATTER_BASE, std::vector<at::Tensor>{output});
+  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::_REDUCE_SCATTER_BASE,
+                                              std::vector<at::Tensor>{output});
   work->keep = {input, output};
-  work->requests.push_back(ireduce_scatter(input.data_ptr(), count_of(input), output.data_ptr(), count_of(output),
-                                           type_of(input, "_reduce_scatter_base"), op, *comm_));
+  work->requests.push_back(ireduce_scatter(input.data_ptr(), count_of(input), output.data_ptr(),
+                                           count_of(output), type_of(input, "_reduce_scatter_base"),
+                                           op, *comm_));
   return enqueue(work);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                                 std::vector<std::vector<at::Tensor>>& inputs,
-                                                                 const c10d::ReduceScatterOptions& opts) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
   require_one(outputs, "reduce_scatter");
   if (inputs.size() != 1 || inputs[0].size() != static_cast<std::size_t>(getSize()))
-    throw InvalidArgument(fmt::format("toroid backend: reduce_scatter: expects one list of {} input tensors", getSize()));
+    throw InvalidArgument(fmt::format(
+        "toroid backend: reduce_scatter: expects one list of {} input tensors", getSize()));
   at::Tensor& out = outputs[0];
   require_dense(out, "reduce_scatter", "the output");
   for (const auto& i : inputs[0]) {
     require_same(i, out, "reduce_scatter");
     if (i.numel() != out.numel())
-      throw InvalidArgument(fmt::format("toroid backend: reduce_scatter: an input has {} elements, the output {}", i.numel(), out.numel()));
+      throw InvalidArgument(
+          fmt::format("toroid backend: reduce_scatter: an input has {} elements, the output {}",
+                      i.numel(), out.numel()));
   }
   const ReduceOp op = op_of(opts.reduceOp, "reduce_scatter");
   // The list into one flat tensor (toroid's layout: block r is rank r's).
@@ -319,17 +364,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::reduce_scatter(std::vector<at
   at::Tensor flat = at::cat(flat_parts);
   auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::REDUCE_SCATTER, outputs);
   work->keep = {flat, out};
-  work->requests.push_back(ireduce_scatter(flat.data_ptr(), count_of(flat), out.data_ptr(), count_of(out),
-                                           type_of(out, "reduce_scatter"), op, *comm_));
+  work->requests.push_back(ireduce_scatter(flat.data_ptr(), count_of(flat), out.data_ptr(),
+                                           count_of(out), type_of(out, "reduce_scatter"), op,
+                                           *comm_));
   return enqueue(work);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::barrier(const c10d::BarrierOptions&) {
   // Every rank has joined once a one-element all-reduce has completed.
   at::Tensor one = at::ones({1}, at::kInt);
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::BARRIER, std::vector<at::Tensor>{});
+  auto work =
+      c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::BARRIER, std::vector<at::Tensor>{});
   work->keep = {one};
-  work->requests.push_back(iallreduce(one.data_ptr(), 1, one.data_ptr(), 1, DataType::i32, ReduceOp::sum, *comm_));
+  work->requests.push_back(
+      iallreduce(one.data_ptr(), 1, one.data_ptr(), 1, DataType::i32, ReduceOp::sum, *comm_));
   return enqueue(work);
 }
 

@@ -51,11 +51,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (eq == std::string_view::npos) return 0;
   const std::string_view name = text.substr(0, eq), value = text.substr(eq + 1);
   fuzz::expect_value_or_error([&] {
-    if (name == "ALGO") algorithm(value);
-    else if (name == "NODES") nodes(value);
-    else if (name == "TIMEOUT") timeout(value);
-    else if (name == "CHECK") check(value);
-    else if (name == "SEGMENT") segment(value);
+    if (name == "ALGO")
+      algorithm(value);
+    else if (name == "NODES")
+      nodes(value);
+    else if (name == "TIMEOUT")
+      timeout(value);
+    else if (name == "CHECK")
+      check(value);
+    else if (name == "SEGMENT")
+      segment(value);
   });
   return 0;
 }

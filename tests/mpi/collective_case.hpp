@@ -16,15 +16,21 @@
 
 namespace toroid::testing {
 
-inline const DataType kTypes[] = {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64};
-inline const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
+inline const DataType kTypes[] = {DataType::f32,  DataType::f64, DataType::f16,
+                                  DataType::bf16, DataType::i32, DataType::i64};
+inline const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
+                                ReduceOp::avg};
 
 inline MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::prod: return MPI_PROD;
-    case ReduceOp::min: return MPI_MIN;
-    case ReduceOp::max: return MPI_MAX;
-    default: return MPI_SUM;
+    case ReduceOp::prod:
+      return MPI_PROD;
+    case ReduceOp::min:
+      return MPI_MIN;
+    case ReduceOp::max:
+      return MPI_MAX;
+    default:
+      return MPI_SUM;
   }
 }
 
@@ -36,7 +42,8 @@ inline std::vector<std::uint64_t> counts(int p) {
 inline std::vector<double> reference(ReduceOp op, std::uint64_t n, int rank, int p) {
   std::vector<double> mine(n), all(n);
   for (std::uint64_t i = 0; i < n; ++i) mine[i] = exact_input(op, rank, i);
-  MPI_Allreduce(mine.data(), all.data(), static_cast<int>(n), MPI_DOUBLE, mpi_op(op), MPI_COMM_WORLD);
+  MPI_Allreduce(mine.data(), all.data(), static_cast<int>(n), MPI_DOUBLE, mpi_op(op),
+                MPI_COMM_WORLD);
   if (op == ReduceOp::avg)
     for (double& v : all) v /= p;
   return all;
@@ -49,7 +56,10 @@ inline bool matches(DataType t, ReduceOp op, double got, double want) {
     store_as(t, b, want);
     return got == load_as_double(t, b);
   }
-  const double tol = t == DataType::bf16 ? 0x1p-7 : t == DataType::f16 ? 0x1p-10 : t == DataType::f32 ? 1e-6 : 1e-12;
+  const double tol = t == DataType::bf16  ? 0x1p-7
+                     : t == DataType::f16 ? 0x1p-10
+                     : t == DataType::f32 ? 1e-6
+                                          : 1e-12;
   return std::abs(got - want) <= tol * std::max(1.0, std::abs(want));
 }
 
@@ -61,20 +71,21 @@ struct Case {
   bool in_place;
   std::string describe(std::string_view what) const {
     std::ostringstream s;
-    s << what << " algo=" << to_string(algo) << " type=" << to_string(type) << " op=" << to_string(op)
-      << " count=" << n << (in_place ? " in-place" : " out-of-place");
+    s << what << " algo=" << to_string(algo) << " type=" << to_string(type)
+      << " op=" << to_string(op) << " count=" << n << (in_place ? " in-place" : " out-of-place");
     return s.str();
   }
 };
 
-
 // Runs one case of `coll`; returns the number of wrong elements on this rank.
-inline std::uint64_t run_case(Collective coll, const Case& c, Communicator& comm, const std::vector<double>& ref) {
+inline std::uint64_t run_case(Collective coll, const Case& c, Communicator& comm,
+                              const std::vector<double>& ref) {
   const int p = comm.size(), r = comm.rank();
   const std::size_t es = size_of(c.type);
   const Block own = block_of(c.n, p, r);
   std::vector<std::byte> in(c.n * es), out(c.n * es, std::byte{0x7f});
-  for (std::uint64_t i = 0; i < c.n; ++i) store_as(c.type, in.data() + i * es, exact_input(c.op, r, i));
+  for (std::uint64_t i = 0; i < c.n; ++i)
+    store_as(c.type, in.data() + i * es, exact_input(c.op, r, i));
   std::uint64_t wrong = 0;
   auto expect = [&](const std::byte* got, std::uint64_t len, std::uint64_t ref_at) {
     for (std::uint64_t i = 0; i < len; ++i)
@@ -122,7 +133,8 @@ inline std::uint64_t run_case(Collective coll, const Case& c, Communicator& comm
         }
       }
       if (c.in_place) {
-        std::copy(in.begin() + own.offset * es, in.begin() + (own.offset + own.count) * es, out.begin() + own.offset * es);
+        std::copy(in.begin() + own.offset * es, in.begin() + (own.offset + own.count) * es,
+                  out.begin() + own.offset * es);
         allgather(out.data() + own.offset * es, own.count, out.data(), c.n, c.type, comm, c.algo);
       } else {
         allgather(in.data() + own.offset * es, own.count, out.data(), c.n, c.type, comm, c.algo);

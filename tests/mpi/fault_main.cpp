@@ -7,8 +7,8 @@
 // time, which fault_test.cmake uses to measure how long the job takes to end afterwards.
 #include <mpi.h>
 
-#include <csignal>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
     if (comm.rank() == 1 && mode != "none") {
       std::thread([=] {
         std::this_thread::sleep_for(std::chrono::duration<double>(delay_s));
-        std::printf("fault: rank 1 sends itself %s at %lld us\n", sig == SIGKILL ? "SIGKILL" : "SIGSTOP", now_us());
+        std::printf("fault: rank 1 sends itself %s at %lld us\n",
+                    sig == SIGKILL ? "SIGKILL" : "SIGSTOP", now_us());
         std::fflush(stdout);
         std::raise(sig);
       }).detach();

@@ -1,9 +1,9 @@
 // Catch2 under mpirun: every rank runs every test; only rank 0 reports, and the exit status
 // is failing when any rank failed.
 #define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
 #include <mpi.h>
 
+#include <catch2/catch.hpp>
 #include <fstream>
 #include <iostream>
 #include <string>

@@ -1,9 +1,8 @@
 // `auto` on a real communicator: rules from TOROID_ALGO, a tuning file from TOROID_TUNING, every
 // rank choosing alike.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -60,9 +59,10 @@ TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the re
     exec::Selector& s = *comm.impl().selector;
     CHECK(all_ranks(s.choose(Collective::allreduce, 512) == Algorithm::mpi));
     CHECK(all_ranks(s.choose(Collective::allreduce, 4096) == Algorithm::ring));
-    CHECK(all_ranks(s.choice(Collective::allreduce, exec::Selector::size_class(1u << 20)).rule == nullptr));
-    CHECK(all_ranks(sums_right(comm, 100)));    // stock
-    CHECK(all_ranks(sums_right(comm, 4000)));   // ring
+    CHECK(all_ranks(s.choice(Collective::allreduce, exec::Selector::size_class(1u << 20)).rule ==
+                    nullptr));
+    CHECK(all_ranks(sums_right(comm, 100)));     // stock
+    CHECK(all_ranks(sums_right(comm, 4000)));    // ring
     CHECK(all_ranks(sums_right(comm, 300000)));  // the model's
   }
   unsetenv("TOROID_ALGO");

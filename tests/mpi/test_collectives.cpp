@@ -1,16 +1,15 @@
 // Every collective x type x op x count x in-place/out-of-place, for each algorithm, against the
 // stock MPI result (MPI_Allreduce over the same inputs as doubles; small integers make every
 // type exact).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
 #include <sstream>
 #include <vector>
 
-#include "core/element.hpp"
 #include "collective_case.hpp"
+#include "core/element.hpp"
 #include "mpi_test.hpp"
 #include "toroid/toroid.hpp"
 
@@ -23,7 +22,8 @@ void sweep(Collective coll, const char* name) {
   Communicator comm(MPI_COMM_WORLD);
   const int p = comm.size();
   for (ReduceOp op : kOps) {
-    if ((coll == Collective::allgather || coll == Collective::broadcast) && op != ReduceOp::sum) continue;  // no op
+    if ((coll == Collective::allgather || coll == Collective::broadcast) && op != ReduceOp::sum)
+      continue;  // no op
     for (std::uint64_t n : counts(p)) {
       const std::vector<double> ref = reference(op, n, comm.rank(), p);
       for (DataType t : kTypes) {
@@ -62,7 +62,8 @@ namespace {
 // Inputs whose rounding depends on the order of reduction.
 std::vector<float> awkward_floats(int rank, std::size_t n) {
   std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = 1.0f / static_cast<float>(3 + (i * 7 + rank * 13) % 101) + 1e4f * (i % 3 == 0);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = 1.0f / static_cast<float>(3 + (i * 7 + rank * 13) % 101) + 1e4f * (i % 3 == 0);
   return v;
 }
 
@@ -76,11 +77,13 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI") {
     Communicator comm(MPI_COMM_WORLD, o);
     for (Algorithm a : all_algorithms) {
       if (a == Algorithm::mpi) continue;
-      for (Collective coll : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
-                              Collective::broadcast}) {
+      for (Collective coll : {Collective::allreduce, Collective::reduce_scatter,
+                              Collective::allgather, Collective::broadcast}) {
         if (!implements(a, coll)) continue;
         for (ReduceOp op : kOps) {
-          if ((coll == Collective::allgather || coll == Collective::broadcast) && op != ReduceOp::sum) continue;
+          if ((coll == Collective::allgather || coll == Collective::broadcast) &&
+              op != ReduceOp::sum)
+            continue;
           for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t(p + 1), std::uint64_t{1001}}) {
             const std::vector<double> ref = reference(op, n, comm.rank(), p);
             for (DataType t : kTypes) {
@@ -88,7 +91,7 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI") {
               for (bool ip : {false, true}) {
                 const Case c{a, t, op, n, ip};
                 const std::uint64_t wrong = run_case(coll, c, comm, ref);
-                    if (!all_ranks(wrong == 0))
+                if (!all_ranks(wrong == 0))
                   FAIL(c.describe(std::string(toroid::to_string(coll)))
                        << " on " << shape << ": " << wrong << " wrong on rank " << comm.rank());
               }
@@ -121,7 +124,8 @@ TEST_CASE("hierarchical all-reduce on emulated unequal nodes") {
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::avg})
         for (bool ip : {false, true}) {
           const Case c{Algorithm::hierarchical, DataType::f32, op, n, ip};
-          const std::uint64_t wrong = run_case(Collective::allreduce, c, comm, reference(op, n, comm.rank(), p));
+          const std::uint64_t wrong =
+              run_case(Collective::allreduce, c, comm, reference(op, n, comm.rank(), p));
           if (!all_ranks(wrong == 0)) FAIL(c.describe("allreduce") << " on nodes " << nodes);
         }
     CHECK(comm.nodes() == static_cast<int>(std::count(nodes.begin(), nodes.end(), ',') + 1));
@@ -136,18 +140,21 @@ TEST_CASE("results are bitwise identical across repeated runs and segment sizes"
     for (Algorithm a : all_algorithms) {
       if (a == Algorithm::mpi || a == Algorithm::automatic) continue;
       std::vector<std::vector<float>> results;
-      for (std::size_t seg : {std::size_t{256 * 1024}, std::size_t{64}, std::size_t{4096}, std::size_t{256 * 1024}}) {
+      for (std::size_t seg :
+           {std::size_t{256 * 1024}, std::size_t{64}, std::size_t{4096}, std::size_t{256 * 1024}}) {
         Options o;
         o.topology = shape;
         o.segment_bytes = seg;
-        o.transport = Transport::mpi;  // the segment pipelines MPI transfers (shared memory has its slots)
+        o.transport =
+            Transport::mpi;  // the segment pipelines MPI transfers (shared memory has its slots)
         Communicator comm(MPI_COMM_WORLD, o);
         std::vector<float> out(n);
         allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, comm, a);
         results.push_back(std::move(out));
       }
       bool same = true;
-      for (const auto& r : results) same = same && std::memcmp(r.data(), results[0].data(), n * 4) == 0;
+      for (const auto& r : results)
+        same = same && std::memcmp(r.data(), results[0].data(), n * 4) == 0;
       // Every rank must also hold the same bits as every other rank.
       std::vector<float> root = results[0];
       MPI_Bcast(root.data(), static_cast<int>(n), MPI_FLOAT, 0, MPI_COMM_WORLD);
@@ -166,10 +173,12 @@ TEST_CASE("axis collectives match stock MPI on each row and column") {
     const Coord at = comm.topology().coord_of(comm.rank());
     for (Axis axis : {Axis::x, Axis::y}) {
       const int len = comm.topology().dim(axis), pos = axis == Axis::x ? at.x : at.y;
-      for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::bidir_ring, Algorithm::mpi})
+      for (Algorithm a :
+           {Algorithm::automatic, Algorithm::ring, Algorithm::bidir_ring, Algorithm::mpi})
         for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{1003}}) {
           std::vector<std::int64_t> in(n), out(n), ref(n);
-          for (std::uint64_t i = 0; i < n; ++i) in[i] = comm.rank() * 1000 + static_cast<std::int64_t>(i);
+          for (std::uint64_t i = 0; i < n; ++i)
+            in[i] = comm.rank() * 1000 + static_cast<std::int64_t>(i);
           // Reference: the stock reduction over the row (column) communicator.
           MPI_Comm line;
           MPI_Comm_split(MPI_COMM_WORLD, axis == Axis::x ? at.y : at.x, pos, &line);
@@ -178,13 +187,17 @@ TEST_CASE("axis collectives match stock MPI on each row and column") {
           bool ok = out == ref;
           const Block own = block_of(n, len, pos);
           std::vector<std::int64_t> piece(own.count);
-          reduce_scatter_axis(in.data(), n, piece.data(), own.count, DataType::i64, ReduceOp::sum, axis, comm, a);
-          ok = ok && std::equal(piece.begin(), piece.end(), ref.begin() + static_cast<std::ptrdiff_t>(own.offset));
+          reduce_scatter_axis(in.data(), n, piece.data(), own.count, DataType::i64, ReduceOp::sum,
+                              axis, comm, a);
+          ok = ok && std::equal(piece.begin(), piece.end(),
+                                ref.begin() + static_cast<std::ptrdiff_t>(own.offset));
           std::vector<std::int64_t> gathered(n);
-          allgather_axis(ref.data() + own.offset, own.count, gathered.data(), n, DataType::i64, axis, comm, a);
+          allgather_axis(ref.data() + own.offset, own.count, gathered.data(), n, DataType::i64,
+                         axis, comm, a);
           ok = ok && gathered == ref;
           MPI_Comm_free(&line);
-          if (!all_ranks(ok)) FAIL("axis collectives with " << to_string(a) << " on " << shape << " n=" << n);
+          if (!all_ranks(ok))
+            FAIL("axis collectives with " << to_string(a) << " on " << shape << " n=" << n);
         }
     }
   }
@@ -192,7 +205,7 @@ TEST_CASE("axis collectives match stock MPI on each row and column") {
 
 TEST_CASE("typed span API, segment sizes and the TOROID_* defaults agree with each other") {
   Options o;
-  o.segment_bytes = 64;  // many tiny segments: exercises the pipelining bookkeeping
+  o.segment_bytes = 64;          // many tiny segments: exercises the pipelining bookkeeping
   o.transport = Transport::mpi;  // where the segment applies
   Communicator small(MPI_COMM_WORLD, o);
   Communicator dflt(MPI_COMM_WORLD);

@@ -1,8 +1,7 @@
 // Bad inputs: each gives a clear error on every rank, never a hang.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -52,7 +51,8 @@ TEST_CASE("explicit topologies shape the communicator, auto follows the nodes") 
   CHECK(a.nodes() == testing::real_nodes());
   // Across real nodes MPI messages stay under TCP's eager limit by default (communicator.hpp).
   if (!std::getenv("TOROID_SEGMENT_BYTES"))
-    CHECK(a.segment_bytes() == (testing::real_nodes() > 1 ? cross_node_segment_bytes : default_segment_bytes));
+    CHECK(a.segment_bytes() ==
+          (testing::real_nodes() > 1 ? cross_node_segment_bytes : default_segment_bytes));
   // With nodes of one size and consecutive or dealt-out ranks, one torus dimension stays inside
   // every node: all of my row, or all of my column, shares my node.
   const std::string placement(a.node_placement());
@@ -62,7 +62,8 @@ TEST_CASE("explicit topologies shape the communicator, auto follows the nodes") 
     const Torus2D& t = a.topology();
     const Coord me = t.coord_of(a.rank());
     bool row_local = true, column_local = true;
-    for (int x = 0; x < t.x_dim(); ++x) row_local = row_local && a.node_of(t.rank_of({x, me.y})) == a.node_of(a.rank());
+    for (int x = 0; x < t.x_dim(); ++x)
+      row_local = row_local && a.node_of(t.rank_of({x, me.y})) == a.node_of(a.rank());
     for (int y = 0; y < t.y_dim(); ++y)
       column_local = column_local && a.node_of(t.rank_of({me.x, y})) == a.node_of(a.rank());
     INFO(placement << ": topology " << t.to_string());
@@ -87,15 +88,19 @@ TEST_CASE("argument errors name the argument, the value and the rank") {
                     "allreduce" + on + "output is null but 100 elements are needed");
   CHECK_THROWS_WITH(allreduce(std::span<std::int32_t>(ints), ReduceOp::avg, comm),
                     "allreduce" + on + "op avg needs a floating type, got i32");
-  CHECK_THROWS_WITH(allreduce(in.data(), 100, in.data() + 1, 100, DataType::f32, ReduceOp::sum, comm),
-                    Catch::Contains("overlap without being in place"));
+  CHECK_THROWS_WITH(
+      allreduce(in.data(), 100, in.data() + 1, 100, DataType::f32, ReduceOp::sum, comm),
+      Catch::Contains("overlap without being in place"));
   const std::uint64_t block = block_of(100 * p, p, r).count;
-  CHECK_THROWS_WITH(reduce_scatter(in.data(), 100 * p, out.data(), block - 1, DataType::f32, ReduceOp::sum, comm),
-                    Catch::Contains("output has " + std::to_string(block - 1) + " elements, needs " + std::to_string(block)));
+  CHECK_THROWS_WITH(
+      reduce_scatter(in.data(), 100 * p, out.data(), block - 1, DataType::f32, ReduceOp::sum, comm),
+      Catch::Contains("output has " + std::to_string(block - 1) + " elements, needs " +
+                      std::to_string(block)));
   std::vector<float> gathered(100 * p + 1);
-  CHECK_THROWS_WITH(allgather(in.data(), 50, gathered.data(), gathered.size(), DataType::f32, comm),
-                    Catch::Contains("allgather" + on + "input has 50 elements, but block " + std::to_string(r) +
-                                    " of a " + std::to_string(gathered.size()) + "-element result has"));
+  CHECK_THROWS_WITH(
+      allgather(in.data(), 50, gathered.data(), gathered.size(), DataType::f32, comm),
+      Catch::Contains("allgather" + on + "input has 50 elements, but block " + std::to_string(r) +
+                      " of a " + std::to_string(gathered.size()) + "-element result has"));
   // Nothing above left a rank inside a collective: a normal call still works.
   std::vector<float> ok(10, 1.0f);
   allreduce(std::span<float>(ok), ReduceOp::sum, comm);
@@ -113,7 +118,8 @@ TEST_CASE("with checking on, ranks that disagree on the count all get an error n
     allreduce(std::span<float>(v), ReduceOp::sum, comm);
   } catch (const InvalidArgument& e) {
     const std::string m = e.what();
-    named = m.find("count differs between ranks") != std::string::npos && m.find("rank 1 has 7") != std::string::npos;
+    named = m.find("count differs between ranks") != std::string::npos &&
+            m.find("rank 1 has 7") != std::string::npos;
   }
   CHECK(all_ranks(named));
   // An argument error on one rank only is raised on all ranks instead of hanging them.
@@ -153,16 +159,22 @@ TEST_CASE("bad TOROID_* values name the variable and the value on every rank") {
   check_bad_env("TOROID_ALGO", "fastest", "TOROID_ALGO: unknown algorithm 'fastest'");
   check_bad_env("TOROID_SEGMENT_BYTES", "12Q", "TOROID_SEGMENT_BYTES: '12Q' is not a size");
   check_bad_env("TOROID_TOPOLOGY", "4x", "invalid topology '4x': Y dimension '' is not an integer");
-  check_bad_env("TOROID_NODES", "3,x", "TOROID_NODES: '3,x' has 'x', which is not a positive rank count");
-  check_bad_env("TOROID_NODES", "999", "TOROID_NODES: '999' adds up to 999 ranks, communicator has " +
-                                          std::to_string(world_size()));
-  check_bad_env("TOROID_TIMEOUT", "soon", "TOROID_TIMEOUT: 'soon' is not a number of seconds in [0, 1e6]");
+  check_bad_env("TOROID_NODES", "3,x",
+                "TOROID_NODES: '3,x' has 'x', which is not a positive rank count");
+  check_bad_env(
+      "TOROID_NODES", "999",
+      "TOROID_NODES: '999' adds up to 999 ranks, communicator has " + std::to_string(world_size()));
+  check_bad_env("TOROID_TIMEOUT", "soon",
+                "TOROID_TIMEOUT: 'soon' is not a number of seconds in [0, 1e6]");
   check_bad_env("TOROID_CHECK", "yes", "TOROID_CHECK: 'yes' is not 0, 1, on or off");
-  check_bad_env("TOROID_ALGO", "allreduce:0-64K=rong", "TOROID_ALGO: 'allreduce:0-64K=rong': unknown algorithm 'rong'");
-  check_bad_env("TOROID_ALGO", "allgather:0-inf=rabenseifner",
-                "TOROID_ALGO: 'allgather:0-inf=rabenseifner': rabenseifner does not implement allgather");
+  check_bad_env("TOROID_ALGO", "allreduce:0-64K=rong",
+                "TOROID_ALGO: 'allreduce:0-64K=rong': unknown algorithm 'rong'");
+  check_bad_env(
+      "TOROID_ALGO", "allgather:0-inf=rabenseifner",
+      "TOROID_ALGO: 'allgather:0-inf=rabenseifner': rabenseifner does not implement allgather");
   check_bad_env("TOROID_LOG", "loud", "TOROID_LOG: 'loud' is not off or info");
-  check_bad_env("TOROID_TUNING", "/nonexistent/tuning.txt", "TOROID_TUNING: cannot read '/nonexistent/tuning.txt'");
+  check_bad_env("TOROID_TUNING", "/nonexistent/tuning.txt",
+                "TOROID_TUNING: cannot read '/nonexistent/tuning.txt'");
 }
 
 TEST_CASE("a malformed tuning file, read by rank 0, is an error naming its line on every rank") {
@@ -174,7 +186,8 @@ TEST_CASE("a malformed tuning file, read by rank 0, is an error naming its line 
     std::fclose(f);
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  check_bad_env("TOROID_TUNING", path.c_str(), "TOROID_TUNING: tuning file " + path + ":3: shm.gbps: 'fast' is not a number");
+  check_bad_env("TOROID_TUNING", path.c_str(),
+                "TOROID_TUNING: tuning file " + path + ":3: shm.gbps: 'fast' is not a number");
   MPI_Barrier(MPI_COMM_WORLD);
   if (testing::world_rank() == 0) std::remove(path.c_str());
 }
@@ -191,7 +204,8 @@ TEST_CASE("a TOROID_* variable set on one rank only is an error naming the ranks
   unsetenv("TOROID_ALGO");
   const std::string others = world_size() == 2 ? "rank 1 has it unset" : "ranks 1,";
   INFO(got);
-  CHECK(all_ranks(got.find("TOROID_ALGO differs between ranks: rank 0 has 'ring'; " + others) != std::string::npos));
+  CHECK(all_ranks(got.find("TOROID_ALGO differs between ranks: rank 0 has 'ring'; " + others) !=
+                  std::string::npos));
   // An option given explicitly is not read from the environment, so it need not agree.
   if (testing::world_rank() == 0) setenv("TOROID_ALGO", "ring", 1);
   Options o;
@@ -231,8 +245,9 @@ TEST_CASE("counts whose byte size cannot be represented are refused before any m
   const std::uint64_t wraps = 1ull << 62;
   CHECK_THROWS_WITH(allreduce(dummy, wraps, dummy + 1, wraps, DataType::f32, ReduceOp::sum, comm),
                     "allreduce" + on + "count 4611686018427387904 of f32 is too large");
-  CHECK_THROWS_WITH(reduce_scatter(dummy, UINT64_MAX, dummy + 1, 1, DataType::f64, ReduceOp::max, comm),
-                    "reduce_scatter" + on + "count 18446744073709551615 of f64 is too large");
+  CHECK_THROWS_WITH(
+      reduce_scatter(dummy, UINT64_MAX, dummy + 1, 1, DataType::f64, ReduceOp::max, comm),
+      "reduce_scatter" + on + "count 18446744073709551615 of f64 is too large");
   CHECK_THROWS_WITH(allgather(dummy, 1, dummy + 1, UINT64_MAX / 2, DataType::i64, comm),
                     "allgather" + on + "count 9223372036854775807 of i64 is too large");
 }
@@ -241,14 +256,18 @@ TEST_CASE("partly overlapping buffers are refused for every collective") {
   Communicator comm(MPI_COMM_WORLD);
   const int p = comm.size(), r = comm.rank();
   std::vector<double> buf(64 * p + 8);
-  CHECK_THROWS_WITH(reduce_scatter(buf.data(), 64 * p, buf.data() + 3, 64, DataType::f64, ReduceOp::sum, comm),
-                    Catch::Contains("reduce_scatter on rank " + std::to_string(r) + ": input and output overlap"));
+  CHECK_THROWS_WITH(
+      reduce_scatter(buf.data(), 64 * p, buf.data() + 3, 64, DataType::f64, ReduceOp::sum, comm),
+      Catch::Contains("reduce_scatter on rank " + std::to_string(r) +
+                      ": input and output overlap"));
   const std::uint64_t own = block_of(64 * p, p, r).count;
   // The own block one element off its place inside the output: neither in place nor disjoint.
-  CHECK_THROWS_WITH(allgather(buf.data() + block_of(64 * p, p, r).offset + 1, own, buf.data(), 64 * p,
-                              DataType::f64, comm),
-                    Catch::Contains("allgather on rank " + std::to_string(r) + ": input and output overlap"));
-  CHECK_THROWS_WITH(allreduce(std::span<const double>(buf.data() + 8, 64), std::span<double>(buf.data(), 64),
-                              ReduceOp::min, comm),
-                    Catch::Contains("allreduce on rank " + std::to_string(r) + ": input and output overlap"));
+  CHECK_THROWS_WITH(
+      allgather(buf.data() + block_of(64 * p, p, r).offset + 1, own, buf.data(), 64 * p,
+                DataType::f64, comm),
+      Catch::Contains("allgather on rank " + std::to_string(r) + ": input and output overlap"));
+  CHECK_THROWS_WITH(
+      allreduce(std::span<const double>(buf.data() + 8, 64), std::span<double>(buf.data(), 64),
+                ReduceOp::min, comm),
+      Catch::Contains("allreduce on rank " + std::to_string(r) + ": input and output overlap"));
 }

@@ -1,8 +1,7 @@
 // Communicators destroyed in any order across ranks: the destructor is local (communicator.hpp),
 // so no rank waits in it for a rank that is destroying something else.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -34,7 +33,8 @@ TEST_CASE("lifetime: communicators destroyed in a different order on every rank"
   const int rank = world_rank(), size = world_size();
   MPI_Comm unequal = MPI_COMM_NULL, with_null = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, rank < (size + 2) / 3 ? 0 : 1, size - rank, &unequal);
-  MPI_Comm_split(MPI_COMM_WORLD, size > 1 && rank == size - 1 ? MPI_UNDEFINED : 0, rank, &with_null);
+  MPI_Comm_split(MPI_COMM_WORLD, size > 1 && rank == size - 1 ? MPI_UNDEFINED : 0, rank,
+                 &with_null);
 
   for (int round = 0; round < 3; ++round) {
     std::vector<std::unique_ptr<Communicator>> made;

@@ -2,7 +2,6 @@
 // placement), every one compared with the stock MPI reduction. TOROID_SOAK_ITERS sets the number
 // (default 300 in the test suite; scripts/soak.sh runs thousands). All ranks draw the same sequence.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -20,10 +19,13 @@ TEST_CASE("soak: randomized collectives match stock MPI") {
   const long iters = env ? std::strtol(env, nullptr, 10) : 300;
   REQUIRE(iters > 0);
   std::mt19937_64 rng(20261130);  // same seed on every rank: the same collective everywhere
-  auto pick = [&](auto n) { return static_cast<std::size_t>(rng() % static_cast<std::uint64_t>(n)); };
+  auto pick = [&](auto n) {
+    return static_cast<std::size_t>(rng() % static_cast<std::uint64_t>(n));
+  };
   const std::vector<std::string> shape_list = shapes(p);
   std::map<std::string, std::unique_ptr<Communicator>> comms;
-  const Collective colls[] = {Collective::allreduce, Collective::reduce_scatter, Collective::allgather};
+  const Collective colls[] = {Collective::allreduce, Collective::reduce_scatter,
+                              Collective::allgather};
   long done = 0;
   for (long it = 0; it < iters; ++it) {
     const std::string& shape = shape_list[pick(shape_list.size())];
@@ -46,8 +48,8 @@ TEST_CASE("soak: randomized collectives match stock MPI") {
     const std::vector<double> ref = reference(op, n, comm->rank(), p);
     const std::uint64_t wrong = run_case(coll, c, *comm, ref);
     if (!all_ranks(wrong == 0))
-      FAIL("soak iteration " << it << ": " << c.describe(std::string(to_string(coll))) << " on " << shape << ": "
-                             << wrong << " wrong on rank " << comm->rank());
+      FAIL("soak iteration " << it << ": " << c.describe(std::string(to_string(coll))) << " on "
+                             << shape << ": " << wrong << " wrong on rank " << comm->rank());
     ++done;
   }
   CHECK(done == iters);

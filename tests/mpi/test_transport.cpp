@@ -1,8 +1,7 @@
 // The shared-memory transport against MPI point-to-point: same results bit for bit for every
 // algorithm, the switch works both ways, and bad values are errors.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -43,7 +42,9 @@ TEST_CASE("transport: every algorithm gives the same bits over shared memory and
   for (std::size_t i = 0; i < n; ++i) in[i] = 1.0f / static_cast<float>(i % 977 + 1 + world_rank());
   for (Algorithm algo : all_algorithms) {
     // auto prices the two transports' links apart, so it may choose differently on each.
-    if (algo == Algorithm::mpi || algo == Algorithm::automatic || !implements(algo, Collective::allreduce)) continue;
+    if (algo == Algorithm::mpi || algo == Algorithm::automatic ||
+        !implements(algo, Collective::allreduce))
+      continue;
     INFO(to_string(algo));
     std::vector<float> x(n), y(n);
     allreduce(std::span<const float>(in), std::span<float>(x), ReduceOp::sum, a, algo);
@@ -68,23 +69,28 @@ TEST_CASE("transport: every algorithm gives the same bits over shared memory and
 // that send keeps pace, skips writing bytes nothing reads again, and falls back to writing them
 // when the forwarding ring is full (here: the last rank enters 20 ms late, so its left
 // neighbour's rings fill up). Chunks over 1 MiB take the non-temporal store path.
-TEST_CASE("transport: large vectors with a late rank, in place or not, give the MPI transport's bits") {
+TEST_CASE(
+    "transport: large vectors with a late rank, in place or not, give the MPI transport's bits") {
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
   Communicator b(MPI_COMM_WORLD, over(Transport::shm));
   const std::size_t n = 1'200'007;  // 4.8 MB of f32: 1.2 MB chunks at 4 ranks
   std::vector<float> in(n);
-  for (std::size_t i = 0; i < n; ++i) in[i] = 1.0f / static_cast<float>(i % 613 + 1 + 2 * world_rank());
-  for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::rabenseifner, Algorithm::torus2d,
-                         Algorithm::automatic}) {
+  for (std::size_t i = 0; i < n; ++i)
+    in[i] = 1.0f / static_cast<float>(i % 613 + 1 + 2 * world_rank());
+  for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::rabenseifner,
+                         Algorithm::torus2d, Algorithm::automatic}) {
     for (bool in_place : {false, true}) {
       INFO(to_string(algo) << (in_place ? " in place" : ""));
       std::vector<float> x(in), y(in);
       auto run = [&](std::vector<float>& out, Communicator& c) {
-        if (in_place) allreduce(std::span<float>(out), ReduceOp::sum, c, algo);
-        else allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, c, algo);
+        if (in_place)
+          allreduce(std::span<float>(out), ReduceOp::sum, c, algo);
+        else
+          allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, c, algo);
       };
       run(x, a);
-      if (world_rank() == world_size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (world_rank() == world_size() - 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
       run(y, b);
       CHECK(all_ranks(std::memcmp(x.data(), y.data(), n * sizeof(float)) == 0));
     }
@@ -97,7 +103,9 @@ TEST_CASE("transport: large vectors with a late rank, in place or not, give the 
 // the receiver may still be reading the last one's segments from the slots it is about to
 // reuse. Mixed sizes back to back, with the last rank entering each collective late, give every
 // kind of hand-over.
-TEST_CASE("transport: back-to-back collectives of mixed sizes with a lagging rank give the MPI transport's bits") {
+TEST_CASE(
+    "transport: back-to-back collectives of mixed sizes with a lagging rank give the MPI "
+    "transport's bits") {
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
   Communicator b(MPI_COMM_WORLD, over(Transport::shm));
   // Ring chunks of 4.4 MB (up to 4 ranks; 2.9 MB at 6, 2.2 MB at 8): more segments than the
@@ -109,7 +117,8 @@ TEST_CASE("transport: back-to-back collectives of mixed sizes with a lagging ran
     std::vector<std::vector<float>> ins, xs, ys;
     for (std::size_t n : sizes) {
       std::vector<float> in(n);
-      for (std::size_t i = 0; i < n; ++i) in[i] = 1.0f / static_cast<float>(i % 331 + 1 + 3 * world_rank());
+      for (std::size_t i = 0; i < n; ++i)
+        in[i] = 1.0f / static_cast<float>(i % 331 + 1 + 3 * world_rank());
       ins.push_back(in);
       xs.emplace_back(n);
       ys.emplace_back(n);
@@ -118,7 +127,8 @@ TEST_CASE("transport: back-to-back collectives of mixed sizes with a lagging ran
       allreduce(std::span<const float>(ins[k]), std::span<float>(xs[k]), ReduceOp::sum, a, algo);
     MPI_Barrier(MPI_COMM_WORLD);
     for (std::size_t k = 0; k < ins.size(); ++k) {
-      if (world_rank() == world_size() - 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      if (world_rank() == world_size() - 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
       allreduce(std::span<const float>(ins[k]), std::span<float>(ys[k]), ReduceOp::sum, b, algo);
     }
     bool same = true;
@@ -130,8 +140,9 @@ TEST_CASE("transport: back-to-back collectives of mixed sizes with a lagging ran
 
 TEST_CASE("transport: TOROID_TRANSPORT names a transport or is an error on every rank") {
   setenv("TOROID_TRANSPORT", "carrier-pigeon", 1);
-  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD),
-                    "TOROID_TRANSPORT: unknown transport 'carrier-pigeon' (expected auto, mpi or shm)");
+  CHECK_THROWS_WITH(
+      Communicator(MPI_COMM_WORLD),
+      "TOROID_TRANSPORT: unknown transport 'carrier-pigeon' (expected auto, mpi or shm)");
   setenv("TOROID_TRANSPORT", "mpi", 1);
   {
     Communicator c(MPI_COMM_WORLD);

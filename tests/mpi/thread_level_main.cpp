@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   try {
     toroid::Communicator comm(MPI_COMM_WORLD);
-    std::printf("rank %d: constructed with progress %s\n", rank, std::string(toroid::to_string(comm.progress_mode())).c_str());
+    std::printf("rank %d: constructed with progress %s\n", rank,
+                std::string(toroid::to_string(comm.progress_mode())).c_str());
     status = 1;
   } catch (const toroid::Error& e) {
     std::printf("rank %d: error: %s\n", rank, e.what());

@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
     if (comm.rank() == 1) {
       std::fprintf(stderr, "rank 1 skips the collective\n");
     } else if (nonblocking) {
-      toroid::Request r = toroid::iallreduce(std::span<float>(v), toroid::ReduceOp::sum, comm, toroid::Algorithm::ring);
+      toroid::Request r = toroid::iallreduce(std::span<float>(v), toroid::ReduceOp::sum, comm,
+                                             toroid::Algorithm::ring);
       r.wait();
     } else {
       toroid::allreduce(std::span<float>(v), toroid::ReduceOp::sum, comm, toroid::Algorithm::ring);

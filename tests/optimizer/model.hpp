@@ -23,11 +23,13 @@ struct Model {
       names.push_back(name_of(t));
       weights.emplace_back(sizes[t]);
       grads.emplace_back(sizes[t]);
-      for (std::size_t i = 0; i < sizes[t]; ++i) weights[t][i] = static_cast<float>(std::cos(0.91 * i + 2.1 * t));
+      for (std::size_t i = 0; i < sizes[t]; ++i)
+        weights[t][i] = static_cast<float>(std::cos(0.91 * i + 2.1 * t));
     }
   }
   static std::string name_of(std::size_t t) {
-    static const char* kNames[] = {"fc1.weight", "fc1.bias", "fc2.weight", "LayerNorm.weight", "embedding"};
+    static const char* kNames[] = {"fc1.weight", "fc1.bias", "fc2.weight", "LayerNorm.weight",
+                                   "embedding"};
     return t < 5 ? kNames[t] : "extra" + std::to_string(t);
   }
   static float base(std::int64_t step, std::size_t t, std::size_t i) {
@@ -75,7 +77,8 @@ struct Reference {
         g[t].push_back(Model::base(step, t, i));
         total += g[t].back() * g[t].back();
       }
-    const double clip = c.max_grad_norm > 0 ? std::min(1.0, c.max_grad_norm / (std::sqrt(total) + 1e-6)) : 1.0;
+    const double clip =
+        c.max_grad_norm > 0 ? std::min(1.0, c.max_grad_norm / (std::sqrt(total) + 1e-6)) : 1.0;
     for (std::size_t t = 0; t < w.size(); ++t) {
       const std::string& name = model.names[t];
       const double wd = excluded(name, c.no_weight_decay) ? 0.0 : c.weight_decay;
@@ -105,11 +108,13 @@ struct Reference {
           const double gi = g[t][i] + (decoupled ? 0.0 : wd * w[t][i]);
           m[t][i] = c.beta1 * m[t][i] + (1 - c.beta1) * gi;
           v[t][i] = c.beta2 * v[t][i] + (1 - c.beta2) * gi * gi;
-          u[i] = (m[t][i] / b1) / (std::sqrt(v[t][i] / b2) + c.epsilon) + (decoupled ? wd * w[t][i] : 0.0);
+          u[i] = (m[t][i] / b1) / (std::sqrt(v[t][i] / b2) + c.epsilon) +
+                 (decoupled ? wd * w[t][i] : 0.0);
           ws += w[t][i] * w[t][i], us += u[i] * u[i];
         }
         double ratio = 1;
-        if (c.kind == OptimizerKind::lamb && adapt && ws > 0 && us > 0) ratio = std::sqrt(ws) / std::sqrt(us);
+        if (c.kind == OptimizerKind::lamb && adapt && ws > 0 && us > 0)
+          ratio = std::sqrt(ws) / std::sqrt(us);
         trust[t] = ratio;
         for (std::size_t i = 0; i < n; ++i) w[t][i] -= lr * ratio * u[i];
       }

@@ -2,11 +2,10 @@
 // all-reduces and updates everything) and a double-precision single-process reference, for
 // every rule; bf16 gradients stay within a stated tolerance; checkpoints move between rank
 // counts; bad input is an error on every rank.
-#include <catch2/catch.hpp>
-
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -56,22 +55,25 @@ std::vector<Rule> rules() {
 }
 
 // Largest |a - b| / max(|b|, floor) over every element of every tensor.
-double max_relative(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b,
-                    double floor = 1e-2) {
+double max_relative(const std::vector<std::vector<float>>& a,
+                    const std::vector<std::vector<float>>& b, double floor = 1e-2) {
   double worst = 0;
   for (std::size_t t = 0; t < a.size(); ++t)
     for (std::size_t i = 0; i < a[t].size(); ++i)
-      worst = std::max(worst, std::abs(double(a[t][i]) - b[t][i]) / std::max(std::abs(double(b[t][i])), floor));
+      worst = std::max(
+          worst, std::abs(double(a[t][i]) - b[t][i]) / std::max(std::abs(double(b[t][i])), floor));
   return worst;
 }
-double max_relative(const std::vector<std::vector<float>>& a, const std::vector<std::vector<double>>& b) {
+double max_relative(const std::vector<std::vector<float>>& a,
+                    const std::vector<std::vector<double>>& b) {
   std::vector<std::vector<float>> bf;
   for (const auto& t : b) bf.emplace_back(t.begin(), t.end());
   return max_relative(a, bf);
 }
 
 // Largest over tensors of ||a - b|| / ||b|| (L2): the relative error of each tensor as a vector.
-double max_tensor_relative(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+double max_tensor_relative(const std::vector<std::vector<float>>& a,
+                           const std::vector<std::vector<float>>& b) {
   double worst = 0;
   for (std::size_t t = 0; t < a.size(); ++t) {
     double diff = 0, norm = 0;
@@ -120,14 +122,17 @@ TEST_CASE("sharded update equals the replicated update and the reference, every 
       b.step();
       ref.advance(sharded);
       for (std::size_t t = 0; t < kSizes.size(); ++t)
-        worst_trust = std::max(worst_trust, std::abs(a.trust_ratios()[t] - ref.trust[t]) / ref.trust[t]);
+        worst_trust =
+            std::max(worst_trust, std::abs(a.trust_ratios()[t] - ref.trust[t]) / ref.trust[t]);
     }
     // Sharded and replicated sum the gradients in different orders (reduce-scatter against
     // all-reduce), so they agree to f32 rounding, not bit for bit.
     const double vs_replicated = max_tensor_relative(sharded.weights, replicated.weights);
     const double vs_reference = max_relative(sharded.weights, ref.w);
     CAPTURE(vs_replicated, vs_reference, worst_trust);
-    if (std::getenv("TOROID_TEST_VERBOSE") && r == 0) std::printf("%s np %d %s: vs_replicated %.3g vs_reference %.3g trust %.3g\n", rule.label, p, topology.c_str(), vs_replicated, vs_reference, worst_trust);
+    if (std::getenv("TOROID_TEST_VERBOSE") && r == 0)
+      std::printf("%s np %d %s: vs_replicated %.3g vs_reference %.3g trust %.3g\n", rule.label, p,
+                  topology.c_str(), vs_replicated, vs_reference, worst_trust);
     CHECK(all_ranks(vs_replicated <= 1e-6));
     CHECK(all_ranks(vs_reference <= 1e-4));
     CHECK(all_ranks(worst_trust <= 1e-4));
@@ -174,8 +179,12 @@ TEST_CASE("bf16 gradients: within tolerance of the f32 update") {
       for (std::size_t t = 0; t < kSizes.size(); ++t) bf[t].resize(kSizes[t]);
       std::vector<Parameter> params;
       for (std::size_t t = 0; t < kSizes.size(); ++t) {
-        if (bf16_storage) params.emplace_back(rounded.names[t], std::span<float>(rounded.weights[t]), std::span<const bfloat16>(bf[t]));
-        else params.emplace_back(rounded.names[t], std::span<float>(rounded.weights[t]), std::span<const float>(rounded.grads[t]));
+        if (bf16_storage)
+          params.emplace_back(rounded.names[t], std::span<float>(rounded.weights[t]),
+                              std::span<const bfloat16>(bf[t]));
+        else
+          params.emplace_back(rounded.names[t], std::span<float>(rounded.weights[t]),
+                              std::span<const float>(rounded.grads[t]));
       }
       OptimizerConfig rc = rule.config;
       rc.bf16_gradients = true;
@@ -196,7 +205,9 @@ TEST_CASE("bf16 gradients: within tolerance of the f32 update") {
           diff = std::max(diff, std::abs(double(exact.weights[t][i]) - rounded.weights[t][i]));
         }
       CAPTURE(moved, diff);
-      if (std::getenv("TOROID_TEST_VERBOSE") && r == 0) std::printf("bf16 %s storage %d np %d: diff/moved %.3g\n", rule.label, int(bf16_storage), p, diff / moved);
+      if (std::getenv("TOROID_TEST_VERBOSE") && r == 0)
+        std::printf("bf16 %s storage %d np %d: diff/moved %.3g\n", rule.label, int(bf16_storage), p,
+                    diff / moved);
       CHECK(all_ranks(moved > 0 && diff > 0 && diff <= 0.02 * moved));
     }
   }
@@ -205,7 +216,8 @@ TEST_CASE("bf16 gradients: within tolerance of the f32 update") {
 TEST_CASE("checkpoints restore exactly and move between rank counts") {
   const int p = world_size(), r = world_rank();
   OptimizerConfig c;
-  c.kind = OptimizerKind::adamw, c.learning_rate = 0.01, c.weight_decay = 0.01, c.bucket_bytes = 1024;
+  c.kind = OptimizerKind::adamw, c.learning_rate = 0.01, c.weight_decay = 0.01,
+  c.bucket_bytes = 1024;
 
   SECTION("same communicator: the continued run is bit-identical") {
     Communicator comm(MPI_COMM_WORLD);
@@ -271,31 +283,39 @@ TEST_CASE("optimizer bad input is an error on every rank") {
   CHECK_THROWS_WITH(ShardedOptimizer(comm, {}, c), Contains("the parameter list is empty"));
 
   std::vector<float> w(10), g(9);
-  CHECK_THROWS_WITH(ShardedOptimizer(comm, {Parameter("w", std::span<float>(w), std::span<const float>(g))}, c),
-                    Contains("parameter 0 'w' has 10 weights but 9 gradients"));
+  CHECK_THROWS_WITH(
+      ShardedOptimizer(comm, {Parameter("w", std::span<float>(w), std::span<const float>(g))}, c),
+      Contains("parameter 0 'w' has 10 weights but 9 gradients"));
 
   for (double lr : {std::nan(""), -0.1}) {
     OptimizerConfig bad = c;
     bad.learning_rate = lr;
-    CHECK_THROWS_WITH(ShardedOptimizer(comm, model.parameters(), bad), Contains("learning_rate is") && Contains("finite and >= 0"));
+    CHECK_THROWS_WITH(ShardedOptimizer(comm, model.parameters(), bad),
+                      Contains("learning_rate is") && Contains("finite and >= 0"));
   }
   OptimizerConfig bad_beta = c;
   bad_beta.beta2 = 1.0;
-  CHECK_THROWS_WITH(ShardedOptimizer(comm, model.parameters(), bad_beta), Contains("beta2 is 1, must be in [0, 1)"));
+  CHECK_THROWS_WITH(ShardedOptimizer(comm, model.parameters(), bad_beta),
+                    Contains("beta2 is 1, must be in [0, 1)"));
 
   auto params = model.parameters();
   params.push_back(params[0]);
-  CHECK_THROWS_WITH(ShardedOptimizer(comm, params, c), Contains("parameter name 'fc1.weight' is used by parameters 0 and 5"));
+  CHECK_THROWS_WITH(ShardedOptimizer(comm, params, c),
+                    Contains("parameter name 'fc1.weight' is used by parameters 0 and 5"));
 
   if (world_size() > 1) {
     // One rank's list differs: every rank gets the same error, naming the ranks.
     auto mine = model.parameters();
     if (world_rank() == 1) mine.pop_back();
-    CHECK_THROWS_WITH(ShardedOptimizer(comm, mine, c), Contains("parameter count differs between ranks") && Contains("rank 1 has 4"));
+    CHECK_THROWS_WITH(
+        ShardedOptimizer(comm, mine, c),
+        Contains("parameter count differs between ranks") && Contains("rank 1 has 4"));
     // An argument error on one rank only still reaches every rank.
     std::vector<Parameter> one_bad = model.parameters();
-    if (world_rank() == 0) one_bad[2] = Parameter("fc2.weight", std::span<float>(w), std::span<const float>(g));
-    CHECK_THROWS_WITH(ShardedOptimizer(comm, one_bad, c), Contains("has 10 weights but 9 gradients"));
+    if (world_rank() == 0)
+      one_bad[2] = Parameter("fc2.weight", std::span<float>(w), std::span<const float>(g));
+    CHECK_THROWS_WITH(ShardedOptimizer(comm, one_bad, c),
+                      Contains("has 10 weights but 9 gradients"));
   }
 
   SECTION("a schedule that goes bad stops the step on every rank") {
@@ -307,8 +327,10 @@ TEST_CASE("optimizer bad input is an error on every rank") {
   }
   SECTION("checkpoints that do not fit") {
     ShardedOptimizer opt(comm, model.parameters(), c);
-    CHECK_THROWS_WITH(opt.load("/nonexistent/toroid.ckpt"), Contains("cannot open '/nonexistent/toroid.ckpt' for reading"));
-    CHECK_THROWS_WITH(opt.save("/nonexistent/toroid.ckpt"), Contains("cannot open '/nonexistent/toroid.ckpt' for writing"));
+    CHECK_THROWS_WITH(opt.load("/nonexistent/toroid.ckpt"),
+                      Contains("cannot open '/nonexistent/toroid.ckpt' for reading"));
+    CHECK_THROWS_WITH(opt.save("/nonexistent/toroid.ckpt"),
+                      Contains("cannot open '/nonexistent/toroid.ckpt' for writing"));
     const std::string path = shared_path("misfit");
     Model other({37, 2});
     OptimizerConfig sgd = c;

@@ -3,9 +3,8 @@
 // order after the first step (or stay, with rebuilding off); ShardedOptimizer gives bitwise the
 // same weights with ready() calls during the "backward pass" as with a plain step(); every
 // ready() mistake is an error on every rank, after which the next step works.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -29,7 +28,8 @@ const std::vector<std::size_t> kSizes = {37, 1, 250, 1001, 5};
 // Integer-valued gradients: every partial sum is exact in f32 (and in bf16 below 256), so the
 // expected sum does not depend on the order the ranks are added in.
 float grad_value(int step, int rank, std::size_t t, std::size_t i) {
-  return static_cast<float>(static_cast<int>((i * 7 + t * 3 + static_cast<std::size_t>(step)) % 11) - 5 + rank);
+  return static_cast<float>(
+      static_cast<int>((i * 7 + t * 3 + static_cast<std::size_t>(step)) % 11) - 5 + rank);
 }
 float expected_sum(int step, int p, std::size_t t, std::size_t i) {
   float s = 0;
@@ -41,11 +41,13 @@ float expected_sum(int step, int p, std::size_t t, std::size_t i) {
 std::vector<std::size_t> rank_order(std::size_t n, int rank) {
   std::vector<std::size_t> order(n);
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::rotate(order.begin(), order.begin() + static_cast<long>(static_cast<std::size_t>(rank) % n), order.end());
+  std::rotate(order.begin(), order.begin() + static_cast<long>(static_cast<std::size_t>(rank) % n),
+              order.end());
   return order;
 }
 
-std::vector<std::vector<std::string>> names_in(const std::vector<std::size_t>& order, const std::vector<std::string>& names) {
+std::vector<std::vector<std::string>> names_in(const std::vector<std::size_t>& order,
+                                               const std::vector<std::string>& names) {
   std::vector<std::vector<std::string>> out;
   for (std::size_t t : order) out.push_back({names[t]});
   return out;
@@ -59,17 +61,21 @@ TEST_CASE("GradientReducer sums exactly in any ready order, f32 and bf16") {
   for (bool bf16_grads : {false, true})
     for (bool bf16_wire : {false, true})
       for (bool average : {false, true}) {
-        INFO("bf16 gradients " << bf16_grads << ", bf16 wire " << bf16_wire << ", average " << average);
+        INFO("bf16 gradients " << bf16_grads << ", bf16 wire " << bf16_wire << ", average "
+                               << average);
         std::vector<std::vector<float>> g32(kSizes.size());
         std::vector<std::vector<bfloat16>> g16(kSizes.size());
         std::vector<Gradient> grads;
         for (std::size_t t = 0; t < kSizes.size(); ++t) {
           g32[t].resize(kSizes[t]), g16[t].resize(kSizes[t]);
-          if (bf16_grads) grads.emplace_back(Model::name_of(t), std::span<bfloat16>(g16[t]));
-          else grads.emplace_back(Model::name_of(t), std::span<float>(g32[t]));
+          if (bf16_grads)
+            grads.emplace_back(Model::name_of(t), std::span<bfloat16>(g16[t]));
+          else
+            grads.emplace_back(Model::name_of(t), std::span<float>(g32[t]));
         }
         ReducerConfig config;
-        config.bucket_bytes = 512, config.first_bucket_bytes = 64;  // many buckets, tensors straddle them
+        config.bucket_bytes = 512,
+        config.first_bucket_bytes = 64;  // many buckets, tensors straddle them
         config.bf16 = bf16_wire, config.average = average;
         GradientReducer reducer(comm, grads, config);
         bool exact = true;
@@ -77,8 +83,10 @@ TEST_CASE("GradientReducer sums exactly in any ready order, f32 and bf16") {
           for (std::size_t t = 0; t < kSizes.size(); ++t)
             for (std::size_t i = 0; i < kSizes[t]; ++i) {
               const float v = grad_value(step, r, t, i);
-              if (bf16_grads) g16[t][i] = to_bfloat16(v);
-              else g32[t][i] = v;
+              if (bf16_grads)
+                g16[t][i] = to_bfloat16(v);
+              else
+                g32[t][i] = v;
             }
           for (std::size_t t : rank_order(kSizes.size(), r + step)) {
             reducer.ready(Model::name_of(t));
@@ -114,7 +122,8 @@ TEST_CASE("GradientReducer buckets: reverse registration order, then rank 0's re
   for (bool rebuild : {true, false}) {
     INFO("rebuild " << rebuild);
     ReducerConfig config;
-    config.bucket_bytes = 4;  // one element per bucket: a bucket per element, so names tell the order
+    config.bucket_bytes =
+        4;  // one element per bucket: a bucket per element, so names tell the order
     config.first_bucket_bytes = 4;
     config.rebuild_buckets = rebuild;
     // Sizes of one element each, so buckets() lists tensors one per bucket.
@@ -127,13 +136,15 @@ TEST_CASE("GradientReducer buckets: reverse registration order, then rank 0's re
     for (std::size_t t : order) reducer.ready(t);
     reducer.finish();
     const auto after = reducer.buckets();
-    CHECK(all_ranks(after == (rebuild ? names_in({1, 2, 3, 0}, names) : names_in({3, 2, 1, 0}, names))));
+    CHECK(all_ranks(after ==
+                    (rebuild ? names_in({1, 2, 3, 0}, names) : names_in({3, 2, 1, 0}, names))));
     // The second step sums right on the rebuilt layout, in yet another order.
     for (std::size_t t = 0; t < 4; ++t) one[t][0] = static_cast<float>(t + 1);
     for (std::size_t t : rank_order(4, r + 2)) reducer.ready(t);
     reducer.finish();
     bool right = true;
-    for (std::size_t t = 0; t < 4; ++t) right = right && one[t][0] == static_cast<float>(t + 1);  // mean of equal values
+    for (std::size_t t = 0; t < 4; ++t)
+      right = right && one[t][0] == static_cast<float>(t + 1);  // mean of equal values
     CHECK(all_ranks(right));
     // Only the first step rebuilds.
     for (std::size_t t = 0; t < 4; ++t) reducer.ready(t);
@@ -143,7 +154,8 @@ TEST_CASE("GradientReducer buckets: reverse registration order, then rank 0's re
   (void)grads;
 }
 
-TEST_CASE("ShardedOptimizer: ready() during the backward pass gives bitwise the weights of step()") {
+TEST_CASE(
+    "ShardedOptimizer: ready() during the backward pass gives bitwise the weights of step()") {
   const int p = world_size(), r = world_rank();
   std::vector<std::string> topologies = {"auto"};
   if (p == 4) topologies.push_back("2x2");
@@ -157,15 +169,18 @@ TEST_CASE("ShardedOptimizer: ready() during the backward pass gives bitwise the 
     double clip;
     bool shard, bf16;
   };
-  const Case cases[] = {{"adam", OptimizerKind::adam, 0, true, false},  {"adamw bf16", OptimizerKind::adamw, 0, true, true},
+  const Case cases[] = {{"adam", OptimizerKind::adam, 0, true, false},
+                        {"adamw bf16", OptimizerKind::adamw, 0, true, true},
                         {"sgd replicated", OptimizerKind::sgd, 0, false, false},
-                        {"adamw clipped", OptimizerKind::adamw, 5, true, false}, {"lamb", OptimizerKind::lamb, 0, true, false},
+                        {"adamw clipped", OptimizerKind::adamw, 5, true, false},
+                        {"lamb", OptimizerKind::lamb, 0, true, false},
                         {"lars bf16", OptimizerKind::lars, 5, true, true}};
   for (const Case& c : cases) {
     INFO(c.label << " at np " << p << ", topology " << topology);
     OptimizerConfig config;
     config.kind = c.kind, config.learning_rate = c.kind == OptimizerKind::lars ? 0.5 : 0.01;
-    config.weight_decay = 0.01, config.max_grad_norm = c.clip, config.shard = c.shard, config.bf16_gradients = c.bf16;
+    config.weight_decay = 0.01, config.max_grad_norm = c.clip, config.shard = c.shard,
+    config.bf16_gradients = c.bf16;
     config.no_weight_decay = {"bias"};
     config.bucket_bytes = 1024, config.first_bucket_bytes = 128;
     Model plain(kSizes), overlapped(kSizes);
@@ -203,7 +218,8 @@ TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the element
   for (int step = 1; step <= 8; ++step) {
     model.set_gradients(step, r, p);
     fixed.set_gradients(step, r, p);
-    for (std::size_t t = 0; t < kSizes.size(); ++t) opt.ready(t);  // registration order: not the initial one
+    for (std::size_t t = 0; t < kSizes.size(); ++t)
+      opt.ready(t);  // registration order: not the initial one
     opt.step();
     ref_opt.step();
     ref.advance(model);
@@ -214,7 +230,8 @@ TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the element
   double worst = 0;
   for (std::size_t t = 0; t < kSizes.size(); ++t)
     for (std::size_t i = 0; i < kSizes[t]; ++i)
-      worst = std::max(worst, std::abs(double(model.weights[t][i]) - ref.w[t][i]) / std::max(std::abs(ref.w[t][i]), 1e-2));
+      worst = std::max(worst, std::abs(double(model.weights[t][i]) - ref.w[t][i]) /
+                                  std::max(std::abs(ref.w[t][i]), 1e-2));
   CHECK(all_ranks(worst <= 1e-4));
   if (p <= 2) CHECK(all_ranks(model.weights == fixed.weights));
 }
@@ -239,16 +256,20 @@ TEST_CASE("ready() mistakes are errors on every rank, and the next step works") 
       if (r != bad || t != skip) reducer.ready(t);
   };
   mark_all_but(3);
-  CHECK_THROWS_WITH(reducer.finish(), Contains("gradient 3 'LayerNorm.weight' was never marked ready " + on_bad));
+  CHECK_THROWS_WITH(reducer.finish(),
+                    Contains("gradient 3 'LayerNorm.weight' was never marked ready " + on_bad));
   mark_all_but(99);
   if (r == bad) reducer.ready("fc1.bias");
-  CHECK_THROWS_WITH(reducer.finish(), Contains("gradient 1 'fc1.bias' was marked ready twice in one step " + on_bad));
+  CHECK_THROWS_WITH(reducer.finish(),
+                    Contains("gradient 1 'fc1.bias' was marked ready twice in one step " + on_bad));
   mark_all_but(99);
   if (r == bad) reducer.ready("fc3.weight");
-  CHECK_THROWS_WITH(reducer.finish(), Contains("ready(\"fc3.weight\") " + on_bad + ": no gradient has that name"));
+  CHECK_THROWS_WITH(reducer.finish(),
+                    Contains("ready(\"fc3.weight\") " + on_bad + ": no gradient has that name"));
   mark_all_but(99);
   if (r == bad) reducer.ready(std::size_t{7});
-  CHECK_THROWS_WITH(reducer.finish(), Contains("ready(7) " + on_bad + ": index out of range (5 gradients)"));
+  CHECK_THROWS_WITH(reducer.finish(),
+                    Contains("ready(7) " + on_bad + ": index out of range (5 gradients)"));
   // After every error: a clean step sums right.
   for (auto& t : g) std::fill(t.begin(), t.end(), 1.0f);
   mark_all_but(99);
@@ -262,7 +283,9 @@ TEST_CASE("ready() mistakes are errors on every rank, and the next step works") 
   Model model(kSizes);
   ShardedOptimizer opt(comm, model.parameters(), OptimizerConfig{});
   if (r == bad) opt.ready("fc2.weight");
-  CHECK_THROWS_WITH(opt.step(), Contains("ShardedOptimizer") && Contains("parameter 0 'fc1.weight' was never marked ready " + on_bad));
+  CHECK_THROWS_WITH(opt.step(),
+                    Contains("ShardedOptimizer") &&
+                        Contains("parameter 0 'fc1.weight' was never marked ready " + on_bad));
   opt.step();  // none marked: every parameter is ready
   CHECK(opt.steps_taken() == 1);
 }
@@ -274,16 +297,20 @@ TEST_CASE("GradientReducer bad construction is an error on every rank") {
   CHECK_THROWS_WITH(GradientReducer(comm, {}), Contains("the gradient list is empty"));
   CHECK_THROWS_WITH(GradientReducer(comm, {{"w", std::span<float>(a)}, {"w", std::span<float>(b)}}),
                     Contains("gradient name 'w' is used by gradients 0 and 1"));
-  CHECK_THROWS_WITH(GradientReducer(comm, {{"", std::span<float>(a)}}), Contains("gradient 0 has an empty name"));
+  CHECK_THROWS_WITH(GradientReducer(comm, {{"", std::span<float>(a)}}),
+                    Contains("gradient 0 has an empty name"));
   ReducerConfig tiny;
   tiny.bucket_bytes = 2;
-  CHECK_THROWS_WITH(GradientReducer(comm, {{"w", std::span<float>(a)}}, tiny), Contains("bucket_bytes is 2, must be between 4 and 1 GiB"));
+  CHECK_THROWS_WITH(GradientReducer(comm, {{"w", std::span<float>(a)}}, tiny),
+                    Contains("bucket_bytes is 2, must be between 4 and 1 GiB"));
   if (world_size() > 1) {
     std::vector<Gradient> mine = {{"w", std::span<float>(a)}};
     if (world_rank() == 1) mine.emplace_back("v", std::span<float>(b));
-    CHECK_THROWS_WITH(GradientReducer(comm, mine), Contains("gradient count differs between ranks") && Contains("rank 1 has 2"));
+    CHECK_THROWS_WITH(GradientReducer(comm, mine),
+                      Contains("gradient count differs between ranks") && Contains("rank 1 has 2"));
     ReducerConfig differs;
     if (world_rank() == 0) differs.bucket_bytes = 1024;
-    CHECK_THROWS_WITH(GradientReducer(comm, {{"w", std::span<float>(a)}}, differs), Contains("configuration (hash) differs"));
+    CHECK_THROWS_WITH(GradientReducer(comm, {{"w", std::span<float>(a)}}, differs),
+                      Contains("configuration (hash) differs"));
   }
 }

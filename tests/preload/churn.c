@@ -27,11 +27,14 @@ int main(int argc, char** argv) {
   for (int it = 1; it <= iterations; ++it) {
     /* Duplicates and splits alternate: both ways of making a communicator. */
     MPI_Comm c;
-    if (it % 2) must(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
-    else must(MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &c), "MPI_Comm_split");
+    if (it % 2)
+      must(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
+    else
+      must(MPI_Comm_split(MPI_COMM_WORLD, 0, size - rank, &c), "MPI_Comm_split");
     must(MPI_Allreduce(in, out, COUNT, MPI_DOUBLE, MPI_SUM, c), "MPI_Allreduce");
     wrong += out[COUNT - 1] != (double)((COUNT - 1) % 7 * size);
-    must(MPI_Reduce_scatter_block(in, out, block, MPI_DOUBLE, MPI_MAX, c), "MPI_Reduce_scatter_block");
+    must(MPI_Reduce_scatter_block(in, out, block, MPI_DOUBLE, MPI_MAX, c),
+         "MPI_Reduce_scatter_block");
     must(MPI_Allgather(in, block, MPI_DOUBLE, out, block, MPI_DOUBLE, c), "MPI_Allgather");
     wrong += out[block * size - 1] != (double)((block - 1) % 7);
     MPI_Comm_free(&c);
@@ -41,7 +44,9 @@ int main(int argc, char** argv) {
   must(MPI_Reduce(rss, worst, 2, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD), "MPI_Reduce");
   int wrong_all = 0;
   must(MPI_Reduce(&wrong, &wrong_all, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
-  if (rank == 0) printf("rss_kib_100 %ld rss_kib_last %ld served %lld wrong %d\n", worst[0], worst[1], served_calls(), wrong_all);
+  if (rank == 0)
+    printf("rss_kib_100 %ld rss_kib_last %ld served %lld wrong %d\n", worst[0], worst[1],
+           served_calls(), wrong_all);
   free(in);
   free(out);
   MPI_Finalize();

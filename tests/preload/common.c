@@ -7,7 +7,8 @@
 
 long long served_calls(void) {
   /* Looked up, not linked: the program must also run without the preload. */
-  unsigned long long (*counter)(void) = (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "toroid_preload_calls");
+  unsigned long long (*counter)(void) =
+      (unsigned long long (*)(void))dlsym(RTLD_DEFAULT, "toroid_preload_calls");
   return counter ? (long long)counter() : -1;
 }
 

@@ -47,7 +47,10 @@ int main(int argc, char** argv) {
   MPI_Error_string(codes[0], text, &len);
   if (rank == 0)
     printf("class %s handler_calls %d same_code %d small_call %s message %.*s\n",
-           cls == MPI_ERR_ARG ? "arg" : cls == MPI_ERR_TOPOLOGY ? "topology" : "other", handler_calls, same,
+           cls == MPI_ERR_ARG        ? "arg"
+           : cls == MPI_ERR_TOPOLOGY ? "topology"
+                                     : "other",
+           handler_calls, same,
            small_rc == MPI_SUCCESS && small[0] == (float)size ? "ok" : "failed", len, text);
   MPI_Finalize();
   return 0;

@@ -31,9 +31,11 @@ static void use(MPI_Comm c, double* in, double* out) {
   MPI_Comm_size(c, &size);
   for (int i = 0; i < COUNT; ++i) in[i] = (i % 5) + rank;
   must(MPI_Allreduce(in, out, COUNT, MPI_DOUBLE, MPI_SUM, c), "MPI_Allreduce");
-  for (int i = 0; i < COUNT; i += 97) wrong += out[i] != (double)((i % 5) * size + size * (size - 1) / 2);
+  for (int i = 0; i < COUNT; i += 97)
+    wrong += out[i] != (double)((i % 5) * size + size * (size - 1) / 2);
   const int block = COUNT / size;
-  must(MPI_Reduce_scatter_block(in, out, block, MPI_DOUBLE, MPI_MAX, c), "MPI_Reduce_scatter_block");
+  must(MPI_Reduce_scatter_block(in, out, block, MPI_DOUBLE, MPI_MAX, c),
+       "MPI_Reduce_scatter_block");
   wrong += out[0] != (double)((block * rank) % 5 + size - 1);
   must(MPI_Allgather(in, block, MPI_DOUBLE, out, block, MPI_DOUBLE, c), "MPI_Allgather");
   for (int r = 0; r < size; ++r) wrong += out[r * block + 1] != (double)(1 + r);
@@ -59,9 +61,11 @@ int main(int argc, char** argv) {
   must(MPI_Comm_dup(MPI_COMM_WORLD, &made[0]), "MPI_Comm_dup");
   must(MPI_Comm_dup(MPI_COMM_WORLD, &made[1]), "MPI_Comm_dup");
   /* Unequal parts, ranks reversed inside each: a third and two thirds. */
-  must(MPI_Comm_split(MPI_COMM_WORLD, rank < (size + 2) / 3 ? 0 : 1, size - rank, &made[2]), "MPI_Comm_split");
+  must(MPI_Comm_split(MPI_COMM_WORLD, rank < (size + 2) / 3 ? 0 : 1, size - rank, &made[2]),
+       "MPI_Comm_split");
   /* The last rank gets MPI_COMM_NULL (with more than one rank). */
-  must(MPI_Comm_split(MPI_COMM_WORLD, size > 1 && rank == size - 1 ? MPI_UNDEFINED : 0, rank, &made[3]),
+  must(MPI_Comm_split(MPI_COMM_WORLD, size > 1 && rank == size - 1 ? MPI_UNDEFINED : 0, rank,
+                      &made[3]),
        "MPI_Comm_split");
   must(MPI_Comm_dup(made[2], &made[4]), "MPI_Comm_dup");
   /* Every rank alone: 1-rank communicators are served too. */

@@ -36,10 +36,13 @@ static int* world_ranks; /* 0..size-1: whose inputs a result over MPI_COMM_WORLD
 
 static void init(void) {
   const Type t[NTYPES] = {
-      {MPI_FLOAT, "float", 1, sizeof(float), 1},     {MPI_DOUBLE, "double", 1, sizeof(double), 1},
-      {MPI_INT, "int", 0, sizeof(int), 1},           {MPI_LONG, "long", 0, sizeof(long), 1},
+      {MPI_FLOAT, "float", 1, sizeof(float), 1},
+      {MPI_DOUBLE, "double", 1, sizeof(double), 1},
+      {MPI_INT, "int", 0, sizeof(int), 1},
+      {MPI_LONG, "long", 0, sizeof(long), 1},
       {MPI_LONG_LONG, "long_long", 0, sizeof(long long), 1},
-      {MPI_INT32_T, "int32", 0, 4, 1},               {MPI_INT64_T, "int64", 0, 8, 1},
+      {MPI_INT32_T, "int32", 0, 4, 1},
+      {MPI_INT64_T, "int64", 0, 8, 1},
       {MPI_SHORT, "short", 0, sizeof(short), 0}, /* no 16-bit integer in toroid: forwarded */
   };
   memcpy(types, t, sizeof t);
@@ -70,11 +73,16 @@ static long long reduced(int op, const int* ranks, int n, long long i) {
 
 static void store(const Type* t, void* buf, long long i, long long v) {
   char* at = (char*)buf + i * (long long)t->size;
-  if (t->is_float && t->size == 4) *(float*)at = (float)v;
-  else if (t->is_float) *(double*)at = (double)v;
-  else if (t->size == 2) *(int16_t*)at = (int16_t)v;
-  else if (t->size == 4) *(int32_t*)at = (int32_t)v;
-  else *(int64_t*)at = (int64_t)v;
+  if (t->is_float && t->size == 4)
+    *(float*)at = (float)v;
+  else if (t->is_float)
+    *(double*)at = (double)v;
+  else if (t->size == 2)
+    *(int16_t*)at = (int16_t)v;
+  else if (t->size == 4)
+    *(int32_t*)at = (int32_t)v;
+  else
+    *(int64_t*)at = (int64_t)v;
 }
 
 static double load(const Type* t, const void* buf, long long i) {
@@ -98,14 +106,17 @@ static int served(int toroid_type_and_op, long long whole_bytes) {
 }
 
 /* Hash of every rank's result (rank order), wrong elements over all ranks, one output line. */
-static void finish(const char* name, const void* result, size_t bytes, long long wrong, int expect_served) {
+static void finish(const char* name, const void* result, size_t bytes, long long wrong,
+                   int expect_served) {
   uint64_t h = fnv1a(14695981039346656037ull, result, bytes);
   uint64_t* all = malloc(sizeof(uint64_t) * (size_t)size);
   long long wrong_all = 0;
   must(MPI_Gather(&h, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "MPI_Gather");
   must(MPI_Reduce(&wrong, &wrong_all, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
   if (rank == 0) {
-    printf("%s %016llx\n", name, (unsigned long long)fnv1a(14695981039346656037ull, all, sizeof(uint64_t) * (size_t)size));
+    printf(
+        "%s %016llx\n", name,
+        (unsigned long long)fnv1a(14695981039346656037ull, all, sizeof(uint64_t) * (size_t)size));
     if (wrong_all) fprintf(stderr, "WRONG: %s: %lld wrong elements\n", name, wrong_all);
   }
   free(all);
@@ -116,22 +127,24 @@ static void finish(const char* name, const void* result, size_t bytes, long long
 static void fill(void* buf, size_t bytes) { memset(buf, 0x5a, bytes); }
 
 /* MPI_Allreduce of `count` elements on comm, whose members' world ranks are ranks[0..n). */
-static void allreduce_case(const char* label, const Type* t, int op, MPI_Op mpi_op, int in_place, int count,
-                           MPI_Comm comm, const int* ranks, int n, int expect_served) {
+static void allreduce_case(const char* label, const Type* t, int op, MPI_Op mpi_op, int in_place,
+                           int count, MPI_Comm comm, const int* ranks, int n, int expect_served) {
   const size_t bytes = (size_t)count * t->size;
   char* send = malloc(bytes);
   char* recv = malloc(bytes);
   char* mine = in_place ? recv : send;
   if (!in_place) fill(recv, bytes);
   for (long long i = 0; i < count; ++i) store(t, mine, i, input(op, rank, i));
-  must(MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, count, t->type, mpi_op, comm), "MPI_Allreduce");
+  must(MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, count, t->type, mpi_op, comm),
+       "MPI_Allreduce");
   long long wrong = 0;
   for (long long i = 0; i < count; ++i) {
     wrong += load(t, recv, i) != (double)reduced(op, ranks, n, i);
     if (!in_place) wrong += load(t, send, i) != (double)input(op, rank, i); /* input untouched */
   }
   char name[160];
-  snprintf(name, sizeof name, "allreduce%s %s %s %s n=%d", label, t->name, op_names[op], in_place ? "inplace" : "out", count);
+  snprintf(name, sizeof name, "allreduce%s %s %s %s n=%d", label, t->name, op_names[op],
+           in_place ? "inplace" : "out", count);
   finish(name, recv, bytes, wrong, expect_served);
   free(send);
   free(recv);
@@ -139,7 +152,8 @@ static void allreduce_case(const char* label, const Type* t, int op, MPI_Op mpi_
 
 /* MPI_Reduce_scatter(_block): rank r receives counts[r] elements starting at the sum of the
  * counts before it. `block` uses MPI_Reduce_scatter_block (all counts equal). */
-static void reduce_scatter_case(const Type* t, int op, int in_place, const int* counts, int block, int expect_rule) {
+static void reduce_scatter_case(const Type* t, int op, int in_place, const int* counts, int block,
+                                int expect_rule) {
   long long total = 0, offset = 0;
   for (int r = 0; r < size; ++r) {
     if (r == rank) offset = total;
@@ -152,32 +166,44 @@ static void reduce_scatter_case(const Type* t, int op, int in_place, const int* 
   if (!in_place) fill(recv, (size_t)mine * t->size);
   for (long long i = 0; i < total; ++i) store(t, full, i, input(op, rank, i));
   const void* sendbuf = in_place ? MPI_IN_PLACE : send;
-  if (block) must(MPI_Reduce_scatter_block(sendbuf, recv, counts[0], t->type, ops[op], MPI_COMM_WORLD), "MPI_Reduce_scatter_block");
-  else must(MPI_Reduce_scatter(sendbuf, recv, counts, t->type, ops[op], MPI_COMM_WORLD), "MPI_Reduce_scatter");
+  if (block)
+    must(MPI_Reduce_scatter_block(sendbuf, recv, counts[0], t->type, ops[op], MPI_COMM_WORLD),
+         "MPI_Reduce_scatter_block");
+  else
+    must(MPI_Reduce_scatter(sendbuf, recv, counts, t->type, ops[op], MPI_COMM_WORLD),
+         "MPI_Reduce_scatter");
   long long wrong = 0;
-  for (long long j = 0; j < mine; ++j) wrong += load(t, recv, j) != (double)reduced(op, world_ranks, size, offset + j);
+  for (long long j = 0; j < mine; ++j)
+    wrong += load(t, recv, j) != (double)reduced(op, world_ranks, size, offset + j);
   char name[160];
-  snprintf(name, sizeof name, "%s %s %s %s n=%lld%s", block ? "reduce_scatter_block" : "reduce_scatter", t->name,
-           op_names[op], in_place ? "inplace" : "out", total, expect_rule ? "" : " uneven");
-  finish(name, recv, (size_t)mine * t->size, wrong, served(t->toroid && expect_rule, total * (long long)t->size));
+  snprintf(name, sizeof name, "%s %s %s %s n=%lld%s",
+           block ? "reduce_scatter_block" : "reduce_scatter", t->name, op_names[op],
+           in_place ? "inplace" : "out", total, expect_rule ? "" : " uneven");
+  finish(name, recv, (size_t)mine * t->size, wrong,
+         served(t->toroid && expect_rule, total * (long long)t->size));
   free(send);
   free(recv);
 }
 
 /* MPI_Allgather of `count` elements per rank; `as` describes the send side (NULL: like t). */
-static void allgather_case(const Type* t, int in_place, int count, MPI_Datatype as, int as_count, int expect_served) {
+static void allgather_case(const Type* t, int in_place, int count, MPI_Datatype as, int as_count,
+                           int expect_served) {
   const size_t block = (size_t)count * t->size, bytes = block * (size_t)size;
   char* send = malloc(block + 1);
   char* recv = malloc(bytes + 1);
   fill(recv, bytes);
   char* mine = in_place ? recv + (size_t)rank * block : send;
-  for (long long j = 0; j < count; ++j) store(t, mine, j, input(SUM, rank, (long long)rank * count + j));
-  must(MPI_Allgather(in_place ? MPI_IN_PLACE : send, as != MPI_DATATYPE_NULL ? as_count : count, as != MPI_DATATYPE_NULL ? as : t->type, recv, count, t->type,
-                     MPI_COMM_WORLD), "MPI_Allgather");
+  for (long long j = 0; j < count; ++j)
+    store(t, mine, j, input(SUM, rank, (long long)rank * count + j));
+  must(MPI_Allgather(in_place ? MPI_IN_PLACE : send, as != MPI_DATATYPE_NULL ? as_count : count,
+                     as != MPI_DATATYPE_NULL ? as : t->type, recv, count, t->type, MPI_COMM_WORLD),
+       "MPI_Allgather");
   long long wrong = 0;
-  for (long long g = 0; g < (long long)count * size; ++g) wrong += load(t, recv, g) != (double)input(SUM, (int)(g / count), g);
+  for (long long g = 0; g < (long long)count * size; ++g)
+    wrong += load(t, recv, g) != (double)input(SUM, (int)(g / count), g);
   char name[160];
-  snprintf(name, sizeof name, "allgather %s %s n=%d%s", t->name, in_place ? "inplace" : "out", count, as != MPI_DATATYPE_NULL ? " derived" : "");
+  snprintf(name, sizeof name, "allgather %s %s n=%d%s", t->name, in_place ? "inplace" : "out",
+           count, as != MPI_DATATYPE_NULL ? " derived" : "");
   finish(name, recv, bytes, wrong, expect_served);
   free(send);
   free(recv);
@@ -211,12 +237,15 @@ static void other_cases(void) {
   must(MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half), "MPI_Comm_split");
   int same[64], other[64], nsame = 0, nother = 0;
   for (int r = 0; r < size && r < 64; ++r) {
-    if (r % 2 == rank % 2) same[nsame++] = r;
-    else other[nother++] = r;
+    if (r % 2 == rank % 2)
+      same[nsame++] = r;
+    else
+      other[nother++] = r;
   }
   allreduce_case(" half", dbl, SUM, MPI_SUM, 1, 1000, half, same, nsame, served(1, 8000));
   if (size >= 2) {
-    must(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 7, &inter), "MPI_Intercomm_create");
+    must(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 7, &inter),
+         "MPI_Intercomm_create");
     allreduce_case(" inter", integer, SUM, MPI_SUM, 0, 1000, inter, other, nother, 0);
     MPI_Comm_free(&inter);
   }
@@ -233,8 +262,8 @@ int main(int argc, char** argv) {
       for (int in_place = 0; in_place < 2; ++in_place) {
         const int ar_counts[] = {1, 5, 1000, 33333};
         for (int k = 0; k < 4; ++k)
-          allreduce_case("", t, op, ops[op], in_place, ar_counts[k], MPI_COMM_WORLD, world_ranks, size,
-                         served(t->toroid, ar_counts[k] * (long long)t->size));
+          allreduce_case("", t, op, ops[op], in_place, ar_counts[k], MPI_COMM_WORLD, world_ranks,
+                         size, served(t->toroid, ar_counts[k] * (long long)t->size));
         const int per_rank[] = {1, 300, 9000};
         for (int k = 0; k < 3; ++k) {
           for (int r = 0; r < size; ++r) counts[r] = per_rank[k];
@@ -253,7 +282,8 @@ int main(int argc, char** argv) {
     for (int in_place = 0; in_place < 2; ++in_place) {
       const int ag_counts[] = {1, 250, 10000};
       for (int k = 0; k < 3; ++k)
-        allgather_case(t, in_place, ag_counts[k], MPI_DATATYPE_NULL, 0, served(t->toroid, ag_counts[k] * (long long)t->size * size));
+        allgather_case(t, in_place, ag_counts[k], MPI_DATATYPE_NULL, 0,
+                       served(t->toroid, ag_counts[k] * (long long)t->size * size));
     }
   }
   other_cases();
@@ -262,7 +292,8 @@ int main(int argc, char** argv) {
   const int mismatch = got != expected_served;
   int mismatched = 0;
   must(MPI_Reduce(&mismatch, &mismatched, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD), "MPI_Reduce");
-  if (rank == 0) printf("served %lld expected %lld mismatched_ranks %d\n", got, expected_served, mismatched);
+  if (rank == 0)
+    printf("served %lld expected %lld mismatched_ranks %d\n", got, expected_served, mismatched);
   free(counts);
   free(world_ranks);
   MPI_Finalize();

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -35,7 +34,8 @@ TEST_CASE("min and max propagate NaN from either side") {
 }
 
 TEST_CASE("16-bit floats reduce in f32 and round on store; avg divides") {
-  std::vector<bfloat16> a{to_bfloat16(1.0f), to_bfloat16(256.0f)}, b{to_bfloat16(2.0f), to_bfloat16(1.0f)};
+  std::vector<bfloat16> a{to_bfloat16(1.0f), to_bfloat16(256.0f)},
+      b{to_bfloat16(2.0f), to_bfloat16(1.0f)};
   kernels::reduce_fn(DataType::bf16, ReduceOp::sum)(a.data(), a.data(), b.data(), 2);
   CHECK(to_float(a[0]) == 3.0f);
   CHECK(to_float(a[1]) == 256.0f);  // 257 is not a bf16: ties to even gives 256

@@ -1,6 +1,5 @@
 // Choosing the kernel level: TOROID_ISA values, levels the CPU lacks, and what the library runs.
 #include <catch2/catch.hpp>
-
 #include <cstdlib>
 #include <string>
 
@@ -41,8 +40,10 @@ TEST_CASE("TOROID_ISA: a level the CPU lacks or an unknown name is an error, nev
         "TOROID_ISA=avx512: this CPU or build cannot run that level (available: scalar, avx2)");
   CHECK(message_of("avx2", kScalarOnly) ==
         "TOROID_ISA=avx2: this CPU or build cannot run that level (available: scalar)");
-  CHECK(message_of("AVX2", kAll) == "TOROID_ISA='AVX2' is not a kernel level (valid: auto, scalar, avx2, avx512)");
-  CHECK(message_of("sse4", kAll) == "TOROID_ISA='sse4' is not a kernel level (valid: auto, scalar, avx2, avx512)");
+  CHECK(message_of("AVX2", kAll) ==
+        "TOROID_ISA='AVX2' is not a kernel level (valid: auto, scalar, avx2, avx512)");
+  CHECK(message_of("sse4", kAll) ==
+        "TOROID_ISA='sse4' is not a kernel level (valid: auto, scalar, avx2, avx512)");
 }
 
 TEST_CASE("this machine's levels, and the library runs the active one") {
@@ -65,7 +66,8 @@ TEST_CASE("this machine's levels, and the library runs the active one") {
     CHECK(reduce_fn(t, ReduceOp::avg) == active.reduce_for(t, ReduceOp::sum));  // avg sums
     CHECK(reduce_copy_fn(t, ReduceOp::prod) == active.reduce_copy_for(t, ReduceOp::prod));
   }
-  WARN("kernel level in use: " << to_string(active_isa()) << " (best here: " << to_string(best_isa()) << ")");
+  WARN("kernel level in use: " << to_string(active_isa())
+                               << " (best here: " << to_string(best_isa()) << ")");
 }
 
 TEST_CASE("the library's conversion and reduce-copy entry points") {

@@ -1,9 +1,8 @@
 // Every SIMD level's kernels against the scalar level, bit for bit: all types and ops, lengths
 // 0..257 and one long run, pointers off the vector grid, in-place aliasing, and inputs rich in
 // NaN / Inf / denormals / signed zeros and in rounding ties for the 16-bit floats.
-#include <catch2/catch.hpp>
-
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -17,7 +16,7 @@ using namespace toroid::kernels;
 
 namespace {
 
-constexpr DataType kTypesList[] = {DataType::f32, DataType::f64, DataType::f16,
+constexpr DataType kTypesList[] = {DataType::f32,  DataType::f64, DataType::f16,
                                    DataType::bf16, DataType::i32, DataType::i64};
 constexpr ReduceOp kOpsList[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
 constexpr std::size_t kLong = 100'003;  // several main-loop turns, an odd tail
@@ -45,14 +44,22 @@ std::uint64_t element_bits(DataType t, std::mt19937_64& rng) {
           0x7fa12345, 0x00000001, 0x807fffff, 0x00800000, 0x7f7fffff, 0x3f800000, 0x3f808000,
           0x3f818000, 0x477ff000, 0x33800000, 0x33c00000, 0x387fc000};
       if (kind < 4) return bits & 0xffffffffu;
-      if (kind < 8) return (sign << 31) | 0x3f800000u | (bits & 0x007f0000u) | (kind & 1 ? 0x8000u : 0);
+      if (kind < 8)
+        return (sign << 31) | 0x3f800000u | (bits & 0x007f0000u) | (kind & 1 ? 0x8000u : 0);
       return special[bits % std::size(special)];
     }
     case DataType::f64: {
-      static constexpr std::uint64_t special[] = {
-          0, 0x8000000000000000, 0x7ff0000000000000, 0xfff0000000000000, 0x7ff8000000000000,
-          0x7ff0000000000001, 0xfff8000000000123, 1, 0x000fffffffffffff, 0x3ff0000000000000,
-          0x7fefffffffffffff};
+      static constexpr std::uint64_t special[] = {0,
+                                                  0x8000000000000000,
+                                                  0x7ff0000000000000,
+                                                  0xfff0000000000000,
+                                                  0x7ff8000000000000,
+                                                  0x7ff0000000000001,
+                                                  0xfff8000000000123,
+                                                  1,
+                                                  0x000fffffffffffff,
+                                                  0x3ff0000000000000,
+                                                  0x7fefffffffffffff};
       if (kind < 6) return bits;
       if (kind < 8) return (sign << 63) | 0x3ff0000000000000u | (bits & 0x000fffff00000000u);
       return special[bits % std::size(special)];
@@ -77,8 +84,8 @@ std::uint64_t element_bits(DataType t, std::mt19937_64& rng) {
       return special[bits % std::size(special)];
     }
     case DataType::i64: {
-      static constexpr std::uint64_t special[] = {0, 1, ~0ull, 0x7fffffffffffffff,
-                                                  0x8000000000000000, 0x100000001};
+      static constexpr std::uint64_t special[] = {
+          0, 1, ~0ull, 0x7fffffffffffffff, 0x8000000000000000, 0x100000001};
       if (kind < 7) return bits;
       return special[bits % std::size(special)];
     }
@@ -90,8 +97,10 @@ struct Buffer {  // elements with guard bytes around them, placed `shift` elemen
   std::vector<std::byte> mem;
   std::size_t esize, n, shift;
   Buffer(DataType t, std::size_t n_, std::size_t shift_)
-      : mem((n_ + 2 * kGuard + 64) * size_of(t) + 64, std::byte{kGuardByte}), esize(size_of(t)),
-        n(n_), shift(shift_) {}
+      : mem((n_ + 2 * kGuard + 64) * size_of(t) + 64, std::byte{kGuardByte}),
+        esize(size_of(t)),
+        n(n_),
+        shift(shift_) {}
   std::byte* data() {
     auto addr = reinterpret_cast<std::uintptr_t>(mem.data()) + kGuard * esize;
     addr = (addr + 63) / 64 * 64 + shift * esize;
@@ -117,7 +126,8 @@ std::string hex(const std::byte* p, std::size_t esize) {
   std::uint64_t v = 0;
   std::memcpy(&v, p, esize);
   char s[24];
-  std::snprintf(s, sizeof s, "0x%0*llx", static_cast<int>(esize * 2), static_cast<unsigned long long>(v));
+  std::snprintf(s, sizeof s, "0x%0*llx", static_cast<int>(esize * 2),
+                static_cast<unsigned long long>(v));
   return s;
 }
 
@@ -125,12 +135,17 @@ bool is_nan(DataType t, const std::byte* p) {
   std::uint64_t v = 0;
   std::memcpy(&v, p, size_of(t));
   switch (t) {
-    case DataType::f32: return (v & 0x7fffffffu) > 0x7f800000u;
-    case DataType::f64: return (v & 0x7fffffffffffffffu) > 0x7ff0000000000000u;
-    case DataType::f16: return (v & 0x7fffu) > 0x7c00u;
-    case DataType::bf16: return (v & 0x7fffu) > 0x7f80u;
+    case DataType::f32:
+      return (v & 0x7fffffffu) > 0x7f800000u;
+    case DataType::f64:
+      return (v & 0x7fffffffffffffffu) > 0x7ff0000000000000u;
+    case DataType::f16:
+      return (v & 0x7fffu) > 0x7c00u;
+    case DataType::bf16:
+      return (v & 0x7fffu) > 0x7f80u;
     case DataType::i32:
-    case DataType::i64: return false;
+    case DataType::i64:
+      return false;
   }
   return false;
 }
@@ -144,7 +159,8 @@ std::string first_difference(const std::byte* got, const std::byte* want, std::s
   if (n == 0 || std::memcmp(got, want, n * esize) == 0) return {};
   for (std::size_t i = 0; i < n; ++i)
     if (std::memcmp(got + i * esize, want + i * esize, esize) != 0 &&
-        !(i < either_nan.size() && either_nan[i] && is_nan(t, got + i * esize) && is_nan(t, want + i * esize)))
+        !(i < either_nan.size() && either_nan[i] && is_nan(t, got + i * esize) &&
+          is_nan(t, want + i * esize)))
       return "element " + std::to_string(i) + ": got " + hex(got + i * esize, esize) + ", want " +
              hex(want + i * esize, esize);
   return {};
@@ -154,15 +170,21 @@ enum class Alias { none, dst_is_a, dst_is_b, all_same };
 constexpr Alias kAliases[] = {Alias::none, Alias::dst_is_a, Alias::dst_is_b, Alias::all_same};
 const char* name(Alias a) {
   switch (a) {
-    case Alias::none: return "separate";
-    case Alias::dst_is_a: return "dst=a";
-    case Alias::dst_is_b: return "dst=b";
-    case Alias::all_same: return "dst=a=b";
+    case Alias::none:
+      return "separate";
+    case Alias::dst_is_a:
+      return "dst=a";
+    case Alias::dst_is_b:
+      return "dst=b";
+    case Alias::all_same:
+      return "dst=a=b";
   }
   return "?";
 }
 
-struct Shifts { std::size_t dst, a, b; };
+struct Shifts {
+  std::size_t dst, a, b;
+};
 constexpr Shifts kShifts[] = {{0, 0, 0}, {1, 2, 3}, {3, 1, 0}, {5, 5, 5}};
 
 // Runs `run(dst, a, b)` at level `lv` and at scalar on the same inputs; returns the first
@@ -194,7 +216,8 @@ std::string compare_once(DataType t, std::size_t n, Shifts s, Alias alias, std::
     copies[pass].assign(c.data(), c.data() + n * c.esize);
   }
   out = first_difference(result[0].data(), result[1].data(), n, t, both_nan);
-  if (out.empty() && with_copy) out = first_difference(copies[0].data(), copies[1].data(), n, t, both_nan);
+  if (out.empty() && with_copy)
+    out = first_difference(copies[0].data(), copies[1].data(), n, t, both_nan);
   if (out.empty() && with_copy) out = first_difference(copies[0].data(), result[0].data(), n, t);
   return out;
 }
@@ -219,16 +242,17 @@ TEST_CASE("SIMD reduce kernels match the scalar level bit for bit") {
           for (Shifts s : kShifts)
             for (Alias alias : kAliases) {
               if (n == kLong && (s.dst != 1 || alias == Alias::all_same)) continue;  // time
-              const std::uint64_t seed = n * 977 + s.dst * 31 + static_cast<unsigned>(op) * 7 +
-                                         static_cast<unsigned>(t);
+              const std::uint64_t seed =
+                  n * 977 + s.dst * 31 + static_cast<unsigned>(op) * 7 + static_cast<unsigned>(t);
               const std::string diff = compare_once(
-                  t, n, s, alias, seed, false, op == ReduceOp::sum || op == ReduceOp::prod, [&](int pass, void* d, void*, const void* a, const void* b) {
+                  t, n, s, alias, seed, false, op == ReduceOp::sum || op == ReduceOp::prod,
+                  [&](int pass, void* d, void*, const void* a, const void* b) {
                     (pass == 0 ? lv : &ref)->reduce_for(t, op)(d, a, b, n);
                   });
               if (!diff.empty())
-                FAIL_CHECK(to_string(lv->isa) << " " << to_string(t) << " " << to_string(op) << " n=" << n
-                                              << " shifts " << s.dst << "/" << s.a << "/" << s.b << " "
-                                              << name(alias) << ": " << diff);
+                FAIL_CHECK(to_string(lv->isa) << " " << to_string(t) << " " << to_string(op)
+                                              << " n=" << n << " shifts " << s.dst << "/" << s.a
+                                              << "/" << s.b << " " << name(alias) << ": " << diff);
             }
 }
 
@@ -241,12 +265,13 @@ TEST_CASE("SIMD reduce-and-copy kernels match the scalar level and write both ou
           for (Alias alias : {Alias::none, Alias::dst_is_a, Alias::dst_is_b}) {
             const Shifts s{1, 3, 2};
             const std::string diff = compare_once(
-                t, n, s, alias, n * 13 + 5, true, op == ReduceOp::sum || op == ReduceOp::prod, [&](int pass, void* d, void* c, const void* a, const void* b) {
+                t, n, s, alias, n * 13 + 5, true, op == ReduceOp::sum || op == ReduceOp::prod,
+                [&](int pass, void* d, void* c, const void* a, const void* b) {
                   (pass == 0 ? lv : &ref)->reduce_copy_for(t, op)(d, c, a, b, n);
                 });
             if (!diff.empty())
-              FAIL_CHECK(to_string(lv->isa) << " " << to_string(t) << " " << to_string(op) << " n=" << n
-                                            << " " << name(alias) << ": " << diff);
+              FAIL_CHECK(to_string(lv->isa) << " " << to_string(t) << " " << to_string(op)
+                                            << " n=" << n << " " << name(alias) << ": " << diff);
           }
 }
 
@@ -257,18 +282,23 @@ TEST_CASE("SIMD divide matches the scalar level bit for bit") {
       for (std::uint32_t divisor : {1u, 2u, 3u, 7u, 4096u, 100000u})
         for (std::size_t n : lengths()) {
           const Shifts s{n % 7, 0, 0};
-          const std::string diff = compare_once(
-              t, n, s, Alias::none, n * 3 + divisor, false, false, [&](int pass, void* d, void*, const void*, const void*) {
-                (pass == 0 ? lv : &ref)->divide[KernelTable::index(t)](d, n, divisor);
-              });
+          const std::string diff =
+              compare_once(t, n, s, Alias::none, n * 3 + divisor, false, false,
+                           [&](int pass, void* d, void*, const void*, const void*) {
+                             (pass == 0 ? lv : &ref)->divide[KernelTable::index(t)](d, n, divisor);
+                           });
           if (!diff.empty())
-            FAIL_CHECK(to_string(lv->isa) << " divide " << to_string(t) << " by " << divisor << " n=" << n
-                                          << ": " << diff);
+            FAIL_CHECK(to_string(lv->isa) << " divide " << to_string(t) << " by " << divisor
+                                          << " n=" << n << ": " << diff);
         }
 }
 
 TEST_CASE("SIMD conversions match the scalar conversions bit for bit") {
-  struct Case { const char* name; DataType from, to; ConvertFn KernelTable::*fn; };
+  struct Case {
+    const char* name;
+    DataType from, to;
+    ConvertFn KernelTable::*fn;
+  };
   const Case cases[] = {{"f32->bf16", DataType::f32, DataType::bf16, &KernelTable::f32_to_bf16},
                         {"f32->f16", DataType::f32, DataType::f16, &KernelTable::f32_to_f16},
                         {"bf16->f32", DataType::bf16, DataType::f32, &KernelTable::bf16_to_f32},
@@ -290,10 +320,12 @@ TEST_CASE("SIMD conversions match the scalar conversions bit for bit") {
           Buffer got(c.to, n, shift + 1), want(c.to, n, 0);
           (lv->*c.fn)(src.data(), got.data(), n);
           (ref.*c.fn)(src.data(), want.data(), n);
-          const std::string diff = got.guards_intact() ? first_difference(got.data(), want.data(), n, c.to)
-                                                       : "wrote outside the destination";
+          const std::string diff = got.guards_intact()
+                                       ? first_difference(got.data(), want.data(), n, c.to)
+                                       : "wrote outside the destination";
           if (!diff.empty())
-            FAIL_CHECK(to_string(lv->isa) << " " << c.name << " n=" << n << " shift " << shift << ": " << diff);
+            FAIL_CHECK(to_string(lv->isa)
+                       << " " << c.name << " n=" << n << " shift " << shift << ": " << diff);
         }
 }
 
@@ -328,7 +360,8 @@ TEST_CASE("every level rounds 16-bit ties to even and propagates NaN through min
   }
 }
 
-TEST_CASE("every level's streaming copy equals memcpy at every length and alignment, guards intact") {
+TEST_CASE(
+    "every level's streaming copy equals memcpy at every length and alignment, guards intact") {
   std::mt19937_64 rng(7);
   std::vector<unsigned char> src(70'000 + 128);
   for (auto& b : src) b = static_cast<unsigned char>(rng());

@@ -2,7 +2,6 @@
 // in double, and every SIMD level against the scalar level bit for bit (the update kernels) or
 // to rounding (the f64 sums of squares), at lengths that exercise every tail.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -27,8 +26,9 @@ struct Case {
 
 Case make_case(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
-  return {random_floats(n, rng, -2, 2), random_floats(n, rng, -1, 1), random_floats(n, rng, -0.5f, 0.5f),
-          random_floats(n, rng, 0, 0.25f), std::vector<float>(n, 0.0f)};
+  return {random_floats(n, rng, -2, 2), random_floats(n, rng, -1, 1),
+          random_floats(n, rng, -0.5f, 0.5f), random_floats(n, rng, 0, 0.25f),
+          std::vector<float>(n, 0.0f)};
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
@@ -68,7 +68,8 @@ TEST_CASE("optimizer kernels: scalar level follows the formulas", "[kernels][opt
       Case c = make_case(n, 2), before = c;
       AdamArgs a;
       a.grad_scale = 0.25f, a.lr = 0.01f, a.weight_decay = 0.1f, a.decoupled = decoupled;
-      a.inv_bias1 = static_cast<float>(1 / (1 - 0.9 * 0.9)), a.inv_bias2 = static_cast<float>(1 / (1 - 0.999 * 0.999));
+      a.inv_bias1 = static_cast<float>(1 / (1 - 0.9 * 0.9)),
+      a.inv_bias2 = static_cast<float>(1 / (1 - 0.999 * 0.999));
       k.adam(c.w.data(), c.g.data(), c.m.data(), c.v.data(), n, a);
       for (std::size_t i = 0; i < n; ++i) {
         double g = 0.25 * before.g[i];
@@ -87,13 +88,15 @@ TEST_CASE("optimizer kernels: scalar level follows the formulas", "[kernels][opt
     Case c = make_case(n, 3), before = c;
     AdamArgs a;
     a.weight_decay = 0.01f;
-    const SquareSums sums = k.lamb_direction(c.w.data(), c.g.data(), c.m.data(), c.v.data(), c.u.data(), n, a);
+    const SquareSums sums =
+        k.lamb_direction(c.w.data(), c.g.data(), c.m.data(), c.v.data(), c.u.data(), n, a);
     CHECK(same_bits(c.w, before.w));  // the direction pass leaves the weights alone
     double w_sq = 0, u_sq = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const double m = 0.9 * before.m[i] + 0.1 * before.g[i];
       const double v = 0.999 * before.v[i] + 0.001 * double(before.g[i]) * before.g[i];
-      CHECK(c.u[i] == Approx(m / (std::sqrt(v) + 1e-8) + 0.01 * before.w[i]).epsilon(1e-5).margin(1e-6));
+      CHECK(c.u[i] ==
+            Approx(m / (std::sqrt(v) + 1e-8) + 0.01 * before.w[i]).epsilon(1e-5).margin(1e-6));
       w_sq += double(before.w[i]) * before.w[i];
       u_sq += double(c.u[i]) * c.u[i];
     }
@@ -104,7 +107,8 @@ TEST_CASE("optimizer kernels: scalar level follows the formulas", "[kernels][opt
   }
 }
 
-TEST_CASE("optimizer kernels: every SIMD level gives the scalar bits", "[kernels][optimizer][simd]") {
+TEST_CASE("optimizer kernels: every SIMD level gives the scalar bits",
+          "[kernels][optimizer][simd]") {
   const auto& ref = scalar_table().optimizer;
   for (const KernelTable* level : simd_levels()) {
     const auto& k = level->optimizer;
@@ -122,22 +126,26 @@ TEST_CASE("optimizer kernels: every SIMD level gives the scalar bits", "[kernels
       for (bool decoupled : {false, true}) {
         Case a = make_case(n + 1, 8), b = a;
         AdamArgs args;
-        args.grad_scale = 0.5f, args.lr = 1e-3f, args.weight_decay = 0.01f, args.decoupled = decoupled;
+        args.grad_scale = 0.5f, args.lr = 1e-3f, args.weight_decay = 0.01f,
+        args.decoupled = decoupled;
         args.inv_bias1 = 10.0f, args.inv_bias2 = 1000.5f;
         ref.adam(a.w.data() + 1, a.g.data() + 1, a.m.data() + 1, a.v.data() + 1, n, args);
         k.adam(b.w.data() + 1, b.g.data() + 1, b.m.data() + 1, b.v.data() + 1, n, args);
         CHECK(same_bits(a.w, b.w));
         CHECK(same_bits(a.m, b.m));
         CHECK(same_bits(a.v, b.v));
-        const auto sa = ref.lamb_direction(a.w.data(), a.g.data(), a.m.data(), a.v.data(), a.u.data(), n + 1, args);
-        const auto sb = k.lamb_direction(b.w.data(), b.g.data(), b.m.data(), b.v.data(), b.u.data(), n + 1, args);
+        const auto sa = ref.lamb_direction(a.w.data(), a.g.data(), a.m.data(), a.v.data(),
+                                           a.u.data(), n + 1, args);
+        const auto sb = k.lamb_direction(b.w.data(), b.g.data(), b.m.data(), b.v.data(), b.u.data(),
+                                         n + 1, args);
         CHECK(same_bits(a.u, b.u));
         CHECK(sb.w == Approx(sa.w).epsilon(1e-12));
         CHECK(sb.u == Approx(sa.u).epsilon(1e-12));
         ref.apply(a.w.data() + 1, a.u.data() + 1, n, 0.3f);
         k.apply(b.w.data() + 1, b.u.data() + 1, n, 0.3f);
         CHECK(same_bits(a.w, b.w));
-        CHECK(k.sum_squares(b.g.data() + 1, n) == Approx(ref.sum_squares(a.g.data() + 1, n)).epsilon(1e-12));
+        CHECK(k.sum_squares(b.g.data() + 1, n) ==
+              Approx(ref.sum_squares(a.g.data() + 1, n)).epsilon(1e-12));
       }
     }
   }

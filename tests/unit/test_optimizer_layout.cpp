@@ -1,6 +1,5 @@
 // Buckets, padding and shards of the flattened parameters, and the name patterns.
 #include <catch2/catch.hpp>
-
 #include <numeric>
 #include <vector>
 

@@ -1,12 +1,11 @@
 // Every algorithm's schedules, checked by the in-process verifier on real data: matching sends
 // and receives under rendezvous semantics, no phase hazards, and the exact reference result.
 #include <catch2/catch.hpp>
-
 #include <cstring>
 
 #include "core/element.hpp"
-#include "toroid/block.hpp"
 #include "schedule_check.hpp"
+#include "toroid/block.hpp"
 
 using namespace toroid;
 using schedule::Collective;
@@ -15,7 +14,8 @@ using testing::Shape;
 
 namespace {
 
-const Collective kAll[] = {Collective::allreduce, Collective::reduce_scatter, Collective::allgather};
+const Collective kAll[] = {Collective::allreduce, Collective::reduce_scatter,
+                           Collective::allgather};
 
 Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y, wx, wy), {}}; }
 
@@ -33,8 +33,10 @@ TEST_CASE("ring collectives are right for p = 1..64 and awkward counts") {
 }
 
 TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh") {
-  const Algorithm algos[] = {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
-                             Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner};
+  const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
+                             Algorithm::torus2d,      Algorithm::torus2d_both,
+                             Algorithm::hierarchical, Algorithm::recursive_doubling,
+                             Algorithm::rabenseifner};
   for (int x = 1; x <= 8; ++x)
     for (int y = 1; y <= 8; ++y)
       for (int wrap = 0; wrap < 4; ++wrap) {
@@ -46,10 +48,11 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh") {
             // Only the torus algorithms look at wraparound; the others run once per shape.
             const bool follows_shape = a == Algorithm::torus2d || a == Algorithm::torus2d_both;
             if (!follows_shape && wrap != 3) continue;
-            for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t(p - 1), std::uint64_t(4 * p + 3), std::uint64_t{97}})
+            for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t(p - 1),
+                                    std::uint64_t(4 * p + 3), std::uint64_t{97}})
               for (bool in_place : {false, true}) {
-                INFO(to_string(a) << " " << toroid::to_string(c) << " on " << s.topology.to_string() << " n=" << n
-                                  << " in_place=" << in_place);
+                INFO(to_string(a) << " " << toroid::to_string(c) << " on " << s.topology.to_string()
+                                  << " n=" << n << " in_place=" << in_place);
                 REQUIRE(check(a, c, s, n, in_place) == "");
               }
           }
@@ -57,17 +60,21 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh") {
 }
 
 TEST_CASE("every algorithm for every type and op (avg included)") {
-  const Algorithm algos[] = {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
-                             Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner};
-  for (DataType t : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg}) {
+  const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
+                             Algorithm::torus2d,      Algorithm::torus2d_both,
+                             Algorithm::hierarchical, Algorithm::recursive_doubling,
+                             Algorithm::rabenseifner};
+  for (DataType t :
+       {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
+    for (ReduceOp op :
+         {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg}) {
       if (op == ReduceOp::avg && !is_floating(t)) continue;
       for (Algorithm a : algos)
         for (Collective c : {Collective::allreduce, Collective::reduce_scatter}) {
           if (!implements(a, c)) continue;
           for (const Shape& s : {shape(3, 2), shape(2, 3, false, true), shape(5, 1)}) {
-            INFO(to_string(a) << " " << toroid::to_string(c) << " " << to_string(t) << " " << to_string(op)
-                              << " on " << s.topology.to_string());
+            INFO(to_string(a) << " " << toroid::to_string(c) << " " << to_string(t) << " "
+                              << to_string(op) << " on " << s.topology.to_string());
             REQUIRE(check(a, c, s, 37, false, t, op) == "");
             REQUIRE(check(a, c, s, 37, true, t, op) == "");
           }
@@ -82,8 +89,10 @@ TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus nei
     for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both})
       for (Collective c : kAll) {
         if (!implements(a, c)) continue;
-        for (std::uint64_t n : big ? std::vector<std::uint64_t>{1, 300} : std::vector<std::uint64_t>{7, 1000}) {
-          INFO(to_string(a) << " " << toroid::to_string(c) << " on " << s.topology.to_string() << " n=" << n);
+        for (std::uint64_t n :
+             big ? std::vector<std::uint64_t>{1, 300} : std::vector<std::uint64_t>{7, 1000}) {
+          INFO(to_string(a) << " " << toroid::to_string(c) << " on " << s.topology.to_string()
+                            << " n=" << n);
           exec::Traffic t;
           REQUIRE(check(a, c, s, n, false, DataType::i64, ReduceOp::sum, &t) == "");
           for (auto [from, to] : t.links) {
@@ -99,10 +108,12 @@ TEST_CASE("torus2d moves 2(N-1)/N of the vector per chip in 2(X-1)+2(Y-1) steps"
   const Shape s = shape(4, 3);
   const std::uint64_t n = 4 * 3 * 40;
   exec::Traffic t;
-  REQUIRE(check(Algorithm::torus2d, Collective::allreduce, s, n, false, DataType::f32, ReduceOp::sum, &t) == "");
+  REQUIRE(check(Algorithm::torus2d, Collective::allreduce, s, n, false, DataType::f32,
+                ReduceOp::sum, &t) == "");
   CHECK(t.bytes == 12 * 2 * 11 * (n / 12) * 4);
   schedule::Context ctx{5, s.topology, {}};
-  const auto sched = schedule::build(Algorithm::torus2d, {Collective::allreduce, n, false, false, {}}, ctx);
+  const auto sched =
+      schedule::build(Algorithm::torus2d, {Collective::allreduce, n, false, false, {}}, ctx);
   CHECK(sched.phase_count() == 2 * (4 - 1) + 2 * (3 - 1));
 }
 
@@ -110,7 +121,8 @@ TEST_CASE("ring moves the bandwidth-optimal number of bytes, only to ring neighb
   const int p = 6;
   const std::uint64_t n = 600;
   exec::Traffic t;
-  REQUIRE(check(Algorithm::ring, Collective::allreduce, shape(p, 1), n, false, DataType::f32, ReduceOp::sum, &t) == "");
+  REQUIRE(check(Algorithm::ring, Collective::allreduce, shape(p, 1), n, false, DataType::f32,
+                ReduceOp::sum, &t) == "");
   CHECK(t.bytes == std::uint64_t(p) * 2 * (p - 1) * (n / p) * 4);
   CHECK(t.messages == std::uint64_t(p) * 2 * (p - 1));
   for (auto [from, to] : t.links) CHECK(to == (from + 1) % p);
@@ -121,31 +133,37 @@ TEST_CASE("ring all-reduce at 4096 ranks, small counts") {
     INFO("n=" << n);
     REQUIRE(check(Algorithm::ring, Collective::allreduce, shape(4096, 1), n, false) == "");
   }
-  REQUIRE(check(Algorithm::ring, Collective::reduce_scatter, shape(4096, 1), 300, true, DataType::f32, ReduceOp::max) == "");
-  REQUIRE(check(Algorithm::ring, Collective::allgather, shape(4096, 1), 300, false, DataType::i32) == "");
+  REQUIRE(check(Algorithm::ring, Collective::reduce_scatter, shape(4096, 1), 300, true,
+                DataType::f32, ReduceOp::max) == "");
+  REQUIRE(check(Algorithm::ring, Collective::allgather, shape(4096, 1), 300, false,
+                DataType::i32) == "");
 }
 
 TEST_CASE("latency algorithms on any rank count, including non-powers of two") {
   for (int p = 1; p <= 33; ++p)
     for (Algorithm a : {Algorithm::recursive_doubling, Algorithm::rabenseifner})
-      for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p), std::uint64_t{257}})
+      for (std::uint64_t n :
+           {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p), std::uint64_t{257}})
         for (bool ip : {false, true}) {
           INFO(to_string(a) << " p=" << p << " n=" << n << " in_place=" << ip);
           REQUIRE(check(a, Collective::allreduce, shape(p, 1), n, ip) == "");
-          REQUIRE(check(a, Collective::allreduce, shape(p, 1), n, ip, DataType::f32, ReduceOp::avg) == "");
+          REQUIRE(check(a, Collective::allreduce, shape(p, 1), n, ip, DataType::f32,
+                        ReduceOp::avg) == "");
         }
 }
 
 TEST_CASE("hierarchical all-reduce on equal and unequal nodes") {
-  const std::vector<std::vector<int>> layouts = {
-      {0, 0, 1, 1}, {0, 0, 0, 1, 1}, {0, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 0, 0, 1}, {0, 1, 2, 3}, {0, 0, 1, 1, 1, 2, 2, 2}};
+  const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1},       {0, 0, 0, 1, 1},
+                                                 {0, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 0, 0, 1},
+                                                 {0, 1, 2, 3},       {0, 0, 1, 1, 1, 2, 2, 2}};
   for (const auto& nodes : layouts) {
     const Shape s{Torus2D(static_cast<int>(nodes.size()), 1), nodes};
     for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{2}, std::uint64_t{101}})
       for (bool ip : {false, true}) {
         INFO("nodes of " << nodes.size() << " ranks, n=" << n << " in_place=" << ip);
         REQUIRE(check(Algorithm::hierarchical, Collective::allreduce, s, n, ip) == "");
-        REQUIRE(check(Algorithm::hierarchical, Collective::allreduce, s, n, ip, DataType::bf16, ReduceOp::avg) == "");
+        REQUIRE(check(Algorithm::hierarchical, Collective::allreduce, s, n, ip, DataType::bf16,
+                      ReduceOp::avg) == "");
       }
   }
 }
@@ -153,7 +171,8 @@ TEST_CASE("hierarchical all-reduce on equal and unequal nodes") {
 TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound link") {
   const Shape s = shape(6, 1, false, false);
   exec::Traffic t;
-  REQUIRE(check(Algorithm::torus2d, Collective::reduce_scatter, s, 600, false, DataType::i64, ReduceOp::sum, &t) == "");
+  REQUIRE(check(Algorithm::torus2d, Collective::reduce_scatter, s, 600, false, DataType::i64,
+                ReduceOp::sum, &t) == "");
   CHECK(t.links.count({0, 1}) == 1);
   CHECK(t.links.count({1, 0}) == 1);
   CHECK(t.links.count({5, 0}) == 0);
@@ -202,8 +221,8 @@ TEST_CASE("axis collectives reduce every row (column) independently") {
             }
             std::int64_t got;
             std::memcpy(&got, mem[r].output.data() + i * 8, 8);
-            INFO("axis " << (axis == Axis::x ? "x" : "y") << " " << toroid::to_string(c) << " " << to_string(a)
-                         << " rank " << r << " element " << g);
+            INFO("axis " << (axis == Axis::x ? "x" : "y") << " " << toroid::to_string(c) << " "
+                         << to_string(a) << " rank " << r << " element " << g);
             REQUIRE(got == want);
           }
         }
@@ -213,12 +232,16 @@ TEST_CASE("axis collectives reduce every row (column) independently") {
 
 TEST_CASE("an algorithm that cannot run a request says why") {
   const schedule::Context ctx{0, Torus2D(2, 2), {}};
-  CHECK_THROWS_WITH(schedule::build(Algorithm::rabenseifner, {Collective::allgather, 8, false, false, {}}, ctx),
-                    Catch::Contains("algorithm rabenseifner cannot run allgather on topology 2x2: it only implements allreduce"));
-  CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d_both, {Collective::reduce_scatter, 8, false, false, {}}, ctx),
+  CHECK_THROWS_WITH(
+      schedule::build(Algorithm::rabenseifner, {Collective::allgather, 8, false, false, {}}, ctx),
+      Catch::Contains("algorithm rabenseifner cannot run allgather on topology 2x2: it only "
+                      "implements allreduce"));
+  CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d_both,
+                                    {Collective::reduce_scatter, 8, false, false, {}}, ctx),
                     Catch::Contains("use torus2d for the 2D reduce-scatter"));
-  CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d, {Collective::allreduce, 8, false, false, Axis::x}, ctx),
-                    Catch::Contains("along an axis"));
+  CHECK_THROWS_WITH(
+      schedule::build(Algorithm::torus2d, {Collective::allreduce, 8, false, false, Axis::x}, ctx),
+      Catch::Contains("along an axis"));
 }
 
 TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh") {
@@ -232,8 +255,10 @@ TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh") {
           for (int root = 0; root < p; ++root)
             for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{97}}) {
               exec::Traffic t;
-              INFO(to_string(a) << " broadcast on " << s.topology.to_string() << " root " << root << " n=" << n);
-              REQUIRE(check(a, Collective::broadcast, s, n, false, DataType::i64, ReduceOp::sum, &t, root) == "");
+              INFO(to_string(a) << " broadcast on " << s.topology.to_string() << " root " << root
+                                << " n=" << n);
+              REQUIRE(check(a, Collective::broadcast, s, n, false, DataType::i64, ReduceOp::sum, &t,
+                            root) == "");
               // Every rank but the root receives the vector exactly once.
               if (n > 0) CHECK(t.bytes == static_cast<std::uint64_t>(p - 1) * n * 8);
               if (a == Algorithm::torus2d && n > 0)
@@ -245,8 +270,11 @@ TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh") {
 
 TEST_CASE("broadcast refuses what it cannot run") {
   schedule::Context ctx{0, Torus2D(4, 1), {}};
-  CHECK_THROWS_WITH(schedule::build(Algorithm::rabenseifner, {Collective::broadcast, 8, false, false, std::nullopt, 0}, ctx),
-                    Catch::Contains("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto"));
-  CHECK_THROWS_WITH(schedule::build(Algorithm::ring, {Collective::broadcast, 8, false, false, std::nullopt, 4}, ctx),
+  CHECK_THROWS_WITH(
+      schedule::build(Algorithm::rabenseifner,
+                      {Collective::broadcast, 8, false, false, std::nullopt, 0}, ctx),
+      Catch::Contains("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto"));
+  CHECK_THROWS_WITH(schedule::build(Algorithm::ring,
+                                    {Collective::broadcast, 8, false, false, std::nullopt, 4}, ctx),
                     Catch::Contains("root is outside"));
 }

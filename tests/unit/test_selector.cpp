@@ -32,11 +32,14 @@ TEST_CASE("selector: few rounds for small messages, bandwidth algorithms for lar
     const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(64u << 20));
     REQUIRE(c.modeled);
     for (auto [a, time] : c.predicted)
-      CHECK(time >= *s.predict(Collective::allreduce, big, Selector::class_middle(Selector::size_class(64u << 20))));
+      CHECK(time >= *s.predict(Collective::allreduce, big,
+                               Selector::class_middle(Selector::size_class(64u << 20))));
   }
 }
 
-TEST_CASE("selector: a slow network between nodes makes a node-aware algorithm win at 2 nodes x 4 ranks") {
+TEST_CASE(
+    "selector: a slow network between nodes makes a node-aware algorithm win at 2 nodes x 4 "
+    "ranks") {
   // On an 8x1 shape the rings cross between the nodes with the whole vector; hierarchical
   // crosses with a quarter of it.
   SelectorInputs in = inputs(Torus2D(8, 1), {0, 0, 0, 0, 1, 1, 1, 1});
@@ -71,7 +74,8 @@ TEST_CASE("selector: the latency of a link moves the crossover to larger sizes")
 
 TEST_CASE("selector: every collective gets an algorithm that implements it") {
   Selector s(inputs(Torus2D(2, 2)));
-  for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather, Collective::broadcast})
+  for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                       Collective::broadcast})
     for (std::uint64_t b : {0ull, 8ull, 4096ull, 1ull << 20, 1ull << 26}) {
       INFO(to_string(c) << " " << b);
       CHECK(implements(s.choose(c, b), c));
@@ -82,7 +86,9 @@ TEST_CASE("selector: the description agrees with the choice of every class") {
   Selector s(inputs(Torus2D(2, 2)));
   const std::string text = s.describe(Collective::allreduce);
   INFO(text);
-  for (int k = 0; k <= 31; ++k) CHECK(text.find(std::string(to_string(s.choice(Collective::allreduce, k).algorithm))) != std::string::npos);
+  for (int k = 0; k <= 31; ++k)
+    CHECK(text.find(std::string(to_string(s.choice(Collective::allreduce, k).algorithm))) !=
+          std::string::npos);
 }
 
 TEST_CASE("selector: rules come first, sizes they do not cover are the model's") {
@@ -110,7 +116,9 @@ TEST_CASE("selector: too many ranks to simulate: the fixed rule, said so") {
   Selector s(inputs(Torus2D(32, 16)));
   const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(8u << 20));
   CHECK_FALSE(c.modeled);
-  CHECK(c.algorithm == exec::fixed_rule(Collective::allreduce, Selector::class_middle(Selector::size_class(8u << 20)), Torus2D(32, 16)));
+  CHECK(c.algorithm == exec::fixed_rule(Collective::allreduce,
+                                        Selector::class_middle(Selector::size_class(8u << 20)),
+                                        Torus2D(32, 16)));
 }
 
 TEST_CASE("selector: size classes") {
@@ -123,23 +131,32 @@ TEST_CASE("selector: size classes") {
 }
 
 TEST_CASE("algorithm rules: parsed, and each bad part named") {
-  const auto r = exec::parse_algorithm_rules("allreduce:0-64K=recursive_doubling,64K-inf=ring;allgather:0-1M=bidir_ring");
+  const auto r = exec::parse_algorithm_rules(
+      "allreduce:0-64K=recursive_doubling,64K-inf=ring;allgather:0-1M=bidir_ring");
   REQUIRE(r.size() == 3);
   CHECK(r[0].high == 65536);
   CHECK(r[1].high == UINT64_MAX);
   CHECK(r[2].collective == Collective::allgather);
-  CHECK(exec::find_rule(r, Collective::allreduce, 65535)->algorithm == Algorithm::recursive_doubling);
+  CHECK(exec::find_rule(r, Collective::allreduce, 65535)->algorithm ==
+        Algorithm::recursive_doubling);
   CHECK(exec::find_rule(r, Collective::allreduce, 65536)->algorithm == Algorithm::ring);
   CHECK(exec::find_rule(r, Collective::allgather, 1u << 20) == nullptr);
   using Catch::Contains;
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduse:0-inf=ring"), Contains("unknown collective 'allreduse'"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-inf=rong"), Contains("'allreduce:0-inf=rong'"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:64K=ring"), Contains("not 'low-high=algorithm'"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:64K-1K=ring"), Contains("the range is empty"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduse:0-inf=ring"),
+                    Contains("unknown collective 'allreduse'"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-inf=rong"),
+                    Contains("'allreduce:0-inf=rong'"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:64K=ring"),
+                    Contains("not 'low-high=algorithm'"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:64K-1K=ring"),
+                    Contains("the range is empty"));
   CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-1x=ring"), Contains("high end"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allgather:0-inf=rabenseifner"), Contains("rabenseifner does not implement allgather"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-1M=ring,512K-inf=ring"), Contains("overlaps 'allreduce:0-1M=ring'"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-inf=auto"), Contains("a rule names a fixed algorithm"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allgather:0-inf=rabenseifner"),
+                    Contains("rabenseifner does not implement allgather"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-1M=ring,512K-inf=ring"),
+                    Contains("overlaps 'allreduce:0-1M=ring'"));
+  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-inf=auto"),
+                    Contains("a rule names a fixed algorithm"));
   CHECK_THROWS_WITH(exec::parse_algorithm_rules(";"), Contains("has no rules"));
   CHECK(exec::is_rule_list("allreduce:0-inf=ring"));
   CHECK_FALSE(exec::is_rule_list("ring"));
@@ -148,7 +165,8 @@ TEST_CASE("algorithm rules: parsed, and each bad part named") {
 TEST_CASE("tuning file: read back what is written; malformed lines named") {
   exec::Tuning t = exec::default_tuning();
   t[LinkClass::network].reset();
-  const exec::Tuning back = exec::parse_tuning(exec::format_tuning(t, "measured here\nsecond line"), "f.txt");
+  const exec::Tuning back =
+      exec::parse_tuning(exec::format_tuning(t, "measured here\nsecond line"), "f.txt");
   CHECK_FALSE(back[LinkClass::network]);
   REQUIRE(back[LinkClass::shm]);
   CHECK(back[LinkClass::shm]->alpha_s == Approx(t[LinkClass::shm]->alpha_s).epsilon(1e-3));
@@ -158,12 +176,18 @@ TEST_CASE("tuning file: read back what is written; malformed lines named") {
   using Catch::Contains;
   CHECK_THROWS_WITH(exec::parse_tuning("", "f"), Contains("f:0: empty"));
   CHECK_THROWS_WITH(exec::parse_tuning("hello\n", "f"), Contains("f:1: 'hello' is not the header"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.alpha_us 3\n", "f"), Contains("f:2: 'shm.alpha_us 3' is not 'key = value'"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.alpha_us = x\n", "f"), Contains("f:2: shm.alpha_us: 'x' is not a number"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nnet.gbps = 1\n", "f"), Contains("unknown key 'net.gbps'"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 0\nreduce.gbps = 1\n", "f"), Contains("shm.gbps must be positive"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nreduce.gbps = 1\n", "f"), Contains("shm.gbps without shm.alpha_us"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nshm.alpha_us = 1\n", "f"), Contains("no reduce.gbps"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.alpha_us 3\n", "f"),
+                    Contains("f:2: 'shm.alpha_us 3' is not 'key = value'"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.alpha_us = x\n", "f"),
+                    Contains("f:2: shm.alpha_us: 'x' is not a number"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nnet.gbps = 1\n", "f"),
+                    Contains("unknown key 'net.gbps'"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 0\nreduce.gbps = 1\n", "f"),
+                    Contains("shm.gbps must be positive"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nreduce.gbps = 1\n", "f"),
+                    Contains("shm.gbps without shm.alpha_us"));
+  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nshm.alpha_us = 1\n", "f"),
+                    Contains("no reduce.gbps"));
 }
 
 TEST_CASE("selector: the observer hears of each class once, at its first call, not from describe") {
@@ -181,8 +205,10 @@ TEST_CASE("selector: the observer hears of each class once, at its first call, n
 }
 
 TEST_CASE("selector: network.links = torus prices hosts wired as the torus per link and hop") {
-  exec::Tuning t = exec::parse_tuning("toroid-tuning 1\nnetwork.alpha_us = 100\nnetwork.gbps = 0.025\n"
-                                      "network.links = torus\nreduce.gbps = 5\n", "torus.txt");
+  exec::Tuning t = exec::parse_tuning(
+      "toroid-tuning 1\nnetwork.alpha_us = 100\nnetwork.gbps = 0.025\n"
+      "network.links = torus\nreduce.gbps = 5\n",
+      "torus.txt");
   CHECK(t.network_torus);
   CHECK(exec::parse_tuning(exec::format_tuning(t, ""), "again").network_torus);
   SelectorInputs in = inputs(Torus2D(4, 2), {0, 1, 2, 3, 4, 5, 6, 7});

@@ -28,14 +28,16 @@ TEST_CASE("shm links: slots shrink with ranks per node, rings stay deep up to 8 
   CHECK(ShmLinks::deep_slots_for(4, 32 * KiB) == 64);
   CHECK(ShmLinks::deep_slots_for(8, 16 * KiB) == 64);
   CHECK(ShmLinks::deep_slots_for(16, 16 * KiB) == 32);
-  CHECK(ShmLinks::deep_slots_for(500, 16 * KiB) == ShmLinks::kSlots);  // never fewer than the base ring
+  CHECK(ShmLinks::deep_slots_for(500, 16 * KiB) ==
+        ShmLinks::kSlots);  // never fewer than the base ring
   for (int ranks : {2, 4, 6, 8, 16, 32}) {
     const std::size_t slot = ShmLinks::slot_bytes_for(ranks);
     CHECK(part(ranks, slot, ShmLinks::deep_slots_for(ranks, slot)) <= ShmLinks::kReserveBytes);
   }
 }
 
-TEST_CASE("shm links: deep slots halve until the window takes at most half the free room, or none fit") {
+TEST_CASE(
+    "shm links: deep slots halve until the window takes at most half the free room, or none fit") {
   const int ranks = 4;
   const std::size_t slot = 32 * KiB;
   const std::uint64_t window64 = ranks * part(ranks, slot, 64);  // every rank's part

@@ -2,22 +2,22 @@
 // latency steps and bytes per chip, per-link byte counts, a mesh dimension against a torus one,
 // and the 4096-chip pod.
 #include <catch2/catch.hpp>
-
 #include <numeric>
 
 #include "exec/simulator.hpp"
 #include "schedule/dependencies.hpp"
 
 using namespace toroid;
+using exec::link_id;
 using exec::LinkDir;
 using exec::SimModel;
 using exec::SimResult;
-using exec::link_id;
 using exec::simulate_collective;
 
 namespace {
 
-SimModel model(Torus2D t, double bw, double lat, double reduce, std::uint64_t segment = 256 * 1024) {
+SimModel model(Torus2D t, double bw, double lat, double reduce,
+               std::uint64_t segment = 256 * 1024) {
   SimModel m;
   m.topology = t;
   m.link_bytes_per_s[0] = m.link_bytes_per_s[1] = bw;
@@ -27,7 +27,8 @@ SimModel model(Torus2D t, double bw, double lat, double reduce, std::uint64_t se
   return m;
 }
 
-SimResult allreduce(const SimModel& m, Algorithm a, std::uint64_t count, DataType type = DataType::f32) {
+SimResult allreduce(const SimModel& m, Algorithm a, std::uint64_t count,
+                    DataType type = DataType::f32) {
   schedule::Request r;
   r.collective = Collective::allreduce;
   r.count = count;
@@ -39,7 +40,8 @@ SimResult allreduce(const SimModel& m, Algorithm a, std::uint64_t count, DataTyp
 // A ring step of B bytes: latency, bandwidth, and the last segment's reduction where it reduces.
 double step_time(const SimModel& m, double bytes, bool reduce) {
   const double seg = std::min<double>(bytes, static_cast<double>(m.segment_bytes));
-  return m.hop_latency_s[0] + bytes / m.link_bytes_per_s[0] + (reduce ? seg / m.reduce_bytes_per_s : 0.0);
+  return m.hop_latency_s[0] + bytes / m.link_bytes_per_s[0] +
+         (reduce ? seg / m.reduce_bytes_per_s : 0.0);
 }
 
 }  // namespace
@@ -52,7 +54,8 @@ TEST_CASE("sim: one ring matches the closed-form latency/bandwidth cost") {
     const SimResult r = allreduce(m, Algorithm::ring, count);
     const double block = static_cast<double>(count) * 4 / p;
     // reduce-scatter: p-1 steps that reduce; all-gather: p-1 steps that only copy in.
-    const double expected = (p - 1) * step_time(m, block, true) + (p - 1) * step_time(m, block, false);
+    const double expected =
+        (p - 1) * step_time(m, block, true) + (p - 1) * step_time(m, block, false);
     CHECK(r.time_s == Approx(expected).epsilon(0.01));
     CHECK(r.rank0_phases.size() == 2 * (p - 1));
     CHECK(r.max_hops == 1);
@@ -67,26 +70,31 @@ TEST_CASE("sim: one row (bidirectional ring of torus2d on Xx1) matches the close
     INFO("count " << count);
     const SimResult r = allreduce(m, Algorithm::torus2d, count);
     const double half_block = static_cast<double>(count) * 4 / p / 2;
-    const double expected = (p - 1) * step_time(m, half_block, true) + (p - 1) * step_time(m, half_block, false);
+    const double expected =
+        (p - 1) * step_time(m, half_block, true) + (p - 1) * step_time(m, half_block, false);
     CHECK(r.time_s == Approx(expected).epsilon(0.01));
     CHECK(r.algbw_gbps == Approx(static_cast<double>(count) * 4 / expected / 1e9).epsilon(0.01));
     CHECK(r.busbw_gbps == Approx(r.algbw_gbps * 2.0 * (p - 1) / p).epsilon(1e-9));
   }
 }
 
-TEST_CASE("sim: torus2d on XxY takes 2(X-1)+2(Y-1) latency steps and sends 2(N-1)/N of the vector per chip") {
+TEST_CASE(
+    "sim: torus2d on XxY takes 2(X-1)+2(Y-1) latency steps and sends 2(N-1)/N of the vector per "
+    "chip") {
   for (auto [X, Y] : {std::pair{8, 4}, std::pair{4, 4}, std::pair{16, 2}}) {
     INFO(X << "x" << Y);
     const int N = X * Y;
     const double lat = 1e-6;
     // Latency-bound: links and reducer so fast that only hops count.
-    const SimResult tiny = allreduce(model(Torus2D(X, Y), 1e18, lat, 1e18), Algorithm::torus2d, 2 * N);
+    const SimResult tiny =
+        allreduce(model(Torus2D(X, Y), 1e18, lat, 1e18), Algorithm::torus2d, 2 * N);
     const int steps = 2 * (X - 1) + 2 * (Y - 1);
     CHECK(tiny.time_s == Approx(steps * lat).epsilon(0.01));
     CHECK(tiny.rank0_phases.size() == static_cast<std::size_t>(steps));
 
     const std::uint64_t count = static_cast<std::uint64_t>(N) * 2 * 1024;  // every half-block equal
-    const SimResult r = allreduce(model(Torus2D(X, Y), 80e9, lat, 300e9), Algorithm::torus2d, count);
+    const SimResult r =
+        allreduce(model(Torus2D(X, Y), 80e9, lat, 300e9), Algorithm::torus2d, count);
     const std::uint64_t M = count * 4;
     for (int c = 0; c < N; ++c) REQUIRE(r.chip_sent_bytes[c] == 2 * (N - 1) * M / N);
   }
@@ -96,7 +104,8 @@ TEST_CASE("sim: per-link byte counts equal the theoretical counts") {
   SECTION("torus2d on an 8x4 torus") {
     const int X = 8, Y = 4;
     const std::uint64_t count = X * Y * 2 * 512, M = count * 4;
-    const SimResult r = allreduce(model(Torus2D(X, Y), 80e9, 1e-6, 300e9), Algorithm::torus2d, count);
+    const SimResult r =
+        allreduce(model(Torus2D(X, Y), 80e9, 1e-6, 300e9), Algorithm::torus2d, count);
     for (int c = 0; c < X * Y; ++c) {
       INFO("chip " << c);
       // Row phases: (X-1)/X of the vector each way; column phases: (Y-1)/Y of a 1/X shard.
@@ -118,7 +127,8 @@ TEST_CASE("sim: per-link byte counts equal the theoretical counts") {
       CHECK(r.link_bytes[link_id(c, LinkDir::minus_y)] == 0);
     }
     CHECK(r.max_hops == 2);
-    const std::uint64_t total = std::accumulate(r.chip_sent_bytes.begin(), r.chip_sent_bytes.end(), std::uint64_t{0});
+    const std::uint64_t total =
+        std::accumulate(r.chip_sent_bytes.begin(), r.chip_sent_bytes.end(), std::uint64_t{0});
     CHECK(total == N * per_link);
   }
 }
@@ -126,8 +136,9 @@ TEST_CASE("sim: per-link byte counts equal the theoretical counts") {
 TEST_CASE("sim: routes are dimension order, the short way round a ring, straight along a mesh") {
   const Torus2D torus(8, 4), mesh(8, 4, false, false);
   CHECK(exec::route(torus, 0, 7) == std::vector<int>{link_id(0, LinkDir::minus_x)});
-  CHECK(exec::route(torus, 0, 4) == std::vector<int>{link_id(0, LinkDir::plus_x), link_id(1, LinkDir::plus_x),
-                                                     link_id(2, LinkDir::plus_x), link_id(3, LinkDir::plus_x)});
+  CHECK(exec::route(torus, 0, 4) ==
+        std::vector<int>{link_id(0, LinkDir::plus_x), link_id(1, LinkDir::plus_x),
+                         link_id(2, LinkDir::plus_x), link_id(3, LinkDir::plus_x)});
   CHECK(exec::route(mesh, 0, 7).size() == 7);
   // (7,3) -> (0,0) on the mesh: 7 hops -x along row 3, then 3 hops -y along column 0.
   const auto p = exec::route(mesh, 31, 0);
@@ -147,8 +158,10 @@ TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when b
   gather.count = count;
   // All-gather: the line's busiest link direction carries (p-1)/p of the vector, a
   // bidirectional ring's (p-1)/(2p), in the same p-1 steps.
-  const SimResult ring_ag = simulate_collective(ring_model, Algorithm::torus2d, gather, DataType::f32);
-  const SimResult line_ag = simulate_collective(line_model, Algorithm::torus2d, gather, DataType::f32);
+  const SimResult ring_ag =
+      simulate_collective(ring_model, Algorithm::torus2d, gather, DataType::f32);
+  const SimResult line_ag =
+      simulate_collective(line_model, Algorithm::torus2d, gather, DataType::f32);
   REQUIRE(ring_ag.error == "");
   REQUIRE(line_ag.error == "");
   CHECK(line_ag.time_s / ring_ag.time_s == Approx(2.0).epsilon(0.02));
@@ -166,7 +179,8 @@ TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh") {
   const std::uint64_t count = 8 * 4 * 4;  // latency-bound
   const SimModel torus = model(Torus2D(8, 4), 80e9, 1e-6, 300e9);
   const SimModel mesh = model(Torus2D(8, 4, false, false), 80e9, 1e-6, 300e9);
-  const SimResult t = allreduce(torus, Algorithm::ring, count), m = allreduce(mesh, Algorithm::ring, count);
+  const SimResult t = allreduce(torus, Algorithm::ring, count),
+                  m = allreduce(mesh, Algorithm::ring, count);
   CHECK(t.max_hops == 2);
   CHECK(m.max_hops == 10);
   CHECK(m.time_s > 3 * t.time_s);  // each step waits for the 8-hop row crossings
@@ -174,7 +188,7 @@ TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh") {
 
 TEST_CASE("sim: a slow reducer bounds the reduce-scatter") {
   const int p = 4;
-  const std::uint64_t count = std::uint64_t{p} << 20;  // 1 MiB of f32 per block
+  const std::uint64_t count = std::uint64_t{p} << 20;       // 1 MiB of f32 per block
   const SimModel m = model(Torus2D(p, 1), 80e9, 0.0, 8e9);  // reduction 10x slower than links
   const SimResult r = allreduce(m, Algorithm::ring, count);
   const double block = static_cast<double>(count) * 4 / p;
@@ -183,12 +197,15 @@ TEST_CASE("sim: a slow reducer bounds the reduce-scatter") {
   CHECK(r.time_s == Approx(expected).epsilon(0.01));
 }
 
-TEST_CASE("sim: simulating built schedules equals simulate_collective; deadlock and size mismatch are reported") {
+TEST_CASE(
+    "sim: simulating built schedules equals simulate_collective; deadlock and size mismatch are "
+    "reported") {
   const SimModel m = model(Torus2D(4, 2), 80e9, 1e-6, 300e9);
   schedule::Request req;
   req.count = 4096;
   std::vector<schedule::Schedule> all;
-  for (int r = 0; r < 8; ++r) all.push_back(schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}}));
+  for (int r = 0; r < 8; ++r)
+    all.push_back(schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}}));
   const SimResult a = exec::simulate(m, all, 4);
   const SimResult b = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
   REQUIRE(a.error == "");
@@ -213,7 +230,8 @@ TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes") {
   const std::uint64_t count = std::uint64_t{1} << 28, M = count * 4, N = 4096;
   const SimResult r = allreduce(m, Algorithm::torus2d, count);
   CHECK(r.time_s > 0);
-  const std::uint64_t total = std::accumulate(r.chip_sent_bytes.begin(), r.chip_sent_bytes.end(), std::uint64_t{0});
+  const std::uint64_t total =
+      std::accumulate(r.chip_sent_bytes.begin(), r.chip_sent_bytes.end(), std::uint64_t{0});
   CHECK(total == 2 * (N - 1) * M);
   CHECK(r.max_hops == 1);  // torus neighbours only
 }

@@ -1,5 +1,4 @@
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <limits>
 
@@ -11,7 +10,8 @@
 using namespace toroid;
 
 TEST_CASE("type and op names round-trip and bad names are rejected with the text") {
-  for (DataType t : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
+  for (DataType t :
+       {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
     CHECK(parse_data_type(to_string(t)) == t);
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg})
     CHECK(parse_reduce_op(to_string(op)) == op);
@@ -61,7 +61,8 @@ TEST_CASE("sizes parse with binary suffixes and bad text names the option") {
   CHECK_THROWS_WITH(parse_size("12Q", "-e"), Catch::Contains("-e: '12Q' is not a size"));
   CHECK_THROWS_WITH(parse_size("", "-b"), Catch::Contains("-b: '' is not a size"));
   CHECK_THROWS_AS(parse_size("99999999999999999999", "-b"), InvalidArgument);
-  CHECK_THROWS_WITH(parse_size("-5", "TOROID_MIN_BYTES"),
-                    Catch::Contains("TOROID_MIN_BYTES: '-5' is not a size (a size cannot be negative"));
+  CHECK_THROWS_WITH(
+      parse_size("-5", "TOROID_MIN_BYTES"),
+      Catch::Contains("TOROID_MIN_BYTES: '-5' is not a size (a size cannot be negative"));
   CHECK_THROWS_WITH(parse_size("x", "-b"), Catch::Contains("(no number"));
 }

@@ -41,7 +41,8 @@ TEST_CASE("a size mismatch between send and receive is reported") {
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::input, 0, 4}, {}});
   s[1].steps.push_back({Kind::recv, 0, 0, 0, {}, {Buf::output, 0, 3}});
   auto m = memory(2, 16);
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("size mismatch"));
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("size mismatch"));
 }
 
 TEST_CASE("crossed waits deadlock under rendezvous semantics") {
@@ -56,7 +57,8 @@ TEST_CASE("crossed waits deadlock under rendezvous semantics") {
   REQUIRE(s[0].deps.size() == 1);
   CHECK(s[0].deps[0].wait == Wait::follow);
   auto m = memory(2, 16);
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("deadlock"));
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("deadlock"));
 }
 
 TEST_CASE("phases are not barriers: a send that reads nothing the receive writes does not wait") {
@@ -87,16 +89,19 @@ TEST_CASE("a missing or wrong dependency is reported") {
   CHECK(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
   // A follow whose offset does not say where the source lies in the receive's destination.
   s[0].deps[0].offset = 1;
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("wrong dependency"));
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("wrong dependency"));
   // Overwriting what an earlier send reads, without waiting for it.
   std::vector<Schedule> w{empty(0, 2), empty(1, 2)};
   w[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::output, 0, 4}, {}});
   w[0].steps.push_back({Kind::recv, 1, 0, 1, {}, {Buf::output, 0, 4}});
-  CHECK_THAT(exec::execute_in_process(w, m, DataType::f32, ReduceOp::sum), Catch::Contains("overwrites what"));
+  CHECK_THAT(exec::execute_in_process(w, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("overwrites what"));
 }
 
 TEST_CASE("a ring all-reduce forwards each received block segment by segment") {
-  const Schedule s = build(Algorithm::ring, {Collective::allreduce, 400, false, false, {}}, {1, Torus2D(4, 1), {}});
+  const Schedule s = build(Algorithm::ring, {Collective::allreduce, 400, false, false, {}},
+                           {1, Torus2D(4, 1), {}});
   int follows = 0;
   for (const Step& st : s.steps)
     for (std::uint32_t k = 0; k < st.dep_count; ++k) {
@@ -118,7 +123,8 @@ TEST_CASE("a phase that writes what it also sends is a hazard") {
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::output, 0, 4}, {}});
   s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, {Buf::output, 2, 2}});
   auto m = memory(2, 16);
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("hazard"));
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("hazard"));
 }
 
 TEST_CASE("in place, input and output are one memory for the hazard check") {
@@ -127,23 +133,27 @@ TEST_CASE("in place, input and output are one memory for the hazard check") {
   s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, {Buf::output, 0, 4}});
   auto m = memory(2, 16);
   m[0].in_place = true;
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("hazard"));
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("hazard"));
 }
 
 TEST_CASE("out-of-bounds chunks and writes to the input are rejected") {
   std::vector<Schedule> s{empty(0, 1)};
   s[0].steps.push_back({Kind::copy, -1, 0, 0, {Buf::input, 2, 4}, {Buf::output, 0, 4}});
   auto m = memory(1, 16);  // 4 floats
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("out of bounds"));
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("out of bounds"));
   s[0].steps[0] = {Kind::copy, -1, 0, 0, {Buf::output, 0, 4}, {Buf::input, 0, 4}};
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum), Catch::Contains("writes the input"));
+  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("writes the input"));
 }
 
 TEST_CASE("a wrong result is caught by the reference comparison") {
   // Reduce-scatter schedules run as if they were all-reduce: the blocks not owned stay unset.
   exec::CheckSpec spec{Collective::allreduce, 4, 40, false, DataType::i64, ReduceOp::sum};
   const std::string e = exec::check_collective(spec, [](int r) {
-    return build(Algorithm::ring, {Collective::reduce_scatter, 40, true, false, {}}, {r, Torus2D(4, 1), {}});
+    return build(Algorithm::ring, {Collective::reduce_scatter, 40, true, false, {}},
+                 {r, Torus2D(4, 1), {}});
   });
   CHECK_THAT(e, Catch::Contains("differs from the reference"));
 }
