@@ -3,7 +3,9 @@
 #pragma once
 
 #include <mpi.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -36,6 +38,37 @@ inline int real_nodes() {
   MPI_Allreduce(&first, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
   return nodes;
 }
+// A file rank 0 writes with `text` and every rank names (one machine's /tmp, or the cluster's
+// bind-mounted repository for rank 0's host): a path no other test run uses; rank 0 removes it.
+class RankZeroFile {
+ public:
+  RankZeroFile(const std::string& what, const std::string& text) {
+    long pid = static_cast<long>(getpid());
+    MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    path_ = "/tmp/toroid_test_" + what + "_" + std::to_string(pid) + ".txt";
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+      if (std::FILE* f = std::fopen(path_.c_str(), "w")) {
+        std::fputs(text.c_str(), f);
+        std::fclose(f);
+      }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  ~RankZeroFile() {
+    MPI_Barrier(MPI_COMM_WORLD);
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) std::remove(path_.c_str());
+  }
+  RankZeroFile(const RankZeroFile&) = delete;
+  RankZeroFile& operator=(const RankZeroFile&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 // True on every rank when `ok` is true on every rank.
 inline bool all_ranks(bool ok) {
   int mine = ok ? 1 : 0, all = 0;

@@ -35,12 +35,6 @@ bool sums_right(Communicator& comm, std::size_t n) {
   return true;
 }
 
-std::string shared_path(const char* what) {
-  long pid = static_cast<long>(getpid());
-  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-  return "/tmp/toroid_test_" + std::string(what) + "_" + std::to_string(pid) + ".txt";
-}
-
 }  // namespace
 
 TEST_CASE("auto: every rank makes the same choice and sums right at every size") {
@@ -69,16 +63,10 @@ TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the re
 }
 
 TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every rank") {
-  const std::string path = shared_path("tuning");
   exec::Tuning t = exec::default_tuning();
   t[exec::LinkClass::shm] = exec::LinkParams{3e-6, 2e9};
-  if (testing::world_rank() == 0) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    REQUIRE(f);
-    std::fputs(exec::format_tuning(t, "test").c_str(), f);
-    std::fclose(f);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  const testing::RankZeroFile file("tuning", exec::format_tuning(t, "test"));
+  const std::string& path = file.path();
   setenv("TOROID_TUNING", path.c_str(), 1);
   std::string links = "(no communicator)";
   try {
@@ -92,20 +80,14 @@ TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every ran
   INFO(links);
   // One rank has no links to price; otherwise the file's source is named.
   CHECK(all_ranks(world_size() == 1 || links.find(path) != std::string::npos));
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (testing::world_rank() == 0) std::remove(path.c_str());
 }
 
 TEST_CASE("auto: a tuning file without the links this communicator uses is refused on every rank") {
   if (world_size() < 2 || testing::real_nodes() != 1) return;  // needs links inside one node
-  const std::string path = shared_path("tuning_network_only");
-  if (testing::world_rank() == 0) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    REQUIRE(f);
-    std::fputs("toroid-tuning 1\nnetwork.alpha_us = 50\nnetwork.gbps = 0.1\nreduce.gbps = 5\n", f);
-    std::fclose(f);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  const testing::RankZeroFile file(
+      "tuning_network_only",
+      "toroid-tuning 1\nnetwork.alpha_us = 50\nnetwork.gbps = 0.1\nreduce.gbps = 5\n");
+  const std::string& path = file.path();
   setenv("TOROID_TUNING", path.c_str(), 1);
   std::string got = "(no error)";
   try {
@@ -116,6 +98,4 @@ TEST_CASE("auto: a tuning file without the links this communicator uses is refus
   unsetenv("TOROID_TUNING");
   INFO(got);
   CHECK(all_ranks(got.find("tuning " + path + " has no shm link parameters") != std::string::npos));
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (testing::world_rank() == 0) std::remove(path.c_str());
 }

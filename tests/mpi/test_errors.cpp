@@ -134,13 +134,6 @@ TEST_CASE("with checking on, ranks that disagree on the count all get an error n
   CHECK(all_ranks(raised));
 }
 
-// Rank 0's process id, the same on every rank: a file name no other test run uses.
-long getpid_of_rank0() {
-  long pid = static_cast<long>(getpid());
-  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-  return pid;
-}
-
 // Communicator construction with `name=value` in the environment raises `expect` on every rank.
 void check_bad_env(const char* name, const char* value, const std::string& expect) {
   setenv(name, value, 1);
@@ -178,18 +171,11 @@ TEST_CASE("bad TOROID_* values name the variable and the value on every rank") {
 }
 
 TEST_CASE("a malformed tuning file, read by rank 0, is an error naming its line on every rank") {
-  const std::string path = "/tmp/toroid_test_tuning_" + std::to_string(getpid_of_rank0()) + ".txt";
-  if (testing::world_rank() == 0) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    REQUIRE(f);
-    std::fputs("toroid-tuning 1\nshm.alpha_us = 1\nshm.gbps = fast\n", f);
-    std::fclose(f);
-  }
-  MPI_Barrier(MPI_COMM_WORLD);
+  const testing::RankZeroFile file("malformed_tuning",
+                                   "toroid-tuning 1\nshm.alpha_us = 1\nshm.gbps = fast\n");
+  const std::string& path = file.path();
   check_bad_env("TOROID_TUNING", path.c_str(),
                 "TOROID_TUNING: tuning file " + path + ":3: shm.gbps: 'fast' is not a number");
-  MPI_Barrier(MPI_COMM_WORLD);
-  if (testing::world_rank() == 0) std::remove(path.c_str());
 }
 
 TEST_CASE("a TOROID_* variable set on one rank only is an error naming the ranks, on every rank") {
