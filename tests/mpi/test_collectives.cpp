@@ -44,16 +44,17 @@ void sweep(Collective coll, const char* name) {
 
 }  // namespace
 
-TEST_CASE("allreduce matches stock MPI for every type, op, count and placement") {
+TEST_CASE("allreduce matches stock MPI for every type, op, count and placement", "[collectives]") {
   sweep(Collective::allreduce, "allreduce");
 }
-TEST_CASE("reduce_scatter matches stock MPI for every type, op, count and placement") {
+TEST_CASE("reduce_scatter matches stock MPI for every type, op, count and placement",
+          "[collectives]") {
   sweep(Collective::reduce_scatter, "reduce_scatter");
 }
-TEST_CASE("allgather matches stock MPI for every type, count and placement") {
+TEST_CASE("allgather matches stock MPI for every type, count and placement", "[collectives]") {
   sweep(Collective::allgather, "allgather");
 }
-TEST_CASE("broadcast delivers the root's bits for every type and count") {
+TEST_CASE("broadcast delivers the root's bits for every type and count", "[collectives]") {
   sweep(Collective::broadcast, "broadcast");
 }
 
@@ -69,7 +70,7 @@ std::vector<float> awkward_floats(int rank, std::size_t n) {
 
 }  // namespace
 
-TEST_CASE("every algorithm on every shape that fits matches stock MPI") {
+TEST_CASE("every algorithm on every shape that fits matches stock MPI", "[collectives]") {
   const int p = testing::world_size();
   for (const std::string& shape : shapes(p)) {
     Options o;
@@ -110,7 +111,7 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI") {
   }
 }
 
-TEST_CASE("hierarchical all-reduce on emulated unequal nodes") {
+TEST_CASE("hierarchical all-reduce on emulated unequal nodes", "[collectives]") {
   const int p = testing::world_size();
   // Node layouts that add up to p: one rank alone, then the rest together; and alternating sizes.
   std::vector<std::string> layouts{std::to_string(p)};
@@ -132,7 +133,7 @@ TEST_CASE("hierarchical all-reduce on emulated unequal nodes") {
   }
 }
 
-TEST_CASE("results are bitwise identical across repeated runs and segment sizes") {
+TEST_CASE("results are bitwise identical across repeated runs and segment sizes", "[collectives]") {
   const int p = testing::world_size();
   const std::size_t n = 50021;
   const std::vector<float> in = awkward_floats(testing::world_rank(), n);
@@ -164,7 +165,7 @@ TEST_CASE("results are bitwise identical across repeated runs and segment sizes"
   }
 }
 
-TEST_CASE("axis collectives match stock MPI on each row and column") {
+TEST_CASE("axis collectives match stock MPI on each row and column", "[collectives]") {
   const int p = testing::world_size();
   for (const std::string& shape : shapes(p)) {
     Options o;
@@ -203,7 +204,8 @@ TEST_CASE("axis collectives match stock MPI on each row and column") {
   }
 }
 
-TEST_CASE("typed span API, segment sizes and the TOROID_* defaults agree with each other") {
+TEST_CASE("typed span API, segment sizes and the TOROID_* defaults agree with each other",
+          "[collectives]") {
   Options o;
   o.segment_bytes = 64;          // many tiny segments: exercises the pipelining bookkeeping
   o.transport = Transport::mpi;  // where the segment applies

@@ -15,7 +15,7 @@ using namespace toroid;
 using testing::all_ranks;
 using testing::world_size;
 
-TEST_CASE("a topology that does not fit the communicator names both sizes") {
+TEST_CASE("a topology that does not fit the communicator names both sizes", "[errors]") {
   Options o;
   o.topology = "3x3";
   if (world_size() == 9) o.topology = "2x2";
@@ -27,7 +27,7 @@ TEST_CASE("a topology that does not fit the communicator names both sizes") {
   CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD, o), Catch::Contains("invalid topology '4x'"));
 }
 
-TEST_CASE("a topology error on one rank only is raised on every rank") {
+TEST_CASE("a topology error on one rank only is raised on every rank", "[errors]") {
   Options o;
   o.topology = testing::world_rank() == world_size() - 1 ? "0x1" : "auto";
   bool threw = false;
@@ -39,7 +39,7 @@ TEST_CASE("a topology error on one rank only is raised on every rank") {
   CHECK(all_ranks(threw));
 }
 
-TEST_CASE("explicit topologies shape the communicator, auto follows the nodes") {
+TEST_CASE("explicit topologies shape the communicator, auto follows the nodes", "[errors]") {
   const int p = world_size();
   Options o;
   o.topology = std::to_string(p) + "x1:wrap=none";
@@ -73,7 +73,7 @@ TEST_CASE("explicit topologies shape the communicator, auto follows the nodes") 
   }
 }
 
-TEST_CASE("argument errors name the argument, the value and the rank") {
+TEST_CASE("argument errors name the argument, the value and the rank", "[errors]") {
   Communicator comm(MPI_COMM_WORLD);
   const int r = comm.rank(), p = comm.size();
   const std::string on = " on rank " + std::to_string(r) + ": ";
@@ -107,7 +107,8 @@ TEST_CASE("argument errors name the argument, the value and the rank") {
   CHECK(all_ranks(ok[0] == static_cast<float>(p)));
 }
 
-TEST_CASE("with checking on, ranks that disagree on the count all get an error naming them") {
+TEST_CASE("with checking on, ranks that disagree on the count all get an error naming them",
+          "[errors]") {
   Options o;
   o.check = true;
   Communicator comm(MPI_COMM_WORLD, o);
@@ -148,7 +149,7 @@ void check_bad_env(const char* name, const char* value, const std::string& expec
   CHECK(all_ranks(got.find(expect) != std::string::npos));
 }
 
-TEST_CASE("bad TOROID_* values name the variable and the value on every rank") {
+TEST_CASE("bad TOROID_* values name the variable and the value on every rank", "[errors]") {
   check_bad_env("TOROID_ALGO", "fastest", "TOROID_ALGO: unknown algorithm 'fastest'");
   check_bad_env("TOROID_SEGMENT_BYTES", "12Q", "TOROID_SEGMENT_BYTES: '12Q' is not a size");
   check_bad_env("TOROID_TOPOLOGY", "4x", "invalid topology '4x': Y dimension '' is not an integer");
@@ -170,7 +171,8 @@ TEST_CASE("bad TOROID_* values name the variable and the value on every rank") {
                 "TOROID_TUNING: cannot read '/nonexistent/tuning.txt'");
 }
 
-TEST_CASE("a malformed tuning file, read by rank 0, is an error naming its line on every rank") {
+TEST_CASE("a malformed tuning file, read by rank 0, is an error naming its line on every rank",
+          "[errors]") {
   const testing::RankZeroFile file("malformed_tuning",
                                    "toroid-tuning 1\nshm.alpha_us = 1\nshm.gbps = fast\n");
   const std::string& path = file.path();
@@ -178,7 +180,8 @@ TEST_CASE("a malformed tuning file, read by rank 0, is an error naming its line 
                 "TOROID_TUNING: tuning file " + path + ":3: shm.gbps: 'fast' is not a number");
 }
 
-TEST_CASE("a TOROID_* variable set on one rank only is an error naming the ranks, on every rank") {
+TEST_CASE("a TOROID_* variable set on one rank only is an error naming the ranks, on every rank",
+          "[errors]") {
   if (world_size() < 2) return;
   if (testing::world_rank() == 0) setenv("TOROID_ALGO", "ring", 1);
   std::string got = "(no error)";
@@ -206,7 +209,7 @@ TEST_CASE("a TOROID_* variable set on one rank only is an error naming the ranks
   CHECK(all_ranks(built));
 }
 
-TEST_CASE("Options::nodes \"real\" sees the real nodes whatever TOROID_NODES says") {
+TEST_CASE("Options::nodes \"real\" sees the real nodes whatever TOROID_NODES says", "[errors]") {
   setenv("TOROID_NODES", "999", 1);
   Options real;
   real.nodes = "real";
@@ -223,7 +226,8 @@ TEST_CASE("Options::nodes \"real\" sees the real nodes whatever TOROID_NODES say
   CHECK(all_ranks(nodes == testing::real_nodes()));
 }
 
-TEST_CASE("counts whose byte size cannot be represented are refused before any memory is touched") {
+TEST_CASE("counts whose byte size cannot be represented are refused before any memory is touched",
+          "[errors]") {
   Communicator comm(MPI_COMM_WORLD);
   const std::string on = " on rank " + std::to_string(comm.rank()) + ": ";
   // Never dereferenced: the count is checked first. 2^62 f32 is 2^64 bytes (wraps size_t).
@@ -238,7 +242,7 @@ TEST_CASE("counts whose byte size cannot be represented are refused before any m
                     "allgather" + on + "count 9223372036854775807 of i64 is too large");
 }
 
-TEST_CASE("partly overlapping buffers are refused for every collective") {
+TEST_CASE("partly overlapping buffers are refused for every collective", "[errors]") {
   Communicator comm(MPI_COMM_WORLD);
   const int p = comm.size(), r = comm.rank();
   std::vector<double> buf(64 * p + 8);

@@ -29,7 +29,7 @@ bool sums_right(Communicator& c) {
 
 }  // namespace
 
-TEST_CASE("lifetime: communicators destroyed in a different order on every rank") {
+TEST_CASE("lifetime: communicators destroyed in a different order on every rank", "[lifetime]") {
   const int rank = world_rank(), size = world_size();
   MPI_Comm unequal = MPI_COMM_NULL, with_null = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, rank < (size + 2) / 3 ? 0 : 1, size - rank, &unequal);

@@ -100,7 +100,8 @@ std::string name(Collective c) { return std::string(to_string(c)); }
 }  // namespace
 
 TEST_CASE(
-    "non-blocking and persistent collectives give the blocking bits, every algorithm and shape") {
+    "non-blocking and persistent collectives give the blocking bits, every algorithm and shape",
+    "[nonblocking]") {
   const int p = world_size();
   std::uint64_t cases = 0;
   // Every shape up to 4 ranks; beyond, the ring, the torus-free line and the first 2D torus
@@ -138,7 +139,8 @@ TEST_CASE(
   CHECK(cases > 0);
 }
 
-TEST_CASE("16 collectives of mixed sizes and algorithms in flight, completed in reverse order") {
+TEST_CASE("16 collectives of mixed sizes and algorithms in flight, completed in reverse order",
+          "[nonblocking]") {
   const int p = world_size();
   for (const char* transport : {"auto", "mpi"}) {
     Options o;
@@ -187,7 +189,7 @@ TEST_CASE("16 collectives of mixed sizes and algorithms in flight, completed in 
   }
 }
 
-TEST_CASE("a persistent all-reduce started 1000 times, with new data each time") {
+TEST_CASE("a persistent all-reduce started 1000 times, with new data each time", "[nonblocking]") {
   Communicator comm(MPI_COMM_WORLD);
   const int p = comm.size();
   std::vector<std::int64_t> in(513), out(513);
@@ -208,7 +210,7 @@ TEST_CASE("a persistent all-reduce started 1000 times, with new data each time")
   CHECK(all_ranks(ok));
 }
 
-TEST_CASE("axis collectives, non-blocking, match the blocking ones") {
+TEST_CASE("axis collectives, non-blocking, match the blocking ones", "[nonblocking]") {
   const int p = world_size();
   for (const std::string& shape : shapes(p)) {
     Options o;
@@ -240,7 +242,7 @@ TEST_CASE("axis collectives, non-blocking, match the blocking ones") {
   }
 }
 
-TEST_CASE("a request dropped unfinished completes with its communicator") {
+TEST_CASE("a request dropped unfinished completes with its communicator", "[nonblocking]") {
   std::vector<float> in = awkward(world_rank(), 200003), out(in.size(), -1.0f), want;
   {
     Communicator comm(MPI_COMM_WORLD);
@@ -258,7 +260,7 @@ TEST_CASE("a request dropped unfinished completes with its communicator") {
   CHECK(all_ranks(out == want));
 }
 
-TEST_CASE("misused requests are errors with messages") {
+TEST_CASE("misused requests are errors with messages", "[nonblocking]") {
   Communicator comm(MPI_COMM_WORLD);
   std::vector<float> v(100, 1.0f), shorter(10);
   Request r = iallreduce(std::span<float>(v), ReduceOp::sum, comm);
@@ -282,7 +284,8 @@ TEST_CASE("misused requests are errors with messages") {
   CHECK(all_ranks(v == expect));  // the two all-reduces in place: 1 -> p -> p*p
 }
 
-TEST_CASE("the progress thread moves collectives while the caller does not call toroid") {
+TEST_CASE("the progress thread moves collectives while the caller does not call toroid",
+          "[nonblocking]") {
   int level = 0;
   MPI_Query_thread(&level);
   REQUIRE(level == MPI_THREAD_MULTIPLE);  // main() asks for it

@@ -13,7 +13,7 @@
 using namespace toroid;
 using namespace toroid::testing;
 
-TEST_CASE("soak: randomized collectives match stock MPI") {
+TEST_CASE("soak: randomized collectives match stock MPI", "[soak]") {
   const int p = world_size();
   const char* env = std::getenv("TOROID_SOAK_ITERS");
   const long iters = env ? std::strtol(env, nullptr, 10) : 300;

@@ -26,14 +26,15 @@ Options over(Transport t) {
 
 }  // namespace
 
-TEST_CASE("transport: shared memory on one node unless mpi is forced") {
+TEST_CASE("transport: shared memory on one node unless mpi is forced", "[transport]") {
   Communicator over_mpi(MPI_COMM_WORLD, over(Transport::mpi));
   CHECK_FALSE(over_mpi.uses_shared_memory());
   Communicator over_shm(MPI_COMM_WORLD, over(Transport::shm));
   CHECK(over_shm.uses_shared_memory() == (testing::ranks_on_my_node() > 1));
 }
 
-TEST_CASE("transport: every algorithm gives the same bits over shared memory and over MPI") {
+TEST_CASE("transport: every algorithm gives the same bits over shared memory and over MPI",
+          "[transport]") {
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
   Communicator b(MPI_COMM_WORLD, over(Transport::shm));
   // Several slot rings' worth, an odd count, floating values whose sums depend on the order.
@@ -70,7 +71,8 @@ TEST_CASE("transport: every algorithm gives the same bits over shared memory and
 // when the forwarding ring is full (here: the last rank enters 20 ms late, so its left
 // neighbour's rings fill up). Chunks over 1 MiB take the non-temporal store path.
 TEST_CASE(
-    "transport: large vectors with a late rank, in place or not, give the MPI transport's bits") {
+    "transport: large vectors with a late rank, in place or not, give the MPI transport's bits",
+    "[transport]") {
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
   Communicator b(MPI_COMM_WORLD, over(Transport::shm));
   const std::size_t n = 1'200'007;  // 4.8 MB of f32: 1.2 MB chunks at 4 ranks
@@ -138,7 +140,8 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("transport: TOROID_TRANSPORT names a transport or is an error on every rank") {
+TEST_CASE("transport: TOROID_TRANSPORT names a transport or is an error on every rank",
+          "[transport]") {
   setenv("TOROID_TRANSPORT", "carrier-pigeon", 1);
   CHECK_THROWS_WITH(
       Communicator(MPI_COMM_WORLD),

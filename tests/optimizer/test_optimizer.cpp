@@ -95,7 +95,8 @@ std::string shared_path(const char* tag) {
 
 }  // namespace
 
-TEST_CASE("sharded update equals the replicated update and the reference, every rule") {
+TEST_CASE("sharded update equals the replicated update and the reference, every rule",
+          "[optimizer]") {
   const int p = world_size(), r = world_rank();
   // The default topology (a ring on one node), and a 2D torus where the rank count allows one:
   // there the gradients go through the 2D reduce-scatter and all-gather.
@@ -148,7 +149,8 @@ TEST_CASE("sharded update equals the replicated update and the reference, every 
   }
 }
 
-TEST_CASE("trust ratios of LAMB and LARS are not trivially one, and exclusions are honoured") {
+TEST_CASE("trust ratios of LAMB and LARS are not trivially one, and exclusions are honoured",
+          "[optimizer]") {
   Communicator comm(MPI_COMM_WORLD);
   for (OptimizerKind kind : {OptimizerKind::lamb, OptimizerKind::lars}) {
     Model model(kSizes);
@@ -163,7 +165,7 @@ TEST_CASE("trust ratios of LAMB and LARS are not trivially one, and exclusions a
   }
 }
 
-TEST_CASE("bf16 gradients: within tolerance of the f32 update") {
+TEST_CASE("bf16 gradients: within tolerance of the f32 update", "[optimizer]") {
   // Gradients are rounded to bf16 (8 significant bits) before the first addition and after
   // every hop, so each element of the mean carries up to about 2^-8 relative error per hop.
   // Stated tolerance: after 20 steps every weight is within 2% of the f32 run's total weight
@@ -213,7 +215,7 @@ TEST_CASE("bf16 gradients: within tolerance of the f32 update") {
   }
 }
 
-TEST_CASE("checkpoints restore exactly and move between rank counts") {
+TEST_CASE("checkpoints restore exactly and move between rank counts", "[optimizer]") {
   const int p = world_size(), r = world_rank();
   OptimizerConfig c;
   c.kind = OptimizerKind::adamw, c.learning_rate = 0.01, c.weight_decay = 0.01,
@@ -275,7 +277,7 @@ TEST_CASE("checkpoints restore exactly and move between rank counts") {
   }
 }
 
-TEST_CASE("optimizer bad input is an error on every rank") {
+TEST_CASE("optimizer bad input is an error on every rank", "[optimizer]") {
   Communicator comm(MPI_COMM_WORLD);
   Model model(kSizes);
   OptimizerConfig c;

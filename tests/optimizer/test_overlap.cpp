@@ -55,7 +55,7 @@ std::vector<std::vector<std::string>> names_in(const std::vector<std::size_t>& o
 
 }  // namespace
 
-TEST_CASE("GradientReducer sums exactly in any ready order, f32 and bf16") {
+TEST_CASE("GradientReducer sums exactly in any ready order, f32 and bf16", "[overlap]") {
   const int p = world_size(), r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
   for (bool bf16_grads : {false, true})
@@ -108,7 +108,8 @@ TEST_CASE("GradientReducer sums exactly in any ready order, f32 and bf16") {
       }
 }
 
-TEST_CASE("GradientReducer buckets: reverse registration order, then rank 0's ready order") {
+TEST_CASE("GradientReducer buckets: reverse registration order, then rank 0's ready order",
+          "[overlap]") {
   const int r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
   std::vector<std::vector<float>> g(kSizes.size());
@@ -154,8 +155,8 @@ TEST_CASE("GradientReducer buckets: reverse registration order, then rank 0's re
   (void)grads;
 }
 
-TEST_CASE(
-    "ShardedOptimizer: ready() during the backward pass gives bitwise the weights of step()") {
+TEST_CASE("ShardedOptimizer: ready() during the backward pass gives bitwise the weights of step()",
+          "[overlap]") {
   const int p = world_size(), r = world_rank();
   std::vector<std::string> topologies = {"auto"};
   if (p == 4) topologies.push_back("2x2");
@@ -202,7 +203,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the elements") {
+TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the elements", "[overlap]") {
   const int p = world_size(), r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
   OptimizerConfig config;
@@ -236,7 +237,7 @@ TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the element
   if (p <= 2) CHECK(all_ranks(model.weights == fixed.weights));
 }
 
-TEST_CASE("ready() mistakes are errors on every rank, and the next step works") {
+TEST_CASE("ready() mistakes are errors on every rank, and the next step works", "[overlap]") {
   const int p = world_size(), r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
   std::vector<std::vector<float>> g(kSizes.size());
@@ -290,7 +291,7 @@ TEST_CASE("ready() mistakes are errors on every rank, and the next step works") 
   CHECK(opt.steps_taken() == 1);
 }
 
-TEST_CASE("GradientReducer bad construction is an error on every rank") {
+TEST_CASE("GradientReducer bad construction is an error on every rank", "[overlap]") {
   Communicator comm(MPI_COMM_WORLD);
   using Catch::Contains;
   std::vector<float> a(4), b(4);

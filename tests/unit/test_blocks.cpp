@@ -5,7 +5,8 @@
 
 using namespace toroid;
 
-TEST_CASE("block rule: contiguous, covering, sizes differ by at most one, larger first") {
+TEST_CASE("block rule: contiguous, covering, sizes differ by at most one, larger first",
+          "[blocks]") {
   for (int p : {1, 2, 3, 7, 64}) {
     for (std::uint64_t n : {0ull, 1ull, 5ull, 63ull, 64ull, 65ull, 1000003ull}) {
       std::uint64_t next = 0;

@@ -8,7 +8,7 @@
 using namespace toroid;
 using Catch::Contains;
 
-TEST_CASE("switches: 0, 1, on, off and nothing else") {
+TEST_CASE("switches: 0, 1, on, off and nothing else", "[config]") {
   CHECK(parse_switch("1", "TOROID_CHECK"));
   CHECK(parse_switch("on", "TOROID_CHECK"));
   CHECK_FALSE(parse_switch("0", "TOROID_CHECK"));
@@ -18,7 +18,7 @@ TEST_CASE("switches: 0, 1, on, off and nothing else") {
   CHECK_THROWS_AS(parse_switch("", "TOROID_CHECK"), InvalidArgument);
 }
 
-TEST_CASE("timeouts: seconds in [0, 1e6], the whole text a number") {
+TEST_CASE("timeouts: seconds in [0, 1e6], the whole text a number", "[config]") {
   CHECK(parse_seconds("120", "TOROID_TIMEOUT") == 120);
   CHECK(parse_seconds("0.5", "TOROID_TIMEOUT") == 0.5);
   CHECK(parse_seconds("1e3", "TOROID_TIMEOUT") == 1000);
@@ -31,7 +31,7 @@ TEST_CASE("timeouts: seconds in [0, 1e6], the whole text a number") {
   CHECK_THROWS_AS(parse_seconds(std::string_view("5\0x", 3), "TOROID_TIMEOUT"), InvalidArgument);
 }
 
-TEST_CASE("segment sizes: a size within [64, 1G]") {
+TEST_CASE("segment sizes: a size within [64, 1G]", "[config]") {
   CHECK(parse_segment_bytes("256K", "TOROID_SEGMENT_BYTES") == 256 * 1024);
   CHECK(parse_segment_bytes("64", "TOROID_SEGMENT_BYTES") == 64);
   CHECK(parse_segment_bytes("1G", "TOROID_SEGMENT_BYTES") == 1u << 30);
@@ -43,7 +43,7 @@ TEST_CASE("segment sizes: a size within [64, 1G]") {
                     Contains("TOROID_SEGMENT_BYTES: '12Q' is not a size"));
 }
 
-TEST_CASE("node lists: positive counts separated by single commas") {
+TEST_CASE("node lists: positive counts separated by single commas", "[config]") {
   CHECK(parse_node_counts("3,2,3", "TOROID_NODES") == std::vector<int>{3, 2, 3});
   CHECK(parse_node_counts("8", "TOROID_NODES") == std::vector<int>{8});
   CHECK_THROWS_WITH(parse_node_counts("3,x", "TOROID_NODES"),

@@ -7,7 +7,7 @@
 
 using namespace toroid;
 
-TEST_CASE("native reductions, in place, every op") {
+TEST_CASE("native reductions, in place, every op", "[kernels]") {
   std::vector<float> a{1, -2, 3, 4}, b{5, 6, -7, 8};
   std::vector<float> d(4);
   kernels::reduce_fn(DataType::f32, ReduceOp::sum)(d.data(), a.data(), b.data(), 4);
@@ -24,7 +24,7 @@ TEST_CASE("native reductions, in place, every op") {
   CHECK(x == std::vector<std::int64_t>{1, -2});
 }
 
-TEST_CASE("min and max propagate NaN from either side") {
+TEST_CASE("min and max propagate NaN from either side", "[kernels]") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> a{nan, 1, nan}, b{1, nan, nan}, d(3);
   for (ReduceOp op : {ReduceOp::min, ReduceOp::max}) {
@@ -33,7 +33,7 @@ TEST_CASE("min and max propagate NaN from either side") {
   }
 }
 
-TEST_CASE("16-bit floats reduce in f32 and round on store; avg divides") {
+TEST_CASE("16-bit floats reduce in f32 and round on store; avg divides", "[kernels]") {
   std::vector<bfloat16> a{to_bfloat16(1.0f), to_bfloat16(256.0f)},
       b{to_bfloat16(2.0f), to_bfloat16(1.0f)};
   kernels::reduce_fn(DataType::bf16, ReduceOp::sum)(a.data(), a.data(), b.data(), 2);

@@ -25,7 +25,7 @@ std::string message_of(std::string_view value, unsigned mask) {
 }
 }  // namespace
 
-TEST_CASE("TOROID_ISA: auto picks the best level, a name forces it") {
+TEST_CASE("TOROID_ISA: auto picks the best level, a name forces it", "[kernels]") {
   CHECK(select_isa("", kAll) == Isa::avx512);
   CHECK(select_isa("auto", kUpToAvx2) == Isa::avx2);
   CHECK(select_isa("", kScalarOnly) == Isa::scalar);
@@ -34,7 +34,8 @@ TEST_CASE("TOROID_ISA: auto picks the best level, a name forces it") {
   CHECK(select_isa("avx512", kAll) == Isa::avx512);
 }
 
-TEST_CASE("TOROID_ISA: a level the CPU lacks or an unknown name is an error, never a fallback") {
+TEST_CASE("TOROID_ISA: a level the CPU lacks or an unknown name is an error, never a fallback",
+          "[kernels]") {
   CHECK_THROWS_AS(select_isa("avx512", kUpToAvx2), InvalidArgument);
   CHECK(message_of("avx512", kUpToAvx2) ==
         "TOROID_ISA=avx512: this CPU or build cannot run that level (available: scalar, avx2)");
@@ -46,7 +47,7 @@ TEST_CASE("TOROID_ISA: a level the CPU lacks or an unknown name is an error, nev
         "TOROID_ISA='sse4' is not a kernel level (valid: auto, scalar, avx2, avx512)");
 }
 
-TEST_CASE("this machine's levels, and the library runs the active one") {
+TEST_CASE("this machine's levels, and the library runs the active one", "[kernels]") {
   CHECK(isa_supported(Isa::scalar));
   for (Isa isa : kAllIsas) {
     INFO("level " << to_string(isa));
@@ -70,7 +71,7 @@ TEST_CASE("this machine's levels, and the library runs the active one") {
                                << " (best here: " << to_string(best_isa()) << ")");
 }
 
-TEST_CASE("the library's conversion and reduce-copy entry points") {
+TEST_CASE("the library's conversion and reduce-copy entry points", "[kernels]") {
   const float in[5] = {1.0f, -2.5f, 65520.0f, 1.00390625f, 3.0e-8f};
   bfloat16 b[5];
   float16 h[5];

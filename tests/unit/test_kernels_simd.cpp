@@ -231,7 +231,7 @@ std::vector<std::size_t> lengths() {
 
 }  // namespace
 
-TEST_CASE("SIMD reduce kernels match the scalar level bit for bit") {
+TEST_CASE("SIMD reduce kernels match the scalar level bit for bit", "[kernels]") {
   const KernelTable& ref = scalar_table();
   const auto levels = simd_levels();
   if (levels.empty()) WARN("no SIMD level on this CPU or build: nothing to compare");
@@ -256,7 +256,8 @@ TEST_CASE("SIMD reduce kernels match the scalar level bit for bit") {
             }
 }
 
-TEST_CASE("SIMD reduce-and-copy kernels match the scalar level and write both outputs") {
+TEST_CASE("SIMD reduce-and-copy kernels match the scalar level and write both outputs",
+          "[kernels]") {
   const KernelTable& ref = scalar_table();
   for (const KernelTable* lv : simd_levels())
     for (DataType t : kTypesList)
@@ -275,7 +276,7 @@ TEST_CASE("SIMD reduce-and-copy kernels match the scalar level and write both ou
           }
 }
 
-TEST_CASE("SIMD divide matches the scalar level bit for bit") {
+TEST_CASE("SIMD divide matches the scalar level bit for bit", "[kernels]") {
   const KernelTable& ref = scalar_table();
   for (const KernelTable* lv : simd_levels())
     for (DataType t : {DataType::f32, DataType::f64, DataType::f16, DataType::bf16})
@@ -293,7 +294,7 @@ TEST_CASE("SIMD divide matches the scalar level bit for bit") {
         }
 }
 
-TEST_CASE("SIMD conversions match the scalar conversions bit for bit") {
+TEST_CASE("SIMD conversions match the scalar conversions bit for bit", "[kernels]") {
   struct Case {
     const char* name;
     DataType from, to;
@@ -329,7 +330,8 @@ TEST_CASE("SIMD conversions match the scalar conversions bit for bit") {
         }
 }
 
-TEST_CASE("every level rounds 16-bit ties to even and propagates NaN through min and max") {
+TEST_CASE("every level rounds 16-bit ties to even and propagates NaN through min and max",
+          "[kernels]") {
   auto bits_of = [](auto v) { return v.bits; };
   for (Isa isa : kAllIsas) {
     if (!isa_supported(isa)) continue;
@@ -360,8 +362,8 @@ TEST_CASE("every level rounds 16-bit ties to even and propagates NaN through min
   }
 }
 
-TEST_CASE(
-    "every level's streaming copy equals memcpy at every length and alignment, guards intact") {
+TEST_CASE("every level's streaming copy equals memcpy at every length and alignment, guards intact",
+          "[kernels]") {
   std::mt19937_64 rng(7);
   std::vector<unsigned char> src(70'000 + 128);
   for (auto& b : src) b = static_cast<unsigned char>(rng());

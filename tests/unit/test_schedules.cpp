@@ -21,7 +21,7 @@ Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y
 
 }  // namespace
 
-TEST_CASE("ring collectives are right for p = 1..64 and awkward counts") {
+TEST_CASE("ring collectives are right for p = 1..64 and awkward counts", "[schedules]") {
   for (Collective c : kAll)
     for (int p = 1; p <= 64; ++p)
       for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p - 1),
@@ -32,7 +32,7 @@ TEST_CASE("ring collectives are right for p = 1..64 and awkward counts") {
         }
 }
 
-TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh") {
+TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedules]") {
   const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
                              Algorithm::torus2d,      Algorithm::torus2d_both,
                              Algorithm::hierarchical, Algorithm::recursive_doubling,
@@ -59,7 +59,7 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh") {
       }
 }
 
-TEST_CASE("every algorithm for every type and op (avg included)") {
+TEST_CASE("every algorithm for every type and op (avg included)", "[schedules]") {
   const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
                              Algorithm::torus2d,      Algorithm::torus2d_both,
                              Algorithm::hierarchical, Algorithm::recursive_doubling,
@@ -82,7 +82,8 @@ TEST_CASE("every algorithm for every type and op (avg included)") {
     }
 }
 
-TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus neighbours") {
+TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus neighbours",
+          "[schedules]") {
   for (const Shape& s : {shape(2, 3), shape(3, 5), shape(3, 5, false, false), shape(16, 16),
                          shape(16, 16, true, false), shape(128, 32, false, true)}) {
     const bool big = s.topology.size() > 1000;
@@ -104,7 +105,7 @@ TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus nei
   }
 }
 
-TEST_CASE("torus2d moves 2(N-1)/N of the vector per chip in 2(X-1)+2(Y-1) steps") {
+TEST_CASE("torus2d moves 2(N-1)/N of the vector per chip in 2(X-1)+2(Y-1) steps", "[schedules]") {
   const Shape s = shape(4, 3);
   const std::uint64_t n = 4 * 3 * 40;
   exec::Traffic t;
@@ -117,7 +118,8 @@ TEST_CASE("torus2d moves 2(N-1)/N of the vector per chip in 2(X-1)+2(Y-1) steps"
   CHECK(sched.phase_count() == 2 * (4 - 1) + 2 * (3 - 1));
 }
 
-TEST_CASE("ring moves the bandwidth-optimal number of bytes, only to ring neighbours") {
+TEST_CASE("ring moves the bandwidth-optimal number of bytes, only to ring neighbours",
+          "[schedules]") {
   const int p = 6;
   const std::uint64_t n = 600;
   exec::Traffic t;
@@ -128,7 +130,7 @@ TEST_CASE("ring moves the bandwidth-optimal number of bytes, only to ring neighb
   for (auto [from, to] : t.links) CHECK(to == (from + 1) % p);
 }
 
-TEST_CASE("ring all-reduce at 4096 ranks, small counts") {
+TEST_CASE("ring all-reduce at 4096 ranks, small counts", "[schedules]") {
   for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{100}, std::uint64_t{600}}) {
     INFO("n=" << n);
     REQUIRE(check(Algorithm::ring, Collective::allreduce, shape(4096, 1), n, false) == "");
@@ -139,7 +141,7 @@ TEST_CASE("ring all-reduce at 4096 ranks, small counts") {
                 DataType::i32) == "");
 }
 
-TEST_CASE("latency algorithms on any rank count, including non-powers of two") {
+TEST_CASE("latency algorithms on any rank count, including non-powers of two", "[schedules]") {
   for (int p = 1; p <= 33; ++p)
     for (Algorithm a : {Algorithm::recursive_doubling, Algorithm::rabenseifner})
       for (std::uint64_t n :
@@ -152,7 +154,7 @@ TEST_CASE("latency algorithms on any rank count, including non-powers of two") {
         }
 }
 
-TEST_CASE("hierarchical all-reduce on equal and unequal nodes") {
+TEST_CASE("hierarchical all-reduce on equal and unequal nodes", "[schedules]") {
   const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1},       {0, 0, 0, 1, 1},
                                                  {0, 1, 1, 1, 2, 2}, {0, 0, 0, 0, 0, 0, 1},
                                                  {0, 1, 2, 3},       {0, 0, 1, 1, 1, 2, 2, 2}};
@@ -168,7 +170,7 @@ TEST_CASE("hierarchical all-reduce on equal and unequal nodes") {
   }
 }
 
-TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound link") {
+TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound link", "[schedules]") {
   const Shape s = shape(6, 1, false, false);
   exec::Traffic t;
   REQUIRE(check(Algorithm::torus2d, Collective::reduce_scatter, s, 600, false, DataType::i64,
@@ -181,7 +183,7 @@ TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound lin
   CHECK(t.bytes == 2 * (600 / 6) * 8 * (1 + 2 + 3 + 4 + 5));
 }
 
-TEST_CASE("axis collectives reduce every row (column) independently") {
+TEST_CASE("axis collectives reduce every row (column) independently", "[schedules]") {
   const Torus2D topo(4, 3, true, false);
   for (Axis axis : {Axis::x, Axis::y})
     for (Collective c : kAll)
@@ -230,7 +232,7 @@ TEST_CASE("axis collectives reduce every row (column) independently") {
       }
 }
 
-TEST_CASE("an algorithm that cannot run a request says why") {
+TEST_CASE("an algorithm that cannot run a request says why", "[schedules]") {
   const schedule::Context ctx{0, Torus2D(2, 2), {}};
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::rabenseifner, {Collective::allgather, 8, false, false, {}}, ctx),
@@ -244,7 +246,7 @@ TEST_CASE("an algorithm that cannot run a request says why") {
       Catch::Contains("along an axis"));
 }
 
-TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh") {
+TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh", "[schedules]") {
   for (int x = 1; x <= 6; ++x)
     for (int y = 1; y <= 6; ++y)
       for (int wrap = 0; wrap < 4; ++wrap) {
@@ -268,7 +270,7 @@ TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh") {
       }
 }
 
-TEST_CASE("broadcast refuses what it cannot run") {
+TEST_CASE("broadcast refuses what it cannot run", "[schedules]") {
   schedule::Context ctx{0, Torus2D(4, 1), {}};
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::rabenseifner,

@@ -21,7 +21,8 @@ SelectorInputs inputs(Torus2D t, std::vector<int> nodes = {}) {
 
 }  // namespace
 
-TEST_CASE("selector: few rounds for small messages, bandwidth algorithms for large ones") {
+TEST_CASE("selector: few rounds for small messages, bandwidth algorithms for large ones",
+          "[auto]") {
   for (const Torus2D& t : {Torus2D(2, 1), Torus2D(2, 2), Torus2D(4, 2), Torus2D(8, 1)}) {
     Selector s(inputs(t));
     INFO(t.to_string() << ": " << s.describe(Collective::allreduce));
@@ -59,7 +60,7 @@ TEST_CASE(
   CHECK((a == Algorithm::hierarchical || a == Algorithm::torus2d || a == Algorithm::torus2d_both));
 }
 
-TEST_CASE("selector: the latency of a link moves the crossover to larger sizes") {
+TEST_CASE("selector: the latency of a link moves the crossover to larger sizes", "[auto]") {
   SelectorInputs fast = inputs(Torus2D(4, 1)), slow = inputs(Torus2D(4, 1));
   slow.tuning[LinkClass::shm] = LinkParams{200e-6, 5e9};
   Selector f(fast), s(slow);
@@ -72,7 +73,7 @@ TEST_CASE("selector: the latency of a link moves the crossover to larger sizes")
   CHECK(leave(s) > leave(f));
 }
 
-TEST_CASE("selector: every collective gets an algorithm that implements it") {
+TEST_CASE("selector: every collective gets an algorithm that implements it", "[auto]") {
   Selector s(inputs(Torus2D(2, 2)));
   for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
                        Collective::broadcast})
@@ -82,7 +83,7 @@ TEST_CASE("selector: every collective gets an algorithm that implements it") {
     }
 }
 
-TEST_CASE("selector: the description agrees with the choice of every class") {
+TEST_CASE("selector: the description agrees with the choice of every class", "[auto]") {
   Selector s(inputs(Torus2D(2, 2)));
   const std::string text = s.describe(Collective::allreduce);
   INFO(text);
@@ -91,7 +92,7 @@ TEST_CASE("selector: the description agrees with the choice of every class") {
           std::string::npos);
 }
 
-TEST_CASE("selector: rules come first, sizes they do not cover are the model's") {
+TEST_CASE("selector: rules come first, sizes they do not cover are the model's", "[auto]") {
   SelectorInputs in = inputs(Torus2D(2, 2));
   in.rules = exec::parse_algorithm_rules("allreduce:0-64K=ring,1M-inf=mpi");
   Selector s(in);
@@ -103,7 +104,7 @@ TEST_CASE("selector: rules come first, sizes they do not cover are the model's")
   CHECK(s.choose(Collective::allgather, 8) != Algorithm::mpi);
 }
 
-TEST_CASE("selector: a tuning without a link class the communicator uses is refused") {
+TEST_CASE("selector: a tuning without a link class the communicator uses is refused", "[auto]") {
   SelectorInputs in = inputs(Torus2D(2, 2), {0, 0, 1, 1});
   in.tuning[LinkClass::network].reset();
   in.tuning.source = "one-node.txt";
@@ -112,7 +113,7 @@ TEST_CASE("selector: a tuning without a link class the communicator uses is refu
   CHECK_NOTHROW(Selector(in));
 }
 
-TEST_CASE("selector: too many ranks to simulate: the fixed rule, said so") {
+TEST_CASE("selector: too many ranks to simulate: the fixed rule, said so", "[auto]") {
   Selector s(inputs(Torus2D(32, 16)));
   const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(8u << 20));
   CHECK_FALSE(c.modeled);
@@ -121,7 +122,7 @@ TEST_CASE("selector: too many ranks to simulate: the fixed rule, said so") {
                                         Torus2D(32, 16)));
 }
 
-TEST_CASE("selector: size classes") {
+TEST_CASE("selector: size classes", "[auto]") {
   CHECK(Selector::size_class(0) == 0);
   CHECK(Selector::size_class(1) == 1);
   CHECK(Selector::size_class(4096) == 13);
@@ -130,7 +131,7 @@ TEST_CASE("selector: size classes") {
   CHECK(Selector::size_class(8191) == 13);
 }
 
-TEST_CASE("algorithm rules: parsed, and each bad part named") {
+TEST_CASE("algorithm rules: parsed, and each bad part named", "[auto]") {
   const auto r = exec::parse_algorithm_rules(
       "allreduce:0-64K=recursive_doubling,64K-inf=ring;allgather:0-1M=bidir_ring");
   REQUIRE(r.size() == 3);
@@ -162,7 +163,7 @@ TEST_CASE("algorithm rules: parsed, and each bad part named") {
   CHECK_FALSE(exec::is_rule_list("ring"));
 }
 
-TEST_CASE("tuning file: read back what is written; malformed lines named") {
+TEST_CASE("tuning file: read back what is written; malformed lines named", "[auto]") {
   exec::Tuning t = exec::default_tuning();
   t[LinkClass::network].reset();
   const exec::Tuning back =
@@ -190,7 +191,8 @@ TEST_CASE("tuning file: read back what is written; malformed lines named") {
                     Contains("no reduce.gbps"));
 }
 
-TEST_CASE("selector: the observer hears of each class once, at its first call, not from describe") {
+TEST_CASE("selector: the observer hears of each class once, at its first call, not from describe",
+          "[auto]") {
   Selector s(inputs(Torus2D(2, 2)));
   int heard = 0;
   s.set_observer([&](Collective, int, const exec::Choice&) { ++heard; });
@@ -204,7 +206,8 @@ TEST_CASE("selector: the observer hears of each class once, at its first call, n
   CHECK(heard == 3);
 }
 
-TEST_CASE("selector: network.links = torus prices hosts wired as the torus per link and hop") {
+TEST_CASE("selector: network.links = torus prices hosts wired as the torus per link and hop",
+          "[auto]") {
   exec::Tuning t = exec::parse_tuning(
       "toroid-tuning 1\nnetwork.alpha_us = 100\nnetwork.gbps = 0.025\n"
       "network.links = torus\nreduce.gbps = 5\n",

@@ -15,7 +15,8 @@ std::uint64_t part(int ranks, std::size_t slot, std::uint32_t slots) {
 }
 }  // namespace
 
-TEST_CASE("shm links: slots shrink with ranks per node, rings stay deep up to 8 ranks") {
+TEST_CASE("shm links: slots shrink with ranks per node, rings stay deep up to 8 ranks",
+          "[transport]") {
   // The first 8 slots of a rank's channels within 16 MiB, counter lines included.
   CHECK(ShmLinks::slot_bytes_for(2) == 64 * KiB);
   CHECK(ShmLinks::slot_bytes_for(3) == 64 * KiB);
@@ -37,7 +38,8 @@ TEST_CASE("shm links: slots shrink with ranks per node, rings stay deep up to 8 
 }
 
 TEST_CASE(
-    "shm links: deep slots halve until the window takes at most half the free room, or none fit") {
+    "shm links: deep slots halve until the window takes at most half the free room, or none fit",
+    "[transport]") {
   const int ranks = 4;
   const std::size_t slot = 32 * KiB;
   const std::uint64_t window64 = ranks * part(ranks, slot, 64);  // every rank's part

@@ -46,7 +46,7 @@ double step_time(const SimModel& m, double bytes, bool reduce) {
 
 }  // namespace
 
-TEST_CASE("sim: one ring matches the closed-form latency/bandwidth cost") {
+TEST_CASE("sim: one ring matches the closed-form latency/bandwidth cost", "[simulator]") {
   const int p = 8;
   const SimModel m = model(Torus2D(p, 1), 10e9, 2e-6, 40e9);
   for (std::uint64_t count : {std::uint64_t{p * 16}, std::uint64_t{p} << 22}) {
@@ -62,7 +62,8 @@ TEST_CASE("sim: one ring matches the closed-form latency/bandwidth cost") {
   }
 }
 
-TEST_CASE("sim: one row (bidirectional ring of torus2d on Xx1) matches the closed form") {
+TEST_CASE("sim: one row (bidirectional ring of torus2d on Xx1) matches the closed form",
+          "[simulator]") {
   const int p = 16;
   // The reducer is fast enough for both directions' streams at once.
   const SimModel m = model(Torus2D(p, 1), 25e9, 1.5e-6, 200e9);
@@ -100,7 +101,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("sim: per-link byte counts equal the theoretical counts") {
+TEST_CASE("sim: per-link byte counts equal the theoretical counts", "[simulator]") {
   SECTION("torus2d on an 8x4 torus") {
     const int X = 8, Y = 4;
     const std::uint64_t count = X * Y * 2 * 512, M = count * 4;
@@ -133,7 +134,8 @@ TEST_CASE("sim: per-link byte counts equal the theoretical counts") {
   }
 }
 
-TEST_CASE("sim: routes are dimension order, the short way round a ring, straight along a mesh") {
+TEST_CASE("sim: routes are dimension order, the short way round a ring, straight along a mesh",
+          "[simulator]") {
   const Torus2D torus(8, 4), mesh(8, 4, false, false);
   CHECK(exec::route(torus, 0, 7) == std::vector<int>{link_id(0, LinkDir::minus_x)});
   CHECK(exec::route(torus, 0, 4) ==
@@ -148,7 +150,8 @@ TEST_CASE("sim: routes are dimension order, the short way round a ring, straight
   CHECK(p.back() == link_id(8, LinkDir::minus_y));
 }
 
-TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when bandwidth-bound") {
+TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when bandwidth-bound",
+          "[simulator]") {
   const int p = 16;
   const std::uint64_t count = std::uint64_t{64} << 20;  // 256 MiB of f32
   const SimModel ring_model = model(Torus2D(p, 1), 80e9, 1e-6, 1e15);
@@ -175,7 +178,7 @@ TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when b
   CHECK(line.time_s / ring.time_s < 2.0 * p / (p - 1) + 0.02);
 }
 
-TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh") {
+TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh", "[simulator]") {
   const std::uint64_t count = 8 * 4 * 4;  // latency-bound
   const SimModel torus = model(Torus2D(8, 4), 80e9, 1e-6, 300e9);
   const SimModel mesh = model(Torus2D(8, 4, false, false), 80e9, 1e-6, 300e9);
@@ -186,7 +189,7 @@ TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh") {
   CHECK(m.time_s > 3 * t.time_s);  // each step waits for the 8-hop row crossings
 }
 
-TEST_CASE("sim: a slow reducer bounds the reduce-scatter") {
+TEST_CASE("sim: a slow reducer bounds the reduce-scatter", "[simulator]") {
   const int p = 4;
   const std::uint64_t count = std::uint64_t{p} << 20;       // 1 MiB of f32 per block
   const SimModel m = model(Torus2D(p, 1), 80e9, 0.0, 8e9);  // reduction 10x slower than links
@@ -225,7 +228,7 @@ TEST_CASE(
   CHECK_THAT(exec::simulate(two, s, 4).error, Catch::Contains("size mismatch"));
 }
 
-TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes") {
+TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes", "[simulator]") {
   SimModel m = model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
   const std::uint64_t count = std::uint64_t{1} << 28, M = count * 4, N = 4096;
   const SimResult r = allreduce(m, Algorithm::torus2d, count);
@@ -236,7 +239,8 @@ TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes") {
   CHECK(r.max_hops == 1);  // torus neighbours only
 }
 
-TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receives") {
+TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receives",
+          "[simulator]") {
   // Each rank receives in phase 0 and sends unrelated data in phase 1: as a dataflow both
   // transfers run at once (phase by phase, both ranks would wait in phase 0 for ever).
   using schedule::Kind;

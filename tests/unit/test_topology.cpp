@@ -5,7 +5,7 @@
 
 using namespace toroid;
 
-TEST_CASE("parse shapes and wraparound options") {
+TEST_CASE("parse shapes and wraparound options", "[topology]") {
   const Torus2D t = Torus2D::parse("4x2");
   CHECK(t.x_dim() == 4);
   CHECK(t.y_dim() == 2);
@@ -20,7 +20,7 @@ TEST_CASE("parse shapes and wraparound options") {
   CHECK(Torus2D::parse("5x1:wrap=y").to_string() == "5x1:wrap=y");
 }
 
-TEST_CASE("bad topology text gets a TopologyError with the text") {
+TEST_CASE("bad topology text gets a TopologyError with the text", "[topology]") {
   CHECK_THROWS_WITH(Torus2D::parse("4x"), Catch::Contains("invalid topology '4x'"));
   CHECK_THROWS_WITH(Torus2D::parse("x4"), Catch::Contains("invalid topology 'x4'"));
   CHECK_THROWS_WITH(Torus2D::parse("0x4"), Catch::Contains("X dimension must be at least 1"));
@@ -33,7 +33,7 @@ TEST_CASE("bad topology text gets a TopologyError with the text") {
                     "topology 3x3 needs 9 ranks, communicator has 8");
 }
 
-TEST_CASE("rank and coordinate are row-major with x fastest") {
+TEST_CASE("rank and coordinate are row-major with x fastest", "[topology]") {
   const Torus2D t(4, 3);
   CHECK(t.coord_of(0) == Coord{0, 0});
   CHECK(t.coord_of(5) == Coord{1, 1});
@@ -43,7 +43,7 @@ TEST_CASE("rank and coordinate are row-major with x fastest") {
   CHECK_THROWS_AS(t.rank_of({4, 0}), TopologyError);
 }
 
-TEST_CASE("neighbours wrap on torus dimensions and stop at mesh edges") {
+TEST_CASE("neighbours wrap on torus dimensions and stop at mesh edges", "[topology]") {
   const Torus2D torus(4, 3);
   CHECK(torus.neighbour(0, Axis::x, -1) == 3);
   CHECK(torus.neighbour(3, Axis::x, +1) == 0);
@@ -58,13 +58,13 @@ TEST_CASE("neighbours wrap on torus dimensions and stop at mesh edges") {
   CHECK_FALSE(torus.adjacent(0, 5));
 }
 
-TEST_CASE("rows and columns") {
+TEST_CASE("rows and columns", "[topology]") {
   const Torus2D t(4, 3);
   CHECK(t.line_through(6, Axis::x) == std::vector<int>{4, 5, 6, 7});
   CHECK(t.line_through(6, Axis::y) == std::vector<int>{2, 6, 10});
 }
 
-TEST_CASE("most square factorization") {
+TEST_CASE("most square factorization", "[topology]") {
   CHECK(Torus2D::most_square(16).to_string() == "4x4");
   CHECK(Torus2D::most_square(8).to_string() == "4x2");
   CHECK(Torus2D::most_square(6).to_string() == "3x2");

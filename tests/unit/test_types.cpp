@@ -9,7 +9,7 @@
 
 using namespace toroid;
 
-TEST_CASE("type and op names round-trip and bad names are rejected with the text") {
+TEST_CASE("type and op names round-trip and bad names are rejected with the text", "[types]") {
   for (DataType t :
        {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
     CHECK(parse_data_type(to_string(t)) == t);
@@ -23,7 +23,7 @@ TEST_CASE("type and op names round-trip and bad names are rejected with the text
   CHECK(size_of(DataType::i64) == 8);
 }
 
-TEST_CASE("bf16 conversion rounds to nearest even and keeps NaN and Inf") {
+TEST_CASE("bf16 conversion rounds to nearest even and keeps NaN and Inf", "[types]") {
   CHECK(to_float(to_bfloat16(1.0f)) == 1.0f);
   CHECK(to_float(to_bfloat16(256.0f)) == 256.0f);
   // 1 + 2^-8 is exactly halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1).
@@ -34,7 +34,7 @@ TEST_CASE("bf16 conversion rounds to nearest even and keeps NaN and Inf") {
   CHECK(std::isinf(to_float(to_bfloat16(std::numeric_limits<float>::infinity()))));
 }
 
-TEST_CASE("f16 conversion covers normals, subnormals, overflow and ties") {
+TEST_CASE("f16 conversion covers normals, subnormals, overflow and ties", "[types]") {
   CHECK(to_float(to_float16(1.0f)) == 1.0f);
   CHECK(to_float(to_float16(2048.0f)) == 2048.0f);
   CHECK(to_float(to_float16(65504.0f)) == 65504.0f);
@@ -53,7 +53,7 @@ TEST_CASE("f16 conversion covers normals, subnormals, overflow and ties") {
   }
 }
 
-TEST_CASE("sizes parse with binary suffixes and bad text names the option") {
+TEST_CASE("sizes parse with binary suffixes and bad text names the option", "[types]") {
   CHECK(parse_size("4096", "-b") == 4096);
   CHECK(parse_size("4K", "-b") == 4096);
   CHECK(parse_size("256M", "-e") == 256ull << 20);

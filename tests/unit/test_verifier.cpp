@@ -28,7 +28,7 @@ Schedule empty(int r, int p) {
 
 }  // namespace
 
-TEST_CASE("a send without its receive is a deadlock, naming the rank and step") {
+TEST_CASE("a send without its receive is a deadlock, naming the rank and step", "[verifier]") {
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::input, 0, 4}, {}});
   auto m = memory(2, 16);
@@ -36,7 +36,7 @@ TEST_CASE("a send without its receive is a deadlock, naming the rank and step") 
   CHECK_THAT(e, Catch::Contains("deadlock") && Catch::Contains("rank 0 waits at phase 0 send"));
 }
 
-TEST_CASE("a size mismatch between send and receive is reported") {
+TEST_CASE("a size mismatch between send and receive is reported", "[verifier]") {
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::input, 0, 4}, {}});
   s[1].steps.push_back({Kind::recv, 0, 0, 0, {}, {Buf::output, 0, 3}});
@@ -45,7 +45,7 @@ TEST_CASE("a size mismatch between send and receive is reported") {
              Catch::Contains("size mismatch"));
 }
 
-TEST_CASE("crossed waits deadlock under rendezvous semantics") {
+TEST_CASE("crossed waits deadlock under rendezvous semantics", "[verifier]") {
   // Both ranks first wait to receive, then send what they received: MPI would hang; so must
   // the verifier.
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
@@ -61,7 +61,8 @@ TEST_CASE("crossed waits deadlock under rendezvous semantics") {
              Catch::Contains("deadlock"));
 }
 
-TEST_CASE("phases are not barriers: a send that reads nothing the receive writes does not wait") {
+TEST_CASE("phases are not barriers: a send that reads nothing the receive writes does not wait",
+          "[verifier]") {
   // Each rank receives in phase 0 and sends other data in phase 1: no dependency, so the sends
   // go first and nothing hangs (a phase-by-phase executor would deadlock here).
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
@@ -75,7 +76,7 @@ TEST_CASE("phases are not barriers: a send that reads nothing the receive writes
   CHECK(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
 }
 
-TEST_CASE("a missing or wrong dependency is reported") {
+TEST_CASE("a missing or wrong dependency is reported", "[verifier]") {
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
   s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, {Buf::output, 0, 4}});
   s[0].steps.push_back({Kind::send, 1, 0, 1, {Buf::output, 0, 4}, {}});
@@ -99,7 +100,7 @@ TEST_CASE("a missing or wrong dependency is reported") {
              Catch::Contains("overwrites what"));
 }
 
-TEST_CASE("a ring all-reduce forwards each received block segment by segment") {
+TEST_CASE("a ring all-reduce forwards each received block segment by segment", "[verifier]") {
   const Schedule s = build(Algorithm::ring, {Collective::allreduce, 400, false, false, {}},
                            {1, Torus2D(4, 1), {}});
   int follows = 0;
@@ -118,7 +119,7 @@ TEST_CASE("a ring all-reduce forwards each received block segment by segment") {
   CHECK(follows == 5);
 }
 
-TEST_CASE("a phase that writes what it also sends is a hazard") {
+TEST_CASE("a phase that writes what it also sends is a hazard", "[verifier]") {
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::output, 0, 4}, {}});
   s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, {Buf::output, 2, 2}});
@@ -127,7 +128,7 @@ TEST_CASE("a phase that writes what it also sends is a hazard") {
              Catch::Contains("hazard"));
 }
 
-TEST_CASE("in place, input and output are one memory for the hazard check") {
+TEST_CASE("in place, input and output are one memory for the hazard check", "[verifier]") {
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::input, 0, 4}, {}});
   s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, {Buf::output, 0, 4}});
@@ -137,7 +138,7 @@ TEST_CASE("in place, input and output are one memory for the hazard check") {
              Catch::Contains("hazard"));
 }
 
-TEST_CASE("out-of-bounds chunks and writes to the input are rejected") {
+TEST_CASE("out-of-bounds chunks and writes to the input are rejected", "[verifier]") {
   std::vector<Schedule> s{empty(0, 1)};
   s[0].steps.push_back({Kind::copy, -1, 0, 0, {Buf::input, 2, 4}, {Buf::output, 0, 4}});
   auto m = memory(1, 16);  // 4 floats
@@ -148,7 +149,7 @@ TEST_CASE("out-of-bounds chunks and writes to the input are rejected") {
              Catch::Contains("writes the input"));
 }
 
-TEST_CASE("a wrong result is caught by the reference comparison") {
+TEST_CASE("a wrong result is caught by the reference comparison", "[verifier]") {
   // Reduce-scatter schedules run as if they were all-reduce: the blocks not owned stay unset.
   exec::CheckSpec spec{Collective::allreduce, 4, 40, false, DataType::i64, ReduceOp::sum};
   const std::string e = exec::check_collective(spec, [](int r) {
