@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
+#include "core/parse_size.hpp"
 #include "exec/tuning.hpp"
 #include "sim/fit.hpp"  // reduce_throughput
 #include "toroid/toroid.hpp"
@@ -42,46 +44,43 @@ struct Settings {
   bool network_torus = false;  // --network-links torus
 };
 
-[[noreturn]] void usage(int rank, const std::string& why) {
-  if (rank == 0)
-    fmt::print(stderr,
-               "toroid-tune: {}\nusage: mpirun -np N toroid-tune [--out FILE] [--max-bytes N] "
-               "[--iters N]\n",
-               why);
+// Every rank parses the same argv, so every rank reaches the same verdict; rank 0 speaks.
+[[noreturn]] void finish_early(int rank, int status, const std::string& text) {
+  if (rank == 0) fmt::print(status == 0 ? stdout : stderr, "{}", text);
   MPI_Finalize();
-  std::exit(2);
+  std::exit(status);
 }
 
 Settings parse(int argc, char** argv, int rank) {
+  namespace po = boost::program_options;
   Settings s;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(rank, a + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (a == "--out")
-        s.out = value();
-      else if (a == "--max-bytes")
-        s.max_bytes = std::stoull(value());
-      else if (a == "--iters")
-        s.iters = std::stoi(value());
-      else if (a == "--network-links") {
-        const std::string v = value();
-        if (v != "switch" && v != "torus")
-          usage(rank, "--network-links " + v + ": switch or torus");
-        s.network_torus = v == "torus";
-      } else if (a == "--help" || a == "-h")
-        usage(rank, "measures auto's link parameters");
-      else
-        usage(rank, "unknown option " + a);
-    } catch (const std::logic_error&) {
-      usage(rank, fmt::format("{} {}: not a number", a, argv[i]));
-    }
+  std::string max_bytes = "16M", links = "switch";
+  po::options_description d(
+      "toroid-tune: measures auto's link parameters\n"
+      "  mpirun -np N toroid-tune [options]");
+  d.add_options()("help,h", "print this help")("out", po::value(&s.out)->default_value(s.out),
+                                               "the tuning file to write")(
+      "max-bytes", po::value(&max_bytes)->default_value(max_bytes),
+      "largest exchange timed (>= 4K; K/M/G suffixes)")(
+      "iters", po::value(&s.iters)->default_value(s.iters), "timed exchanges per size (>= 3)")(
+      "network-links", po::value(&links)->default_value(links),
+      "switch | torus: torus when the nodes are wired as the communicator's torus, one rank "
+      "per node");
+  try {
+    bool help = false;
+    std::string help_text;
+    cli::parse_command_line(d, argc, argv, help, help_text);
+    if (help) finish_early(rank, 0, help_text);
+    s.max_bytes = parse_size(max_bytes, "--max-bytes");
+    if (s.max_bytes < 4096)
+      throw InvalidArgument(fmt::format("--max-bytes {}: at least 4K", max_bytes));
+    if (s.iters < 3) throw InvalidArgument(fmt::format("--iters {}: at least 3", s.iters));
+    if (links != "switch" && links != "torus")
+      throw InvalidArgument(fmt::format("--network-links {}: switch or torus", links));
+    s.network_torus = links == "torus";
+  } catch (const InvalidArgument& e) {
+    finish_early(rank, 2, fmt::format("toroid-tune: {}\n", e.what()));
   }
-  if (s.iters < 3) usage(rank, fmt::format("--iters {}: at least 3", s.iters));
-  if (s.max_bytes < 4096) usage(rank, fmt::format("--max-bytes {}: at least 4096", s.max_bytes));
   return s;
 }
 

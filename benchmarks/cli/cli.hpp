@@ -1,4 +1,4 @@
-// Command-line pieces shared by toroid-bench and toroid-sim.
+// Command-line pieces shared by toroid-bench, toroid-sim and toroid-tune.
 #pragma once
 
 #include <boost/program_options.hpp>

@@ -92,13 +92,22 @@ void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s)
   mpi_check(MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &req), "MPI_Iallreduce");
   finish(req, comm, timeout_s, "MPI_Iallreduce");
   if (first == size) return;
-  int header[2] = {static_cast<int>(kind), static_cast<int>(msg.size())};
-  mpi_check(MPI_Bcast(header, 2, MPI_INT, first, comm), "MPI_Bcast");
-  std::string text(static_cast<std::size_t>(header[1]), '\0');
-  if (rank == first) text = msg;
-  mpi_check(MPI_Bcast(text.data(), header[1], MPI_CHAR, first, comm), "MPI_Bcast");
+  int first_kind = static_cast<int>(kind);
+  mpi_check(MPI_Bcast(&first_kind, 1, MPI_INT, first, comm), "MPI_Bcast");
+  const std::string text = broadcast_text(comm, msg, first);
   if (kind != ErrorKind::none) raise(kind, msg);  // a failing rank reports its own error
-  raise(static_cast<ErrorKind>(header[0]), fmt::format("rank {}: {}", first, text));
+  raise(static_cast<ErrorKind>(first_kind), fmt::format("rank {}: {}", first, text));
+}
+
+std::string broadcast_text(MPI_Comm comm, const std::string& text, int root) {
+  int rank = 0;
+  mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  long long size = static_cast<long long>(text.size());
+  mpi_check(MPI_Bcast(&size, 1, MPI_LONG_LONG, root, comm), "MPI_Bcast");
+  std::string out = rank == root ? text : std::string(static_cast<std::size_t>(size), '\0');
+  if (size > 0)
+    mpi_check(MPI_Bcast(out.data(), static_cast<int>(size), MPI_CHAR, root, comm), "MPI_Bcast");
+  return out;
 }
 
 void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<Field>& fields,

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,6 +20,9 @@ namespace toroid::api {
 // itself: a rank that never joins (it skipped the call) gets the job ended with a message
 // instead of a hang inside the check.
 void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s = 0);
+
+// `text` as rank `root` has it, on every rank of comm (collective; the others' `text` is unused).
+std::string broadcast_text(MPI_Comm comm, const std::string& text, int root);
 
 // Every rank passes the same named fields; if any field differs between ranks, every rank throws
 // InvalidArgument naming the field and which ranks hold which value, e.g.

@@ -18,25 +18,17 @@ namespace {
 exec::Tuning agreed_tuning(const Communicator::Impl& m) {
   if (m.config.tuning_file.empty()) return exec::default_tuning();
   std::string text;
-  int ok = 1;
-  if (m.rank == 0) {
+  run_agreed(m.comm, [&] {
+    if (m.rank != 0) return;
     std::ifstream in(m.config.tuning_file);
-    if (!in) {
-      ok = 0;
-      text = fmt::format("TOROID_TUNING: cannot read '{}' ({})", m.config.tuning_file,
-                         std::strerror(errno));
-    } else {
-      std::ostringstream all;
-      all << in.rdbuf();
-      text = all.str();
-    }
-  }
-  long long head[2] = {ok, static_cast<long long>(text.size())};
-  mpi_check(MPI_Bcast(head, 2, MPI_LONG_LONG, 0, m.comm), "MPI_Bcast");
-  text.resize(static_cast<std::size_t>(head[1]));
-  if (head[1] > 0)
-    mpi_check(MPI_Bcast(text.data(), static_cast<int>(head[1]), MPI_CHAR, 0, m.comm), "MPI_Bcast");
-  if (!head[0]) throw InvalidArgument(text);
+    if (!in)
+      throw InvalidArgument(fmt::format("TOROID_TUNING: cannot read '{}' ({})",
+                                        m.config.tuning_file, std::strerror(errno)));
+    std::ostringstream all;
+    all << in.rdbuf();
+    text = all.str();
+  });
+  text = broadcast_text(m.comm, text, 0);
   try {
     return exec::parse_tuning(text, m.config.tuning_file);
   } catch (const InvalidArgument& e) {

@@ -91,36 +91,27 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
           "toroid-tune on such a layout, or unset TOROID_TUNING for the built-in defaults",
           in_.tuning.source, to_string(static_cast<LinkClass>(c)), p, nodes,
           in_.shm_inside_node ? "" : ", MPI transport"));
+
+  model_.topology = in_.topology;
+  model_.reduce_bytes_per_s = in_.tuning.reduce_bytes_per_s;
+  model_.segment_bytes = in_.segment_bytes;
+  // Nodes wired as the communicator's torus, one rank each: the torus model, per link and hop.
+  if (in_.tuning.network_torus && nodes == p && in_.tuning[LinkClass::network]) {
+    const LinkParams& n = *in_.tuning[LinkClass::network];
+    model_.link_bytes_per_s[0] = model_.link_bytes_per_s[1] = n.bytes_per_s;
+    model_.hop_latency_s[0] = model_.hop_latency_s[1] = n.alpha_s;
+  } else {
+    for (int k = 0; k < kLinkClasses; ++k) {
+      const auto& l = in_.tuning.links[static_cast<std::size_t>(k)];
+      e.params[static_cast<std::size_t>(k)] = l ? *l : LinkParams{};
+    }
+    model_.endpoints = std::move(e);
+  }
 }
 
 std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t bytes) const {
   if (!implements(a, c) || a == Algorithm::automatic || a == Algorithm::mpi) return std::nullopt;
   const int p = in_.topology.size();
-  SimModel m;
-  m.topology = in_.topology;
-  m.reduce_bytes_per_s = in_.tuning.reduce_bytes_per_s;
-  m.segment_bytes = in_.segment_bytes;
-  EndpointLinks e;
-  e.node_of_rank = in_.link_node_of_rank;
-  e.shm_inside_node = in_.shm_inside_node;
-  for (int k = 0; k < kLinkClasses; ++k) {
-    const auto& l = in_.tuning.links[static_cast<std::size_t>(k)];
-    e.params[static_cast<std::size_t>(k)] = l ? *l : LinkParams{};
-  }
-  // Nodes wired as the communicator's torus, one rank each: the torus model, per link and hop.
-  std::vector<bool> seen(static_cast<std::size_t>(p), false);
-  bool one_per_node = true;
-  for (int n : e.node_of_rank) {
-    one_per_node = one_per_node && !seen[static_cast<std::size_t>(n)];
-    seen[static_cast<std::size_t>(n)] = true;
-  }
-  if (in_.tuning.network_torus && one_per_node && in_.tuning[LinkClass::network]) {
-    const LinkParams& n = *in_.tuning[LinkClass::network];
-    m.link_bytes_per_s[0] = m.link_bytes_per_s[1] = n.bytes_per_s;
-    m.hop_latency_s[0] = m.hop_latency_s[1] = n.alpha_s;
-  } else {
-    m.endpoints = std::move(e);
-  }
   schedule::Request r;
   r.collective = c;
   // f32 elements; all-gather and reduce-scatter need a count that splits into the ranks' blocks
@@ -130,7 +121,7 @@ std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t
                 ? elems
                 : std::max<std::uint64_t>(elems / p, 1) * p;
   try {
-    const SimResult s = simulate_collective(m, a, r, DataType::f32, in_.node_of_rank);
+    const SimResult s = simulate_collective(model_, a, r, DataType::f32, in_.node_of_rank);
     if (!s.error.empty()) return std::nullopt;
     return s.time_s;
   } catch (const InvalidArgument&) {

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "exec/algorithm_rules.hpp"
+#include "exec/simulator.hpp"
 #include "exec/tuning.hpp"
 #include "toroid/algorithm.hpp"
 #include "toroid/topology.hpp"
@@ -95,6 +96,7 @@ class Selector {
  private:
   SelectorInputs in_;
   bool uses_[kLinkClasses] = {};
+  SimModel model_;  // the links every candidate is priced on, built once
   std::array<std::array<std::optional<Choice>, kSizeClasses>, 4> table_;
   std::array<std::array<bool, kSizeClasses>, 4> reported_{};
   std::function<void(Collective, int, const Choice&)> observer_;
