@@ -16,7 +16,8 @@
 namespace toroid {
 
 // How steps between two ranks travel. automatic and shm: over shared-memory channels when both
-// ranks are on one node (MPI otherwise); mpi: always MPI point-to-point.
+// ranks are on one node (MPI otherwise); a node whose /dev/shm has no room for the channels runs
+// over MPI under automatic and is an error on every rank under shm; mpi: always MPI point-to-point.
 enum class Transport { automatic, mpi, shm };
 std::string_view to_string(Transport t) noexcept;
 Transport parse_transport(

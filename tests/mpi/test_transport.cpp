@@ -154,3 +154,21 @@ TEST_CASE("transport: TOROID_TRANSPORT names a transport or is an error on every
   unsetenv("TOROID_TRANSPORT");
   CHECK_THROWS_WITH(parse_transport("SHM"), "unknown transport 'SHM' (expected auto, mpi or shm)");
 }
+
+// Run only by tests/mpi/shm_room_test.sh, which starts the job with a /dev/shm too small for the
+// channels (a private mount namespace with a few MiB of tmpfs there): `shm` is refused on every
+// rank naming the node's room, `auto` runs that node over MPI with the same sums.
+TEST_CASE("transport: a node without /dev/shm room refuses shm and runs auto over MPI",
+          "[.shm_room]") {
+  REQUIRE(testing::ranks_on_my_node() > 1);
+  CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD, over(Transport::shm)),
+                    Catch::Contains("has no room in /dev/shm for the shared-memory links of its") &&
+                        Catch::Contains("use transport auto"));
+  Communicator on_auto(MPI_COMM_WORLD, over(Transport::automatic));
+  CHECK_FALSE(on_auto.uses_shared_memory());
+  const std::size_t n = 100'003;
+  std::vector<float> x(n, static_cast<float>(world_rank() + 1));
+  allreduce(std::span<float>(x), ReduceOp::sum, on_auto, Algorithm::ring);
+  const float expect = static_cast<float>(world_size() * (world_size() + 1) / 2);
+  CHECK(all_ranks(std::all_of(x.begin(), x.end(), [&](float v) { return v == expect; })));
+}

@@ -32,7 +32,7 @@ TEST_CASE("ring collectives are right for p = 1..64 and awkward counts", "[sched
         }
 }
 
-TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedules]") {
+TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedules][scale]") {
   const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
                              Algorithm::torus2d,      Algorithm::torus2d_both,
                              Algorithm::hierarchical, Algorithm::recursive_doubling,
@@ -83,7 +83,7 @@ TEST_CASE("every algorithm for every type and op (avg included)", "[schedules]")
 }
 
 TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus neighbours",
-          "[schedules]") {
+          "[schedules][scale]") {
   for (const Shape& s : {shape(2, 3), shape(3, 5), shape(3, 5, false, false), shape(16, 16),
                          shape(16, 16, true, false), shape(128, 32, false, true)}) {
     const bool big = s.topology.size() > 1000;
@@ -130,7 +130,7 @@ TEST_CASE("ring moves the bandwidth-optimal number of bytes, only to ring neighb
   for (auto [from, to] : t.links) CHECK(to == (from + 1) % p);
 }
 
-TEST_CASE("ring all-reduce at 4096 ranks, small counts", "[schedules]") {
+TEST_CASE("ring all-reduce at 4096 ranks, small counts", "[schedules][scale]") {
   for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{100}, std::uint64_t{600}}) {
     INFO("n=" << n);
     REQUIRE(check(Algorithm::ring, Collective::allreduce, shape(4096, 1), n, false) == "");

@@ -228,7 +228,7 @@ TEST_CASE(
   CHECK_THAT(exec::simulate(two, s, 4).error, Catch::Contains("size mismatch"));
 }
 
-TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes", "[simulator]") {
+TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes", "[simulator][scale]") {
   SimModel m = model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
   const std::uint64_t count = std::uint64_t{1} << 28, M = count * 4, N = 4096;
   const SimResult r = allreduce(m, Algorithm::torus2d, count);
