@@ -1,14 +1,26 @@
 #!/usr/bin/env python3
-"""toroid against every configuration of the stock MPI_Allreduce of Open MPI.
+"""toroid against every stock MPI_Allreduce configuration a user could pick, on one node.
 
-Runs toroid-bench once per stock configuration (the default, then each forced
-coll_tuned_allreduce_algorithm), each run holding toroid's rows too, and prints per size:
-every stock configuration's time, toroid's best row, the ratio against the best stock
-configuration (from the same run), and how close toroid gets to the memory-traffic bound
-(--bound: every rank copying its vector at once, at the aggregate copy rate; the memory-traffic
-bound 2·p·N bytes over that copy bandwidth, and toroid's time against both).
+Runs toroid-bench once per stock configuration, each run holding toroid's rows and the copy
+bound (--bound: every rank copying its vector at once) beside the stock row, and prints per size
+every stock configuration's time, the best of them, toroid's best row, the ratio against the best
+stock configuration (in that configuration's own run), and how close toroid and the best stock
+come to the one-node memory limit ("of copy": an all-reduce reads every rank's input and writes
+every rank's output, 2·p·N bytes, exactly the traffic of one concurrent copy of every rank's
+vector, so the copy bound's time over the collective's time is the fraction of the limit).
 
-  scripts/compare_stock.py -np 4 [--algo ring,bidir_ring,...] [--transport shm] [-b 4K -e 64M]
+The stock field (Open MPI 4.1; names for --configs):
+  default             coll/tuned with its own decision rules
+  tuned:1 ... tuned:6 coll_tuned_allreduce_algorithm forced (basic_linear, nonoverlapping,
+                      recursive_doubling, ring, segmented_ring, rabenseifner)
+  han, adapt, sm      coll/han, coll/adapt, coll/sm at priority 100
+  ucx                 pml ucx (tls and devices any) under the default coll
+  mpich, mpich:release_gather, mpich:recursive_doubling, mpich:reduce_scatter_allgather
+                      Debian's MPICH 4.0 (a toroid-bench built with mpicxx.mpich, in
+                      build-mpich-bench/, configured and built when missing): its default, its
+                      shared-memory release_gather algorithm, and forced inter-node algorithms
+
+  scripts/compare_stock.py -np 4 [--cold] [--configs all|default,han,...] [-b 4K -e 64M]
 """
 import argparse
 import csv
@@ -19,77 +31,120 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Open MPI 4.1 coll_tuned_allreduce_algorithm values.
-STOCK = {0: "default", 1: "basic_linear", 2: "nonoverlapping", 3: "recursive_doubling", 4: "ring",
-         5: "segmented_ring", 6: "rabenseifner"}
+TUNED = {1: "basic_linear", 2: "nonoverlapping", 3: "recursive_doubling", 4: "ring", 5: "segmented_ring",
+         6: "rabenseifner"}
+OMPI = {"default": [], "han": ["--mca", "coll_han_priority", "100"],
+        "adapt": ["--mca", "coll_adapt_priority", "100"], "sm": ["--mca", "coll_sm_priority", "100"],
+        "ucx": ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"]}
+for k in TUNED:
+    OMPI[f"tuned:{k}"] = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm",
+                          str(k)]
+MPICH = {"mpich": {}, "mpich:release_gather": {"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "release_gather"},
+         "mpich:recursive_doubling": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling"},
+         "mpich:reduce_scatter_allgather": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "reduce_scatter_allgather"}}
+ALL = list(OMPI) + list(MPICH)
 
 
-def run(args, forced):
-    cmd = [os.path.join(ROOT, "scripts", "mpirun.sh"), "-np", str(args.np)]
-    if forced:
-        cmd += ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", str(forced)]
-    cmd += [os.path.join(args.build, "benchmarks", "toroid-bench"), "--algo", args.algo, "--transport", args.transport,
-            "--bound", "-b", args.b, "-e", args.e, "-f", args.f, "-n", str(args.n), "--check", "1", "--format", "csv"]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    rows = [r for r in csv.DictReader(io.StringIO("\n".join(l for l in out.splitlines() if not l.startswith("#"))))]
+def mpich_bench(build):
+    bench = os.path.join(build, "benchmarks", "toroid-bench")
+    if not os.path.exists(bench):
+        subprocess.run(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=Release",
+                        "-DMPI_C_COMPILER=/usr/bin/mpicc.mpich", "-DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich",
+                        "-DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich", "-DTOROID_BUILD_PYTHON=OFF",
+                        "-DTOROID_BUILD_TESTS=OFF", "-DTOROID_BUILD_EXAMPLES=OFF"], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count()), "--target", "toroid-bench"],
+                       check=True, stdout=subprocess.DEVNULL)
+    return bench
+
+
+def run(args, name):
+    bench_args = ["--algo", args.algo, "--transport", args.transport, "--bound", "-b", args.b, "-e", args.e,
+                  "-f", args.f, "-n", str(args.n), "--check", "1", "--format", "csv"]
+    if args.cold:
+        bench_args.append("--cold")
+    env = dict(os.environ)
+    if name in OMPI:
+        cmd = [os.path.join(ROOT, "scripts", "mpirun.sh"), "-np", str(args.np)] + OMPI[name] + [
+            os.path.join(args.build, "benchmarks", "toroid-bench")]
+    else:
+        # hydra passes the environment on; MPICH spins while it waits, as toroid does.
+        env.update(MPICH[name])
+        cmd = ["/usr/bin/mpiexec.mpich", "-n", str(args.np), mpich_bench(args.mpich_build)]
+    proc = subprocess.run(cmd + bench_args, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.exit(f"stock configuration {name}: toroid-bench exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    rows = list(csv.DictReader(io.StringIO("\n".join(l for l in proc.stdout.splitlines() if not l.startswith("#")))))
     wrong = sum(int(r["wrong"]) for r in rows)
     if wrong:
-        sys.exit(f"{wrong} wrong elements with stock configuration {STOCK[forced]}")
+        sys.exit(f"{wrong} wrong elements with stock configuration {name}")
     return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-np", type=int, default=4)
-    ap.add_argument("--algo", default="ring,bidir_ring,rabenseifner,auto")
+    ap.add_argument("--algo", default="ring,bidir_ring,recursive_doubling,rabenseifner,auto")
     ap.add_argument("--transport", default="shm")
-    ap.add_argument("-b", default="4K")
+    ap.add_argument("--cold", action="store_true", help="toroid-bench --cold: buffer sets over 2x the LLC")
+    ap.add_argument("-b", default="8")
     ap.add_argument("-e", default="64M")
-    ap.add_argument("-f", default="4")
+    ap.add_argument("-f", default="8")
     ap.add_argument("-n", type=int, default=10)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--configs", default="0,1,2,3,4,5,6", help="stock configurations to run (0: default)")
+    ap.add_argument("--mpich-build", default=os.path.join(ROOT, "build-mpich-bench"))
+    ap.add_argument("--configs", default="all", help="comma list of stock configurations (see above), or all")
+    ap.add_argument("--csv", help="also write every run's rows, with a config column, to this file")
     args = ap.parse_args()
+    names = ALL if args.configs == "all" else args.configs.split(",")
+    for n in names:
+        if n not in ALL:
+            sys.exit(f"--configs: unknown stock configuration '{n}' (expected one of {', '.join(ALL)} or all)")
 
-    runs = {k: run(args, k) for k in (int(c) for c in args.configs.split(","))}
+    runs = {}
+    for n in names:
+        print(f"# running {n}", file=sys.stderr, flush=True)
+        runs[n] = run(args, n)
+    if args.csv:
+        with open(args.csv, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["config"] + list(next(iter(runs.values()))[0].keys()))
+            w.writeheader()
+            for n, rows in runs.items():
+                for r in rows:
+                    w.writerow({"config": n, **r})
+
     sizes = sorted({int(r["size"]) for rows in runs.values() for r in rows})
-    head = ["size"] + [STOCK[k] for k in runs] + ["toroid best", "algo", "vs best stock", "vs best (its run)",
-                                                   "copy", "bound", "of bound", "of copy"]
+    head = ["size"] + names + ["best stock", "toroid", "algo", "vs best stock", "toroid of copy",
+                               "best stock of copy"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---:|" * len(head))
     for size in sizes:
-        stock, best_toroid, worst_ratio, best_algo, copies, of_bound = [], None, None, "", [], []
-        best_stock = None  # (stock time, ratio in that configuration's own run)
-        for k, rows in runs.items():
+        stock, best = [], None  # best: (stock time, name, toroid time in that run, ratio, copy)
+        toroid_best, toroid_algo, copies = None, "", []
+        for n, rows in runs.items():
             here = [r for r in rows if int(r["size"]) == size]
             st = next(float(r["time_us"]) for r in here if r["algo"] == "mpi")
-            mine = [r for r in here if r["algo"] not in ("mpi", "copy_bound")]
-            fastest = min(mine, key=lambda r: float(r["time_us"]))
-            t = float(fastest["time_us"])
-            stock.append(st)
-            # Ratios against this stock configuration and this run's copy time: same run.
-            ratio = st / t
-            if best_stock is None or st < best_stock[0]:
-                best_stock = (st, ratio)
-            if worst_ratio is None or ratio < worst_ratio:
-                worst_ratio = ratio
-            if best_toroid is None or t < best_toroid:
-                best_toroid, best_algo = t, fastest["algo"]
             copy = next(float(r["time_us"]) for r in here if r["algo"] == "copy_bound")
+            mine = min((r for r in here if r["algo"] not in ("mpi", "copy_bound")), key=lambda r: float(r["time_us"]))
+            t = float(mine["time_us"])
+            stock.append(st)
             copies.append(copy)
-            of_bound.append(2 * copy / t)
-        copy, share = statistics.median(copies), statistics.median(of_bound)
+            if best is None or st < best[0]:
+                best = (st, n, t, st / t, copy)
+            # toroid's own rows: from the Open MPI runs (the MPICH runs time toroid on MPICH).
+            if n in OMPI and (toroid_best is None or t < toroid_best[0]):
+                toroid_best, toroid_algo = (t, copy), mine["algo"]
+        if toroid_best is None:  # MPICH only
+            toroid_best = (best[2], best[4])
         cells = [str(size)] + [f"{s:.1f}" for s in stock] + [
-            f"{best_toroid:.1f}", best_algo, f"{worst_ratio:.2f}", f"{best_stock[1]:.2f}", f"{copy:.1f}",
-            f"{2 * copy:.1f}",
-            f"{100 * share:.0f}%", f"{50 * share:.0f}%"]
+            f"{best[0]:.1f} ({best[1]})", f"{toroid_best[0]:.1f}", toroid_algo, f"{best[3]:.2f}",
+            f"{100 * toroid_best[1] / toroid_best[0]:.0f}%", f"{100 * best[4] / best[0]:.0f}%"]
         print("| " + " | ".join(cells) + " |")
-    print("\ntimes in µs (median of the slowest rank); 'vs best stock' = the smallest, over stock configurations, "
-          "of stock time / toroid's fastest time in the same run; 'vs best (its run)' = the same ratio in the run of "
-          "the fastest stock configuration; 'copy' = every rank copying its vector once at "
-          "the aggregate copy rate (toroid-bench --bound), median over the runs; 'bound' = 2·p·N bytes over that "
-          "copy bandwidth (p·N bytes copied per 'copy'), i.e. 2 × copy; 'of bound' and 'of copy' = that time / "
-          "toroid's fastest time in the same run, median over the runs")
+    print(f"\ntimes in µs (median of the slowest rank, {'cold' if args.cold else 'warm'} caches); "
+          "'best stock' = the fastest stock configuration; 'vs best stock' = its time / toroid's fastest row in "
+          "that configuration's own run; 'toroid' = toroid's fastest row over the Open MPI runs; 'of copy' = the "
+          "copy bound's time (every rank copying its vector at once, same run) / the time: the fraction of the "
+          "one-node memory limit reached")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 #include "bench/measure.hpp"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -145,16 +146,47 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std
   return wrong;
 }
 
+// How many input/output sets a run rotates over. Warm: one (the same buffers every iteration).
+// Cold (--cold): enough that what the node's ranks touch between two uses of a set is twice the
+// last-level cache, and at least two, so an iteration never finds its buffers cached by the one
+// before; at most kMaxColdSets (below a few KiB the sets then fit the cache: small calls are
+// latency, not memory, bound). `node_ranks` ranks share the cache.
+constexpr std::uint64_t kMaxColdSets = 1024;
+std::uint64_t buffer_sets(const Settings& s, std::uint64_t set_bytes, int node_ranks) {
+  if (!s.cold) return 1;
+  const std::uint64_t per_set =
+      std::max<std::uint64_t>(set_bytes, 1) * static_cast<std::uint64_t>(node_ranks);
+  const std::uint64_t want = (2 * last_level_cache_bytes() + per_set - 1) / per_set;
+  return std::clamp<std::uint64_t>(want, 2, kMaxColdSets);
+}
+
+int ranks_on_node(Communicator& comm) {
+  MPI_Comm node;
+  int node_size = 0;
+  MPI_Comm_split_type(comm.mpi_comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  MPI_Comm_size(node, &node_size);
+  MPI_Comm_free(&node);
+  return node_size;
+}
+
 }  // namespace
 
-// Median over iterations of the slowest rank's time of fn, each iteration after a barrier.
-template <class Fn>
-std::vector<double> timed(const Settings& s, Communicator& comm, Fn&& fn) {
+std::uint64_t last_level_cache_bytes() {
+  long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return llc > 0 ? static_cast<std::uint64_t>(llc) : std::uint64_t{32} << 20;
+}
+
+// Median over iterations of the slowest rank's time of fn(iteration), each after a barrier;
+// `before` runs outside the timing.
+template <class Fn, class Before>
+std::vector<double> timed(const Settings& s, Communicator& comm, Fn&& fn, Before&& before) {
   std::vector<double> times;
   for (int it = 0; it < s.warmup + s.iters; ++it) {
+    before(it);
     MPI_Barrier(comm.mpi_comm());
     const double t0 = MPI_Wtime();
-    fn();
+    fn(it);
     double dt = MPI_Wtime() - t0;
     MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
     if (it >= s.warmup) times.push_back(dt * 1e6);
@@ -169,24 +201,25 @@ std::vector<double> timed(const Settings& s, Communicator& comm, Fn&& fn) {
 // reps: ranks that outnumber the cores take turns, so one copy's own time would count a rank
 // that ran alone, and the skew of leaving the barrier (up to a time slice) is spread over many
 // copies. On one node every rank reads the same clock; across nodes the clocks differ, so there
-// each rank's own time is taken, as for the collectives.
+// each rank's own time is taken, as for the collectives. Cold: the copies rotate over buffer
+// sets as the collectives' rows do, so each copy reads and writes memory the cache lost.
 Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Communicator& comm) {
   const std::size_t es = size_of(s.type);
   const int p = comm.size();
   const std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
-  std::vector<std::byte> in(count * es, std::byte{1}), out(count * es, std::byte{0});
+  const int node_size = ranks_on_node(comm);
+  const std::uint64_t sets = buffer_sets(s, 2 * count * es, node_size);
+  std::vector<std::vector<std::byte>> in(sets, std::vector<std::byte>(count * es, std::byte{1})),
+      out(sets, std::vector<std::byte>(count * es, std::byte{0}));
   const int reps = static_cast<int>(
       std::clamp<std::uint64_t>((std::uint64_t{512} << 20) / (count * es), 1, 1024));
-  MPI_Comm node;
-  int node_size = 0;
-  MPI_Comm_split_type(comm.mpi_comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-  MPI_Comm_size(node, &node_size);
-  MPI_Comm_free(&node);
   std::vector<double> times;
+  std::uint64_t next = 0;
   for (int it = 0; it < s.warmup + s.iters; ++it) {
     MPI_Barrier(comm.mpi_comm());
     double span[2] = {-MPI_Wtime(), 0};  // -start (so that the max is the earliest start), end
-    for (int r = 0; r < reps; ++r) std::memcpy(out.data(), in.data(), in.size());
+    for (int r = 0; r < reps; ++r, next = (next + 1) % sets)
+      std::memcpy(out[next].data(), in[next].data(), count * es);
     span[1] = MPI_Wtime();
     double own = span[1] + span[0];
     MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
@@ -220,49 +253,46 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   const int p = comm.size();
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
   std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
-  std::vector<std::byte> in(count * es), out(count * es);
-  auto fill = [&] {
+  const std::uint64_t sets = buffer_sets(s, 2 * count * es, ranks_on_node(comm));
+  std::vector<std::vector<std::byte>> ins(sets), outs(sets);
+  auto fill = [&](std::uint64_t k) {
+    ins[k].resize(count * es);
+    outs[k].resize(count * es);
     for (std::uint64_t i = 0; i < count; ++i)
-      store_as(s.type, in.data() + i * es, exact_input(s.op, comm.rank(), i));
-    if (s.in_place || (c == Collective::broadcast && comm.rank() == 0)) out = in;
+      store_as(s.type, ins[k].data() + i * es, exact_input(s.op, comm.rank(), i));
+    if (s.in_place || (c == Collective::broadcast && comm.rank() == 0)) outs[k] = ins[k];
   };
-  fill();
+  for (std::uint64_t k = 0; k < sets; ++k) fill(k);
   // The buffers stay where they are (in place, `out = in` copies into out's storage), so one
-  // persistent request serves every iteration.
-  const Args args = args_of(c, s, in, out, count, comm);
-  Request persistent;
-  if (mode == Settings::Mode::persistent) persistent = request_for(c, s, args, algo, comm, true);
-  auto once = [&] {
+  // persistent request per set serves every iteration.
+  std::vector<Request> persistent(mode == Settings::Mode::persistent ? sets : 0);
+  for (std::uint64_t k = 0; k < persistent.size(); ++k)
+    persistent[k] =
+        request_for(c, s, args_of(c, s, ins[k], outs[k], count, comm), algo, comm, true);
+  auto once = [&](std::uint64_t k) {
     if (mode == Settings::Mode::blocking) {
-      call(c, s, in, out, count, algo, comm);
+      call(c, s, ins[k], outs[k], count, algo, comm);
     } else if (mode == Settings::Mode::nonblocking) {
-      request_for(c, s, args, algo, comm, false).wait();
+      request_for(c, s, args_of(c, s, ins[k], outs[k], count, comm), algo, comm, false).wait();
     } else {
-      persistent.start();
-      persistent.wait();
+      persistent[k].start();
+      persistent[k].wait();
     }
   };
   std::uint64_t wrong = 0;
   if (s.check) {
-    once();
-    wrong = count_wrong(c, s, out, count, comm);
+    once(0);
+    wrong = count_wrong(c, s, outs[0], count, comm);
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, comm.mpi_comm());
   }
-  std::vector<double> times;
-  if (!s.in_place) {
-    times = timed(s, comm, once);
-  } else {
-    for (int it = 0; it < s.warmup + s.iters; ++it) {
-      out = in;  // in place overwrites the input; restore it outside the timing
-      MPI_Barrier(comm.mpi_comm());
-      const double t0 = MPI_Wtime();
-      once();
-      double dt = MPI_Wtime() - t0;
-      MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
-      if (it >= s.warmup) times.push_back(dt * 1e6);
-    }
-    std::sort(times.begin(), times.end());
-  }
+  // In place overwrites the input: warm, it is restored outside the timing before each
+  // iteration; cold, a restore would bring the set back into the cache, so the sets keep
+  // whatever the previous rotation left (the check above ran on fresh inputs).
+  const std::vector<double> times = timed(
+      s, comm, [&](int it) { once(static_cast<std::uint64_t>(it) % sets); },
+      [&](int) {
+        if (s.in_place && !s.cold) outs[0] = ins[0];
+      });
   const double med = times[times.size() / 2];
   const double total = static_cast<double>(count * es);
   const double factor = c == Collective::allreduce   ? 2.0 * (p - 1) / p

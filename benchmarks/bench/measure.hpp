@@ -16,7 +16,15 @@ struct Row {
   // (the stock row, or the copy bound)
   double predicted_us = 0;
   std::string picked;  // auto's row: the algorithm it ran; others: algo
+  // With --bound: the copy bound's time / this time, the fraction of the one-node memory limit
+  // this row reaches (an all-reduce moves 2·p·N bytes, one concurrent copy of every rank's
+  // vector); 0 without --bound.
+  double of_copy = 0;
 };
+
+// The last-level cache of this machine (sysconf), 32 MiB when it does not say; --cold rotates
+// over buffer sets twice its size.
+std::uint64_t last_level_cache_bytes();
 
 // Checks once (when s.check) and times s.warmup + s.iters calls; every rank returns the same row.
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo,

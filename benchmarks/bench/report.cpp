@@ -44,24 +44,28 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
   v = v.substr(0, v.find_first_of("\n,"));
   const auto host = host_info();
   const int per_node = comm.size() / std::max(comm.nodes(), 1);
-  info.fields = {{"toroid", TOROID_VERSION_STRING},
-                 {"mpi", v},
-                 {"ranks", std::to_string(comm.size())},
-                 {"nodes", std::to_string(comm.nodes())},
-                 {"rank_order", std::string(comm.node_placement())},
-                 {"topology", comm.topology().to_string()},
-                 {"type", std::string(to_string(s.type))},
-                 {"redop", std::string(to_string(s.op))},
-                 {"placement", s.in_place ? "in-place" : "out-of-place"},
-                 {"kernel_isa", std::string(kernels::to_string(kernels::active_kernels().isa))},
-                 {"segment_bytes", std::to_string(comm.segment_bytes())},
-                 {"transport", transports},
-                 {"cores", std::to_string(host.cores)},
-                 {"hardware_threads", std::to_string(host.pus)},
-                 {"rank0_binding", host.binding.empty() ? "?" : host.binding},
-                 {"timeout_s", fmt::format("{}", comm.timeout_seconds())},
-                 {"iterations", std::to_string(s.iters)},
-                 {"warmup", std::to_string(s.warmup)}};
+  info.fields = {
+      {"toroid", TOROID_VERSION_STRING},
+      {"mpi", v},
+      {"ranks", std::to_string(comm.size())},
+      {"nodes", std::to_string(comm.nodes())},
+      {"rank_order", std::string(comm.node_placement())},
+      {"topology", comm.topology().to_string()},
+      {"type", std::string(to_string(s.type))},
+      {"redop", std::string(to_string(s.op))},
+      {"placement", s.in_place ? "in-place" : "out-of-place"},
+      {"kernel_isa", std::string(kernels::to_string(kernels::active_kernels().isa))},
+      {"segment_bytes", std::to_string(comm.segment_bytes())},
+      {"transport", transports},
+      {"cores", std::to_string(host.cores)},
+      {"hardware_threads", std::to_string(host.pus)},
+      {"rank0_binding", host.binding.empty() ? "?" : host.binding},
+      {"timeout_s", fmt::format("{}", comm.timeout_seconds())},
+      {"iterations", std::to_string(s.iters)},
+      {"warmup", std::to_string(s.warmup)},
+      {"caches", s.cold ? fmt::format("cold (buffer sets over 2x the {} MiB last-level cache)",
+                                      last_level_cache_bytes() >> 20)
+                        : "warm (the same buffers every iteration)"}};
   if (host.cores > 0 && per_node > host.cores)
     info.warnings.push_back(fmt::format(
         "{} ranks per node on {} cores: ranks share cores, timings include waiting for a core",
@@ -99,11 +103,12 @@ void Report::begin(const RunInfo& info, int iters) {
   if (format_ == "csv")
     fmt::print(out_,
                "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,"
-               "collective,predicted_us,picked\n");
+               "collective,predicted_us,picked,of_copy\n");
   else
-    fmt::print(out_, "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7}\n",
+    fmt::print(out_,
+               "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7} {:>7}\n",
                "collective", "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw",
-               "busbw", "wrong", "vs_mpi");
+               "busbw", "wrong", "vs_mpi", "of_copy");
   std::fflush(out_);  // the run is set up: whoever watches the output sees it before the first row
 }
 
@@ -116,21 +121,24 @@ void Report::row(const Row& r, bool has_baseline) {
                "\"algo\": \"{}\", \"time_us\": {:.3f}, \"min_us\": {:.3f}, \"max_us\": {:.3f}, "
                "\"algbw\": {:.4f}, "
                "\"busbw\": {:.4f}, \"wrong\": {}, \"vs_mpi\": {}, \"predicted_us\": {}, "
-               "\"picked\": \"{}\"}}",
+               "\"picked\": \"{}\", \"of_copy\": {}}}",
                first_row_ ? "" : ",", r.coll, r.bytes, r.count, r.type, r.redop, r.algo,
                r.median_us, r.min_us, r.max_us, r.algbw, r.busbw, r.wrong,
                has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "null",
-               r.predicted_us > 0 ? fmt::format("{:.3f}", r.predicted_us) : "null", r.picked);
+               r.predicted_us > 0 ? fmt::format("{:.3f}", r.predicted_us) : "null", r.picked,
+               r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "null");
   } else if (format_ == "csv") {
-    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{},{},{}\n", r.bytes,
-               r.count, r.type, r.redop, r.algo, r.median_us, r.min_us, r.max_us, r.algbw, r.busbw,
-               r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll,
-               r.predicted_us > 0 ? fmt::format("{:.2f}", r.predicted_us) : "", r.picked);
+    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{},{},{},{}\n",
+               r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.min_us, r.max_us, r.algbw,
+               r.busbw, r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll,
+               r.predicted_us > 0 ? fmt::format("{:.2f}", r.predicted_us) : "", r.picked,
+               r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "");
   } else {
-    fmt::print(out_,
-               "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7}\n",
-               r.coll, r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.algbw, r.busbw,
-               r.wrong, vs);
+    fmt::print(
+        out_,
+        "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7} {:>7}\n",
+        r.coll, r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.algbw, r.busbw, r.wrong,
+        vs, r.of_copy > 0 ? fmt::format("{:.0f}%", 100 * r.of_copy) : "-");
   }
   first_row_ = false;
   std::fflush(out_);

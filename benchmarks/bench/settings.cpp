@@ -62,7 +62,11 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "the collective (named ALGO:MODE when more than one); stock rows block")(
       "bound",
       "add a copy_bound row per size: every rank copies its vector at once (memcpy), the time "
-      "the bytes an all-reduce must move (read the input, write the output) take")(
+      "the bytes an all-reduce must move (read the input, write the output) take; every row "
+      "then shows of_copy = that time / its time")(
+      "cold",
+      "cold caches: every row (and the copy bound) rotates over input/output sets whose total on "
+      "the node is twice the last-level cache (2 to 1024 sets), instead of reusing one")(
       "timeout", po::value<double>(),
       "seconds without progress before a stuck collective reports and ends the run (0: off; "
       "default: "
@@ -132,6 +136,7 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
     }
   }
   s.bound = vm.count("bound") > 0;
+  s.cold = vm.count("cold") > 0;
   s.check = check != 0;
   s.in_place = inplace != 0;
   return s;

@@ -33,6 +33,17 @@ if(MODE STREQUAL "sweep")
   if("${last_output}" MATCHES "mpi:nonblocking")
     message(FATAL_ERROR "the stock rows run blocking only:\n${last_output}")
   endif()
+  # The copy bound and cold caches: a copy_bound row per size, every row's of_copy, the header
+  # saying the caches are cold; checked sums with rotating buffer sets (in place too, and
+  # persistent: one bound request per set).
+  run_bench(0 "caches cold" --op allreduce,allgather --algo ring,mpi --bound --cold -b 64 -e 1M -f 128
+            -n 3 -w 1 --check 1 --mode blocking,persistent)
+  foreach(row "allreduce +64 [^\n]* copy_bound [^\n]* 100%" "allreduce +1048576 [^\n]*ring:persistent [^\n]* [0-9]+%")
+    if(NOT "${last_output}" MATCHES "${row}")
+      message(FATAL_ERROR "no row matching '${row}' with --bound --cold:\n${last_output}")
+    endif()
+  endforeach()
+  run_bench(0 "caches cold" --op allreduce --algo ring --cold --inplace 1 -b 64K -e 64K -n 3 -w 1 --check 1)
   # The overlap benchmark: both kinds of compute, all three ways, and right sums.
   expect_run(0 "thread\\(hid\\)" ${MPIEXEC} -n ${NP} --oversubscribe ${OVERLAP} -b 64K -e 256K -n 2)
   if("${last_output}" MATCHES "WRONG" OR NOT "${last_output}" MATCHES "sleep +262144")
@@ -45,7 +56,7 @@ if(MODE STREQUAL "sweep")
     message(FATAL_ERROR "CSV has ${n} rows")
   endif()
   file(STRINGS ${csv} header REGEX "^size,")
-  if(NOT header STREQUAL "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,collective,predicted_us,picked")
+  if(NOT header STREQUAL "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,collective,predicted_us,picked,of_copy")
     message(FATAL_ERROR "CSV header is '${header}'")
   endif()
   run_bench(0 "" --op reduce_scatter --algo torus2d,ring -b 1K -e 8K -f 8 -n 2 --dtype i64 --redop max --format json --output ${json})

@@ -158,7 +158,7 @@ TEST_CASE("transport: TOROID_TRANSPORT names a transport or is an error on every
 // Run only by tests/mpi/shm_room_test.sh, which starts the job with a /dev/shm too small for the
 // channels (a private mount namespace with a few MiB of tmpfs there): `shm` is refused on every
 // rank naming the node's room, `auto` runs that node over MPI with the same sums.
-TEST_CASE("transport: a node without /dev/shm room refuses shm and runs auto over MPI",
+TEST_CASE("no shm room: a node without /dev/shm room refuses shm and runs auto over MPI",
           "[.shm_room]") {
   REQUIRE(testing::ranks_on_my_node() > 1);
   CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD, over(Transport::shm)),
