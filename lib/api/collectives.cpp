@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "api/agreement.hpp"
 #include "api/communicator_impl.hpp"
 #include "api/request_state.hpp"
@@ -133,8 +135,8 @@ struct Prepared {
   exec::ExecParams params;
 };
 
-Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
-                 std::string_view form) {
+// `form` is a string literal ("", "non-blocking ", "persistent "): the call's name keeps it.
+Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested, const char* form) {
   Communicator::Impl& m = comm.impl();
   c.algo = requested.value_or(m.config.algorithm);
   const Span group = span_of(c, m);
@@ -150,7 +152,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
          {"algorithm", static_cast<std::int64_t>(c.algo), named<Algorithm>},
          {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
          {"root", c.root},
-         {"form", static_cast<std::int64_t>(form.size())}},
+         {"form", static_cast<std::int64_t>(std::strlen(form))}},
         m.config.timeout_s);
   } else {
     check_args();
@@ -161,11 +163,8 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   const Block own = block_of(p.count, group.size, group.position);
   const bool ip = in_place(c, own);
   const Algorithm algo = resolve(c, m);
-  // Named for messages: a request's errors, and the watchdog's. A blocking call without the
-  // watchdog shows it nowhere, so it is not formatted on that path (every call).
-  if (!form.empty() || m.config.timeout_s > 0)
-    p.params.what =
-        fmt::format("{}{}{} ({})", form, to_string(c.collective), along(c), to_string(algo));
+  // Named for messages (a request's errors, the watchdog's), formatted only when one is shown.
+  p.params.what = {form, along(c), c.collective, algo, true};
   if (algo == Algorithm::mpi) {
     p.stock = true;
     p.on = !c.axis ? m.comm : *c.axis == Axis::x ? m.row : m.column;

@@ -18,7 +18,7 @@ void require_active(const Request::State* s, const char* call) {
         fmt::format("Request::{}: the request is empty (default-constructed or moved from)", call));
   if (!s->started)
     throw InvalidArgument(
-        fmt::format("Request::{} on rank {}: {} is not active ({})", call, s->rank, s->what,
+        fmt::format("Request::{} on rank {}: {} is not active ({})", call, s->rank, s->what.text(),
                     s->persistent ? "start() it first" : "it has completed already"));
 }
 
@@ -74,11 +74,11 @@ void Request::start() {
     throw InvalidArgument(
         fmt::format("Request::start on rank {}: {} is not persistent (made by allreduce_init, "
                     "reduce_scatter_init or allgather_init)",
-                    state_->rank, state_->what));
+                    state_->rank, state_->what.text()));
   if (state_->started)
     throw InvalidArgument(
         fmt::format("Request::start on rank {}: {} is still active (wait for it first)",
-                    state_->rank, state_->what));
+                    state_->rank, state_->what.text()));
   auto progress = state_->progress.lock();
   if (!progress)
     throw InvalidArgument(fmt::format(

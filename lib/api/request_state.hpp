@@ -6,6 +6,7 @@
 #include <string>
 
 #include "api/progress.hpp"
+#include "exec/params.hpp"
 #include "exec/stock.hpp"
 #include "toroid/request.hpp"
 
@@ -15,7 +16,7 @@ struct Request::State {
   std::weak_ptr<api::Progress> progress;
   std::shared_ptr<exec::Op> op;            // toroid's algorithms
   std::unique_ptr<exec::StockCall> stock;  // the `mpi` algorithm
-  std::string what;                        // "non-blocking allreduce (mpi)", for messages
+  exec::CallName what;                     // "non-blocking allreduce (mpi)", for messages
   bool persistent = false;
   bool started = false;  // started and not yet seen complete by test/wait
   int rank = 0;

@@ -197,8 +197,7 @@ std::string Engine::waiting_lines() const {
       const Task& t = op->tasks_[i];
       if (t.finished || t.via == Via::local) continue;
       lines += fmt::format("\n  waiting: {}{} ({}, {}, byte {} of {})", schedule::describe(*t.step),
-                           t.started ? "" : " (not started)",
-                           op->params_.what.empty() ? "collective" : op->params_.what,
+                           t.started ? "" : " (not started)", op->params_.what.text(),
                            t.via == Via::shm ? "shared memory" : "mpi", t.ready(), t.bytes);
       ++shown;
     }

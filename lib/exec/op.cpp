@@ -1,5 +1,7 @@
 #include "exec/op.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -66,6 +68,11 @@ void run_local_step(const Step& st, const BufferSet& buf, DataType type) {
   } else if (st.kind == Kind::scale) {
     kernels::divide(type, buf.writable(st.dst), st.dst.count, st.divisor);
   }
+}
+
+std::string CallName::text() const {
+  if (!named) return "collective";
+  return fmt::format("{}{}{} ({})", form, to_string(collective), along, to_string(algorithm));
 }
 
 bool Op::bound_to(const schedule::Schedule& s, std::uint64_t serial, const BufferSet& user,

@@ -6,9 +6,24 @@
 #include <string>
 
 #include "exec/shm_links.hpp"
+#include "toroid/algorithm.hpp"
 #include "toroid/types.hpp"
 
 namespace toroid::exec {
+
+// What a collective is called in messages ("non-blocking allreduce along x (torus2d)"): kept as
+// its parts and formatted only when a message needs it, because every call carries one (the
+// formatting alone doubled the instructions of an 8-byte all-reduce with the watchdog on).
+// `form` and `along` point at string literals.
+struct CallName {
+  const char* form = "";   // "", "non-blocking ", "persistent "
+  const char* along = "";  // "", " along x", " along y"
+  Collective collective = Collective::allreduce;
+  Algorithm algorithm = Algorithm::automatic;
+  bool named = false;  // false: nothing set ("collective" in messages)
+  std::string text() const;
+  bool operator==(const CallName&) const = default;
+};
 
 struct ExecParams {
   DataType type = DataType::f32;
@@ -18,7 +33,7 @@ struct ExecParams {
   // Watchdog: when > 0 and nothing moves for this many seconds while a caller waits, the rank
   // prints what it waits for (collective, algorithm, step, peer, bytes done) and aborts the job.
   double timeout_s = 0;
-  std::string what;  // "allreduce (torus2d)", for the watchdog's message
+  CallName what;  // for the watchdog's message
   // Shared-memory channels to the ranks on this node; null: every step goes over MPI.
   const ShmLinks* links = nullptr;
 };

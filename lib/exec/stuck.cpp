@@ -16,7 +16,7 @@ void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase,
   MPI_Comm_rank(comm, &rank);
   fmt::print(stderr,
              "toroid: rank {}: {} made no progress for {} s in phase {} (TOROID_TIMEOUT){}\n", rank,
-             params.what, params.timeout_s, phase, waiting);
+             params.what.text(), params.timeout_s, phase, waiting);
   std::fflush(stderr);
   MPI_Abort(comm, 3);
   std::abort();
