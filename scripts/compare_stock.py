@@ -95,6 +95,7 @@ def main():
     ap.add_argument("--mpich-build", default=os.path.join(ROOT, "build-mpich-bench"))
     ap.add_argument("--configs", default="all", help="comma list of stock configurations (see above), or all")
     ap.add_argument("--csv", help="also write every run's rows, with a config column, to this file")
+    ap.add_argument("--brief", action="store_true", help="leave out the column of each stock configuration")
     args = ap.parse_args()
     names = ALL if args.configs == "all" else args.configs.split(",")
     for n in names:
@@ -114,7 +115,7 @@ def main():
                     w.writerow({"config": n, **r})
 
     sizes = sorted({int(r["size"]) for rows in runs.values() for r in rows})
-    head = ["size"] + names + ["best stock", "toroid", "algo", "vs best stock", "toroid of copy",
+    head = ["size"] + ([] if args.brief else names) + ["best stock", "toroid", "algo", "vs best stock", "toroid of copy",
                                "best stock of copy"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---:|" * len(head))
@@ -136,7 +137,7 @@ def main():
                 toroid_best, toroid_algo = (t, copy), mine["algo"]
         if toroid_best is None:  # MPICH only
             toroid_best = (best[2], best[4])
-        cells = [str(size)] + [f"{s:.1f}" for s in stock] + [
+        cells = [str(size)] + ([] if args.brief else [f"{s:.1f}" for s in stock]) + [
             f"{best[0]:.1f} ({best[1]})", f"{toroid_best[0]:.1f}", toroid_algo, f"{best[3]:.2f}",
             f"{100 * toroid_best[1] / toroid_best[0]:.0f}%", f"{100 * best[4] / best[0]:.0f}%"]
         print("| " + " | ".join(cells) + " |")
