@@ -146,20 +146,6 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std
   return wrong;
 }
 
-// How many input/output sets a run rotates over. Warm: one (the same buffers every iteration).
-// Cold (--cold): enough that what the node's ranks touch between two uses of a set is twice the
-// last-level cache, and at least two, so an iteration never finds its buffers cached by the one
-// before; at most kMaxColdSets (below a few KiB the sets then fit the cache: small calls are
-// latency, not memory, bound). `node_ranks` ranks share the cache.
-constexpr std::uint64_t kMaxColdSets = 1024;
-std::uint64_t buffer_sets(const Settings& s, std::uint64_t set_bytes, int node_ranks) {
-  if (!s.cold) return 1;
-  const std::uint64_t per_set =
-      std::max<std::uint64_t>(set_bytes, 1) * static_cast<std::uint64_t>(node_ranks);
-  const std::uint64_t want = (2 * last_level_cache_bytes() + per_set - 1) / per_set;
-  return std::clamp<std::uint64_t>(want, 2, kMaxColdSets);
-}
-
 int ranks_on_node(Communicator& comm) {
   MPI_Comm node;
   int node_size = 0;
@@ -167,6 +153,19 @@ int ranks_on_node(Communicator& comm) {
   MPI_Comm_size(node, &node_size);
   MPI_Comm_free(&node);
   return node_size;
+}
+
+// How many input/output sets a run rotates over. Warm: one (the same buffers every iteration).
+// Cold (--cold): enough that what the node's `node_ranks` ranks (they share the cache) touch
+// between two uses of a set is twice the last-level cache, and at least two, so an iteration
+// never finds its buffers cached by the one before; at most kMaxColdSets (below a few KiB the
+// sets then fit the cache: small calls are latency, not memory, bound).
+constexpr std::uint64_t kMaxColdSets = 1024;
+std::uint64_t cold_sets(std::uint64_t set_bytes, int node_ranks) {
+  const std::uint64_t per_set =
+      std::max<std::uint64_t>(set_bytes, 1) * static_cast<std::uint64_t>(node_ranks);
+  const std::uint64_t want = (2 * last_level_cache_bytes() + per_set - 1) / per_set;
+  return std::clamp<std::uint64_t>(want, 2, kMaxColdSets);
 }
 
 }  // namespace
@@ -208,7 +207,7 @@ Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Com
   const int p = comm.size();
   const std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   const int node_size = ranks_on_node(comm);
-  const std::uint64_t sets = buffer_sets(s, 2 * count * es, node_size);
+  const std::uint64_t sets = s.cold ? cold_sets(2 * count * es, node_size) : 1;
   std::vector<std::vector<std::byte>> in(sets, std::vector<std::byte>(count * es, std::byte{1})),
       out(sets, std::vector<std::byte>(count * es, std::byte{0}));
   const int reps = static_cast<int>(
@@ -253,7 +252,8 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   const int p = comm.size();
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
   std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
-  const std::uint64_t sets = buffer_sets(s, 2 * count * es, ranks_on_node(comm));
+  // Warm rows ask MPI nothing here: the node's size matters only to cold sets.
+  const std::uint64_t sets = s.cold ? cold_sets(2 * count * es, ranks_on_node(comm)) : 1;
   std::vector<std::vector<std::byte>> ins(sets), outs(sets);
   auto fill = [&](std::uint64_t k) {
     ins[k].resize(count * es);

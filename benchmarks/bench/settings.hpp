@@ -34,7 +34,7 @@ struct Settings {
   std::vector<Mode> modes = {Mode::blocking};
   bool bound = false;  // add the memory-traffic bound row (every rank copies its vector at once)
   // Rotate over buffer sets larger than the last-level cache, so no iteration finds its input
-  // or output cached (measure.cpp, buffer_sets); false: the same buffers every iteration.
+  // or output cached (measure.cpp, cold_sets); false: the same buffers every iteration.
   bool cold = false;
 };
 
