@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "core/element.hpp"
 
@@ -170,7 +172,23 @@ std::uint64_t cold_sets(std::uint64_t set_bytes, int node_ranks) {
 
 }  // namespace
 
+// The kernel's view first (sysfs: the highest cache level of cpu0, "32768K"): under a VM glibc's
+// sysconf reads CPUID, which here says 320 MiB for a 32 MiB L3; then sysconf; then 32 MiB.
 std::uint64_t last_level_cache_bytes() {
+  std::uint64_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level_file(dir + "level"), size_file(dir + "size");
+    int level = 0;
+    std::string size;
+    if (!(level_file >> level) || !(size_file >> size) || size.empty()) continue;
+    std::uint64_t bytes = std::strtoull(size.c_str(), nullptr, 10);
+    if (size.back() == 'K') bytes <<= 10;
+    if (size.back() == 'M') bytes <<= 20;
+    if (level > best_level && bytes > 0) best = bytes, best_level = level;
+  }
+  if (best > 0) return best;
   long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return llc > 0 ? static_cast<std::uint64_t>(llc) : std::uint64_t{32} << 20;

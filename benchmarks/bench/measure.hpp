@@ -22,8 +22,8 @@ struct Row {
   double of_copy = 0;
 };
 
-// The last-level cache of this machine (sysconf), 32 MiB when it does not say; --cold rotates
-// over buffer sets twice its size.
+// The last-level cache of this machine (sysfs, else sysconf), 32 MiB when neither says; --cold
+// rotates over buffer sets twice its size.
 std::uint64_t last_level_cache_bytes();
 
 // Checks once (when s.check) and times s.warmup + s.iters calls; every rank returns the same row.
