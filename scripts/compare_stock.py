@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """toroid against every stock MPI_Allreduce configuration a user could pick, on one node.
 
 Runs toroid-bench once per stock configuration, each run holding toroid's rows and the copy

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Draws toroid-bench CSV output: busbw vs size per algorithm, and the speedup over stock MPI.
 
     toroid-bench --format csv --output run.csv ...

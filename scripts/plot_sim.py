@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Predicted all-reduce time vs size from toroid-sim, on the tpu-v3 presets.
 
     /usr/bin/python3 scripts/plot_sim.py [--sim build/benchmarks/toroid-sim] [--out docs/sim_allreduce.png]
