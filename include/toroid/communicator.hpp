@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "toroid/algorithm.hpp"
+#include "toroid/buffer.hpp"
 #include "toroid/topology.hpp"
 
 namespace toroid {
@@ -106,6 +107,19 @@ class Communicator {
   bool checks_arguments() const noexcept;
 
   MPI_Comm mpi_comm() const noexcept;  // the duplicate; usable for MPI calls of the caller's own
+
+  // Collective: every rank gets `count` zero-filled elements of its own (counts may differ) in
+  // its node's shared memory (buffer.hpp), every page reserved now. Throws on every rank alike
+  // when any node cannot hold its ranks' parts (toroid::Error, saying which rank and why) or a
+  // count is too large (InvalidArgument).
+  template <class T>
+  Buffer<T> allocate(std::size_t count) {
+    void* data = nullptr;
+    std::shared_ptr<void> owner = allocate_bytes(count, sizeof(T), data);
+    return Buffer<T>(std::move(owner), static_cast<T*>(data), count);
+  }
+  // The untyped form: count elements of elem_size bytes; `data` receives this rank's part.
+  std::shared_ptr<void> allocate_bytes(std::size_t count, std::size_t elem_size, void*& data);
 
   struct Impl;
   Impl& impl() noexcept { return *impl_; }

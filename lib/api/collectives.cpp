@@ -9,6 +9,7 @@
 #include "api/communicator_impl.hpp"
 #include "api/request_state.hpp"
 #include "exec/selector.hpp"
+#include "exec/single_copy.hpp"
 #include "schedule/build.hpp"
 #include "toroid/error.hpp"
 
@@ -123,10 +124,36 @@ Algorithm resolve(const Call& c, const Communicator::Impl& m) {
   return m.selector->choose(c.collective, full_count(c) * size_of(c.type));
 }
 
+// The single-copy form of a blocking collective (exec/single_copy.hpp), where this rank's call
+// qualifies: `auto`, the whole communicator, all on one node, input and output in toroid's
+// buffers (Communicator::allocate). Whether every rank's does is settled inside the call.
+std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
+                                                     bool in_place) {
+  if (c.algo != Algorithm::automatic || c.axis || c.collective == Collective::broadcast ||
+      !m.single_copy_possible())
+    return std::nullopt;
+  const std::size_t es = size_of(c.type);
+  const std::uint64_t count = full_count(c);
+  if (count == 0) return std::nullopt;
+  const Block own = block_of(count, m.size, m.rank);
+  const std::uint64_t out_count =
+      c.collective == Collective::reduce_scatter && !in_place ? own.count : count;
+  const std::uint64_t in_count = c.collective == Collective::allgather ? own.count : count;
+  const auto in = m.memory->find(c.in, in_count * es);
+  const auto out = m.memory->find(c.out, out_count * es);
+  if (!in || !out) return std::nullopt;
+  return exec::SingleCopyCall{c.collective, count, *in, *out, in_place, m.rank, m.size};
+}
+
+std::string_view buffers_name(std::int64_t v) {
+  return v ? "toroid buffers (Communicator::allocate)" : "other memory";
+}
+
 // A collective ready to run: validated (and agreed on across ranks when checking), its
 // algorithm resolved, its schedule built and its buffers named.
 struct Prepared {
   bool stock = false;  // the `mpi` algorithm: the stock collective of the MPI library
+  std::optional<exec::SingleCopyCall> single_copy;  // blocking calls only
   Call call;
   std::uint64_t count = 0;
   MPI_Comm on = MPI_COMM_NULL;  // stock: the communicator it runs on
@@ -141,6 +168,11 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   c.algo = requested.value_or(m.config.algorithm);
   const Span group = span_of(c, m);
   auto check_args = [&] { validate(c, m.rank, group); };
+  const bool blocking = *form == '\0';
+  std::optional<exec::SingleCopyCall> single_copy;
+  if (blocking && m.memory)
+    single_copy = single_copy_form(c, m, in_place(c, block_of(full_count(c), group.size,
+                                                              group.position)));
   if (m.config.check) {
     api::run_agreed(m.comm, check_args, m.config.timeout_s);
     api::require_agreement(
@@ -152,13 +184,15 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
          {"algorithm", static_cast<std::int64_t>(c.algo), named<Algorithm>},
          {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
          {"root", c.root},
-         {"form", static_cast<std::int64_t>(std::strlen(form))}},
+         {"form", static_cast<std::int64_t>(std::strlen(form))},
+         {"buffers", single_copy.has_value(), buffers_name}},
         m.config.timeout_s);
   } else {
     check_args();
   }
   Prepared p;
   p.call = c;
+  p.single_copy = single_copy;
   p.count = full_count(c);
   const Block own = block_of(p.count, group.size, group.position);
   const bool ip = in_place(c, own);
@@ -191,6 +225,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
 void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   Communicator::Impl& m = comm.impl();
   const Prepared p = prepare(c, comm, requested, "");
+  if (p.single_copy && exec::run_single_copy(*m.memory, *p.single_copy, p.params, m.comm)) return;
   if (p.stock) {
     exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root);
     return;

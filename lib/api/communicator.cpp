@@ -119,6 +119,7 @@ Communicator::~Communicator() {
     impl_->progress.reset();
   }
   impl_->links.reset();
+  impl_->memory.reset();
   free_comm(impl_->row);
   free_comm(impl_->column);
   free_comm(impl_->comm);
@@ -146,5 +147,37 @@ int Communicator::node_of(int rank) const {
   return impl_->nodes.node_of_rank[rank];
 }
 MPI_Comm Communicator::mpi_comm() const noexcept { return impl_->comm; }
+
+std::shared_ptr<void> Communicator::allocate_bytes(std::size_t count, std::size_t elem_size,
+                                                   void*& data) {
+  Impl& m = *impl_;
+  std::shared_ptr<exec::NodeAllocation> a;
+  // First the arguments (no MPI inside), then the collective part: a rank that stopped at a bad
+  // count must not leave the others inside the node's collectives.
+  api::run_agreed(
+      m.comm,
+      [&] {
+        if (elem_size == 0 || count > (std::size_t{1} << 62) / elem_size)
+          throw InvalidArgument(fmt::format(
+              "allocate on rank {}: {} elements of {} bytes is too large", m.rank, count,
+              elem_size));
+      },
+      m.config.timeout_s);
+  // SharedSegment agrees on its errors within each node; these make them every node's. Where
+  // any node could not map its control block, no rank keeps one (the next allocate tries anew
+  // on every rank alike).
+  if (!m.memory) try {
+      api::run_agreed(
+          m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.comm); },
+          m.config.timeout_s);
+    } catch (...) {
+      m.memory.reset();
+      throw;
+    }
+  api::run_agreed(
+      m.comm, [&] { a = m.memory->allocate(count * elem_size); }, m.config.timeout_s);
+  data = a->part[static_cast<std::size_t>(m.memory->local_rank())];
+  return a;
+}
 
 }  // namespace toroid

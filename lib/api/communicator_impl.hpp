@@ -8,6 +8,7 @@
 #include "api/config.hpp"
 #include "api/progress.hpp"
 #include "exec/selector.hpp"
+#include "exec/node_memory.hpp"
 #include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
 #include "schedule/step.hpp"
@@ -54,6 +55,14 @@ struct Communicator::Impl {
   std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi
   std::unique_ptr<exec::Selector> selector;  // `auto`
   std::shared_ptr<api::Progress> progress;  // after links: destroyed first; requests hold it weakly
+  // Shared memory handed to the program (Communicator::allocate); made by the first allocate.
+  std::unique_ptr<exec::NodeMemory> memory;
+  // Whether a blocking collective of toroid-allocated buffers may take the single-copy path
+  // (exec/single_copy.hpp): all ranks on one node (real, and one emulated node), not transport mpi.
+  bool single_copy_possible() const {
+    return memory && memory->whole_communicator() && nodes.nodes == 1 &&
+           config.transport != Transport::mpi;
+  }
 };
 
 }  // namespace toroid

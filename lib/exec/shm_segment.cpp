@@ -26,8 +26,9 @@ std::string fresh_name() {
   return fmt::format("/toroid-{}-{}-{:016x}", static_cast<long>(getpid()), count++, random());
 }
 
-// shm_open(O_CREAT|O_EXCL) of a fresh name, sized to `bytes`; returns 0 or errno.
-int create(std::size_t bytes, std::string& name, int& fd) {
+// shm_open(O_CREAT|O_EXCL) of a fresh name, sized to `bytes` (every page reserved with
+// `reserve`); returns 0 or errno.
+int create(std::size_t bytes, bool reserve, std::string& name, int& fd) {
   for (int attempt = 0; attempt < 8; ++attempt) {
     name = fresh_name();
     fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -35,8 +36,10 @@ int create(std::size_t bytes, std::string& name, int& fd) {
     if (errno != EEXIST) return errno;
   }
   if (fd < 0) return EEXIST;
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    const int e = errno;
+  const int e = reserve ? posix_fallocate(fd, 0, static_cast<off_t>(bytes))
+                 : ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno
+                                                                 : 0;
+  if (e != 0) {
     close(fd);
     fd = -1;
     shm_unlink(name.c_str());
@@ -58,20 +61,21 @@ int map(const char* name, int fd, std::size_t bytes, std::byte*& data) {
 
 }  // namespace
 
-SharedSegment::SharedSegment(MPI_Comm node, std::size_t bytes) : bytes_(bytes) {
+SharedSegment::SharedSegment(MPI_Comm node, std::size_t bytes, Pages pages) : bytes_(bytes) {
   int local = 0;
   mpi_check(MPI_Comm_rank(node, &local), "MPI_Comm_rank");
   std::string name;
   int fd = -1;
-  int created = local == 0 ? create(bytes, name, fd) : 0;
+  int created = local == 0 ? create(bytes, pages == Pages::reserved, name, fd) : 0;
   char announced[kNameBytes] = {};
   std::snprintf(announced, sizeof announced, "%s", name.c_str());
   mpi_check(MPI_Bcast(&created, 1, MPI_INT, 0, node), "MPI_Bcast");
   if (created != 0)
     throw Error(fmt::format(
-        "shared-memory segment of {} bytes: shm_open or ftruncate in {} failed on the node's "
-        "first rank: {}",
-        bytes, kDir, std::strerror(created)));
+        "shared-memory segment of {} bytes: shm_open or {} in {} failed on the node's first "
+        "rank: {}",
+        bytes, pages == Pages::reserved ? "posix_fallocate" : "ftruncate", kDir,
+        std::strerror(created)));
   mpi_check(MPI_Bcast(announced, kNameBytes, MPI_CHAR, 0, node), "MPI_Bcast");
 
   // Everyone maps, then the node agrees: the file is unlinked only once every rank has it.

@@ -28,9 +28,14 @@ class SharedSegment {
   static constexpr const char* kDir = "/dev/shm";  // where shm_open places its files (Linux)
 
   // Collective over `node` (ranks that share memory). Every rank maps the same `bytes`, zero
-  // filled and unreserved: pages are only taken when first touched. Throws toroid::Error on
-  // every rank of `node` alike when any of them cannot create, open or map it.
-  SharedSegment(MPI_Comm node, std::size_t bytes);
+  // filled. Unreserved (the links' rings): pages are only taken when first touched, and a full
+  // /dev/shm shows later as SIGBUS on a first touch, so the caller checks the room first.
+  // Reserved (memory handed to the program, Communicator::allocate): the node's first rank
+  // reserves every page up front (posix_fallocate), so a full /dev/shm is an error here.
+  // Throws toroid::Error on every rank of `node` alike when any of them cannot create, reserve,
+  // open or map it.
+  enum class Pages { on_first_touch, reserved };
+  SharedSegment(MPI_Comm node, std::size_t bytes, Pages pages = Pages::on_first_touch);
   // Local: unmaps this rank's view and waits for nobody (see above).
   ~SharedSegment();
   SharedSegment(const SharedSegment&) = delete;

@@ -1,0 +1,91 @@
+#include "exec/node_memory.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <new>
+
+#include "core/mpi_check.hpp"
+
+namespace toroid::exec {
+namespace {
+
+std::size_t page_rounded(std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return std::max<std::size_t>(1, (bytes + page - 1) / page) * page;
+}
+
+}  // namespace
+
+NodeMemory::NodeMemory(MPI_Comm comm) {
+  int rank = 0;
+  mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(comm, &comm_size_), "MPI_Comm_size");
+  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_),
+            "MPI_Comm_split_type");
+  mpi_check(MPI_Comm_size(node_, &local_size_), "MPI_Comm_size");
+  mpi_check(MPI_Comm_rank(node_, &my_local_), "MPI_Comm_rank");
+  std::vector<int> ranks(static_cast<std::size_t>(local_size_));
+  mpi_check(MPI_Allgather(&rank, 1, MPI_INT, ranks.data(), 1, MPI_INT, node_), "MPI_Allgather");
+  local_of_rank_.assign(static_cast<std::size_t>(comm_size_), -1);
+  for (int i = 0; i < local_size_; ++i)
+    local_of_rank_[static_cast<std::size_t>(ranks[static_cast<std::size_t>(i)])] = i;
+  control_segment_ = std::make_unique<SharedSegment>(
+      node_, page_rounded(sizeof(RankControl) * static_cast<std::size_t>(local_size_)),
+      SharedSegment::Pages::reserved);
+  // The file is zero filled, which is every RankControl's initial state (no call entered).
+  controls_ = std::launder(reinterpret_cast<RankControl*>(control_segment_->data()));
+}
+
+NodeMemory::~NodeMemory() {
+  control_segment_.reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
+}
+
+std::shared_ptr<NodeAllocation> NodeMemory::allocate(std::size_t bytes) {
+  auto a = std::make_shared<NodeAllocation>();
+  a->id = ++next_id_;
+  const std::uint64_t mine = page_rounded(bytes);
+  std::vector<std::uint64_t> parts(static_cast<std::size_t>(local_size_));
+  mpi_check(MPI_Allgather(&mine, 1, MPI_UINT64_T, parts.data(), 1, MPI_UINT64_T, node_),
+            "MPI_Allgather");
+  std::size_t total = 0;
+  for (const std::uint64_t b : parts) total += b;
+  a->segment = std::make_unique<SharedSegment>(node_, total, SharedSegment::Pages::reserved);
+  std::byte* at = a->segment->data();
+  for (const std::uint64_t b : parts) {
+    a->part.push_back(at);
+    a->part_bytes.push_back(b);
+    at += b;
+  }
+  std::lock_guard lock(mutex_);
+  std::erase_if(by_address_, [](const auto& e) { return e.second.expired(); });
+  by_address_[a->part[static_cast<std::size_t>(my_local_)]] = a;
+  return a;
+}
+
+std::optional<SharedPlace> NodeMemory::find(const void* p, std::size_t bytes) const {
+  const auto* b = static_cast<const std::byte*>(p);
+  std::lock_guard lock(mutex_);
+  auto it = by_address_.upper_bound(b);
+  if (it == by_address_.begin()) return std::nullopt;
+  --it;
+  const auto a = it->second.lock();
+  if (!a) return std::nullopt;
+  const std::size_t offset = static_cast<std::size_t>(b - it->first);
+  if (offset > a->part_bytes[static_cast<std::size_t>(my_local_)] ||
+      bytes > a->part_bytes[static_cast<std::size_t>(my_local_)] - offset)
+    return std::nullopt;
+  return SharedPlace{a->id, offset};
+}
+
+std::shared_ptr<NodeAllocation> NodeMemory::held(std::uint64_t id) const {
+  std::lock_guard lock(mutex_);
+  for (const auto& [start, weak] : by_address_)
+    if (auto a = weak.lock(); a && a->id == id) return a;
+  return nullptr;
+}
+
+}  // namespace toroid::exec

@@ -1,0 +1,101 @@
+// Memory the ranks of a node share, handed to the program (Communicator::allocate), and what
+// the single-copy collectives need to use it: where each peer's part lies in this rank's address
+// space, and a small control block through which the ranks of a call meet.
+//
+// One allocate call is collective over the communicator and makes one segment per node
+// (shm_segment.hpp: a /dev/shm file every local rank maps, every page reserved up front), cut
+// into one part per local rank, each of the size that rank asked for:
+//
+//   segment of allocation #id:  [ local rank 0's part | local rank 1's part | ... ]
+//   every local rank maps all of it, so rank i reaches rank j's part at  part(id, j)
+//
+// The allocation lives as long as this rank holds it (a toroid::Buffer holds a shared pointer);
+// letting go only unmaps this rank's view (peers keep theirs). Allocations are numbered per
+// communicator in call order, so the same number names the same allocation on every rank.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "exec/shm_segment.hpp"
+
+namespace toroid::exec {
+
+struct NodeAllocation {
+  std::uint64_t id = 0;
+  std::unique_ptr<SharedSegment> segment;
+  std::vector<std::byte*> part;         // by node-local index, in this rank's address space
+  std::vector<std::size_t> part_bytes;  // by node-local index
+};
+
+// Where a call's buffer lies: which allocation, and how far into this rank's part.
+struct SharedPlace {
+  std::uint64_t id = 0;
+  std::uint64_t offset = 0;
+};
+
+// Per node-local rank, in the control segment: the call it has entered (two lines, by the
+// call's parity, so a fast rank's next call never overwrites one a slow rank is still reading)
+// and the last call it has finished. 64-byte lines: no false sharing.
+struct alignas(64) CallPost {
+  std::uint64_t seq = 0;  // written last (release); 0: never
+  std::uint64_t in_id = 0, in_offset = 0, out_id = 0, out_offset = 0;
+  std::uint64_t count = 0;
+  std::uint32_t collective = 0;
+  std::uint16_t type = 0, op = 0;
+  std::uint64_t spare = 0;
+};
+struct alignas(64) RankControl {
+  CallPost post[2];
+  std::uint64_t done = 0;  // seq of the last call this rank finished (release)
+};
+
+class NodeMemory {
+ public:
+  // Collective over `comm`: splits it by node and maps the node's control segment.
+  explicit NodeMemory(MPI_Comm comm);
+  // Local: unmaps this rank's views; peers keep theirs.
+  ~NodeMemory();
+  NodeMemory(const NodeMemory&) = delete;
+  NodeMemory& operator=(const NodeMemory&) = delete;
+
+  // Collective over the communicator's ranks on this node: every rank's part of `bytes`
+  // (rounded up to whole pages, at least one), zero filled. Throws toroid::Error on every rank
+  // of the node alike when the node cannot hold it.
+  std::shared_ptr<NodeAllocation> allocate(std::size_t bytes);
+  // The allocation whose part of this rank holds [p, p + bytes), if one this rank still holds.
+  std::optional<SharedPlace> find(const void* p, std::size_t bytes) const;
+  // The allocation `id` if this rank still holds it.
+  std::shared_ptr<NodeAllocation> held(std::uint64_t id) const;
+
+  // Whether the whole communicator is on this node (the single-copy collectives need that).
+  bool whole_communicator() const noexcept { return local_size_ == comm_size_; }
+  int local_of(int comm_rank) const { return local_of_rank_[static_cast<std::size_t>(comm_rank)]; }
+  int local_rank() const noexcept { return my_local_; }
+  int local_size() const noexcept { return local_size_; }
+  RankControl& control(int local) const { return controls_[static_cast<std::size_t>(local)]; }
+  // Calls this rank has entered through the control block (the next one's seq is this + 1).
+  std::uint64_t next_seq() noexcept { return ++seq_; }
+  std::uint64_t single_copy_calls() const noexcept { return single_copy_calls_; }
+  void count_single_copy() noexcept { ++single_copy_calls_; }
+
+ private:
+  MPI_Comm node_ = MPI_COMM_NULL;
+  int comm_size_ = 0, local_size_ = 0, my_local_ = 0;
+  std::vector<int> local_of_rank_;  // communicator rank -> node-local index, -1 elsewhere
+  std::unique_ptr<SharedSegment> control_segment_;
+  RankControl* controls_ = nullptr;
+  std::uint64_t next_id_ = 0, seq_ = 0, single_copy_calls_ = 0;
+  // This rank's parts by start address. Weak: an allocation ends when the program lets go of it.
+  mutable std::mutex mutex_;
+  std::map<const std::byte*, std::weak_ptr<NodeAllocation>> by_address_;
+};
+
+}  // namespace toroid::exec

@@ -1,0 +1,58 @@
+// Single-copy all-reduce, reduce-scatter and all-gather on one node, for buffers every rank got
+// from Communicator::allocate (node_memory.hpp): no rings and no copies through slots; each rank
+// works on the other ranks' buffers in place.
+//
+//   p ranks, vector of N elements cut into blocks B_0 .. B_{p-1} (block_of); rank i owns B_i.
+//   all-reduce      rank i:  t = in_0[B_i] op in_1[B_i] op ... op in_{p-1}[B_i]   (chunk by chunk,
+//                            t a small cache-resident buffer), then out_j[B_i] = t for every j
+//   reduce-scatter  rank i:  out_i = in_0[B_i] op ... op in_{p-1}[B_i]
+//   all-gather      rank i:  out_i[B_j] = in_j for every j
+//
+//   traffic per rank: all-reduce reads N and writes N (the traffic of one copy of the vector,
+//   the least any all-reduce on one node can move: 2pN bytes in all); reduce-scatter reads N
+//   and writes N/p; all-gather reads and writes N (N/p less in place).
+//
+// Why it is safe, with every rank's call meeting in the node's control block (CallPost):
+//   enter  rank i writes what it passed (allocation and offset of its input and output, count,
+//          type, op), then its post's seq (release); it waits for every peer's post of this call
+//          (acquire). So nobody reads a peer's input before the peer entered with it final.
+//   work   only rank i reads block B_i of any input or writes block B_i of any output (all-gather:
+//          only rank i writes out_i, and it reads each in_j, which nobody writes), so in place
+//          needs no more than reading a chunk before writing it, which one rank does in order.
+//   leave  rank i publishes done = seq (release) after its last read and write, and returns only
+//          once every peer's done reaches seq (acquire). So nobody returns (and reuses its buffers)
+//          while a peer still reads its input or writes its output.
+// Posts alternate between two lines by seq parity: a rank writes call k+2's post only after every
+// peer has posted k+1, which each does after it finished reading the posts of k.
+//
+// Every rank sees every post, so all of them decide alike: mismatched calls (count, type, op,
+// collective) raise the same InvalidArgument on every rank; buffers from different allocations
+// (which a rank may no longer map) make every rank run the call's schedule instead.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "exec/node_memory.hpp"
+#include "exec/params.hpp"
+#include "toroid/algorithm.hpp"
+
+namespace toroid::exec {
+
+struct SingleCopyCall {
+  Collective collective = Collective::allreduce;
+  std::uint64_t count = 0;  // the whole vector's elements
+  SharedPlace in, out;      // this rank's input and output (all-gather: its block; in place: in out)
+  bool in_place = false;
+  int rank = 0, size = 1;  // in the communicator, which is all on this node
+};
+
+// Runs the call; false when the ranks' buffers are not from one allocation each (nothing was
+// touched; every rank returns false alike and runs the schedule instead). Throws InvalidArgument
+// on every rank when the ranks' calls do not match.
+bool run_single_copy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
+                     MPI_Comm comm);
+
+}  // namespace toroid::exec

@@ -1,0 +1,225 @@
+// Single-copy collectives of toroid-owned buffers (Communicator::allocate,
+// exec/single_copy.hpp): exact results, the path really taken where it can be (and not where it
+// cannot), no rank touching a peer's buffers outside the call, and mismatches as errors.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "api/communicator_impl.hpp"
+#include "mpi_test.hpp"
+#include "toroid/toroid.hpp"
+
+using namespace toroid;
+using testing::all_ranks;
+using testing::world_rank;
+using testing::world_size;
+
+namespace {
+
+std::uint64_t single_copy_calls(Communicator& c) {
+  return c.impl().memory ? c.impl().memory->single_copy_calls() : 0;
+}
+// Whether this job can take the single-copy path: every rank on one node, shared memory allowed.
+bool single_copy_here(Communicator& c) { return c.impl().single_copy_possible(); }
+
+// Rank r's element i in iteration `it`: small integers, so sums in float are exact.
+float value(int r, std::size_t i, int it) {
+  return static_cast<float>((r + 1) * static_cast<int>(i % 13) + it % 5 + r);
+}
+float sum_of(std::size_t i, int it) {
+  float s = 0;
+  for (int r = 0; r < world_size(); ++r) s += value(r, i, it);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("single-copy: all-reduce, reduce-scatter and all-gather of toroid buffers are exact",
+          "[single_copy]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  // One element, fewer than the ranks, several 16 KiB chunks with an odd tail, and over the
+  // 1 MiB from which the outputs are streamed.
+  for (const std::size_t n : {std::size_t{1}, std::size_t(p > 1 ? p - 1 : 1), std::size_t{5003},
+                              std::size_t{300'007}}) {
+    for (const bool in_place : {false, true}) {
+      INFO("n = " << n << (in_place ? ", in place" : ""));
+      Buffer<float> in = comm.allocate<float>(n), out = comm.allocate<float>(n);
+      const std::uint64_t before = single_copy_calls(comm);
+
+      for (std::size_t i = 0; i < n; ++i) in[i] = value(me, i, 0);
+      if (in_place) {
+        allreduce(in.span(), ReduceOp::sum, comm);
+      } else {
+        allreduce(std::span<const float>(in), out.span(), ReduceOp::sum, comm);
+      }
+      const Buffer<float>& sum = in_place ? in : out;
+      bool ok = true;
+      for (std::size_t i = 0; i < n; ++i) ok = ok && sum[i] == sum_of(i, 0);
+      CHECK(all_ranks(ok));
+
+      // Reduce-scatter (max), then all-gather of the blocks back into a whole vector.
+      for (std::size_t i = 0; i < n; ++i) in[i] = value(me, i, 1);
+      const Block own = block_of(n, p, me);
+      if (in_place) {
+        reduce_scatter(in.span(), ReduceOp::max, comm);
+      } else {
+        reduce_scatter(std::span<const float>(in), out.span().first(own.count), ReduceOp::max,
+                       comm);
+      }
+      const float* block = in_place ? in.data() + own.offset : out.data();
+      ok = true;
+      for (std::size_t k = 0; k < own.count; ++k)
+        ok = ok && block[k] == value(p - 1, own.offset + k, 1);  // the largest rank's is largest
+      CHECK(all_ranks(ok));
+      if (in_place) {
+        allgather(in.span(), comm);
+      } else {
+        std::memcpy(in.data(), out.data(), own.count * sizeof(float));
+        allgather(std::span<const float>(in.data(), own.count), out.span(), comm);
+      }
+      ok = true;
+      for (std::size_t i = 0; i < n; ++i) ok = ok && sum[i] == value(p - 1, i, 1);
+      CHECK(all_ranks(ok));
+
+      CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) ? 3u : 0u));
+    }
+  }
+}
+
+TEST_CASE("single-copy: every type and op gives what the schedules give", "[single_copy]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const std::size_t n = 40'001;
+  for (const DataType t : {DataType::f32, DataType::f64, DataType::bf16, DataType::f16,
+                           DataType::i32, DataType::i64}) {
+    for (const ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
+                              ReduceOp::avg}) {
+      if (op == ReduceOp::avg && !is_floating(t)) continue;
+      INFO(to_string(t) << " " << to_string(op));
+      const std::size_t es = size_of(t);
+      Buffer<std::byte> in = comm.allocate<std::byte>(n * es), out = comm.allocate<std::byte>(n * es);
+      std::vector<std::byte> ref(n * es);
+      std::mt19937 random(static_cast<unsigned>(world_rank() * 7919 + 1));
+      for (std::size_t i = 0; i < n * es; ++i)  // small positive bit patterns, no NaNs
+        in[i] = std::byte(i % es == es - 1 ? 0x3c : random() % 200);
+      // The order of a single-copy reduction is rank order, which ring's is not: compare with
+      // recursive_doubling at 2 ranks (the same pairwise sum), with exact operations beyond.
+      const bool same_order = world_size() <= 2 || op == ReduceOp::min || op == ReduceOp::max ||
+                              t == DataType::i32 || t == DataType::i64;
+      allreduce(in.data(), n, out.data(), n, t, op, comm);
+      allreduce(in.data(), n, ref.data(), n, t, op, comm, Algorithm::recursive_doubling);
+      // (Floating sums over 3 ranks and more round in another order than the reference's.)
+      if (same_order) CHECK(all_ranks(std::memcmp(out.data(), ref.data(), n * es) == 0));
+      // Every rank holds the same bits (one rank reduced each block and copied it to all).
+      std::vector<std::byte> first(out.data(), out.data() + n * es);
+      MPI_Bcast(first.data(), static_cast<int>(n * es), MPI_BYTE, 0, MPI_COMM_WORLD);
+      CHECK(all_ranks(std::memcmp(first.data(), out.data(), n * es) == 0));
+    }
+  }
+}
+
+TEST_CASE("single-copy: no rank reads an input before it is final or writes an output after "
+          "its owner returned",
+          "[single_copy]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int me = world_rank();
+  const std::size_t n = 70'001;
+  Buffer<float> in = comm.allocate<float>(n), out = comm.allocate<float>(n);
+  std::mt19937 random(static_cast<unsigned>(me + 11));
+  bool ok = true;
+  for (int it = 0; it < 60; ++it) {
+    // A late rank writes its input only just before it calls: a peer that read early would sum
+    // the previous iteration's values.
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 300));
+    for (std::size_t i = 0; i < n; ++i) in[i] = value(me, i, it);
+    allreduce(std::span<const float>(in), out.span(), ReduceOp::sum, comm);
+    for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == sum_of(i, it);
+    // Scribble over both at once: a peer still reading the input would sum garbage, one still
+    // writing the output would overwrite the scribble, which is checked after a pause.
+    std::memset(in.data(), 0xff, n * sizeof(float));
+    std::memset(out.data(), 0x55, n * sizeof(float));
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 300));
+    const auto* bytes = reinterpret_cast<const unsigned char*>(out.data());
+    for (std::size_t b = 0; b < n * sizeof(float); b += 64) ok = ok && bytes[b] == 0x55;
+  }
+  CHECK(all_ranks(ok));
+}
+
+TEST_CASE("single-copy: buffers from different allocations on different ranks run the schedule",
+          "[single_copy]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const std::size_t n = 10'000;
+  Buffer<float> a = comm.allocate<float>(n), b = comm.allocate<float>(n),
+                out = comm.allocate<float>(n);
+  Buffer<float>& in = world_rank() == 0 ? a : b;  // rank 0's input is in another allocation
+  for (std::size_t i = 0; i < n; ++i) in[i] = value(world_rank(), i, 3);
+  const std::uint64_t before = single_copy_calls(comm);
+  allreduce(std::span<const float>(in), out.span(), ReduceOp::sum, comm);
+  bool ok = true;
+  for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == sum_of(i, 3);
+  CHECK(all_ranks(ok));
+  const bool one_allocation = world_size() == 1;  // alone, rank 0's is the only input
+  CHECK(single_copy_calls(comm) - before ==
+        (single_copy_here(comm) && one_allocation ? 1u : 0u));
+  // A named algorithm runs its schedule whatever the buffers.
+  allreduce(std::span<const float>(out), b.span(), ReduceOp::sum, comm, Algorithm::ring);
+  CHECK(single_copy_calls(comm) - before ==
+        (single_copy_here(comm) && one_allocation ? 1u : 0u));
+}
+
+TEST_CASE("single-copy: mismatched counts are an error on every rank, checked or not",
+          "[single_copy]") {
+  if (world_size() < 2) return;
+  for (const bool check : {false, true}) {
+    Options o;
+    o.check = check;
+    Communicator comm(MPI_COMM_WORLD, o);
+    Buffer<float> in = comm.allocate<float>(1000), out = comm.allocate<float>(1000);
+    // Unchecked, only the single-copy path sees the mismatch (the schedules would hang on it).
+    if (!check && !single_copy_here(comm)) continue;
+    const std::size_t n = world_rank() == 1 ? 999 : 1000;
+    CHECK_THROWS_WITH(
+        allreduce(in.data(), n, out.data(), n, DataType::f32, ReduceOp::sum, comm),
+        Catch::Contains("count differs between ranks") && Catch::Contains("rank 1 has 999"));
+    // The communicator still works afterwards.
+    for (std::size_t i = 0; i < 1000; ++i) in[i] = 1.0f;
+    allreduce(std::span<const float>(in), out.span(), ReduceOp::sum, comm);
+    CHECK(all_ranks(out[999] == static_cast<float>(world_size())));
+  }
+}
+
+TEST_CASE("single-copy: toroid buffers on some ranks and other memory on others is an error when "
+          "checked",
+          "[single_copy]") {
+  if (world_size() < 2) return;
+  Options o;
+  o.check = true;
+  Communicator comm(MPI_COMM_WORLD, o);
+  Buffer<float> in = comm.allocate<float>(100), out = comm.allocate<float>(100);
+  if (!single_copy_here(comm)) return;
+  std::vector<float> mine(100);
+  const bool others = world_rank() == 1;
+  CHECK_THROWS_WITH(allreduce(others ? mine.data() : in.data(), 100, out.data(), 100,
+                              DataType::f32, ReduceOp::sum, comm),
+                    Catch::Contains("buffers differs between ranks"));
+}
+
+TEST_CASE("single-copy: allocate errors on every rank, and buffers outlive their communicator",
+          "[single_copy]") {
+  Buffer<double> kept;
+  {
+    Communicator comm(MPI_COMM_WORLD);
+    const std::size_t huge = world_rank() == world_size() - 1 ? std::size_t{1} << 62 : 10;
+    CHECK_THROWS_WITH(comm.allocate<double>(huge), Catch::Contains("too large"));
+    kept = comm.allocate<double>(1000);
+    kept[999] = 2.5;
+    allreduce(kept.span(), ReduceOp::sum, comm);
+    CHECK(all_ranks(kept[999] == 2.5 * world_size()));
+  }
+  kept[0] = 1.0;  // still mapped after the communicator is gone
+  CHECK(all_ranks(kept[0] == 1.0 && kept[999] == 2.5 * world_size()));
+}
