@@ -93,26 +93,31 @@ int run(const Settings& s, int rank) {
         const std::size_t transports = a == Algorithm::mpi ? 1 : comms.size();
         const std::vector<Settings::Mode> modes =
             a == Algorithm::mpi ? std::vector<Settings::Mode>{Settings::Mode::blocking} : s.modes;
+        const std::vector<Settings::Memory> memories =
+            a == Algorithm::mpi ? std::vector<Settings::Memory>{Settings::Memory::user}
+                                : s.memories;
         for (std::size_t t = 0; t < transports; ++t)
           for (Settings::Mode mode : modes)
-            for (const std::string& level : levels) {
-              // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
-              kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
-              Row row = measure(c, s, bytes, a, *comms[t], mode);
-              predict(row, c, a, *comms[t]);
-              if (comms.size() > 1 && a != Algorithm::mpi)
-                row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
-              if (s.modes.size() > 1 && a != Algorithm::mpi)
-                row.algo = fmt::format("{}:{}", row.algo, to_string(mode));
-              if (!level.empty())
-                row.algo = fmt::format("{}@{}", row.algo,
-                                       kernels::to_string(kernels::active_kernels().isa));
-              if (a == Algorithm::mpi) stock_us = row.median_us;
-              row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
-              if (bound) row.of_copy = bound->median_us / row.median_us;
-              wrong += row.wrong;
-              if (rank == 0) report.row(row, stock_us > 0);
-            }
+            for (Settings::Memory memory : memories)
+              for (const std::string& level : levels) {
+                // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
+                kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
+                Row row = measure(c, s, bytes, a, *comms[t], mode, memory);
+                predict(row, c, a, *comms[t]);
+                if (comms.size() > 1 && a != Algorithm::mpi)
+                  row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
+                if (s.modes.size() > 1 && a != Algorithm::mpi)
+                  row.algo = fmt::format("{}:{}", row.algo, to_string(mode));
+                if (memory == Settings::Memory::toroid && a != Algorithm::mpi) row.algo += "+owned";
+                if (!level.empty())
+                  row.algo = fmt::format("{}@{}", row.algo,
+                                         kernels::to_string(kernels::active_kernels().isa));
+                if (a == Algorithm::mpi) stock_us = row.median_us;
+                row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
+                if (bound) row.of_copy = bound->median_us / row.median_us;
+                wrong += row.wrong;
+                if (rank == 0) report.row(row, stock_us > 0);
+              }
       }
       if (bound) {
         bound->vs_mpi = stock_us > 0 ? stock_us / bound->median_us : 0.0;

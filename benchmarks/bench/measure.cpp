@@ -24,25 +24,43 @@ struct Args {
   void* out;
   std::uint64_t out_count;
 };
-Args args_of(Collective c, const Settings& s, std::vector<std::byte>& in,
-             std::vector<std::byte>& out, std::uint64_t count, Communicator& comm) {
+Args args_of(Collective c, const Settings& s, std::byte* in, std::byte* out, std::uint64_t count,
+             Communicator& comm) {
   const std::size_t es = size_of(s.type);
   const Block own = block_of(count, comm.size(), comm.rank());
   switch (c) {
     case Collective::allreduce:
-      return s.in_place ? Args{out.data(), count, out.data(), count}
-                        : Args{in.data(), count, out.data(), count};
+      return s.in_place ? Args{out, count, out, count} : Args{in, count, out, count};
     case Collective::reduce_scatter:
-      return s.in_place ? Args{out.data(), count, out.data(), count}
-                        : Args{in.data(), count, out.data(), own.count};
+      return s.in_place ? Args{out, count, out, count} : Args{in, count, out, own.count};
     case Collective::allgather:
-      return {(s.in_place ? out.data() : in.data()) + own.offset * es, own.count, out.data(),
-              count};
+      return {(s.in_place ? out : in) + own.offset * es, own.count, out, count};
     case Collective::broadcast:
-      return {out.data(), count, out.data(), count};  // from rank 0
+      return {out, count, out, count};  // from rank 0
   }
   return {};
 }
+
+// Every input/output set of a row in one block: ordinary memory, or toroid's
+// (Communicator::allocate, collective) for --buffers toroid.
+class Sets {
+ public:
+  Sets(Communicator& comm, std::uint64_t set_bytes, std::uint64_t sets, Settings::Memory memory)
+      : set_bytes_(set_bytes) {
+    if (memory == Settings::Memory::toroid)
+      shared_ = comm.allocate<std::byte>(set_bytes * sets);
+    else
+      own_.resize(set_bytes * sets);
+  }
+  std::byte* set(std::uint64_t k) {
+    return (shared_.empty() ? own_.data() : shared_.data()) + k * set_bytes_;
+  }
+
+ private:
+  std::uint64_t set_bytes_;
+  std::vector<std::byte> own_;
+  Buffer<std::byte> shared_;
+};
 
 // A request for the call (non-blocking: started; persistent: bound, not started).
 Request request_for(Collective c, const Settings& s, const Args& a, Algorithm algo,
@@ -68,37 +86,27 @@ Request request_for(Collective c, const Settings& s, const Args& a, Algorithm al
 }
 
 // One collective call of `c` with this rank's buffers; `in` is the full-length input.
-void call(Collective c, const Settings& s, std::vector<std::byte>& in, std::vector<std::byte>& out,
-          std::uint64_t count, Algorithm algo, Communicator& comm) {
-  const std::size_t es = size_of(s.type);
-  const Block own = block_of(count, comm.size(), comm.rank());
+void call(Collective c, const Settings& s, std::byte* in, std::byte* out, std::uint64_t count,
+          Algorithm algo, Communicator& comm) {
+  const Args a = args_of(c, s, in, out, count, comm);
   switch (c) {
     case Collective::allreduce:
-      if (s.in_place)
-        allreduce(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
-      else
-        allreduce(in.data(), count, out.data(), count, s.type, s.op, comm, algo);
+      allreduce(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
       return;
     case Collective::reduce_scatter:
-      if (s.in_place)
-        reduce_scatter(out.data(), count, out.data(), count, s.type, s.op, comm, algo);
-      else
-        reduce_scatter(in.data(), count, out.data(), own.count, s.type, s.op, comm, algo);
+      reduce_scatter(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
       return;
     case Collective::allgather:
-      if (s.in_place)
-        allgather(out.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
-      else
-        allgather(in.data() + own.offset * es, own.count, out.data(), count, s.type, comm, algo);
+      allgather(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
       return;
     case Collective::broadcast:
-      broadcast(out.data(), count, s.type, 0, comm, algo);
+      broadcast(a.out, a.out_count, s.type, 0, comm, algo);
       return;
   }
 }
 
 // Number of wrong elements after one call, given inputs exact_input(op, rank, i).
-std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std::byte>& out,
+std::uint64_t count_wrong(Collective c, const Settings& s, const std::byte* out,
                           std::uint64_t count, Communicator& comm) {
   const int p = comm.size();
   const std::size_t es = size_of(s.type);
@@ -140,7 +148,7 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::vector<std
     }
     std::byte ref[8];
     store_as(s.type, ref, want);
-    const double got = load_as_double(s.type, out.data() + (at + i) * es),
+    const double got = load_as_double(s.type, out + (at + i) * es),
                  exp = load_as_double(s.type, ref);
     const double tol = s.op == ReduceOp::avg ? 1e-2 * std::max(1.0, std::abs(exp)) : 0.0;
     wrong += std::abs(got - exp) > tol;
@@ -265,20 +273,19 @@ Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Com
 }
 
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo,
-            Communicator& comm, Settings::Mode mode) {
+            Communicator& comm, Settings::Mode mode, Settings::Memory memory) {
   const std::size_t es = size_of(s.type);
   const int p = comm.size();
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
   std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   // Warm rows ask MPI nothing here: the node's size matters only to cold sets.
   const std::uint64_t sets = s.cold ? cold_sets(2 * count * es, ranks_on_node(comm)) : 1;
-  std::vector<std::vector<std::byte>> ins(sets), outs(sets);
+  Sets ins(comm, count * es, sets, memory), outs(comm, count * es, sets, memory);
   auto fill = [&](std::uint64_t k) {
-    ins[k].resize(count * es);
-    outs[k].resize(count * es);
     for (std::uint64_t i = 0; i < count; ++i)
-      store_as(s.type, ins[k].data() + i * es, exact_input(s.op, comm.rank(), i));
-    if (s.in_place || (c == Collective::broadcast && comm.rank() == 0)) outs[k] = ins[k];
+      store_as(s.type, ins.set(k) + i * es, exact_input(s.op, comm.rank(), i));
+    if (s.in_place || (c == Collective::broadcast && comm.rank() == 0))
+      std::memcpy(outs.set(k), ins.set(k), count * es);
   };
   for (std::uint64_t k = 0; k < sets; ++k) fill(k);
   // The buffers stay where they are (in place, `out = in` copies into out's storage), so one
@@ -286,12 +293,13 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   std::vector<Request> persistent(mode == Settings::Mode::persistent ? sets : 0);
   for (std::uint64_t k = 0; k < persistent.size(); ++k)
     persistent[k] =
-        request_for(c, s, args_of(c, s, ins[k], outs[k], count, comm), algo, comm, true);
+        request_for(c, s, args_of(c, s, ins.set(k), outs.set(k), count, comm), algo, comm, true);
   auto once = [&](std::uint64_t k) {
     if (mode == Settings::Mode::blocking) {
-      call(c, s, ins[k], outs[k], count, algo, comm);
+      call(c, s, ins.set(k), outs.set(k), count, algo, comm);
     } else if (mode == Settings::Mode::nonblocking) {
-      request_for(c, s, args_of(c, s, ins[k], outs[k], count, comm), algo, comm, false).wait();
+      request_for(c, s, args_of(c, s, ins.set(k), outs.set(k), count, comm), algo, comm, false)
+          .wait();
     } else {
       persistent[k].start();
       persistent[k].wait();
@@ -300,7 +308,7 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   std::uint64_t wrong = 0;
   if (s.check) {
     once(0);
-    wrong = count_wrong(c, s, outs[0], count, comm);
+    wrong = count_wrong(c, s, outs.set(0), count, comm);
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_UINT64_T, MPI_SUM, comm.mpi_comm());
   }
   // In place overwrites the input: warm, it is restored outside the timing before each
@@ -309,7 +317,7 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   const std::vector<double> times = timed(
       s, comm, [&](int it) { once(static_cast<std::uint64_t>(it) % sets); },
       [&](int) {
-        if (s.in_place && !s.cold) outs[0] = ins[0];
+        if (s.in_place && !s.cold) std::memcpy(outs.set(0), ins.set(0), count * es);
       });
   const double med = times[times.size() / 2];
   const double total = static_cast<double>(count * es);

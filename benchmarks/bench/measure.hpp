@@ -28,7 +28,8 @@ std::uint64_t last_level_cache_bytes();
 
 // Checks once (when s.check) and times s.warmup + s.iters calls; every rank returns the same row.
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo,
-            Communicator& comm, Settings::Mode mode = Settings::Mode::blocking);
+            Communicator& comm, Settings::Mode mode = Settings::Mode::blocking,
+            Settings::Memory memory = Settings::Memory::user);
 // The memory-traffic bound of a collective of `bytes` per rank: every rank memcpy's its vector
 // at the same time (timed like the collectives). An all-reduce must at least read its input and
 // write its output, so no algorithm on one node beats this row.

@@ -63,6 +63,10 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
       {"timeout_s", fmt::format("{}", comm.timeout_seconds())},
       {"iterations", std::to_string(s.iters)},
       {"warmup", std::to_string(s.warmup)},
+      {"buffers", s.memories.size() > 1 ? "user and toroid (ALGO+owned)"
+                  : s.memories.front() == Settings::Memory::toroid
+                      ? "toroid (Communicator::allocate)"
+                      : "user"},
       {"caches", s.cold ? fmt::format("cold (buffer sets over 2x the {} MiB last-level cache)",
                                       last_level_cache_bytes() >> 20)
                         : "warm (the same buffers every iteration)"}};

@@ -26,6 +26,10 @@ std::string_view to_string(Settings::Mode m) noexcept {
   return "?";
 }
 
+std::string_view to_string(Settings::Memory m) noexcept {
+  return m == Settings::Memory::toroid ? "toroid" : "user";
+}
+
 // Throws InvalidArgument with the option name on bad values. Exit status 2 on every rank.
 Settings parse_settings(int argc, char** argv, bool& help, std::string& help_text) {
   po::options_description d("toroid-bench options");
@@ -60,6 +64,10 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "mode", po::value<std::string>(),
       "comma list of blocking|nonblocking|persistent: how toroid's rows call "
       "the collective (named ALGO:MODE when more than one); stock rows block")(
+      "buffers", po::value<std::string>(),
+      "comma list of user|toroid: toroid's rows on ordinary memory (user, the default) or on "
+      "Communicator::allocate's (toroid: single-copy under auto on one node), named ALGO+owned "
+      "when both are listed; stock rows use ordinary memory")(
       "bound",
       "add a copy_bound row per size: every rank copies its vector at once (memcpy), the time "
       "the bytes an all-reduce must move (read the input, write the output) take; every row "
@@ -133,6 +141,17 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
         if (m == to_string(k)) s.modes.push_back(k), found = true;
       if (!found)
         throw InvalidArgument("--mode: '" + m + "' is not blocking, nonblocking or persistent");
+    }
+  }
+  if (vm.count("buffers")) {
+    s.memories.clear();
+    for (const std::string& m : cli::split_list(vm["buffers"].as<std::string>())) {
+      if (m == "user")
+        s.memories.push_back(Settings::Memory::user);
+      else if (m == "toroid")
+        s.memories.push_back(Settings::Memory::toroid);
+      else
+        throw InvalidArgument("--buffers: '" + m + "' is not user or toroid");
     }
   }
   s.bound = vm.count("bound") > 0;

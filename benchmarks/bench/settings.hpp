@@ -32,6 +32,11 @@ struct Settings {
   // nonblocking (i* then wait), persistent (*_init once, then start and wait). Stock rows block.
   enum class Mode { blocking, nonblocking, persistent };
   std::vector<Mode> modes = {Mode::blocking};
+  // Whose memory toroid's rows run on (rows named ALGO+owned for toroid's when both are listed):
+  // user = ordinary memory (std::vector); toroid = Communicator::allocate's, which a blocking
+  // `auto` call on one node turns into the single-copy path. Stock rows use ordinary memory.
+  enum class Memory { user, toroid };
+  std::vector<Memory> memories = {Memory::user};
   bool bound = false;  // add the memory-traffic bound row (every rank copies its vector at once)
   // Rotate over buffer sets larger than the last-level cache, so no iteration finds its input
   // or output cached (measure.cpp, cold_sets); false: the same buffers every iteration.
@@ -41,6 +46,7 @@ struct Settings {
 // Parses argv; sets `help` (and `help_text`) for --help. Throws InvalidArgument naming the option
 // and its value on bad input (the caller exits with status 2 on every rank).
 std::string_view to_string(Settings::Mode m) noexcept;
+std::string_view to_string(Settings::Memory m) noexcept;
 
 Settings parse_settings(int argc, char** argv, bool& help, std::string& help_text);
 

@@ -171,8 +171,8 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   const bool blocking = *form == '\0';
   std::optional<exec::SingleCopyCall> single_copy;
   if (blocking && m.memory)
-    single_copy = single_copy_form(c, m, in_place(c, block_of(full_count(c), group.size,
-                                                              group.position)));
+    single_copy =
+        single_copy_form(c, m, in_place(c, block_of(full_count(c), group.size, group.position)));
   if (m.config.check) {
     api::run_agreed(m.comm, check_args, m.config.timeout_s);
     api::require_agreement(

@@ -158,9 +158,9 @@ std::shared_ptr<void> Communicator::allocate_bytes(std::size_t count, std::size_
       m.comm,
       [&] {
         if (elem_size == 0 || count > (std::size_t{1} << 62) / elem_size)
-          throw InvalidArgument(fmt::format(
-              "allocate on rank {}: {} elements of {} bytes is too large", m.rank, count,
-              elem_size));
+          throw InvalidArgument(
+              fmt::format("allocate on rank {}: {} elements of {} bytes is too large", m.rank,
+                          count, elem_size));
       },
       m.config.timeout_s);
   // SharedSegment agrees on its errors within each node; these make them every node's. Where

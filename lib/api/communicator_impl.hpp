@@ -7,8 +7,8 @@
 
 #include "api/config.hpp"
 #include "api/progress.hpp"
-#include "exec/selector.hpp"
 #include "exec/node_memory.hpp"
+#include "exec/selector.hpp"
 #include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
 #include "schedule/step.hpp"

@@ -37,8 +37,8 @@ int create(std::size_t bytes, bool reserve, std::string& name, int& fd) {
   }
   if (fd < 0) return EEXIST;
   const int e = reserve ? posix_fallocate(fd, 0, static_cast<off_t>(bytes))
-                 : ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno
-                                                                 : 0;
+                : ftruncate(fd, static_cast<off_t>(bytes)) != 0 ? errno
+                                                                : 0;
   if (e != 0) {
     close(fd);
     fd = -1;
@@ -48,11 +48,14 @@ int create(std::size_t bytes, bool reserve, std::string& name, int& fd) {
   return 0;
 }
 
-// Maps the open file `fd` (or opens `name` first when fd < 0); returns 0 or errno.
-int map(const char* name, int fd, std::size_t bytes, std::byte*& data) {
+// Maps the open file `fd` (or opens `name` first when fd < 0); returns 0 or errno. `populate`:
+// fill this rank's page tables now (the pages exist, reserved): otherwise the first touch of
+// every page of a peer's part faults, in the middle of a collective.
+int map(const char* name, int fd, std::size_t bytes, bool populate, std::byte*& data) {
   if (fd < 0) fd = shm_open(name, O_RDWR, 0600);
   if (fd < 0) return errno;
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | (populate ? MAP_POPULATE : 0),
+                 fd, 0);
   const int e = p == MAP_FAILED ? errno : 0;
   close(fd);  // the mapping keeps the file
   if (e == 0) data = static_cast<std::byte*>(p);
@@ -82,7 +85,7 @@ SharedSegment::SharedSegment(MPI_Comm node, std::size_t bytes, Pages pages) : by
   struct {
     int error;
     int rank;
-  } mine{map(announced, fd, bytes, data_), local}, worst{0, 0};
+  } mine{map(announced, fd, bytes, pages == Pages::reserved, data_), local}, worst{0, 0};
   const int rc = MPI_Allreduce(&mine, &worst, 1, MPI_2INT, MPI_MAXLOC, node);
   if (local == 0) shm_unlink(announced);
   mpi_check(rc, "MPI_Allreduce");

@@ -44,7 +44,8 @@ void wait_all(const NodeMemory& memory, const ExecParams& params, MPI_Comm comm,
       if (!backoff.idle()) continue;
       std::string missing;
       for (int m = 0; m < memory.local_size(); ++m)
-        if (!reached(m)) missing += fmt::format("\n  single-copy: waiting for node rank {} to {}", m, doing);
+        if (!reached(m))
+          missing += fmt::format("\n  single-copy: waiting for node rank {} to {}", m, doing);
       abort_stuck(params, comm, phase, missing);
     }
     backoff.moved();
@@ -69,7 +70,8 @@ std::string mismatch(const NodeMemory& memory, int size, std::uint64_t seq) {
       {"count", [](const CallPost& p) { return std::to_string(p.count); }},
       {"type",
        [](const CallPost& p) { return std::string(to_string(static_cast<DataType>(p.type))); }},
-      {"op", [](const CallPost& p) { return std::string(to_string(static_cast<ReduceOp>(p.op))); }}};
+      {"op",
+       [](const CallPost& p) { return std::string(to_string(static_cast<ReduceOp>(p.op))); }}};
   const auto key = [](const CallPost& p) {
     return std::tuple(p.collective, p.count, p.type, p.op);
   };
@@ -81,7 +83,8 @@ std::string mismatch(const NodeMemory& memory, int size, std::uint64_t seq) {
     for (int r = 1; r < size; ++r) same = same && f.show(post(r)) == f.show(post(0));
     if (same) continue;
     std::string text = fmt::format("{} differs between ranks:", f.name);
-    for (int r = 0; r < size; ++r) text += fmt::format("{} rank {} has {}", r ? "," : "", r, f.show(post(r)));
+    for (int r = 0; r < size; ++r)
+      text += fmt::format("{} rank {} has {}", r ? "," : "", r, f.show(post(r)));
     return text;
   }
   return {};
@@ -106,7 +109,8 @@ void reduce_block(const SingleCopyCall& c, const ExecParams& params, const Views
   alignas(64) std::byte sum[kChunkBytes];
   const std::size_t chunk = kChunkBytes / es;
   for (std::uint64_t done = 0; done < mine.count; done += chunk) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, mine.count - done));
+    const std::size_t n =
+        static_cast<std::size_t>(std::min<std::uint64_t>(chunk, mine.count - done));
     const std::size_t at = (mine.offset + done) * es, bytes = n * es;
     if (c.size == 1)
       std::memcpy(sum, v.in[0] + at, bytes);

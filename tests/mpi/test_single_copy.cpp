@@ -44,8 +44,8 @@ TEST_CASE("single-copy: all-reduce, reduce-scatter and all-gather of toroid buff
   const int p = world_size(), me = world_rank();
   // One element, fewer than the ranks, several 16 KiB chunks with an odd tail, and over the
   // 1 MiB from which the outputs are streamed.
-  for (const std::size_t n : {std::size_t{1}, std::size_t(p > 1 ? p - 1 : 1), std::size_t{5003},
-                              std::size_t{300'007}}) {
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t(p > 1 ? p - 1 : 1), std::size_t{5003}, std::size_t{300'007}}) {
     for (const bool in_place : {false, true}) {
       INFO("n = " << n << (in_place ? ", in place" : ""));
       Buffer<float> in = comm.allocate<float>(n), out = comm.allocate<float>(n);
@@ -96,12 +96,13 @@ TEST_CASE("single-copy: every type and op gives what the schedules give", "[sing
   const std::size_t n = 40'001;
   for (const DataType t : {DataType::f32, DataType::f64, DataType::bf16, DataType::f16,
                            DataType::i32, DataType::i64}) {
-    for (const ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max,
-                              ReduceOp::avg}) {
+    for (const ReduceOp op :
+         {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg}) {
       if (op == ReduceOp::avg && !is_floating(t)) continue;
       INFO(to_string(t) << " " << to_string(op));
       const std::size_t es = size_of(t);
-      Buffer<std::byte> in = comm.allocate<std::byte>(n * es), out = comm.allocate<std::byte>(n * es);
+      Buffer<std::byte> in = comm.allocate<std::byte>(n * es),
+                        out = comm.allocate<std::byte>(n * es);
       std::vector<std::byte> ref(n * es);
       std::mt19937 random(static_cast<unsigned>(world_rank() * 7919 + 1));
       for (std::size_t i = 0; i < n * es; ++i)  // small positive bit patterns, no NaNs
@@ -122,9 +123,10 @@ TEST_CASE("single-copy: every type and op gives what the schedules give", "[sing
   }
 }
 
-TEST_CASE("single-copy: no rank reads an input before it is final or writes an output after "
-          "its owner returned",
-          "[single_copy]") {
+TEST_CASE(
+    "single-copy: no rank reads an input before it is final or writes an output after "
+    "its owner returned",
+    "[single_copy]") {
   Communicator comm(MPI_COMM_WORLD);
   const int me = world_rank();
   const std::size_t n = 70'001;
@@ -163,12 +165,10 @@ TEST_CASE("single-copy: buffers from different allocations on different ranks ru
   for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == sum_of(i, 3);
   CHECK(all_ranks(ok));
   const bool one_allocation = world_size() == 1;  // alone, rank 0's is the only input
-  CHECK(single_copy_calls(comm) - before ==
-        (single_copy_here(comm) && one_allocation ? 1u : 0u));
+  CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) && one_allocation ? 1u : 0u));
   // A named algorithm runs its schedule whatever the buffers.
   allreduce(std::span<const float>(out), b.span(), ReduceOp::sum, comm, Algorithm::ring);
-  CHECK(single_copy_calls(comm) - before ==
-        (single_copy_here(comm) && one_allocation ? 1u : 0u));
+  CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) && one_allocation ? 1u : 0u));
 }
 
 TEST_CASE("single-copy: mismatched counts are an error on every rank, checked or not",
@@ -192,9 +192,10 @@ TEST_CASE("single-copy: mismatched counts are an error on every rank, checked or
   }
 }
 
-TEST_CASE("single-copy: toroid buffers on some ranks and other memory on others is an error when "
-          "checked",
-          "[single_copy]") {
+TEST_CASE(
+    "single-copy: toroid buffers on some ranks and other memory on others is an error when "
+    "checked",
+    "[single_copy]") {
   if (world_size() < 2) return;
   Options o;
   o.check = true;
@@ -203,8 +204,8 @@ TEST_CASE("single-copy: toroid buffers on some ranks and other memory on others 
   if (!single_copy_here(comm)) return;
   std::vector<float> mine(100);
   const bool others = world_rank() == 1;
-  CHECK_THROWS_WITH(allreduce(others ? mine.data() : in.data(), 100, out.data(), 100,
-                              DataType::f32, ReduceOp::sum, comm),
+  CHECK_THROWS_WITH(allreduce(others ? mine.data() : in.data(), 100, out.data(), 100, DataType::f32,
+                              ReduceOp::sum, comm),
                     Catch::Contains("buffers differs between ranks"));
 }
 
