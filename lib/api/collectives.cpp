@@ -124,8 +124,7 @@ Algorithm resolve(const Call& c, const Communicator::Impl& m) {
   return m.selector->choose(c.collective, full_count(c) * size_of(c.type));
 }
 
-// The single-copy form of a blocking collective (exec/single_copy.hpp), where this rank's call
-// qualifies: `auto`, the whole communicator, all on one node, input and output in toroid's
+// The single-copy form of a collective (exec/single_copy.hpp), where this rank's call qualifies: `auto`, the whole communicator, all on one node, input and output in toroid's
 // buffers (Communicator::allocate). Whether every rank's does is settled inside the call.
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
                                                      bool in_place) {
@@ -153,7 +152,7 @@ std::string_view buffers_name(std::int64_t v) {
 // algorithm resolved, its schedule built and its buffers named.
 struct Prepared {
   bool stock = false;  // the `mpi` algorithm: the stock collective of the MPI library
-  std::optional<exec::SingleCopyCall> single_copy;  // blocking calls only
+  std::optional<exec::SingleCopyCall> single_copy;
   Call call;
   std::uint64_t count = 0;
   MPI_Comm on = MPI_COMM_NULL;  // stock: the communicator it runs on
@@ -168,9 +167,8 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   c.algo = requested.value_or(m.config.algorithm);
   const Span group = span_of(c, m);
   auto check_args = [&] { validate(c, m.rank, group); };
-  const bool blocking = *form == '\0';
   std::optional<exec::SingleCopyCall> single_copy;
-  if (blocking && m.memory)
+  if (m.memory)
     single_copy =
         single_copy_form(c, m, in_place(c, block_of(full_count(c), group.size, group.position)));
   if (m.config.check) {
@@ -222,10 +220,28 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   return p;
 }
 
+// An op for the single-copy form of `p`: named "(auto)" in messages, whatever auto would have
+// chosen among the schedules.
+std::shared_ptr<exec::Op> single_copy_op(Communicator::Impl& m, const Prepared& p,
+                                         bool may_fall_back) {
+  exec::ExecParams params = p.params;
+  params.what.algorithm = Algorithm::automatic;
+  auto op = std::make_shared<exec::Op>();
+  op->bind_single_copy(*m.memory, *p.single_copy, params, may_fall_back);
+  return op;
+}
+
 void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   Communicator::Impl& m = comm.impl();
   const Prepared p = prepare(c, comm, requested, "");
-  if (p.single_copy && exec::run_single_copy(*m.memory, *p.single_copy, p.params, m.comm)) return;
+  if (p.single_copy) {
+    // A blocking call may fall back: every rank learns inside the call that the ranks' buffers
+    // are in different allocations, and then runs the schedule below, at the same point.
+    auto op = single_copy_op(m, p, true);
+    m.progress->start(op);
+    m.progress->wait(*op);
+    if (!op->fell_back()) return;
+  }
   if (p.stock) {
     exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root);
     return;
@@ -254,8 +270,9 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     }
     return Request(std::move(state));
   }
-  state->op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params,
-                                  persistent);
+  state->op = p.single_copy ? single_copy_op(m, p, false)
+                            : m.progress->acquire(p.schedule->schedule, p.schedule->serial,
+                                                  p.buffers, p.params, persistent);
   if (!persistent) {
     m.progress->start(state->op);
     state->started = true;

@@ -23,6 +23,10 @@ void Engine::start(const std::shared_ptr<Op>& op, bool move_now) {
   op->state_ = Op::State::active;
   op->error_ = nullptr;
   op->first_open_ = 0;
+  if (op->direct_) {
+    op->direct_->restart();
+    single_copies_.push_back(op.get());
+  }
   for (Task& t : op->tasks_) {
     t.started = t.finished = false;
     t.next_on_channel = nullptr;
@@ -87,6 +91,15 @@ void Engine::start_task(Op& op, Task& t) {
 }
 
 bool Engine::advance(Op& op) {
+  if (op.direct_) {
+    if (single_copies_.front() != &op) return false;  // an earlier one first
+    const bool moved = op.direct_->advance();
+    if (op.direct_->finished()) {
+      op.state_ = Op::State::done;
+      single_copies_.pop_front();
+    }
+    return moved;
+  }
   bool moved = false;
   std::vector<Task>& tasks = op.tasks_;
   for (std::size_t i = op.first_open_; i < tasks.size(); ++i) {
@@ -152,6 +165,7 @@ void Engine::fail_all(std::exception_ptr e) {
     op->error_ = e;
   }
   active_.clear();
+  single_copies_.clear();
   for (auto& [key, ch] : channels_) ch = {};
   requests_.abandon();
   shm_open_ = 0;
@@ -166,7 +180,8 @@ void Engine::wait(Op& op) {
     }
     if (op.state_ != Op::State::active) break;
     // Only MPI can move now: block inside it, unless the watchdog needs to look.
-    if (shm_open_ == 0 && requests_.open() > 0 && op.params_.timeout_s <= 0) {
+    if (shm_open_ == 0 && single_copies_.empty() && requests_.open() > 0 &&
+        op.params_.timeout_s <= 0) {
       try {
         requests_.wait_some();
       } catch (...) {
@@ -192,6 +207,8 @@ void Engine::wait_all() {
 std::string Engine::waiting_lines() const {
   std::string lines;
   int shown = 0;
+  for (const auto& op : active_)
+    if (op->direct_) lines += op->direct_->waiting();
   for (const auto& op : active_)
     for (std::size_t i = op->first_open_; i < op->tasks_.size() && shown < 8; ++i) {
       const Task& t = op->tasks_[i];

@@ -21,6 +21,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -72,6 +73,9 @@ class Engine {
   MPI_Comm comm_;
   std::map<std::uint64_t, Channel> channels_;
   std::vector<std::shared_ptr<Op>> active_;
+  // Single-copy ops in flight, in start order: only the first moves (their posts in the node's
+  // control block follow one another, single_copy.hpp).
+  std::deque<Op*> single_copies_;
   RequestTable requests_;
   std::size_t shm_open_ = 0;  // shared-memory tasks not finished, over every op in flight
 };

@@ -88,6 +88,7 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
               const ExecParams& params, Engine& engine) {
   schedule_ = std::move(sp);
   const schedule::Schedule& s = *schedule_;
+  direct_.reset();
   serial_ = 0;
   user_ = user;
   params_ = params;
@@ -130,6 +131,17 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
     }
   }
   if (shm_tasks_ > 0) mark_shared_memory_hints();
+  state_ = State::idle;
+}
+
+void Op::bind_single_copy(NodeMemory& memory, const SingleCopyCall& call,
+                          const ExecParams& params, bool may_fall_back) {
+  schedule_.reset();
+  serial_ = 0;
+  params_ = params;
+  tasks_.clear();
+  shm_tasks_ = 0;
+  direct_ = std::make_unique<SingleCopy>(memory, call, params, may_fall_back);
   state_ = State::idle;
 }
 

@@ -16,6 +16,7 @@
 #include "exec/mpi_transfer.hpp"
 #include "exec/params.hpp"
 #include "exec/shm_transfer.hpp"
+#include "exec/single_copy.hpp"
 #include "schedule/step.hpp"
 
 namespace toroid::exec {
@@ -57,6 +58,12 @@ class Op {
   bool bound_to(const schedule::Schedule& s, std::uint64_t serial, const BufferSet& user,
                 const ExecParams& params) const noexcept;
   void set_serial(std::uint64_t serial) noexcept { serial_ = serial; }
+  // Binds a single-copy collective (single_copy.hpp) instead of a schedule: no steps, no
+  // channels; the engine runs one communicator's single-copy ops one after the other.
+  void bind_single_copy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
+                        bool may_fall_back);
+  // A single-copy op that found the ranks' buffers in different allocations and did nothing.
+  bool fell_back() const noexcept { return direct_ && direct_->fell_back(); }
 
   State state() const noexcept { return state_; }
 
@@ -71,6 +78,7 @@ class Op {
   kernels::ReduceFn reduce_ = nullptr;
   kernels::ReduceCopyFn reduce_copy_ = nullptr;
   std::vector<Task> tasks_;
+  std::unique_ptr<SingleCopy> direct_;  // set: a single-copy op (no tasks)
   std::vector<std::byte> scratch_, staging_;
   std::size_t first_open_ = 0, shm_tasks_ = 0;
   State state_ = State::idle;

@@ -28,31 +28,71 @@
 // Every rank sees every post, so all of them decide alike: mismatched calls (count, type, op,
 // collective) raise the same InvalidArgument on every rank; buffers from different allocations
 // (which a rank may no longer map) make every rank run the call's schedule instead.
+//
+// Resumable like every collective of the engine (engine.hpp): advance() moves what it can and
+// never blocks, so non-blocking and persistent calls work too; one communicator's single-copy
+// calls run one after the other, in the order they were started (the posts' seq).
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "exec/node_memory.hpp"
 #include "exec/params.hpp"
 #include "toroid/algorithm.hpp"
+#include "toroid/block.hpp"
 
 namespace toroid::exec {
 
 struct SingleCopyCall {
   Collective collective = Collective::allreduce;
   std::uint64_t count = 0;  // the whole vector's elements
-  SharedPlace in, out;  // this rank's input and output (all-gather: its block; in place: in out)
+  SharedPlace in, out;      // this rank's input and output (all-gather: its block; in place: in out)
   bool in_place = false;
   int rank = 0, size = 1;  // in the communicator, which is all on this node
 };
 
-// Runs the call; false when the ranks' buffers are not from one allocation each (nothing was
-// touched; every rank returns false alike and runs the schedule instead). Throws InvalidArgument
-// on every rank when the ranks' calls do not match.
-bool run_single_copy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
-                     MPI_Comm comm);
+class SingleCopy {
+ public:
+  // `may_fall_back`: where the ranks' buffers are not from one allocation each, finish without
+  // touching anything and say so (fell_back: a blocking call runs the schedule instead);
+  // otherwise that is an InvalidArgument on every rank (a non-blocking call cannot change its
+  // place among the collectives in flight).
+  SingleCopy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
+             bool may_fall_back);
+  void restart();  // before each start of the collective
+  // Moves what it can; whether anything moved. Throws InvalidArgument on every rank alike when
+  // the ranks' calls do not match.
+  bool advance();
+  bool finished() const noexcept { return state_ == State::finished; }
+  bool fell_back() const noexcept { return fell_back_; }
+  bool started() const noexcept { return state_ != State::queued; }
+  std::string waiting() const;  // the watchdog's lines: who this rank waits for
+
+ private:
+  enum class State { queued, entering, working, leaving, finished };
+  bool enter();
+  bool work();
+  bool leave();
+  const CallPost& post_of(int rank) const;
+
+  NodeMemory& memory_;
+  SingleCopyCall call_;
+  ExecParams params_;
+  bool may_fall_back_;
+  State state_ = State::queued;
+  bool fell_back_ = false;
+  std::uint64_t seq_ = 0;
+  std::uint64_t at_ = 0;  // work: elements of this rank's block (all-gather: blocks) done
+  Block mine_;
+  std::vector<const std::byte*> in_;  // by communicator rank, in this rank's address space
+  std::vector<std::byte*> out_;
+  std::shared_ptr<NodeAllocation> in_held_, out_held_;  // mapped while the call works on them
+};
 
 }  // namespace toroid::exec

@@ -224,3 +224,47 @@ TEST_CASE("single-copy: allocate errors on every rank, and buffers outlive their
   kept[0] = 1.0;  // still mapped after the communicator is gone
   CHECK(all_ranks(kept[0] == 1.0 && kept[999] == 2.5 * world_size()));
 }
+
+TEST_CASE("single-copy: non-blocking and persistent calls, several in flight, in start order",
+          "[single_copy]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int me = world_rank();
+  const std::size_t n = 100'003;
+  Buffer<float> a = comm.allocate<float>(n), b = comm.allocate<float>(n),
+                c = comm.allocate<float>(n), d = comm.allocate<float>(n);
+  const std::uint64_t before = single_copy_calls(comm);
+  bool ok = true;
+  Request persistent = allreduce_init(c.data(), n, d.data(), n, DataType::f32, ReduceOp::sum, comm);
+  for (int it = 0; it < 5; ++it) {
+    for (std::size_t i = 0; i < n; ++i) a[i] = value(me, i, it), c[i] = value(me, i, it + 1);
+    // Three in flight at once: a non-blocking one, a persistent one, then a blocking one on
+    // other buffers, waited for in another order than started.
+    Request first = iallreduce(a.data(), n, b.data(), n, DataType::f32, ReduceOp::sum, comm);
+    persistent.start();
+    Buffer<float> e = comm.allocate<float>(8);
+    for (std::size_t i = 0; i < 8; ++i) e[i] = static_cast<float>(me);
+    allreduce(e.span(), ReduceOp::max, comm);
+    ok = ok && e[7] == static_cast<float>(world_size() - 1);
+    persistent.wait();
+    first.wait();
+    for (std::size_t i = 0; i < n; ++i)
+      ok = ok && b[i] == sum_of(i, it) && d[i] == sum_of(i, it + 1);
+  }
+  CHECK(all_ranks(ok));
+  CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) ? 15u : 0u));
+}
+
+TEST_CASE("single-copy: a non-blocking call on buffers of different allocations is an error",
+          "[single_copy]") {
+  Communicator comm(MPI_COMM_WORLD);
+  Buffer<float> a = comm.allocate<float>(64), b = comm.allocate<float>(64),
+                out = comm.allocate<float>(64);
+  if (!single_copy_here(comm) || world_size() < 2) return;
+  Buffer<float>& in = world_rank() == 0 ? a : b;
+  Request r = iallreduce(in.data(), 64, out.data(), 64, DataType::f32, ReduceOp::sum, comm);
+  CHECK_THROWS_WITH(r.wait(), Catch::Contains("different Communicator::allocate calls"));
+  // The communicator goes on.
+  for (std::size_t i = 0; i < 64; ++i) a[i] = 1.0f;
+  allreduce(std::span<const float>(a), out.span(), ReduceOp::sum, comm);
+  CHECK(all_ranks(out[63] == static_cast<float>(world_size())));
+}
