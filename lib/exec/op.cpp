@@ -134,8 +134,8 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
   state_ = State::idle;
 }
 
-void Op::bind_single_copy(NodeMemory& memory, const SingleCopyCall& call,
-                          const ExecParams& params, bool may_fall_back) {
+void Op::bind_single_copy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
+                          bool may_fall_back) {
   schedule_.reset();
   serial_ = 0;
   params_ = params;

@@ -96,13 +96,9 @@ bool SingleCopy::enter() {
            }},
           {"count", [](const CallPost& p) { return std::to_string(p.count); }},
           {"type",
-           [](const CallPost& p) {
-             return std::string(to_string(static_cast<DataType>(p.type)));
-           }},
+           [](const CallPost& p) { return std::string(to_string(static_cast<DataType>(p.type))); }},
           {"op",
-           [](const CallPost& p) {
-             return std::string(to_string(static_cast<ReduceOp>(p.op)));
-           }}};
+           [](const CallPost& p) { return std::string(to_string(static_cast<ReduceOp>(p.op))); }}};
       std::string text;
       for (const auto& [name, show] : fields) {
         bool same = true;
@@ -114,12 +110,13 @@ bool SingleCopy::enter() {
         break;
       }
       state_ = State::finished;
-      throw InvalidArgument(fmt::format("{} on rank {}: {}", params_.what.text(), call_.rank, text));
+      throw InvalidArgument(
+          fmt::format("{} on rank {}: {}", params_.what.text(), call_.rank, text));
     }
   bool one_allocation = true;
   for (int r = 0; r < call_.size; ++r)
-    one_allocation = one_allocation && post_of(r).in_id == call_.in.id &&
-                     post_of(r).out_id == call_.out.id;
+    one_allocation =
+        one_allocation && post_of(r).in_id == call_.in.id && post_of(r).out_id == call_.out.id;
   if (!one_allocation) {
     // Every rank sees the same posts, so every rank ends here alike; nobody touched anything,
     // and no rank waits for a done of this seq (done only ever grows).

@@ -52,7 +52,7 @@ namespace toroid::exec {
 struct SingleCopyCall {
   Collective collective = Collective::allreduce;
   std::uint64_t count = 0;  // the whole vector's elements
-  SharedPlace in, out;      // this rank's input and output (all-gather: its block; in place: in out)
+  SharedPlace in, out;  // this rank's input and output (all-gather: its block; in place: in out)
   bool in_place = false;
   int rank = 0, size = 1;  // in the communicator, which is all on this node
 };

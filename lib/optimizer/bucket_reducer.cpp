@@ -63,17 +63,17 @@ void BucketReducer::build(std::span<const std::size_t> order) {
     for (std::size_t i = 0; i < layout_.buckets[k].pieces.size(); ++i)
       pieces_of_[layout_.buckets[k].pieces[i].tensor].emplace_back(k, i);
 
-  // Padding is zeroed here once: ready() writes only the pieces, and no collective writes into
-  // its input.
-  packed_bf16_.clear(), packed_f32_.clear(), out_bf16_.clear(), result_own_.clear();
+  // Fresh buffers (collective; zero filled, so the padding is zero: ready() writes only the
+  // pieces, and no collective writes into its input).
+  packed_bf16_ = {}, packed_f32_ = {}, out_bf16_ = {}, result_own_ = {};
   if (settings_.bf16_wire) {
-    packed_bf16_.assign(layout_.padded_total, bfloat16{});
-    if (scatter) out_bf16_.assign(layout_.state_elements, bfloat16{});
-    result_own_.assign(layout_.state_elements, 0.0f);
+    packed_bf16_ = comm_.allocate<bfloat16>(layout_.padded_total);
+    if (scatter) out_bf16_ = comm_.allocate<bfloat16>(layout_.state_elements);
+    result_own_ = comm_.allocate<float>(layout_.state_elements);
     result_ = result_own_.data();
   } else {
-    packed_f32_.assign(layout_.padded_total, 0.0f);
-    if (scatter) result_own_.assign(layout_.state_elements, 0.0f);
+    packed_f32_ = comm_.allocate<float>(layout_.padded_total);
+    if (scatter) result_own_ = comm_.allocate<float>(layout_.state_elements);
     result_ = scatter ? result_own_.data() : packed_f32_.data();  // all-reduce in place
   }
 

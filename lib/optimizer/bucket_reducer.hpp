@@ -89,8 +89,10 @@ class BucketReducer {
   Layout layout_;
   std::vector<std::vector<std::pair<std::size_t, std::size_t>>>
       pieces_of_;  // tensor -> (bucket, piece)
-  std::vector<bfloat16> packed_bf16_, out_bf16_;
-  std::vector<float> packed_f32_, result_own_;
+  // Communicator::allocate's memory: on one node the buckets' collectives (all under `auto`)
+  // take the single-copy path.
+  Buffer<bfloat16> packed_bf16_, out_bf16_;
+  Buffer<float> packed_f32_, result_own_;
   float* result_ = nullptr;
   std::vector<Request> requests_;
   std::vector<char> done_;            // per bucket: this step's collective has completed

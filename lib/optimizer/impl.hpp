@@ -31,7 +31,7 @@ struct ShardedOptimizer::Impl {
   std::vector<float> direction;           // lamb: the update before its trust ratio
   // The weights being gathered, every bucket padded (the reducer's packed gradients when they
   // are f32: free once a bucket's reduce-scatter is done), and one all-gather per bucket.
-  std::vector<float> gather_own;
+  Buffer<float> gather_own;  // Communicator::allocate's: single-copy all-gathers on one node
   float* gather = nullptr;
   std::vector<Request> gathers;
 

@@ -105,7 +105,7 @@ void ShardedOptimizer::Impl::bind() {
   const Layout& l = layout();
   gather = reducer->packed_f32();
   if (!gather) {
-    gather_own.assign(l.padded_total, 0.0f);
+    gather_own = comm.allocate<float>(l.padded_total);
     gather = gather_own.data();
   }
   for (const auto& b : l.buckets)

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "../mpi/mpi_test.hpp"
+#include "api/communicator_impl.hpp"
 #include "model.hpp"
 #include "toroid/toroid.hpp"
 
@@ -314,4 +315,26 @@ TEST_CASE("GradientReducer bad construction is an error on every rank", "[overla
     CHECK_THROWS_WITH(GradientReducer(comm, {{"w", std::span<float>(a)}}, differs),
                       Contains("configuration (hash) differs"));
   }
+}
+
+TEST_CASE("GradientReducer and ShardedOptimizer buckets run single-copy on one node", "[overlap]") {
+  const int p = world_size(), r = world_rank();
+  Communicator comm(MPI_COMM_WORLD);
+  const auto single_copies = [&] {
+    return comm.impl().memory ? comm.impl().memory->single_copy_calls() : 0;
+  };
+  OptimizerConfig config;
+  config.kind = OptimizerKind::adamw, config.learning_rate = 0.01, config.shard = true;
+  config.bucket_bytes = 1024, config.first_bucket_bytes = 128;
+  Model model(kSizes);
+  ShardedOptimizer opt(comm, model.parameters(), config);
+  const std::uint64_t before = single_copies();
+  model.set_gradients(1, r, p);
+  opt.step();
+  // Every bucket's reduce-scatter and all-gather (one all-reduce alone, where nothing is
+  // sharded), where the whole job is on one node.
+  const std::size_t per_bucket = p > 1 ? 2 : 1, buckets = opt.buckets().size();
+  const bool possible = comm.impl().single_copy_possible();
+  CHECK(all_ranks(single_copies() - before == (possible ? per_bucket * buckets : 0)));
+  CHECK(possible == (testing::real_nodes() == 1));
 }
