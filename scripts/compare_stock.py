@@ -20,7 +20,11 @@ The stock field (Open MPI 4.1; names for --configs):
                       build-mpich-bench/, configured and built when missing): its default, its
                       shared-memory release_gather algorithm, and forced inter-node algorithms
 
-  scripts/compare_stock.py -np 4 [--cold] [--configs all|default,han,...] [-b 4K -e 64M]
+toroid's rows run on ordinary memory; with --buffers user,toroid each run also holds toroid's
+rows on Communicator::allocate's memory (toroid-bench --buffers, rows named ALGO+owned: the
+single-copy path under auto), reported in columns of their own ("owned").
+
+  scripts/compare_stock.py -np 4 [--cold] [--buffers user,toroid] [--configs all|default,han,...] [-b 4K -e 64M]
 """
 import argparse
 import csv
@@ -60,7 +64,7 @@ def mpich_bench(build):
 
 def run(args, name):
     bench_args = ["--algo", args.algo, "--transport", args.transport, "--bound", "-b", args.b, "-e", args.e,
-                  "-f", args.f, "-n", str(args.n), "--check", "1", "--format", "csv"]
+                  "-f", args.f, "-n", str(args.n), "--check", "1", "--format", "csv", "--buffers", args.buffers]
     if args.cold:
         bench_args.append("--cold")
     env = dict(os.environ)
@@ -87,6 +91,8 @@ def main():
     ap.add_argument("--algo", default="ring,bidir_ring,recursive_doubling,rabenseifner,auto")
     ap.add_argument("--transport", default="shm")
     ap.add_argument("--cold", action="store_true", help="toroid-bench --cold: buffer sets over 2x the LLC")
+    ap.add_argument("--buffers", default="user",
+                    help="toroid-bench --buffers: user, toroid or user,toroid (owned rows in columns of their own)")
     ap.add_argument("-b", default="8")
     ap.add_argument("-e", default="64M")
     ap.add_argument("-f", default="8")
@@ -115,19 +121,31 @@ def main():
                     w.writerow({"config": n, **r})
 
     sizes = sorted({int(r["size"]) for rows in runs.values() for r in rows})
+    owned = "toroid" in args.buffers.split(",")
     head = ["size"] + ([] if args.brief else names) + ["best stock", "toroid", "algo", "vs best stock", "toroid of copy",
                                "best stock of copy"]
+    if owned:
+        head += ["owned", "owned vs best stock", "owned of copy"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---:|" * len(head))
     for size in sizes:
         stock, best = [], None  # best: (stock time, name, toroid time in that run, ratio, copy)
         toroid_best, toroid_algo, copies = None, "", []
+        owned_best = None  # (time, copy) over the Open MPI runs
         for n, rows in runs.items():
             here = [r for r in rows if int(r["size"]) == size]
             st = next(float(r["time_us"]) for r in here if r["algo"] == "mpi")
             copy = next(float(r["time_us"]) for r in here if r["algo"] == "copy_bound")
-            mine = min((r for r in here if r["algo"] not in ("mpi", "copy_bound")), key=lambda r: float(r["time_us"]))
+            user_rows = [r for r in here if r["algo"] not in ("mpi", "copy_bound") and not r["algo"].endswith("+owned")]
+            owned_rows = [r for r in here if r["algo"].endswith("+owned")]
+            if not user_rows:
+                user_rows = owned_rows
+            mine = min(user_rows, key=lambda r: float(r["time_us"]))
             t = float(mine["time_us"])
+            if owned_rows and n in OMPI:
+                o = min(float(r["time_us"]) for r in owned_rows)
+                if owned_best is None or o < owned_best[0]:
+                    owned_best = (o, copy)
             stock.append(st)
             copies.append(copy)
             if best is None or st < best[0]:
@@ -140,12 +158,17 @@ def main():
         cells = [str(size)] + ([] if args.brief else [f"{s:.1f}" for s in stock]) + [
             f"{best[0]:.1f} ({best[1]})", f"{toroid_best[0]:.1f}", toroid_algo, f"{best[3]:.2f}",
             f"{100 * toroid_best[1] / toroid_best[0]:.0f}%", f"{100 * best[4] / best[0]:.0f}%"]
+        if owned:
+            cells += ["–", "–", "–"] if owned_best is None else [
+                f"{owned_best[0]:.1f}", f"{best[0] / owned_best[0]:.2f}", f"{100 * owned_best[1] / owned_best[0]:.0f}%"]
         print("| " + " | ".join(cells) + " |")
     print(f"\ntimes in µs (median of the slowest rank, {'cold' if args.cold else 'warm'} caches); "
           "'best stock' = the fastest stock configuration; 'vs best stock' = its time / toroid's fastest row in "
           "that configuration's own run; 'toroid' = toroid's fastest row over the Open MPI runs; 'of copy' = the "
           "copy bound's time (every rank copying its vector at once, same run) / the time: the fraction of the "
-          "one-node memory limit reached")
+          "one-node memory limit reached"
+          + ("; 'owned' = toroid's fastest row on Communicator::allocate's memory over the Open MPI runs, "
+             "'owned vs best stock' = the best stock time / that (across runs)" if owned else ""))
 
 
 if __name__ == "__main__":

@@ -4,11 +4,13 @@
 // mpi4py communicators.
 #include <fmt/format.h>
 #include <mpi.h>
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <string>
 #include <vector>
 
+#include "api/communicator_impl.hpp"
 #include "bindings.hpp"
 #include "core/mpi_check.hpp"
 #include "tensor.hpp"
@@ -218,6 +220,26 @@ void bind_communicator(py::module_& m) {
                  "MPI_Allreduce");
              return n;
            })
+
+      .def("allocate_bytes",
+           [](C& c, std::size_t bytes) {
+             void* data = nullptr;
+             std::shared_ptr<void> owner;
+             {
+               py::gil_scoped_release nogil;
+               owner = c.get().allocate_bytes(bytes, 1, data);
+             }
+             // The array's base holds the allocation: it lives as long as any view of it.
+             auto* hold = new std::shared_ptr<void>(std::move(owner));
+             py::capsule base(hold, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
+             return py::array(py::dtype("uint8"), {static_cast<py::ssize_t>(bytes)}, {1}, data,
+                              base);
+           })
+      .def_property_readonly("single_copy_calls",
+                             [](const C& c) {
+                               const auto& m = c.get().impl();
+                               return m.memory ? m.memory->single_copy_calls() : 0;
+                             })
 
       // ---- blocking
       .def("allreduce",

@@ -98,6 +98,23 @@ class Communicator:
     progress = property(lambda self: self._c.progress)
     checks_arguments = property(lambda self: self._c.checks_arguments)
 
+    def allocate(self, shape, dtype="float32"):
+        """A zero-filled numpy array in the node's shared memory (collective: every rank calls it;
+        shapes may differ). A collective whose input and output are such arrays on every rank, with
+        algorithm auto on a communicator all on one node, works on the ranks' arrays directly
+        (single-copy, docs/transport.md). The memory lives as long as any view of the array does;
+        torch.from_numpy(a) shares it."""
+        import numpy
+        dt = numpy.dtype(dtype)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        count = 1
+        for extent in shape:
+            count *= int(extent)
+        return self._c.allocate_bytes(count * dt.itemsize).view(dt).reshape(shape)
+
+    single_copy_calls = property(lambda self: self._c.single_copy_calls,
+                                 doc="Collectives this rank ran single-copy so far (a diagnostic).")
+
     # ---- outputs
     def _block_out(self, x, out, axis=None):
         if out is not None:

@@ -233,3 +233,27 @@ def test_torch_tensors(comm, dtype):
         ok = ok and "x.__dlpack__() failed" in str(e) and "detach" in str(e)
     ok = ok and comm.allreduce(torch.ones(3, requires_grad=True).detach()).sum().item() == 3 * P
     assert agree(ok)
+
+
+def test_allocate_runs_single_copy(comm):
+    """Arrays from Communicator.allocate: exact sums, all three collectives, and (all ranks on one
+    node, shared memory allowed) the single-copy path taken, counted by the communicator."""
+    n = 100_003
+    x, out = comm.allocate(n), comm.allocate((n,), "float32")
+    ok = x.dtype == np.float32 and x.shape == (n,) and not x.any()  # zero filled
+    before = comm.single_copy_calls
+    x[:] = inputs(n, np.float32, "sum", R)
+    want = reference(world.allgather(x.copy()), "sum", np.float32)
+    comm.allreduce(x, out=out)
+    ok = ok and np.array_equal(out, want)
+    off, cnt = toroid.block_of(n, P, R)
+    block = comm.allocate(cnt)
+    comm.reduce_scatter(x, out=block)
+    ok = ok and np.array_equal(block, want[off:off + cnt])
+    comm.allgather(block, out=out)
+    ok = ok and np.array_equal(out, want)
+    node = world.Split_type(MPI.COMM_TYPE_SHARED)
+    one_node = world.allreduce(1 if node.size == P else 0, op=MPI.MIN) == 1 and comm.nodes == 1
+    node.Free()
+    ok = ok and comm.single_copy_calls - before == (3 if one_node and comm.transport != "mpi" else 0)
+    assert agree(ok)
