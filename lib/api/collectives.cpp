@@ -124,8 +124,10 @@ Algorithm resolve(const Call& c, const Communicator::Impl& m) {
   return m.selector->choose(c.collective, full_count(c) * size_of(c.type));
 }
 
-// The single-copy form of a collective (exec/single_copy.hpp), where this rank's call qualifies: `auto`, the whole communicator, all on one node, input and output in toroid's
-// buffers (Communicator::allocate). Whether every rank's does is settled inside the call.
+// The form of a collective that runs through the node's control block (exec/single_copy.hpp),
+// where this rank's call qualifies: `auto`, the whole communicator, all on one node; staged when
+// it is small (any memory; at 3 ranks and more), else single-copy when its input and output are
+// toroid's buffers (Communicator::allocate; whether every rank's are is settled inside the call).
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
                                                      bool in_place) {
   if (c.algo != Algorithm::automatic || c.axis || c.collective == Collective::broadcast ||
@@ -134,6 +136,14 @@ std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Commun
   const std::size_t es = size_of(c.type);
   const std::uint64_t count = full_count(c);
   if (count == 0) return std::nullopt;
+  exec::SingleCopyCall s{c.collective, count, {}, {}, in_place, m.rank, m.size};
+  if (exec::fits_stage(c.collective, count, es, m.size)) {
+    if (!exec::staged_fits(c.collective, count, es, m.size)) return std::nullopt;  // 2 ranks
+    s.staged = true;
+    s.in_data = static_cast<const std::byte*>(c.in);
+    s.out_data = static_cast<std::byte*>(c.out);
+    return s;
+  }
   const Block own = block_of(count, m.size, m.rank);
   const std::uint64_t out_count =
       c.collective == Collective::reduce_scatter && !in_place ? own.count : count;
@@ -141,7 +151,8 @@ std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Commun
   const auto in = m.memory->find(c.in, in_count * es);
   const auto out = m.memory->find(c.out, out_count * es);
   if (!in || !out) return std::nullopt;
-  return exec::SingleCopyCall{c.collective, count, *in, *out, in_place, m.rank, m.size};
+  s.in = *in, s.out = *out;
+  return s;
 }
 
 std::string_view buffers_name(std::int64_t v) {
@@ -183,7 +194,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
          {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
          {"root", c.root},
          {"form", static_cast<std::int64_t>(std::strlen(form))},
-         {"buffers", single_copy.has_value(), buffers_name}},
+         {"buffers", single_copy.has_value() && !single_copy->staged, buffers_name}},
         m.config.timeout_s);
   } else {
     check_args();

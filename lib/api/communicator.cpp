@@ -62,6 +62,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
     if (m.config.transport != Transport::mpi) m.links = std::make_unique<exec::ShmLinks>(m.comm);
+    exec::Backoff::note_node_ranks(m.links ? m.links->node_ranks() : m.nodes.local_size);
     // `shm` asks for the shared-memory links: where a node has no room for them, say so (only
     // `auto` may run such a node over MPI instead).
     if (m.config.transport == Transport::shm)
@@ -74,6 +75,11 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
                           "transport auto (MPI on such a node)",
                           m.rank, m.links->node_ranks()));
       });
+    // A communicator all on one node meets in a control block for its small collectives (the
+    // staged path of exec/single_copy.hpp); one that spans nodes gets it at its first allocate.
+    if (m.config.transport != Transport::mpi && m.nodes.nodes == 1 && m.size > 1 &&
+        m.links->local_ranks() == m.size)
+      api::run_agreed(m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.comm); });
     m.selector = api::make_selector(m);
     m.progress = std::make_shared<api::Progress>(m.comm);
     if (m.config.progress == ProgressMode::thread) {
@@ -95,6 +101,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     }
   } catch (...) {
     m.progress.reset();
+    m.memory.reset();
     m.links.reset();
     free_comm(m.row);
     free_comm(m.column);

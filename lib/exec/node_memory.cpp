@@ -30,11 +30,14 @@ NodeMemory::NodeMemory(MPI_Comm comm) {
   local_of_rank_.assign(static_cast<std::size_t>(comm_size_), -1);
   for (int i = 0; i < local_size_; ++i)
     local_of_rank_[static_cast<std::size_t>(ranks[static_cast<std::size_t>(i)])] = i;
+  const std::size_t lines =
+      page_rounded(sizeof(RankControl) * static_cast<std::size_t>(local_size_));
   control_segment_ = std::make_unique<SharedSegment>(
-      node_, page_rounded(sizeof(RankControl) * static_cast<std::size_t>(local_size_)),
+      node_, lines + 2 * kStageBytes * static_cast<std::size_t>(local_size_),
       SharedSegment::Pages::reserved);
   // The file is zero filled, which is every RankControl's initial state (no call entered).
   controls_ = std::launder(reinterpret_cast<RankControl*>(control_segment_->data()));
+  stages_ = control_segment_->data() + lines;
 }
 
 NodeMemory::~NodeMemory() {

@@ -50,7 +50,7 @@ struct alignas(64) CallPost {
   std::uint64_t count = 0;
   std::uint32_t collective = 0;
   std::uint16_t type = 0, op = 0;
-  std::uint64_t spare = 0;
+  std::uint64_t staged = 0;  // 1: the staged path (its input in the stage)
 };
 struct alignas(64) RankControl {
   CallPost post[2];
@@ -59,6 +59,10 @@ struct alignas(64) RankControl {
 
 class NodeMemory {
  public:
+  // Per local rank and call parity, room for a small call's input (the staged path of
+  // single_copy.hpp), after the RankControl lines in the control segment.
+  static constexpr std::size_t kStageBytes = 16 * 1024;
+
   // Collective over `comm`: splits it by node and maps the node's control segment.
   explicit NodeMemory(MPI_Comm comm);
   // Local: unmaps this rank's views; peers keep theirs.
@@ -81,10 +85,16 @@ class NodeMemory {
   int local_rank() const noexcept { return my_local_; }
   int local_size() const noexcept { return local_size_; }
   RankControl& control(int local) const { return controls_[static_cast<std::size_t>(local)]; }
+  std::byte* stage(int local, std::uint64_t seq) const {
+    return stages_ + (static_cast<std::size_t>(local) * 2 + seq % 2) * kStageBytes;
+  }
   // Calls this rank has entered through the control block (the next one's seq is this + 1).
   std::uint64_t next_seq() noexcept { return ++seq_; }
+  // Calls this rank ran single-copy (toroid's buffers) and staged (small calls), for tests.
   std::uint64_t single_copy_calls() const noexcept { return single_copy_calls_; }
+  std::uint64_t staged_calls() const noexcept { return staged_calls_; }
   void count_single_copy() noexcept { ++single_copy_calls_; }
+  void count_staged() noexcept { ++staged_calls_; }
 
  private:
   MPI_Comm node_ = MPI_COMM_NULL;
@@ -92,7 +102,8 @@ class NodeMemory {
   std::vector<int> local_of_rank_;  // communicator rank -> node-local index, -1 elsewhere
   std::unique_ptr<SharedSegment> control_segment_;
   RankControl* controls_ = nullptr;
-  std::uint64_t next_id_ = 0, seq_ = 0, single_copy_calls_ = 0;
+  std::byte* stages_ = nullptr;
+  std::uint64_t next_id_ = 0, seq_ = 0, single_copy_calls_ = 0, staged_calls_ = 0;
   // This rank's parts by start address. Weak: an allocation ends when the program lets go of it.
   mutable std::mutex mutex_;
   std::map<const std::byte*, std::weak_ptr<NodeAllocation>> by_address_;

@@ -34,6 +34,19 @@ void store(std::uint64_t& v, std::uint64_t x) {
 
 }  // namespace
 
+bool staged_fits(Collective c, std::uint64_t count, std::size_t elem_size, int size) {
+  return size >= 3 && fits_stage(c, count, elem_size, size);
+}
+
+bool fits_stage(Collective c, std::uint64_t count, std::size_t elem_size, int size) {
+  if (count == 0 || size < 1) return false;
+  const std::uint64_t staged =
+      (c == Collective::allgather ? count / static_cast<std::uint64_t>(size) + 1 : count) *
+      elem_size;
+  return staged <= NodeMemory::kStageBytes &&
+         staged * static_cast<std::uint64_t>(size) <= kStagedReadBytes;
+}
+
 SingleCopy::SingleCopy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
                        bool may_fall_back)
     : memory_(memory), call_(call), params_(params), may_fall_back_(may_fall_back) {
@@ -62,6 +75,12 @@ bool SingleCopy::advance() {
     post.collective = static_cast<std::uint32_t>(call_.collective);
     post.type = static_cast<std::uint16_t>(params_.type);
     post.op = static_cast<std::uint16_t>(params_.op);
+    post.staged = call_.staged ? 1 : 0;
+    if (call_.staged) {
+      const std::size_t es = size_of(params_.type);
+      const std::uint64_t n = call_.collective == Collective::allgather ? mine_.count : call_.count;
+      std::memcpy(memory_.stage(memory_.local_rank(), seq_), call_.in_data, n * es);
+    }
     store(post.seq, seq_);
     state_ = State::entering;
     moved = true;
@@ -83,7 +102,7 @@ bool SingleCopy::enter() {
   for (int r = 0; r < call_.size; ++r)
     if (load(post_of(r).seq) != seq_) return false;
   const auto key = [](const CallPost& p) {
-    return std::tuple(p.collective, p.count, p.type, p.op);
+    return std::tuple(p.collective, p.count, p.type, p.op, p.staged);
   };
   for (int r = 1; r < call_.size; ++r)
     if (key(post_of(r)) != key(post_of(0))) {
@@ -113,6 +132,12 @@ bool SingleCopy::enter() {
       throw InvalidArgument(
           fmt::format("{} on rank {}: {}", params_.what.text(), call_.rank, text));
     }
+  if (call_.staged) {
+    work_staged();
+    memory_.count_staged();
+    state_ = State::finished;  // no leave: see single_copy.hpp
+    return true;
+  }
   bool one_allocation = true;
   for (int r = 0; r < call_.size; ++r)
     one_allocation =
@@ -194,6 +219,33 @@ bool SingleCopy::work() {
   at_ = end;
   if (at_ >= mine_.count) state_ = State::leaving;
   return true;
+}
+
+// The whole result from the p stages of this call (every peer's input, final since it posted).
+void SingleCopy::work_staged() {
+  const std::size_t es = size_of(params_.type);
+  const auto stage = [&](int r) -> const std::byte* {
+    return memory_.stage(memory_.local_of(r), seq_);
+  };
+  if (call_.collective == Collective::allgather) {
+    for (int j = 0; j < call_.size; ++j) {
+      if (j == call_.rank && call_.in_place) continue;
+      const Block b = block_of(call_.count, call_.size, j);
+      std::memcpy(call_.out_data + b.offset * es, stage(j), b.count * es);
+    }
+    return;
+  }
+  // All-reduce: every element; reduce-scatter: this rank's block, at its own offset in place.
+  const Block part = call_.collective == Collective::allreduce ? Block{0, call_.count} : mine_;
+  std::byte* out =
+      call_.out_data +
+      (call_.collective == Collective::reduce_scatter && !call_.in_place ? 0 : part.offset * es);
+  const std::size_t at = part.offset * es, n = part.count;
+  const kernels::ReduceFn reduce = kernels::reduce_fn(params_.type, params_.op);
+  reduce(out, stage(0) + at, stage(1) + at, n);
+  for (int j = 2; j < call_.size; ++j) reduce(out, out, stage(j) + at, n);
+  if (params_.op == ReduceOp::avg)
+    kernels::divide(params_.type, out, n, static_cast<std::uint32_t>(call_.size));
 }
 
 // This rank's reads and writes are done (release; the streaming copies end with a store

@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <sched.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 
@@ -22,9 +24,18 @@ void abort_stuck(const ExecParams& params, MPI_Comm comm, std::uint32_t phase,
   std::abort();
 }
 
+namespace {
+std::atomic<int> spins{Backoff::kSpins};  // or 1 once oversubscribed
+}  // namespace
+
+void Backoff::note_node_ranks(int node_ranks) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores > 0 && node_ranks > cores) spins.store(1, std::memory_order_relaxed);
+}
+
 bool Backoff::idle() {
   if (rounds_ == 0 && timeout_s_ > 0) since_ = MPI_Wtime();
-  if (++rounds_ < kSpins) {
+  if (++rounds_ < spins.load(std::memory_order_relaxed)) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/communicator_impl.hpp"
+#include "exec/single_copy.hpp"
 #include "mpi_test.hpp"
 #include "toroid/toroid.hpp"
 
@@ -22,6 +23,9 @@ namespace {
 
 std::uint64_t single_copy_calls(Communicator& c) {
   return c.impl().memory ? c.impl().memory->single_copy_calls() : 0;
+}
+std::uint64_t staged_calls(Communicator& c) {
+  return c.impl().memory ? c.impl().memory->staged_calls() : 0;
 }
 // Whether this job can take the single-copy path: every rank on one node, shared memory allowed.
 bool single_copy_here(Communicator& c) { return c.impl().single_copy_possible(); }
@@ -49,7 +53,7 @@ TEST_CASE("single-copy: all-reduce, reduce-scatter and all-gather of toroid buff
     for (const bool in_place : {false, true}) {
       INFO("n = " << n << (in_place ? ", in place" : ""));
       Buffer<float> in = comm.allocate<float>(n), out = comm.allocate<float>(n);
-      const std::uint64_t before = single_copy_calls(comm);
+      const std::uint64_t before = single_copy_calls(comm), staged_before = staged_calls(comm);
 
       for (std::size_t i = 0; i < n; ++i) in[i] = value(me, i, 0);
       if (in_place) {
@@ -86,8 +90,40 @@ TEST_CASE("single-copy: all-reduce, reduce-scatter and all-gather of toroid buff
       for (std::size_t i = 0; i < n; ++i) ok = ok && sum[i] == value(p - 1, i, 1);
       CHECK(all_ranks(ok));
 
-      CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) ? 3u : 0u));
+      // Small calls are staged (any memory), the others single-copy; which, by size alone.
+      // (At 2 ranks small calls run their schedule.)
+      std::uint64_t staged = 0, single = 0;
+      for (const Collective c :
+           {Collective::allreduce, Collective::reduce_scatter, Collective::allgather}) {
+        staged += exec::staged_fits(c, n, sizeof(float), p);
+        single += !exec::fits_stage(c, n, sizeof(float), p);
+      }
+      const bool here = single_copy_here(comm);
+      CHECK(staged_calls(comm) - staged_before == (here ? staged : 0u));
+      CHECK(single_copy_calls(comm) - before == (here ? single : 0u));
     }
+  }
+}
+
+TEST_CASE("single-copy: small calls on ordinary memory are staged (from 3 ranks) and exact",
+          "[single_copy]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{4096}}) {
+    INFO("n = " << n);
+    std::vector<float> in(n), out(n);
+    const std::uint64_t before = staged_calls(comm);
+    for (std::size_t i = 0; i < n; ++i) in[i] = value(me, i, 2);
+    allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, comm);
+    bool ok = true;
+    for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == sum_of(i, 2);
+    allreduce(std::span<float>(in), ReduceOp::avg, comm);  // in place
+    for (std::size_t i = 0; i < n; ++i)
+      ok = ok && std::abs(in[i] - sum_of(i, 2) / static_cast<float>(p)) <= 1e-5f * std::abs(in[i]);
+    CHECK(all_ranks(ok));
+    const bool fits = exec::staged_fits(Collective::allreduce, n, sizeof(float), p);
+    CHECK(staged_calls(comm) - before == (single_copy_here(comm) && fits ? 2u : 0u));
   }
 }
 
@@ -129,7 +165,8 @@ TEST_CASE(
     "[single_copy]") {
   Communicator comm(MPI_COMM_WORLD);
   const int me = world_rank();
-  const std::size_t n = 70'001;
+  // A staged size (its stage reused every other call) and a single-copy one.
+  const std::size_t n = GENERATE(std::size_t{1001}, std::size_t{70'001});
   Buffer<float> in = comm.allocate<float>(n), out = comm.allocate<float>(n);
   std::mt19937 random(static_cast<unsigned>(me + 11));
   bool ok = true;
@@ -178,17 +215,17 @@ TEST_CASE("single-copy: mismatched counts are an error on every rank, checked or
     Options o;
     o.check = check;
     Communicator comm(MPI_COMM_WORLD, o);
-    Buffer<float> in = comm.allocate<float>(1000), out = comm.allocate<float>(1000);
-    // Unchecked, only the single-copy path sees the mismatch (the schedules would hang on it).
+    Buffer<float> in = comm.allocate<float>(10000), out = comm.allocate<float>(10000);
+    // Unchecked, only the single-copy path sees the mismatch (the schedules do not look).
     if (!check && !single_copy_here(comm)) continue;
-    const std::size_t n = world_rank() == 1 ? 999 : 1000;
+    const std::size_t n = world_rank() == 1 ? 9999 : 10000;
     CHECK_THROWS_WITH(
         allreduce(in.data(), n, out.data(), n, DataType::f32, ReduceOp::sum, comm),
-        Catch::Contains("count differs between ranks") && Catch::Contains("rank 1 has 999"));
+        Catch::Contains("count differs between ranks") && Catch::Contains("rank 1 has 9999"));
     // The communicator still works afterwards.
-    for (std::size_t i = 0; i < 1000; ++i) in[i] = 1.0f;
+    for (std::size_t i = 0; i < 10000; ++i) in[i] = 1.0f;
     allreduce(std::span<const float>(in), out.span(), ReduceOp::sum, comm);
-    CHECK(all_ranks(out[999] == static_cast<float>(world_size())));
+    CHECK(all_ranks(out[9999] == static_cast<float>(world_size())));
   }
 }
 
@@ -200,11 +237,12 @@ TEST_CASE(
   Options o;
   o.check = true;
   Communicator comm(MPI_COMM_WORLD, o);
-  Buffer<float> in = comm.allocate<float>(100), out = comm.allocate<float>(100);
+  const std::size_t n = 10'000;  // above the staged sizes, which take any memory alike
+  Buffer<float> in = comm.allocate<float>(n), out = comm.allocate<float>(n);
   if (!single_copy_here(comm)) return;
-  std::vector<float> mine(100);
+  std::vector<float> mine(n);
   const bool others = world_rank() == 1;
-  CHECK_THROWS_WITH(allreduce(others ? mine.data() : in.data(), 100, out.data(), 100, DataType::f32,
+  CHECK_THROWS_WITH(allreduce(others ? mine.data() : in.data(), n, out.data(), n, DataType::f32,
                               ReduceOp::sum, comm),
                     Catch::Contains("buffers differs between ranks"));
 }
@@ -232,7 +270,7 @@ TEST_CASE("single-copy: non-blocking and persistent calls, several in flight, in
   const std::size_t n = 100'003;
   Buffer<float> a = comm.allocate<float>(n), b = comm.allocate<float>(n),
                 c = comm.allocate<float>(n), d = comm.allocate<float>(n);
-  const std::uint64_t before = single_copy_calls(comm);
+  const std::uint64_t before = single_copy_calls(comm) + staged_calls(comm);
   bool ok = true;
   Request persistent = allreduce_init(c.data(), n, d.data(), n, DataType::f32, ReduceOp::sum, comm);
   for (int it = 0; it < 5; ++it) {
@@ -251,20 +289,42 @@ TEST_CASE("single-copy: non-blocking and persistent calls, several in flight, in
       ok = ok && b[i] == sum_of(i, it) && d[i] == sum_of(i, it + 1);
   }
   CHECK(all_ranks(ok));
-  CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) ? 15u : 0u));
+  // Ten single-copy calls, and five staged ones where the small one is staged (3 ranks and more).
+  const std::uint64_t small =
+      exec::staged_fits(Collective::allreduce, 8, sizeof(float), world_size());
+  CHECK(single_copy_calls(comm) + staged_calls(comm) - before ==
+        (single_copy_here(comm) ? 10u + 5u * small : 0u));
 }
 
 TEST_CASE("single-copy: a non-blocking call on buffers of different allocations is an error",
           "[single_copy]") {
   Communicator comm(MPI_COMM_WORLD);
-  Buffer<float> a = comm.allocate<float>(64), b = comm.allocate<float>(64),
-                out = comm.allocate<float>(64);
+  const std::size_t n = 10'000;  // above the staged sizes
+  Buffer<float> a = comm.allocate<float>(n), b = comm.allocate<float>(n),
+                out = comm.allocate<float>(n);
   if (!single_copy_here(comm) || world_size() < 2) return;
   Buffer<float>& in = world_rank() == 0 ? a : b;
-  Request r = iallreduce(in.data(), 64, out.data(), 64, DataType::f32, ReduceOp::sum, comm);
+  Request r = iallreduce(in.data(), n, out.data(), n, DataType::f32, ReduceOp::sum, comm);
   CHECK_THROWS_WITH(r.wait(), Catch::Contains("different Communicator::allocate calls"));
   // The communicator goes on.
-  for (std::size_t i = 0; i < 64; ++i) a[i] = 1.0f;
+  for (std::size_t i = 0; i < n; ++i) a[i] = 1.0f;
   allreduce(std::span<const float>(a), out.span(), ReduceOp::sum, comm);
-  CHECK(all_ranks(out[63] == static_cast<float>(world_size())));
+  CHECK(all_ranks(out[n - 1] == static_cast<float>(world_size())));
+}
+
+TEST_CASE("single-copy: back-to-back staged calls never read a stage of the next call",
+          "[single_copy]") {
+  // No pauses: a rank that finishes a call first starts the next one at once and writes its
+  // stage while slower peers may still be reading the last one's (two stages by parity).
+  Communicator comm(MPI_COMM_WORLD);
+  const int me = world_rank();
+  const std::size_t n = 2048;
+  std::vector<float> in(n), out(n);
+  bool ok = true;
+  for (int it = 0; it < 3000; ++it) {
+    for (std::size_t i = 0; i < n; i += 97) in[i] = value(me, i, it);
+    allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, comm);
+    for (std::size_t i = 0; i < n; i += 97) ok = ok && out[i] == sum_of(i, it);
+  }
+  CHECK(all_ranks(ok));
 }
