@@ -21,6 +21,7 @@
 #include "bench/measure.hpp"
 #include "bench/report.hpp"
 #include "bench/settings.hpp"
+#include "exec/single_copy.hpp"
 #include "kernels/table.hpp"
 
 using namespace toroid;
@@ -28,10 +29,24 @@ using namespace toroid::bench;
 
 namespace {
 
-// What auto's cost model predicts for the row (the algorithm auto runs, for auto's row).
-void predict(Row& row, Collective c, Algorithm a, Communicator& comm) {
+// What auto's cost model predicts for the row (the algorithm auto runs, for auto's row; "staged"
+// or "single_copy" where auto's call goes through the node's control block instead, which the
+// model does not price).
+void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::Memory memory) {
   exec::Selector& sel = *comm.impl().selector;
-  const std::uint64_t bytes = row.count * size_of(parse_data_type(row.type));
+  const std::size_t es = size_of(parse_data_type(row.type));
+  const std::uint64_t bytes = row.count * es;
+  if (a == Algorithm::automatic && c != Collective::broadcast &&
+      comm.impl().single_copy_possible()) {
+    if (exec::staged_fits(c, row.count, es, comm.size())) {
+      row.picked = "staged";
+      return;
+    }
+    if (memory == Settings::Memory::toroid && !exec::fits_stage(c, row.count, es, comm.size())) {
+      row.picked = "single_copy";
+      return;
+    }
+  }
   const Algorithm run = a == Algorithm::automatic ? sel.choose(c, bytes) : a;
   row.picked = std::string(to_string(run));
   if (a == Algorithm::mpi) return;
@@ -103,7 +118,7 @@ int run(const Settings& s, int rank) {
                 // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
                 kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
                 Row row = measure(c, s, bytes, a, *comms[t], mode, memory);
-                predict(row, c, a, *comms[t]);
+                predict(row, c, a, *comms[t], memory);
                 if (comms.size() > 1 && a != Algorithm::mpi)
                   row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
                 if (s.modes.size() > 1 && a != Algorithm::mpi)
