@@ -1,7 +1,5 @@
 #include "exec/node_memory.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <new>
 
@@ -10,28 +8,18 @@
 namespace toroid::exec {
 namespace {
 
-std::size_t page_rounded(std::size_t bytes) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return std::max<std::size_t>(1, (bytes + page - 1) / page) * page;
-}
+// Whole pages, at least one (an allocation of nothing still has a part of its own).
+std::size_t whole_pages(std::size_t bytes) { return page_rounded(std::max<std::size_t>(bytes, 1)); }
 
 }  // namespace
 
 NodeMemory::NodeMemory(MPI_Comm comm) {
-  int rank = 0;
-  mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &comm_size_), "MPI_Comm_size");
-  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node_),
-            "MPI_Comm_split_type");
-  mpi_check(MPI_Comm_size(node_, &local_size_), "MPI_Comm_size");
-  mpi_check(MPI_Comm_rank(node_, &my_local_), "MPI_Comm_rank");
-  std::vector<int> ranks(static_cast<std::size_t>(local_size_));
-  mpi_check(MPI_Allgather(&rank, 1, MPI_INT, ranks.data(), 1, MPI_INT, node_), "MPI_Allgather");
-  local_of_rank_.assign(static_cast<std::size_t>(comm_size_), -1);
-  for (int i = 0; i < local_size_; ++i)
-    local_of_rank_[static_cast<std::size_t>(ranks[static_cast<std::size_t>(i)])] = i;
+  NodeRanks n = split_by_node(comm);
+  node_ = n.comm, my_local_ = n.local, local_size_ = n.size;
+  local_of_rank_ = std::move(n.local_of_rank);
   const std::size_t lines =
-      page_rounded(sizeof(RankControl) * static_cast<std::size_t>(local_size_));
+      whole_pages(sizeof(RankControl) * static_cast<std::size_t>(local_size_));
   control_segment_ = std::make_unique<SharedSegment>(
       node_, lines + 2 * kStageBytes * static_cast<std::size_t>(local_size_),
       SharedSegment::Pages::reserved);
@@ -50,7 +38,7 @@ NodeMemory::~NodeMemory() {
 std::shared_ptr<NodeAllocation> NodeMemory::allocate(std::size_t bytes) {
   auto a = std::make_shared<NodeAllocation>();
   a->id = ++next_id_;
-  const std::uint64_t mine = page_rounded(bytes);
+  const std::uint64_t mine = whole_pages(bytes);
   std::vector<std::uint64_t> parts(static_cast<std::size_t>(local_size_));
   mpi_check(MPI_Allgather(&mine, 1, MPI_UINT64_T, parts.data(), 1, MPI_UINT64_T, node_),
             "MPI_Allgather");

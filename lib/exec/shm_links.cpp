@@ -1,7 +1,6 @@
 #include "exec/shm_links.hpp"
 
 #include <sys/statvfs.h>
-#include <unistd.h>
 
 #include <algorithm>
 
@@ -14,11 +13,6 @@ constexpr std::size_t kLine = 64;  // head and tail on lines of their own: no fa
 
 std::size_t channel_bytes(std::size_t slot_bytes, std::uint32_t slots) {
   return 2 * kLine + slot_bytes * slots;
-}
-
-std::size_t page_rounded(std::size_t bytes) {
-  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return (bytes + page - 1) / page * page;
 }
 
 }  // namespace
@@ -57,36 +51,16 @@ std::uint32_t ShmLinks::slots_that_fit(int local_ranks, std::size_t slot_bytes, 
 }
 
 ShmLinks::ShmLinks(MPI_Comm comm) {
-  int size = 0;
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
-  mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node_),
-            "MPI_Comm_split_type");
-  int local = 0;
-  mpi_check(MPI_Comm_size(node_, &local), "MPI_Comm_size");
+  NodeRanks n = split_by_node(comm);
+  node_ = n.comm, my_local_ = n.local;
+  const int local = n.size;
   local_count_ = local;
   node_ranks_ = local;
   slot_bytes_ = slot_bytes_for(local);
   slots_ = deep_slots_for(local, slot_bytes_);
-  mpi_check(MPI_Comm_rank(node_, &my_local_), "MPI_Comm_rank");
-
   // Which communicator ranks share this node, and their index on it.
-  local_index_.assign(static_cast<std::size_t>(size), -1);
-  {
-    MPI_Group world_group, node_group;
-    mpi_check(MPI_Comm_group(comm, &world_group), "MPI_Comm_group");
-    mpi_check(MPI_Comm_group(node_, &node_group), "MPI_Comm_group");
-    std::vector<int> node_ranks(static_cast<std::size_t>(local)),
-        comm_ranks(static_cast<std::size_t>(local));
-    for (int i = 0; i < local; ++i) node_ranks[static_cast<std::size_t>(i)] = i;
-    mpi_check(MPI_Group_translate_ranks(node_group, local, node_ranks.data(), world_group,
-                                        comm_ranks.data()),
-              "MPI_Group_translate_ranks");
-    for (int i = 0; i < local; ++i)
-      local_index_[static_cast<std::size_t>(comm_ranks[static_cast<std::size_t>(i)])] = i;
-    MPI_Group_free(&world_group);
-    MPI_Group_free(&node_group);
-  }
+  local_index_ = std::move(n.local_of_rank);
   if (local < 2) {  // nobody to share with
     reach_no_one();
     return;
