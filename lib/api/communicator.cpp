@@ -158,6 +158,7 @@ MPI_Comm Communicator::mpi_comm() const noexcept { return impl_->comm; }
 std::shared_ptr<void> Communicator::allocate_bytes(std::size_t count, std::size_t elem_size,
                                                    void*& data) {
   Impl& m = *impl_;
+  m.last_call.forget();  // on every rank alike: allocate is collective
   std::shared_ptr<exec::NodeAllocation> a;
   // First the arguments (no MPI inside), then the collective part: a rank that stopped at a bad
   // count must not leave the others inside the node's collectives.

@@ -1,6 +1,7 @@
 // What a Communicator holds: separate parts, each with its own job.
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -42,6 +43,18 @@ class ScheduleCache {
   std::uint64_t serial_ = 0;
 };
 
+// The last blocking call that ran a schedule, kept so that the same call again (the common case
+// in a training loop: the same buffers every step) starts its bound op at once, skipping
+// validation, the choice of algorithm, the schedule lookup and the op pool. Only calls whose
+// path follows from this rank's own arguments are kept (not the single-copy ones, whose path
+// depends on every rank's), never with argument checking on (that compares across ranks every
+// call), and none survive an allocate (memory that becomes toroid's changes a call's path).
+struct RepeatedCall {
+  std::array<std::uint64_t, 8> key{};
+  std::shared_ptr<exec::Op> op;
+  void forget() { op.reset(); }
+};
+
 struct Communicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
   MPI_Comm row = MPI_COMM_NULL;     // ranks with my y (ordered by x)
@@ -51,6 +64,7 @@ struct Communicator::Impl {
   Torus2D topology{1, 1};
   topology::NodeLayout nodes;
   ScheduleCache schedules;
+  RepeatedCall last_call;
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi
   std::unique_ptr<exec::Selector> selector;  // `auto`

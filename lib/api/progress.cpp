@@ -75,6 +75,12 @@ void Progress::start(const std::shared_ptr<exec::Op>& op) {
   if (thread_.joinable()) wake_.notify_one();
 }
 
+void Progress::run(const std::shared_ptr<exec::Op>& op) {
+  Hold hold(*this);
+  engine_.start(op, true);
+  engine_.wait(*op);
+}
+
 void Progress::wait(exec::Op& op) {
   Hold hold(*this);
   engine_.wait(op);

@@ -39,6 +39,8 @@ class Progress {
                                     const exec::ExecParams& params, bool own = false);
   void start(const std::shared_ptr<exec::Op>& op);
   void wait(exec::Op& op);
+  // A blocking call: start and wait under one hold of the mutex (the caller moves it all).
+  void run(const std::shared_ptr<exec::Op>& op);
   bool test(exec::Op& op);
   void wait_all();
   bool finished(const exec::Op& op);  // not active any more; moves nothing

@@ -328,3 +328,29 @@ TEST_CASE("single-copy: back-to-back staged calls never read a stage of the next
   }
   CHECK(all_ranks(ok));
 }
+
+TEST_CASE("repeated blocking calls reuse their op, never across an allocate or with checking",
+          "[single_copy]") {
+  for (const bool check : {false, true}) {
+    Options o;
+    o.check = check;
+    Communicator comm(MPI_COMM_WORLD, o);
+    // Above the staged sizes: this call runs its schedule on ordinary memory at any rank count.
+    const std::size_t n = 20'000;
+    std::vector<float> in(n), out(n);
+    bool ok = true;
+    for (int it = 0; it < 4; ++it) {
+      for (std::size_t i = 0; i < n; ++i) in[i] = value(world_rank(), i, it);
+      allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, comm);
+      for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == sum_of(i, it);
+      ok = ok && (comm.impl().last_call.op != nullptr) == !check;
+    }
+    // Memory that becomes toroid's may change a call's path: allocate forgets the last call.
+    Buffer<float> b = comm.allocate<float>(n);
+    ok = ok && comm.impl().last_call.op == nullptr;
+    // Another call (other arguments) replaces the kept one and is right too.
+    allreduce(std::span<const float>(out), std::span<float>(in), ReduceOp::max, comm);
+    for (std::size_t i = 0; i < n; ++i) ok = ok && in[i] == sum_of(i, 3);
+    CHECK(all_ranks(ok));
+  }
+}
