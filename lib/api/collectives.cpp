@@ -178,12 +178,16 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   c.algo = requested.value_or(m.config.algorithm);
   const Span group = span_of(c, m);
   auto check_args = [&] { validate(c, m.rank, group); };
+  if (m.config.check)
+    api::run_agreed(m.comm, check_args, m.config.timeout_s);
+  else
+    check_args();
+  // After validation: the arguments' addresses are only computed with once they are sane.
   std::optional<exec::SingleCopyCall> single_copy;
   if (m.memory)
     single_copy =
         single_copy_form(c, m, in_place(c, block_of(full_count(c), group.size, group.position)));
   if (m.config.check) {
-    api::run_agreed(m.comm, check_args, m.config.timeout_s);
     api::require_agreement(
         m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
         {{"collective", static_cast<std::int64_t>(c.collective), named<Collective>},
@@ -196,8 +200,6 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
          {"form", static_cast<std::int64_t>(std::strlen(form))},
          {"buffers", single_copy.has_value() && !single_copy->staged, buffers_name}},
         m.config.timeout_s);
-  } else {
-    check_args();
   }
   Prepared p;
   p.call = c;

@@ -65,7 +65,9 @@ std::optional<SharedPlace> NodeMemory::find(const void* p, std::size_t bytes) co
   --it;
   const auto a = it->second.lock();
   if (!a) return std::nullopt;
-  const std::size_t offset = static_cast<std::size_t>(b - it->first);
+  // As integers: b may lie outside the part (then the offset is large, and refused below).
+  const std::size_t offset =
+      reinterpret_cast<std::uintptr_t>(b) - reinterpret_cast<std::uintptr_t>(it->first);
   if (offset > a->part_bytes[static_cast<std::size_t>(my_local_)] ||
       bytes > a->part_bytes[static_cast<std::size_t>(my_local_)] - offset)
     return std::nullopt;
