@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/mpi_check.hpp"
+#include "core/who_holds.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::api {
@@ -55,16 +56,6 @@ void finish(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call)
       std::abort();
     }
   }
-}
-
-// "ranks 0,1,3 have 1048576; rank 2 has 1048552": each group's ranks and what they hold.
-std::string who_holds(const std::vector<std::pair<std::string, std::vector<int>>>& groups) {
-  std::string detail;
-  for (const auto& [held, ranks] : groups)
-    detail += fmt::format("{}{} {} {} {}", detail.empty() ? "" : "; ",
-                          ranks.size() == 1 ? "rank" : "ranks", fmt::join(ranks, ","),
-                          ranks.size() == 1 ? "has" : "have", held);
-  return detail;
 }
 
 }  // namespace
@@ -125,7 +116,7 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
     std::map<std::int64_t, std::vector<int>> holders;
     for (int r = 0; r < size; ++r) holders[all[static_cast<std::size_t>(r) * n + i]].push_back(r);
     if (holders.size() == 1) continue;
-    std::vector<std::pair<std::string, std::vector<int>>> groups;
+    Holders groups;
     for (auto& [value, ranks] : holders)
       groups.emplace_back(
           fields[i].show ? std::string(fields[i].show(value)) : std::to_string(value),
@@ -174,17 +165,10 @@ void require_same_environment(MPI_Comm comm, const std::vector<const char*>& nam
     std::copy_n(v.begin(), std::min<std::size_t>(v.size(), kText - 1), text.begin());
     mpi_check(MPI_Allgather(text.data(), kText, MPI_CHAR, texts.data(), kText, MPI_CHAR, comm),
               "MPI_Allgather");
-    // Values in the order of the lowest rank that holds each.
-    std::vector<std::pair<std::string, std::vector<int>>> holders;
-    for (int r = 0; r < size; ++r) {
-      std::string value(texts.data() + static_cast<std::size_t>(r) * kText);
-      auto it = std::find_if(holders.begin(), holders.end(),
-                             [&](const auto& h) { return h.first == value; });
-      if (it == holders.end())
-        holders.push_back({std::move(value), {r}});
-      else
-        it->second.push_back(r);
-    }
+    std::vector<std::string> values;
+    for (int r = 0; r < size; ++r)
+      values.emplace_back(texts.data() + static_cast<std::size_t>(r) * kText);
+    Holders holders = holders_by_first_rank(values);
     for (auto& [value, ranks] : holders) value = value.empty() ? "it unset" : "'" + value + "'";
     throw InvalidArgument(
         fmt::format("{} differs between ranks: {} (every rank must see the same TOROID_* "

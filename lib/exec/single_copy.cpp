@@ -7,7 +7,9 @@
 #include <cstring>
 #include <string>
 #include <tuple>
+#include <vector>
 
+#include "core/who_holds.hpp"
 #include "kernels/reduce.hpp"
 #include "toroid/error.hpp"
 
@@ -117,15 +119,16 @@ bool SingleCopy::enter() {
           {"type",
            [](const CallPost& p) { return std::string(to_string(static_cast<DataType>(p.type))); }},
           {"op",
-           [](const CallPost& p) { return std::string(to_string(static_cast<ReduceOp>(p.op))); }}};
+           [](const CallPost& p) { return std::string(to_string(static_cast<ReduceOp>(p.op))); }},
+          {"path",
+           [](const CallPost& p) { return std::string(p.staged ? "staged" : "single-copy"); }}};
       std::string text;
       for (const auto& [name, show] : fields) {
-        bool same = true;
-        for (int k = 1; k < call_.size; ++k) same = same && show(post_of(k)) == show(post_of(0));
-        if (same) continue;
-        text = fmt::format("{} differs between ranks:", name);
-        for (int k = 0; k < call_.size; ++k)
-          text += fmt::format("{} rank {} has {}", k ? "," : "", k, show(post_of(k)));
+        std::vector<std::string> values;
+        for (int k = 0; k < call_.size; ++k) values.push_back(show(post_of(k)));
+        const Holders holders = holders_by_first_rank(values);
+        if (holders.size() == 1) continue;
+        text = fmt::format("{} differs between ranks: {}", name, who_holds(holders));
         break;
       }
       state_ = State::finished;
