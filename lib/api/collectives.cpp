@@ -128,8 +128,9 @@ Algorithm resolve(const Call& c, const Communicator::Impl& m) {
 // where this rank's call qualifies: `auto`, the whole communicator, all on one node; staged when
 // it is small (any memory; at 3 ranks and more), else single-copy when its input and output are
 // toroid's buffers (Communicator::allocate; whether every rank's are is settled inside the call).
+// `own`: this rank's block of the whole vector (no axis here: the group is the communicator).
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
-                                                     bool in_place) {
+                                                     const Block& own, bool in_place) {
   if (c.algo != Algorithm::automatic || c.axis || c.collective == Collective::broadcast ||
       !m.single_copy_possible())
     return std::nullopt;
@@ -144,7 +145,6 @@ std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Commun
     s.out_data = static_cast<std::byte*>(c.out);
     return s;
   }
-  const Block own = block_of(count, m.size, m.rank);
   const std::uint64_t out_count =
       c.collective == Collective::reduce_scatter && !in_place ? own.count : count;
   const std::uint64_t in_count = c.collective == Collective::allgather ? own.count : count;
@@ -183,10 +183,10 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   else
     check_args();
   // After validation: the arguments' addresses are only computed with once they are sane.
+  const Block own = block_of(full_count(c), group.size, group.position);
+  const bool ip = in_place(c, own);
   std::optional<exec::SingleCopyCall> single_copy;
-  if (m.memory)
-    single_copy =
-        single_copy_form(c, m, in_place(c, block_of(full_count(c), group.size, group.position)));
+  if (m.memory) single_copy = single_copy_form(c, m, own, ip);
   if (m.config.check) {
     api::require_agreement(
         m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
@@ -205,8 +205,6 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   p.call = c;
   p.single_copy = single_copy;
   p.count = full_count(c);
-  const Block own = block_of(p.count, group.size, group.position);
-  const bool ip = in_place(c, own);
   const Algorithm algo = resolve(c, m);
   // Named for messages (a request's errors, the watchdog's), formatted only when one is shown.
   p.params.what = {form, along(c), c.collective, algo, true};
@@ -245,7 +243,7 @@ std::shared_ptr<exec::Op> single_copy_op(Communicator::Impl& m, const Prepared& 
 }
 
 // Everything a blocking call's path and op depend on (with the communicator's settings fixed).
-std::array<std::uint64_t, 8> key_of(const Call& c, Algorithm algo) {
+std::array<std::uint64_t, 6> key_of(const Call& c, Algorithm algo) {
   return {static_cast<std::uint64_t>(c.collective) | static_cast<std::uint64_t>(c.type) << 8 |
               static_cast<std::uint64_t>(c.op) << 16 | static_cast<std::uint64_t>(algo) << 24 |
               static_cast<std::uint64_t>(c.axis ? static_cast<int>(*c.axis) + 1 : 0) << 32,
@@ -253,9 +251,7 @@ std::array<std::uint64_t, 8> key_of(const Call& c, Algorithm algo) {
           c.in_count,
           reinterpret_cast<std::uintptr_t>(c.out),
           c.out_count,
-          static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.root)),
-          0,
-          0};
+          static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.root))};
 }
 
 void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {

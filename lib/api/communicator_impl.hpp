@@ -50,7 +50,7 @@ class ScheduleCache {
 // depends on every rank's), never with argument checking on (that compares across ranks every
 // call), and none survive an allocate (memory that becomes toroid's changes a call's path).
 struct RepeatedCall {
-  std::array<std::uint64_t, 8> key{};
+  std::array<std::uint64_t, 6> key{};
   std::shared_ptr<exec::Op> op;
   void forget() { op.reset(); }
 };
@@ -69,10 +69,11 @@ struct Communicator::Impl {
   std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi
   std::unique_ptr<exec::Selector> selector;  // `auto`
   std::shared_ptr<api::Progress> progress;  // after links: destroyed first; requests hold it weakly
-  // Shared memory handed to the program (Communicator::allocate); made by the first allocate.
+  // The node's control block and the memory handed to the program (Communicator::allocate):
+  // made at construction where the whole communicator is on one node, else by the first allocate.
   std::unique_ptr<exec::NodeMemory> memory;
-  // Whether a blocking collective of toroid-allocated buffers may take the single-copy path
-  // (exec/single_copy.hpp): all ranks on one node (real, and one emulated node), not transport mpi.
+  // Whether a collective may take the staged or single-copy path (exec/single_copy.hpp): all
+  // ranks on one node (real, and one emulated node), not transport mpi.
   bool single_copy_possible() const {
     return memory && memory->whole_communicator() && nodes.nodes == 1 &&
            config.transport != Transport::mpi;
