@@ -14,6 +14,8 @@ enum class Algorithm {
   hierarchical,        // node-local reduce-scatter, all-reduce across nodes, node-local all-gather
   recursive_doubling,  // log2(p) exchanges of the whole vector (small messages)
   rabenseifner,        // recursive halving reduce-scatter + recursive doubling all-gather
+  swing,               // Swing: halving with short-cut ring peers, every torus port at once
+  swing_latency,       // Swing's peers, the whole vector each step (small messages)
   mpi,                 // the stock MPI collective of the same MPI library
 };
 
@@ -25,14 +27,16 @@ inline constexpr Algorithm all_algorithms[] = {Algorithm::automatic,
                                                Algorithm::hierarchical,
                                                Algorithm::recursive_doubling,
                                                Algorithm::rabenseifner,
+                                               Algorithm::swing,
+                                               Algorithm::swing_latency,
                                                Algorithm::mpi};
 
 enum class Collective { allreduce, reduce_scatter, allgather, broadcast };
 
 std::string_view to_string(Algorithm a) noexcept;
 std::string_view to_string(Collective c) noexcept;
-// Whether `a` has a schedule (or stock call) for collective `c`; the latency, hierarchical and
-// torus2d_both algorithms implement all-reduce only; broadcast has ring (two chains around the
+// Whether `a` has a schedule (or stock call) for collective `c`; the latency, swing, hierarchical
+// and torus2d_both algorithms implement all-reduce only; broadcast has ring (two chains around the
 // rank ring), torus2d (row chains, then column chains), recursive_doubling (a binomial tree),
 // mpi and auto.
 bool implements(Algorithm a, Collective c) noexcept;

@@ -25,6 +25,10 @@ std::string_view to_string(Algorithm a) noexcept {
       return "recursive_doubling";
     case Algorithm::rabenseifner:
       return "rabenseifner";
+    case Algorithm::swing:
+      return "swing";
+    case Algorithm::swing_latency:
+      return "swing_latency";
     case Algorithm::mpi:
       return "mpi";
   }
@@ -54,6 +58,8 @@ bool implements(Algorithm a, Collective c) noexcept {
     case Algorithm::hierarchical:
     case Algorithm::recursive_doubling:
     case Algorithm::rabenseifner:
+    case Algorithm::swing:
+    case Algorithm::swing_latency:
       return c == Collective::allreduce;
     default:
       return true;

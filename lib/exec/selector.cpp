@@ -15,7 +15,8 @@ namespace {
 constexpr Algorithm kCandidates[] = {Algorithm::ring,         Algorithm::bidir_ring,
                                      Algorithm::torus2d,      Algorithm::torus2d_both,
                                      Algorithm::hierarchical, Algorithm::recursive_doubling,
-                                     Algorithm::rabenseifner};
+                                     Algorithm::rabenseifner, Algorithm::swing,
+                                     Algorithm::swing_latency};
 
 // Crossovers of the fixed rule (bytes of the whole vector), measured with toroid-bench on one
 // node over MPI before the shared-memory transport.

@@ -83,27 +83,36 @@ Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t se
   if (m_.endpoints) return reserve_endpoints(a, b, bytes, segment_bytes, ready, source_done);
   path_.clear();
   route_into(m_.topology, a, b, path_, hops_);
-  double bw = 0, latency = 0;
-  for (int d = 0; d < 2; ++d) {
-    if (hops_[d] == 0) continue;
-    bw = bw == 0 ? m_.link_bytes_per_s[d] : std::min(bw, m_.link_bytes_per_s[d]);
-    latency += hops_[d] * m_.hop_latency_s[d];
-  }
   Reservation r;
   r.hops = static_cast<int>(path_.size());
-  const double seg = static_cast<double>(std::min(bytes, segment_bytes));
-  const double duration = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
+  double bw = 0;  // the slowest dimension crossed
+  for (int d = 0; d < 2; ++d)
+    if (hops_[d] > 0) bw = bw == 0 ? m_.link_bytes_per_s[d] : std::min(bw, m_.link_bytes_per_s[d]);
+  const double seg = bw > 0 ? static_cast<double>(std::min(bytes, segment_bytes)) / bw : 0.0;
+  const double slowest = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
   // A send behind its source cannot end before the source's last segment is in and sent.
-  r.start =
-      std::max(ready, source_done > 0 ? source_done + (bw > 0 ? seg / bw : 0.0) - duration : 0.0);
-  for (int l : path_) r.start = std::max(r.start, free_[l]);
-  for (int l : path_) {
-    free_[l] = r.start + duration;
+  const double head = std::max(ready, source_done > 0 ? source_done + seg - slowest : 0.0);
+  r.start = head;
+  // Each link of the route is a FIFO of its own: the transfer takes it once it is free and
+  // holds it for its bytes; the last byte arrives when every link has carried it, plus the
+  // route's hop latencies. Links are not coupled along the route (no link waits idle for
+  // another one, as with buffering routers): transfers that share a chain of links end when
+  // fair sharing would end them, where holding the whole route at once left links idle
+  // behind a busy one further on.
+  double first = head, last = head, latency = 0;
+  for (const int l : path_) {
+    const int d = (l % 4) < 2 ? 0 : 1;
+    const double duration = static_cast<double>(bytes) / m_.link_bytes_per_s[d];
+    const double begin = std::max(head, free_[l]);
+    first = std::max(first, begin);
+    last = std::max(last, begin + duration);
+    latency += m_.hop_latency_s[d];
+    free_[l] = begin + duration;
     bytes_[l] += bytes;
     busy_[l] += duration;
   }
-  r.arrive = r.start + latency + duration;
-  r.first_segment = r.start + latency + (bw > 0 ? seg / bw : 0.0);
+  r.arrive = last + latency;
+  r.first_segment = first + latency + seg;
   return r;
 }
 

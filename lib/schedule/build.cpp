@@ -54,6 +54,10 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
       case Algorithm::rabenseifner:
         s = build_halving_doubling(a, r, ctx);
         break;
+      case Algorithm::swing:
+      case Algorithm::swing_latency:
+        s = build_swing(a, r, ctx);
+        break;
       case Algorithm::automatic:
       case Algorithm::mpi:
         return refuse("no schedule: resolved by the caller");

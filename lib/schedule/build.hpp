@@ -36,6 +36,7 @@ Schedule build_linear(Algorithm a, const Request& r, const Context& ctx);  // ri
 Schedule build_torus2d(bool both, const Request& r, const Context& ctx);
 Schedule build_hierarchical(const Request& r, const Context& ctx);
 Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ctx);
+Schedule build_swing(Algorithm a, const Request& r, const Context& ctx);  // swing, swing_latency
 Schedule build_broadcast(Algorithm a, const Request& r,
                          const Context& ctx);  // ring, torus2d, recursive_doubling
 

@@ -36,7 +36,8 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedule
   const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
                              Algorithm::torus2d,      Algorithm::torus2d_both,
                              Algorithm::hierarchical, Algorithm::recursive_doubling,
-                             Algorithm::rabenseifner};
+                             Algorithm::rabenseifner, Algorithm::swing,
+                             Algorithm::swing_latency};
   for (int x = 1; x <= 8; ++x)
     for (int y = 1; y <= 8; ++y)
       for (int wrap = 0; wrap < 4; ++wrap) {
@@ -46,7 +47,8 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedule
           for (Collective c : kAll) {
             if (!implements(a, c)) continue;
             // Only the torus algorithms look at wraparound; the others run once per shape.
-            const bool follows_shape = a == Algorithm::torus2d || a == Algorithm::torus2d_both;
+            const bool follows_shape = a == Algorithm::torus2d || a == Algorithm::torus2d_both ||
+                                       a == Algorithm::swing || a == Algorithm::swing_latency;
             if (!follows_shape && wrap != 3) continue;
             for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t(p - 1),
                                     std::uint64_t(4 * p + 3), std::uint64_t{97}})
@@ -63,7 +65,8 @@ TEST_CASE("every algorithm for every type and op (avg included)", "[schedules]")
   const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
                              Algorithm::torus2d,      Algorithm::torus2d_both,
                              Algorithm::hierarchical, Algorithm::recursive_doubling,
-                             Algorithm::rabenseifner};
+                             Algorithm::rabenseifner, Algorithm::swing,
+                             Algorithm::swing_latency};
   for (DataType t :
        {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
     for (ReduceOp op :

@@ -1,0 +1,204 @@
+// Swing all-reduce (swing_pattern.hpp: who talks to whom), on a ring or a 2D torus.
+//
+//   fold     per dimension of size k, with k2 = the largest power of two <= k and rem = k − k2:
+//            coordinates c < 2·rem pair up (c even with c+1, physical neighbours); the even one
+//            hands its whole vector to c+1 and sits out until the result comes back. X folds
+//            first, then Y among the ranks still in; what remains is a k2x × k2y virtual grid,
+//            virtual coordinate n at real n < rem ? 2n+1 : n + rem.
+//   part     a share of the vector with its own pattern: a first dimension and plain or
+//            mirrored peers. `swing` runs 2·D parts at once (D = dimensions of size > 1), so in
+//            every step each chip sends on both directions of every dimension it uses:
+//
+//                 part 0: X first, plain      part 1: X first, mirrored
+//                 part 2: Y first, plain      part 3: Y first, mirrored
+//
+//            step 0 of part 0 sends even→+x, odd→−x; of part 1 even→−x, odd→+x: together every
+//            X link direction carries a quarter of the half each sends.
+//
+// swing (bandwidth-optimal), per part: a reduce-scatter halving the part's data at every move,
+// keeping the half of its own class (the blocks at the positions of its class), then an
+// all-gather retracing the moves in reverse: 2·log2(p2) steps, 2(p2−1)/p2 of the vector sent
+// per rank, the distance of move s about 2^(s/D+1)/3 hops while the data is 1/2^(s+1).
+//
+//     positions   [ 0 1 2 3 | 4 5 6 7 ]   move 0: keep my half, send the other to my peer
+//                 [ 0 1 | 2 3 ]           move 1: halve again with the next peer ...
+//
+// swing_latency: the whole vector at every move (recursive doubling with Swing's peers, the
+// farthest move first): log2(p2) steps; partial vectors alternate between two scratch slots so a
+// step never writes what it sends.
+#include <bit>
+
+#include "schedule/build.hpp"
+#include "schedule/group.hpp"
+#include "schedule/swing_pattern.hpp"
+
+namespace toroid::schedule {
+namespace {
+
+struct Builder {
+  Schedule& s;
+  std::uint32_t phase = 0;
+  void add(Kind k, int peer, int tag, Chunk src, Chunk dst) {
+    if ((k == Kind::send ? src.count : dst.count) > 0)
+      s.steps.push_back({k, peer, tag, phase, src, dst});
+  }
+};
+
+// The fold of one dimension, seen from one coordinate.
+struct DimensionFold {
+  int k2 = 1, rem = 0;
+  explicit DimensionFold(int k) : k2(static_cast<int>(std::bit_floor(static_cast<unsigned>(k)))), rem(k - k2) {}
+  bool sends(int c) const { return c < 2 * rem && c % 2 == 0; }      // hands over, sits out
+  bool receives(int c) const { return c < 2 * rem && c % 2 == 1; }   // takes a neighbour's
+  int virtual_of(int c) const { return c < 2 * rem ? c / 2 : c - rem; }
+  int real_of(int n) const { return n < rem ? 2 * n + 1 : n + rem; }
+};
+
+struct Grid {
+  const Torus2D& t;
+  DimensionFold x, y;
+  explicit Grid(const Torus2D& topology) : t(topology), x(t.x_dim()), y(t.y_dim()) {}
+  int rank_of_virtual(Coord v) const { return t.rank_of({x.real_of(v.x), y.real_of(v.y)}); }
+  Coord virtual_of(Coord c) const { return {x.virtual_of(c.x), y.virtual_of(c.y)}; }
+};
+
+// The halving reduce-scatter and doubling all-gather of one part on `region`.
+void append_part(Builder& b, const Grid& g, const SwingPattern& pattern, Coord me, Block region,
+                 int tag, Buf from, bool average, std::uint32_t divisor) {
+  const int moves = static_cast<int>(pattern.moves().size());
+  const Blocks blocks = even_blocks(region.offset, region.count, pattern.size());
+  auto range = [&](std::uint32_t lo, std::uint32_t hi) {  // blocks [lo, hi) as one chunk
+    const std::uint64_t begin = blocks[lo].offset, end = blocks[hi - 1].offset + blocks[hi - 1].count;
+    return Block{begin, end - begin};
+  };
+  const std::uint32_t position = pattern.position(me);
+  std::uint32_t lo = 0, hi = static_cast<std::uint32_t>(pattern.size());
+  for (int s = 0; s < moves; ++s) {
+    const int peer = g.rank_of_virtual(pattern.peer(me, s));
+    const std::uint32_t mask = 1U << (moves - 1 - s), mid = lo + (hi - lo) / 2;
+    const bool lower = (position & mask) == 0;
+    const Block keep = lower ? range(lo, mid) : range(mid, hi);
+    const Block give = lower ? range(mid, hi) : range(lo, mid);
+    b.add(Kind::send, peer, tag, chunk(from, give), {});
+    b.add(Kind::recv_reduce, peer, tag, chunk(from, keep), chunk(Buf::output, keep));
+    ++b.phase;
+    (lower ? hi : lo) = mid;
+    from = Buf::output;
+  }
+  b.phase = append_average(b.s, average, chunk(Buf::output, blocks[position]), divisor, b.phase);
+  for (int s = moves - 1; s >= 0; --s) {
+    const Coord peer_at = pattern.peer(me, s);
+    const std::uint32_t mask = 1U << (moves - 1 - s);
+    const std::uint32_t mine = position & ~(mask - 1), theirs = pattern.position(peer_at) & ~(mask - 1);
+    const int peer = g.rank_of_virtual(peer_at);
+    b.add(Kind::send, peer, tag, chunk(Buf::output, range(mine, mine + mask)), {});
+    b.add(Kind::recv, peer, tag, {}, chunk(Buf::output, range(theirs, theirs + mask)));
+    ++b.phase;
+  }
+}
+
+}  // namespace
+
+Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
+  Schedule s;
+  const Torus2D& t = ctx.topology;
+  const int p = ctx.nranks(), rank = ctx.rank;
+  const std::uint64_t n = r.count;
+  const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
+  const bool latency = a == Algorithm::swing_latency;
+  if (p == 1) {
+    if (!r.in_place && n > 0) s.steps.push_back({Kind::copy, -1, 0, 0, input, output});
+    return s;
+  }
+  const Grid g(t);
+  const Coord me = t.coord_of(rank);
+  const auto divisor = static_cast<std::uint32_t>(p);
+  Builder b{s};
+  if (latency) s.scratch_count = 2 * n;
+  // Latency form: every reduction writes a fresh target (scratch slots in turn, the last one the
+  // output), so counting the writes first tells which one is last.
+  const bool x_in = !g.x.sends(me.x);
+  // The fold partners (only asked for by ranks that fold).
+  auto neighbour_x = [&] { return t.rank_of({me.x + (g.x.sends(me.x) ? 1 : -1), me.y}); };
+  auto neighbour_y = [&] { return t.rank_of({me.x, me.y + (g.y.sends(me.y) ? 1 : -1)}); };
+  const SwingPattern latency_pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
+                                     g.x.k2 > 1 ? Axis::x : Axis::y, false);
+  const int writes = static_cast<int>(latency_pattern.moves().size()) + (g.x.receives(me.x) ? 1 : 0) +
+                     (x_in && g.y.receives(me.y) ? 1 : 0);
+  const bool last_to_output = !(writes == 1 && r.in_place);
+  int written = 0;
+  auto target = [&]() -> Chunk {
+    if (!latency) return output;
+    const bool last = written == writes - 1;
+    const Chunk c = last && last_to_output
+                        ? output
+                        : Chunk{Buf::scratch, static_cast<std::uint64_t>(written % 2) * n, n};
+    ++written;
+    return c;
+  };
+  Chunk cur = input;
+  // Fold X, then Y.
+  if (g.x.sends(me.x)) {
+    b.add(Kind::send, neighbour_x(), 0, input, {});
+    ++b.phase;
+    b.add(Kind::recv, neighbour_x(), 0, {}, output);
+    return s;
+  }
+  if (g.x.receives(me.x)) {
+    const Chunk to = target();
+    b.add(Kind::recv_reduce, neighbour_x(), 0, cur, to);
+    ++b.phase;
+    cur = to;
+  }
+  if (g.y.sends(me.y)) {
+    b.add(Kind::send, neighbour_y(), 0, cur, {});
+    ++b.phase;
+    b.add(Kind::recv, neighbour_y(), 0, {}, output);
+    ++b.phase;
+    if (g.x.receives(me.x)) b.add(Kind::send, neighbour_x(), 0, output, {});
+    return s;
+  }
+  if (g.y.receives(me.y)) {
+    const Chunk to = target();
+    b.add(Kind::recv_reduce, neighbour_y(), 0, cur, to);
+    ++b.phase;
+    cur = to;
+  }
+  const Coord v = g.virtual_of(me);
+  if (latency) {
+    const int moves = static_cast<int>(latency_pattern.moves().size());
+    for (int m = moves - 1; m >= 0; --m) {  // the farthest move first
+      const int peer = g.rank_of_virtual(latency_pattern.peer(v, m));
+      const Chunk to = target();
+      b.add(Kind::send, peer, 0, cur, {});
+      b.add(Kind::recv_reduce, peer, 0, cur, to);
+      ++b.phase;
+      cur = to;
+    }
+    if (cur.buf != Buf::output && n > 0) s.steps.push_back({Kind::copy, -1, 0, b.phase++, cur, output});
+    b.phase = append_average(s, r.average, output, divisor, b.phase);
+  } else {
+    // One part per (first dimension, plain or mirrored); dimensions of virtual size 1 have none.
+    std::vector<std::pair<Axis, bool>> parts;
+    for (Axis first : {Axis::x, Axis::y})
+      if ((first == Axis::x ? g.x.k2 : g.y.k2) > 1)
+        for (bool mirrored : {false, true}) parts.emplace_back(first, mirrored);
+    const Blocks regions = even_blocks(0, n, static_cast<int>(parts.size()));
+    const std::uint32_t start = b.phase;
+    std::uint32_t end = start;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      const SwingPattern pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
+                                 parts[i].first, parts[i].second);
+      b.phase = start;
+      append_part(b, g, pattern, v, regions[i], static_cast<int>(i), cur.buf, r.average, divisor);
+      end = std::max(end, b.phase);
+    }
+    b.phase = end;
+  }
+  // Unfold: the result goes back to the ranks that sat out.
+  if (g.y.receives(me.y)) b.add(Kind::send, neighbour_y(), 0, output, {});
+  if (g.x.receives(me.x)) b.add(Kind::send, neighbour_x(), 0, output, {});
+  return s;
+}
+
+}  // namespace toroid::schedule

@@ -1,0 +1,84 @@
+// Who talks to whom in the Swing algorithms, and where each rank's block lies.
+//
+// Swing (De Sensi, Bonato, Saam, Hoefler, NSDI 2024) short-cuts a ring: at relative step j of
+// a dimension of k coordinates (k a power of two), coordinate c talks to
+//
+//   c + ρ(j) (c even),  c − ρ(j) (c odd)  (mod k),   ρ(j) = Σ_{i=0..j} (−2)^i = 1, −1, 3, −5, 11, …
+//
+// so the distance grows as about 2^(j+1)/3 while the data halves, and every step crosses the
+// ring's wraparound links as often as its inner ones. *Mirrored*, the signs flip (the same
+// pattern seen from the other direction). A dimension without wraparound (a mesh line) has no
+// short cut to take: there, step j pairs c with c XOR 2^j (distance doubling), whose every
+// message stays on the line.
+//
+//   k = 8, steps j = 0, 1, 2 (ρ = 1, −1, 3):
+//     j=0   0-1  2-3  4-5  6-7
+//     j=1   0-7  2-1  4-3  6-5          (7 is 0's wraparound neighbour)
+//     j=2   0-3  2-5  4-7  6-1
+//
+// On a 2D grid the *moves* alternate between the dimensions, starting with `first`; a
+// dimension whose steps are used up drops out. Move s changes one coordinate as above.
+//
+// The *class* of rank r at level s, T(r, s), is the set of ranks r reaches through moves
+// s, s+1, …: r and its move-s peer share T(·, s) and split it into their two level-(s+1)
+// classes (what each keeps in a reduce-scatter halving the data). The classes of one level
+// partition the ranks (checked as the pattern is built; it holds for these peers when k is a
+// power of two), so ordering the ranks depth-first by class makes every class a contiguous,
+// aligned range of *positions*: rank r's block sits at position(r) of the vector cut into
+// p blocks, and the blocks exchanged at every step are one contiguous range. This is how a
+// Swing reduce-scatter is a recursive halving with a different rank numbering.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "toroid/topology.hpp"
+
+namespace toroid::schedule {
+
+// One dimension of power-of-two size: its peers per relative step and its depth-first order.
+class SwingDimension {
+ public:
+  SwingDimension() = default;
+  // k a power of two >= 1; `short_cut`: Swing's peers (a ring), else XOR (a line).
+  SwingDimension(int k, bool short_cut, bool mirrored);
+
+  int size() const { return k_; }
+  int steps() const { return steps_; }
+  int peer(int c, int j) const;
+  int position(int c) const { return position_[static_cast<std::size_t>(c)]; }
+
+ private:
+  int k_ = 1, steps_ = 0;
+  bool short_cut_ = false, mirrored_ = false;
+  std::vector<int> position_;
+};
+
+// A power-of-two grid (the virtual grid after folding) and its moves.
+class SwingPattern {
+ public:
+  struct Move {
+    Axis axis = Axis::x;
+    int step = 0;  // relative step along that axis
+  };
+
+  SwingPattern(int kx, int ky, bool short_cut_x, bool short_cut_y, Axis first, bool mirrored);
+
+  int size() const { return dims_[0].size() * dims_[1].size(); }
+  const std::vector<Move>& moves() const { return moves_; }
+  // Virtual coordinates -> the peer's virtual coordinates at move s.
+  Coord peer(Coord c, int s) const;
+  // Where the block of the rank at c lies, 0..size()-1; bit (moves - 1 - s) is the half it
+  // keeps at move s.
+  std::uint32_t position(Coord c) const;
+
+ private:
+  std::array<SwingDimension, 2> dims_;
+  std::vector<Move> moves_;
+};
+
+// ρ(j) = Σ_{i=0..j} (−2)^i.
+std::int64_t swing_rho(int j);
+
+}  // namespace toroid::schedule
