@@ -47,6 +47,14 @@ int main(int argc, char** argv) {
   const std::vector<int> nodes = nodes_of(o);
   Report report(out, o);
   report.begin();
+  std::FILE* links = nullptr;
+  if (!o.links.empty()) {
+    if (!(links = std::fopen(o.links.c_str(), "w"))) {
+      fmt::print(stderr, "toroid-sim: --links: cannot open '{}' for writing\n", o.links);
+      return 2;
+    }
+    write_links_header(links, o);
+  }
   int status = 0;
   for (Collective c : o.ops)
     for (Algorithm a : o.algos) {
@@ -60,10 +68,12 @@ int main(int argc, char** argv) {
         row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (!row.result.error.empty()) status = 1;
         report.row(row);
+        if (links) write_links(links, o, row);
         std::fflush(out);
       }
     }
   report.end();
+  if (links) std::fclose(links);
   if (out != stdout) std::fclose(out);
   return status;
 }

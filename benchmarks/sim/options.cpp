@@ -113,6 +113,9 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "chips-per-node", po::value(&o.chips_per_node)->default_value(0),
       "hierarchical: consecutive chips per node (0: one row of X chips)")(
       "phases", "also print rank 0's time per phase")(
+      "links", po::value(&o.links),
+      "write every link direction's bytes and busy time per row to this CSV file "
+      "(scripts/plot_links.py draws it)")(
       "format", po::value(&o.format)->default_value(o.format), "table | csv | json")(
       "output", po::value(&o.output), "write to this file instead of stdout")(
       "calibrate",

@@ -22,6 +22,7 @@ struct Options {
   std::string format = "table";
   std::string output;
   bool phases = false;  // rank 0's per-phase breakdown too
+  std::string links;    // set: every link direction's bytes and busy time of every row, as CSV
   // --calibrate (under mpirun -np 2)
   bool calibrate = false;
   std::uint64_t calibrate_max = 64ull << 20;

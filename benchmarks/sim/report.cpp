@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "exec/sim_limit.hpp"
+
 namespace toroid::sim_cli {
 
 std::string link_name(int link) {
@@ -38,6 +40,25 @@ std::uint64_t max_link_bytes(const exec::SimResult& r) {
 
 }  // namespace
 
+void write_links_header(std::FILE* f, const Options& o) {
+  const Torus2D& t = o.model.topology;
+  fmt::print(f, "# topology {} wrap_x {} wrap_y {}\n", t.to_string(), t.wraps(Axis::x) ? 1 : 0,
+             t.wraps(Axis::y) ? 1 : 0);
+  fmt::print(f, "op,algo,bytes,x,y,dir,link_bytes,busy_s,util\n");
+}
+
+void write_links(std::FILE* f, const Options& o, const Row& r) {
+  static constexpr const char* dirs[] = {"+x", "-x", "+y", "-y"};
+  const exec::SimResult& s = r.result;
+  const Torus2D& t = o.model.topology;
+  for (std::size_t l = 0; l < s.link_bytes.size(); ++l) {
+    const Coord c = t.coord_of(static_cast<int>(l / 4));
+    fmt::print(f, "{},{},{},{},{},{},{},{:.9g},{:.4f}\n", to_string(r.op), to_string(r.algo),
+               r.bytes, c.x, c.y, dirs[l % 4], s.link_bytes[l], s.link_busy_s[l],
+               s.time_s > 0 ? s.link_busy_s[l] / s.time_s : 0.0);
+  }
+}
+
 void Report::begin() {
   if (o_.format == "json") {
     const auto& m = o_.model;
@@ -55,32 +76,37 @@ void Report::begin() {
   fmt::print(
       out_,
       "# time = last chip's finish; busiest = link dir (chip, direction) with the most busy time; "
-      "util = its busy time / time\n");
+      "util = its busy time / time\n"
+      "# bound = bandwidth bound, floor = diameter x hop latency, of_limit = max(bound, floor) / "
+      "time (docs/simulator.md)\n");
   if (o_.format == "csv")
     fmt::print(
         out_,
-        "op,algo,bytes,count,time_us,algbw,busbw,busiest_link,busiest_util,max_link_bytes,phases,"
-        "transfers,max_hops,sim_s,error\n");
+        "op,algo,bytes,count,time_us,bound_us,floor_us,of_limit,algbw,busbw,busiest_link,"
+        "busiest_util,max_link_bytes,phases,transfers,max_hops,sim_s,error\n");
   else
-    fmt::print(out_, "{:<15}{:<14}{:>12}{:>14}{:>10}{:>10}{:>14}{:>7}{:>8}{:>6}{:>8}\n", "op",
-               "algo", "bytes", "time(us)", "algbw", "busbw", "busiest", "util", "phases", "hops",
-               "sim(s)");
+    fmt::print(out_, "{:<15}{:<14}{:>12}{:>14}{:>12}{:>10}{:>9}{:>10}{:>10}{:>14}{:>7}{:>8}{:>6}{:>8}\n",
+               "op", "algo", "bytes", "time(us)", "bound(us)", "floor(us)", "of_limit", "algbw",
+               "busbw", "busiest", "util", "phases", "hops", "sim(s)");
 }
 
 void Report::row(const Row& r) {
   const exec::SimResult& s = r.result;
   const std::uint64_t count = r.bytes / size_of(o_.type);
+  const exec::SimLimit limit = exec::limit_of(o_.model, r.op, r.bytes);
+  const double bound_us = limit.bandwidth_s * 1e6, floor_us = limit.latency_s * 1e6;
+  const double of_limit = s.time_s > 0 ? limit.limit_s() / s.time_s : 0.0;
   if (o_.format == "json") {
     fmt::print(
         out_,
         "{}\n    {{\"op\": \"{}\", \"algo\": \"{}\", \"bytes\": {}, \"count\": {}, \"time_us\": "
-        "{:.4f}, "
+        "{:.4f}, \"bound_us\": {:.4f}, \"floor_us\": {:.4f}, \"of_limit\": {:.4f}, "
         "\"algbw\": {:.4f}, \"busbw\": {:.4f}, \"busiest_link\": \"{}\", \"busiest_util\": {:.4f}, "
         "\"max_link_bytes\": {}, \"phases\": {}, \"transfers\": {}, \"max_hops\": {}, \"sim_s\": "
         "{:.3f}, "
         "\"error\": \"{}\"",
         first_ ? "" : ",", to_string(r.op), to_string(r.algo), r.bytes, count, s.time_s * 1e6,
-        s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
+        bound_us, floor_us, of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
         max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
     if (o_.phases) {
       fmt::print(out_, ", \"rank0_phases\": [");
@@ -94,14 +120,19 @@ void Report::row(const Row& r) {
     return;
   }
   if (o_.format == "csv") {
-    fmt::print(out_, "{},{},{},{},{:.4f},{:.4f},{:.4f},{},{:.4f},{},{},{},{},{:.3f},\"{}\"\n",
-               to_string(r.op), to_string(r.algo), r.bytes, count, s.time_s * 1e6, s.algbw_gbps,
+    fmt::print(out_,
+               "{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:.4f},{},{},{},{},{:.3f},"
+               "\"{}\"\n",
+               to_string(r.op), to_string(r.algo), r.bytes, count, s.time_s * 1e6, bound_us,
+               floor_us, of_limit, s.algbw_gbps,
                s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s),
                s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
   } else {
     fmt::print(out_,
-               "{:<15}{:<14}{:>12}{:>14.2f}{:>10.2f}{:>10.2f}{:>14}{:>7.2f}{:>8}{:>6}{:>8.2f}\n",
-               to_string(r.op), to_string(r.algo), r.bytes, s.time_s * 1e6, s.algbw_gbps,
+               "{:<15}{:<14}{:>12}{:>14.2f}{:>12.2f}{:>10.2f}{:>9.3f}{:>10.2f}{:>10.2f}{:>14}{:>7.2f}"
+               "{:>8}{:>6}{:>8.2f}\n",
+               to_string(r.op), to_string(r.algo), r.bytes, s.time_s * 1e6, bound_us, floor_us,
+               of_limit, s.algbw_gbps,
                s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
                s.rank0_phases.size(), s.max_hops, r.wall_s);
     if (!s.error.empty()) fmt::print(out_, "  error: {}\n", s.error);

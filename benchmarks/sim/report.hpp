@@ -33,4 +33,9 @@ class Report {
 
 std::string link_name(int link);  // "(x,y)+x"
 
+// --links: one line per (row, link direction): op, algo, bytes, x, y, dir, link bytes, busy
+// seconds, busy / the row's time. The header names the shape and wraparound.
+void write_links_header(std::FILE* f, const Options& o);
+void write_links(std::FILE* f, const Options& o, const Row& r);
+
 }  // namespace toroid::sim_cli

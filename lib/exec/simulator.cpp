@@ -302,6 +302,8 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Re
   const int p = m.topology.size();
   const std::size_t es = size_of(type);
   schedule::Context ctx{0, m.topology, node_of_rank};
+  ctx.link_rate[0] = m.link_bytes_per_s[0];
+  ctx.link_rate[1] = m.link_bytes_per_s[1];
   std::vector<Program> programs;
   programs.reserve(static_cast<std::size_t>(p));
   for (int q = 0; q < p; ++q) {

@@ -14,6 +14,10 @@ struct Context {
   int rank = 0;
   Torus2D topology{1, 1};
   std::vector<int> node_of_rank;  // node index of every rank (hierarchical); empty: one node
+  // Bandwidth of one link direction along X and along Y (any unit, only the ratio counts): the
+  // 2D algorithms share the vector between their X-first and Y-first parts by what each
+  // dimension carries (torus2d.cpp). Equal on every rank.
+  double link_rate[2] = {1.0, 1.0};
   int nranks() const { return topology.size(); }
 };
 

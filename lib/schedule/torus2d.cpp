@@ -10,12 +10,22 @@
 //
 //   Per chip: 2(X-1)/X·n + 2(Y-1)/(XY)·n = 2(N-1)/N·n elements sent, 2(X-1)+2(Y-1) steps.
 //
-// torus2d_both: the first half of the vector runs X-then-Y while the second half runs
-// Y-then-X, in the same phases, so X and Y links are busy together (tags 0-3 vs 4-7).
+// torus2d_both: a share a of the vector runs X-then-Y while the rest runs Y-then-X, in the same
+// phases, so X and Y links are busy together (tags 0-3 vs 4-7). The share balances the two
+// dimensions' link time. With c = what a dimension carries per direction (its link rate, twice
+// that for a ring of more than 2, whose halves go both ways; once for a line), the X links move
+// about a + (1−a)/Y of the vector and the Y links (1−a) + a/X, so
+//
+//     (a + (1−a)/Y) / cx = ((1−a) + a/X) / cy   =>   a = (1/cy − 1/(Y·cx)) / ((1−1/Y)/cx + (1−1/X)/cy)
+//
+// a = 1/2 on a square torus; 0.32 on 128x32 with X a line (its links carry half a ring's).
 //
 // reduce-scatter (torus2d) with the global block rule (rank r = y*X + x ends with block r):
 // first along Y with Y-block y = global blocks [y*X, y*X + X) (contiguous), then along X inside
 // it, where member x's piece is global block y*X + x. all-gather is the reverse (X, then Y).
+#include <algorithm>
+#include <cmath>
+
 #include "schedule/build.hpp"
 #include "schedule/dimension.hpp"
 #include "schedule/group.hpp"
@@ -56,6 +66,17 @@ std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block regio
   return append_allgather(s, la, a, outer, tag, chunk(Buf::output, shard), Buf::output, phase);
 }
 
+// The X-first share of torus2d_both (the block comment above); 1/2 when a dimension is 1 long.
+double x_first_share(const Context& ctx) {
+  const Torus2D& t = ctx.topology;
+  const double X = t.x_dim(), Y = t.y_dim();
+  if (X < 2 || Y < 2) return 0.5;
+  const double cx = ctx.link_rate[0] * (t.wraps(Axis::x) && X > 2 ? 2 : 1);
+  const double cy = ctx.link_rate[1] * (t.wraps(Axis::y) && Y > 2 ? 2 : 1);
+  const double a = (1 / cy - 1 / (Y * cx)) / ((1 - 1 / Y) / cx + (1 - 1 / X) / cy);
+  return std::clamp(a, 0.0, 1.0);
+}
+
 }  // namespace
 
 Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
@@ -67,9 +88,10 @@ Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
     if (!both) {
       allreduce_2d(s, g, true, {0, r.count}, 0, r.average, divisor, 0);
     } else {
-      const std::uint64_t half = r.count - r.count / 2;
-      allreduce_2d(s, g, true, {0, half}, 0, r.average, divisor, 0);
-      allreduce_2d(s, g, false, {half, r.count / 2}, 4, r.average, divisor, 0);
+      const auto x_first = static_cast<std::uint64_t>(
+          std::llround(x_first_share(ctx) * static_cast<double>(r.count)));
+      allreduce_2d(s, g, true, {0, x_first}, 0, r.average, divisor, 0);
+      allreduce_2d(s, g, false, {x_first, r.count - x_first}, 4, r.average, divisor, 0);
     }
     return s;
   }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 
+#include "exec/sim_limit.hpp"
 #include "exec/simulator.hpp"
 #include "schedule/dependencies.hpp"
 
@@ -267,4 +268,47 @@ TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receiv
   REQUIRE(b.error == "");
   const double bytes = static_cast<double>(r.count) * 4, seg = static_cast<double>(m.segment_bytes);
   CHECK(b.time_s == Approx(4 * 2e-6 + 3 * seg / 10e9 + bytes / 10e9).epsilon(0.01));
+}
+
+TEST_CASE("sim: the limit is the bandwidth bound or the diameter's latency, per shape and op",
+          "[simulator]") {
+  const SimModel pod = model(Torus2D(32, 32), 80e9, 1e-6, 300e9);
+  const SimModel multipod = model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
+  CHECK(exec::link_directions(pod.topology, Axis::x) == 2048);
+  CHECK(exec::link_directions(multipod.topology, Axis::x) == 2 * 127 * 32);
+  CHECK(exec::link_directions(multipod.topology, Axis::y) == 2 * 32 * 128);
+  CHECK(exec::link_directions(Torus2D(2, 3), Axis::x) == 2 * 3);  // one link between two chips
+  CHECK(exec::link_directions(Torus2D(1, 3), Axis::x) == 0);
+  const std::uint64_t mib16 = 16u << 20;
+  // 2(p-1) n / (link directions x bandwidth): 105 us on the pod, the same on the multipod's
+  // 16,320 link directions for 4096 chips.
+  const exec::SimLimit a = exec::limit_of(pod, Collective::allreduce, mib16);
+  CHECK(a.bandwidth_s == Approx(2.0 * 1023 * mib16 / (4096 * 80e9)));
+  CHECK(a.bandwidth_s * 1e6 == Approx(104.7).epsilon(0.001));
+  CHECK(a.latency_s == Approx(32e-6));  // 16 + 16 hops
+  const exec::SimLimit b = exec::limit_of(multipod, Collective::allreduce, mib16);
+  CHECK(b.bandwidth_s == Approx(2.0 * 4095 * mib16 / (16320 * 80e9)));
+  CHECK(b.latency_s == Approx(143e-6));  // 127 along the line + 16 round the ring
+  CHECK(b.limit_s() == b.latency_s);
+  // Reduce-scatter and all-gather: half the all-reduce's crossings, the same diameter.
+  for (Collective c : {Collective::reduce_scatter, Collective::allgather}) {
+    CHECK(exec::limit_of(pod, c, mib16).bandwidth_s == Approx(a.bandwidth_s / 2));
+    CHECK(exec::limit_of(pod, c, mib16).latency_s == Approx(a.latency_s));
+  }
+  // Slower Y links lower the capacity; one chip has no limit.
+  SimModel slow_y = pod;
+  slow_y.link_bytes_per_s[1] = 40e9;
+  CHECK(exec::limit_of(slow_y, Collective::allreduce, mib16).bandwidth_s ==
+        Approx(2.0 * 1023 * mib16 / (2048 * 80e9 + 2048 * 40e9)));
+  CHECK(exec::limit_of(model(Torus2D(1, 1), 80e9, 1e-6, 300e9), Collective::allreduce, mib16)
+            .limit_s() == 0);
+  // No schedule beats it: every algorithm on a small torus stays at or under the limit.
+  const SimModel small = model(Torus2D(4, 4), 10e9, 1e-6, 300e9);
+  for (Algorithm al : {Algorithm::torus2d_both, Algorithm::swing, Algorithm::swing_latency,
+                       Algorithm::rabenseifner})
+    for (std::uint64_t count : {256u, 1u << 20}) {
+      const SimResult r = allreduce(small, al, count);
+      INFO(to_string(al) << " " << count);
+      CHECK(exec::limit_of(small, Collective::allreduce, count * 4).limit_s() <= r.time_s);
+    }
 }

@@ -1,0 +1,30 @@
+#include "exec/sim_limit.hpp"
+
+namespace toroid::exec {
+
+std::uint64_t link_directions(const Torus2D& t, Axis a) {
+  const std::uint64_t k = static_cast<std::uint64_t>(t.dim(a));
+  const std::uint64_t lines = static_cast<std::uint64_t>(t.size()) / k;
+  if (k < 2) return 0;
+  return lines * (t.wraps(a) && k > 2 ? 2 * k : 2 * (k - 1));
+}
+
+SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes) {
+  SimLimit l;
+  const Torus2D& t = m.topology;
+  const auto p = static_cast<double>(t.size());
+  if (t.size() < 2) return l;
+  const double crossings = (c == Collective::allreduce ? 2.0 : 1.0) * (p - 1);
+  const double capacity =
+      static_cast<double>(link_directions(t, Axis::x)) * m.link_bytes_per_s[0] +
+      static_cast<double>(link_directions(t, Axis::y)) * m.link_bytes_per_s[1];
+  l.bandwidth_s = crossings * static_cast<double>(bytes) / capacity;
+  for (Axis a : {Axis::x, Axis::y}) {
+    const int k = t.dim(a);
+    const int diameter = t.wraps(a) ? k / 2 : k - 1;
+    l.latency_s += diameter * m.hop_latency_s[a == Axis::x ? 0 : 1];
+  }
+  return l;
+}
+
+}  // namespace toroid::exec
