@@ -14,10 +14,43 @@
 
 #include "sim/calibrate.hpp"
 #include "sim/options.hpp"
+#include "exec/selector.hpp"
 #include "sim/report.hpp"
 
 using namespace toroid;
 using namespace toroid::sim_cli;
+
+namespace {
+
+// `auto` on the modeled torus: above kMaxModeledRanks chips the rule the library follows at
+// that scale (exec::fixed_rule), else what the selector does (every candidate priced, the
+// fastest wins; here on the torus's own links).
+exec::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Request& r,
+                              const std::vector<int>& nodes, Algorithm& picked) {
+  const Torus2D& t = o.model.topology;
+  if (t.size() > exec::kMaxModeledRanks) {
+    picked = exec::fixed_rule(r.collective, r.count * size_of(o.type), t);
+    return exec::simulate_collective(o.model, picked, r, o.type, nodes);
+  }
+  std::optional<exec::SimResult> best;
+  for (Algorithm a : all_algorithms) {
+    if (a == Algorithm::automatic || a == Algorithm::mpi || !implements(a, r.collective)) continue;
+    exec::SimResult res;
+    try {
+      res = exec::simulate_collective(o.model, a, r, o.type, nodes);
+    } catch (const InvalidArgument&) {
+      continue;  // cannot run on this shape
+    }
+    if (res.error.empty() && (!best || res.time_s < best->time_s)) {
+      best = std::move(res);
+      picked = a;
+    }
+  }
+  if (!best) throw InvalidArgument("auto: no algorithm can run this collective here");
+  return *best;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   sim_cli::Options o;
@@ -64,7 +97,11 @@ int main(int argc, char** argv) {
         r.collective = c;
         r.count = bytes / size_of(o.type);
         const auto t0 = std::chrono::steady_clock::now();
-        Row row{c, a, bytes, exec::simulate_collective(o.model, a, r, o.type, nodes), 0.0};
+        Row row{c, a, bytes, {}, 0.0};
+        if (a == Algorithm::automatic)
+          row.result = simulate_auto(o, r, nodes, row.picked);
+        else
+          row.result = exec::simulate_collective(o.model, a, r, o.type, nodes);
         row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (!row.result.error.empty()) status = 1;
         report.row(row);

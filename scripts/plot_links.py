@@ -76,11 +76,12 @@ def main():
             ax = axes[i][d]
             image = ax.imshow(np.ma.masked_invalid(grid[d]), cmap=cmap, vmin=0, vmax=1,
                               interpolation="nearest", aspect="auto", origin="lower")
-            ax.set_title(f"{algo} {size_text(size)}: {DIRS[d]} links" + (f"  (mean {mean:.2f})" if d == 0 else ""),
-                         fontsize=9)
-            ax.set_xlabel("x")
+            if i == 0:
+                ax.set_title(f"{DIRS[d]} link directions", fontsize=10)
+            if i == len(keys) - 1:
+                ax.set_xlabel("x")
             if d == 0:
-                ax.set_ylabel("y")
+                ax.set_ylabel(f"{algo}\n{size_text(size)}, mean {mean:.2f}\ny", fontsize=9)
     fig.suptitle(a.title or f"{topology}: busy time of each link direction / collective time")
     fig.colorbar(image, ax=axes, shrink=0.8, label="busy / time")
     fig.savefig(a.out, dpi=110)

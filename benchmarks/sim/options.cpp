@@ -94,7 +94,9 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "algo", po::value(&algo)->default_value(algo),
       "comma list of ring | bidir_ring | torus2d | torus2d_both | hierarchical | "
       "recursive_doubling | "
-      "rabenseifner | swing | swing_latency, or all (those that implement the op)")(
+      "rabenseifner | swing | swing_latency | auto (above 64 chips the rule auto follows at "
+      "that scale, else the fastest simulated candidate), or all (those that implement the "
+      "op)")(
       "bytes", po::value(&bytes)->default_value(bytes),
       "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")(
       "factor", po::value(&factor)->default_value(factor), "size step for LOW:HIGH (>= 2)")(
@@ -166,7 +168,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
              Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner,
              Algorithm::swing, Algorithm::swing_latency});
   for (Algorithm a : o.algos)
-    if (a == Algorithm::automatic || a == Algorithm::mpi)
+    if (a == Algorithm::mpi)
       throw InvalidArgument(fmt::format("--algo: '{}' has no schedule to simulate", to_string(a)));
   if (factor < 2) throw InvalidArgument(fmt::format("--factor {} must be at least 2", factor));
   o.sizes = parse_sizes(bytes, factor);

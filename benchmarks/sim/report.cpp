@@ -40,6 +40,11 @@ std::uint64_t max_link_bytes(const exec::SimResult& r) {
 
 }  // namespace
 
+std::string Row::name() const {
+  return algo == Algorithm::automatic ? fmt::format("auto:{}", to_string(picked))
+                                      : std::string(to_string(algo));
+}
+
 void write_links_header(std::FILE* f, const Options& o) {
   const Torus2D& t = o.model.topology;
   fmt::print(f, "# topology {} wrap_x {} wrap_y {}\n", t.to_string(), t.wraps(Axis::x) ? 1 : 0,
@@ -53,7 +58,7 @@ void write_links(std::FILE* f, const Options& o, const Row& r) {
   const Torus2D& t = o.model.topology;
   for (std::size_t l = 0; l < s.link_bytes.size(); ++l) {
     const Coord c = t.coord_of(static_cast<int>(l / 4));
-    fmt::print(f, "{},{},{},{},{},{},{},{:.9g},{:.4f}\n", to_string(r.op), to_string(r.algo),
+    fmt::print(f, "{},{},{},{},{},{},{},{:.9g},{:.4f}\n", to_string(r.op), r.name(),
                r.bytes, c.x, c.y, dirs[l % 4], s.link_bytes[l], s.link_busy_s[l],
                s.time_s > 0 ? s.link_busy_s[l] / s.time_s : 0.0);
   }
@@ -105,7 +110,7 @@ void Report::row(const Row& r) {
         "\"max_link_bytes\": {}, \"phases\": {}, \"transfers\": {}, \"max_hops\": {}, \"sim_s\": "
         "{:.3f}, "
         "\"error\": \"{}\"",
-        first_ ? "" : ",", to_string(r.op), to_string(r.algo), r.bytes, count, s.time_s * 1e6,
+        first_ ? "" : ",", to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6,
         bound_us, floor_us, of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
         max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
     if (o_.phases) {
@@ -123,7 +128,7 @@ void Report::row(const Row& r) {
     fmt::print(out_,
                "{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:.4f},{},{},{},{},{:.3f},"
                "\"{}\"\n",
-               to_string(r.op), to_string(r.algo), r.bytes, count, s.time_s * 1e6, bound_us,
+               to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us,
                floor_us, of_limit, s.algbw_gbps,
                s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s),
                s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
@@ -131,7 +136,7 @@ void Report::row(const Row& r) {
     fmt::print(out_,
                "{:<15}{:<14}{:>12}{:>14.2f}{:>12.2f}{:>10.2f}{:>9.3f}{:>10.2f}{:>10.2f}{:>14}{:>7.2f}"
                "{:>8}{:>6}{:>8.2f}\n",
-               to_string(r.op), to_string(r.algo), r.bytes, s.time_s * 1e6, bound_us, floor_us,
+               to_string(r.op), r.name(), r.bytes, s.time_s * 1e6, bound_us, floor_us,
                of_limit, s.algbw_gbps,
                s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
                s.rank0_phases.size(), s.max_hops, r.wall_s);

@@ -22,6 +22,10 @@ constexpr Algorithm kCandidates[] = {Algorithm::ring,         Algorithm::bidir_r
 // node over MPI before the shared-memory transport.
 constexpr std::uint64_t kSmallMessageBytes = 128 * 1024;
 constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
+// On a 2D shape: Swing's halving below this, torus2d_both from it. toroid-sim on the tpu-v3
+// presets (f32, 1 KiB - 1 GiB by powers of two) puts the crossover at 16-32 MiB on 32x32 and
+// 1-2 MiB on 128x32 (its X a line); 8 MiB keeps both within 1.11x of the fastest algorithm.
+constexpr std::uint64_t kSwingBytes = 8 * 1024 * 1024;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 
 }  // namespace
@@ -30,10 +34,14 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   const bool two_d = t.x_dim() > 1 && t.y_dim() > 1;
   if (c == Collective::allreduce) {
     if (t.size() == 1) return Algorithm::ring;
+    if (two_d) {
+      if (bytes < kSmallMessageBytes) return Algorithm::swing_latency;
+      return bytes < kSwingBytes ? Algorithm::swing : Algorithm::torus2d_both;
+    }
     if (bytes < kSmallMessageBytes) return Algorithm::recursive_doubling;
     if (bytes < kMediumMessageBytes)
       return t.size() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;
-    return two_d ? Algorithm::torus2d_both : Algorithm::bidir_ring;
+    return Algorithm::bidir_ring;
   }
   if (c == Collective::broadcast) {
     if (t.size() == 1 || bytes < kBroadcastTreeBytes) return Algorithm::recursive_doubling;

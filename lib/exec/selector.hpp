@@ -12,6 +12,7 @@
 //   size class   4 KiB-8 KiB    ...   4 MiB-8 MiB
 //   priced at    6 KiB                6 MiB
 //   candidates   ring  bidir_ring  torus2d  torus2d_both  hierarchical  recursive_doubling  rabenseifner
+//                swing  swing_latency
 //   choice       the least predicted time; a tie goes to the earlier candidate in that list
 //
 // The first call of a class simulates every rank's schedule of every candidate: measured 0.15 ms
@@ -39,9 +40,10 @@ namespace toroid::exec {
 inline constexpr int kMaxModeledRanks = 64;
 inline constexpr int kSizeClasses = 65;
 
-// The rule without a model (above kMaxModeledRanks): recursive doubling below 128 KiB,
-// Rabenseifner (2 ranks: recursive doubling) below 2 MiB, then torus2d_both on a 2D shape and
-// bidir_ring otherwise; broadcast: a binomial tree below 64 KiB, then chains.
+// The rule without a model (above kMaxModeledRanks): on a 2D shape swing_latency below 128 KiB,
+// swing below 8 MiB, then torus2d_both; otherwise recursive doubling below 128 KiB,
+// Rabenseifner (2 ranks: recursive doubling) below 2 MiB, then bidir_ring; broadcast: a
+// binomial tree below 64 KiB, then chains.
 Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t);
 
 struct SelectorInputs {
