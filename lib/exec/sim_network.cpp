@@ -19,6 +19,7 @@ std::pair<int, int> steps_along(int u, int v, int n, bool wraps) {
 Network::Network(const SimModel& m)
     : m_(m),
       free_(static_cast<std::size_t>(m.topology.size()) * 4, 0.0),
+      active_(m.endpoints ? 0 : free_.size()),
       bytes_(free_.size(), 0),
       busy_(free_.size(), 0.0) {
   if (!m.endpoints) return;
@@ -93,26 +94,34 @@ Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t se
   // A send behind its source cannot end before the source's last segment is in and sent.
   const double head = std::max(ready, source_done > 0 ? source_done + seg - slowest : 0.0);
   r.start = head;
-  // Each link of the route is a FIFO of its own: the transfer takes it once it is free and
-  // holds it for its bytes; the last byte arrives when every link has carried it, plus the
-  // route's hop latencies. Links are not coupled along the route (no link waits idle for
-  // another one, as with buffering routers): transfers that share a chain of links end when
-  // fair sharing would end them, where holding the whole route at once left links idle
-  // behind a busy one further on.
+  // Each link direction is shared by the transfers on it, segment by segment (as the
+  // executor's segments interleave): a transfer of duration d on a link that still carries
+  // transfers ending at e_i gets its share, so it ends at
+  //     head + d + Σ_i min(e_i − head, d)
+  // (equal shares: each of those moves at most as much as it does meanwhile). k transfers that
+  // start together end at d, 2d, ..., kd, the last one where fair sharing ends them all; a small
+  // transfer behind a large one takes 2d, not the large one's whole remainder. Transfers already
+  // placed are not slowed by later ones (their ends are fixed when they start), so a link's total
+  // time is its bytes'. Links are not coupled along the route: the last byte arrives when every
+  // link of it has carried the transfer, plus the route's hop latencies.
   double first = head, last = head, latency = 0;
   for (const int l : path_) {
     const int d = (l % 4) < 2 ? 0 : 1;
     const double duration = static_cast<double>(bytes) / m_.link_bytes_per_s[d];
-    const double begin = std::max(head, free_[l]);
-    first = std::max(first, begin);
-    last = std::max(last, begin + duration);
+    std::vector<double>& ends = active_[static_cast<std::size_t>(l)];
+    std::erase_if(ends, [&](double e) { return e <= head; });
+    double shared = 0;
+    for (double e : ends) shared += std::min(e - head, duration);
+    const double end = head + duration + shared;
+    ends.push_back(end);
+    first = std::max(first, head + std::min(end - head, seg * static_cast<double>(ends.size())));
+    last = std::max(last, end);
     latency += m_.hop_latency_s[d];
-    free_[l] = begin + duration;
     bytes_[l] += bytes;
     busy_[l] += duration;
   }
   r.arrive = last + latency;
-  r.first_segment = first + latency + seg;
+  r.first_segment = first + latency;
   return r;
 }
 
