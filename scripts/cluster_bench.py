@@ -10,7 +10,7 @@ each row's time, busbw against the link rate, the best toroid row against the be
 configuration, the CPU busy share during the runs, and toroid-sim's prediction with the
 measured/predicted ratio. The cluster is taken down at the end (--keep leaves it up).
 
-  scripts/cluster_bench.py [--torus 4x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager B]
+  scripts/cluster_bench.py [--torus 4x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager B] [--algos a,b]
 
 --eager B sets Open MPI's TCP eager limit (and largest send) for every run, stock and toroid
 alike; by default both keep Open MPI's own (64 KiB). Above it a message waits for a rendezvous
@@ -28,7 +28,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
-TOROID_ALGOS = ["ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical", "recursive_doubling", "rabenseifner"]
+TOROID_ALGOS = ["ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical", "recursive_doubling", "rabenseifner",
+                "swing", "swing_latency"]
 # Stock configurations beyond the default: Open MPI 4.1 coll/tuned forced algorithms, and coll/han.
 STOCK = {
     "mpi_ring": ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "4"],
@@ -102,6 +103,7 @@ def human(n):
 
 
 def main():
+    global TOROID_ALGOS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--torus", default="4x2")
     ap.add_argument("--rate", default="200mbit")
@@ -112,7 +114,12 @@ def main():
                                      "(default: Open MPI's own)")
     ap.add_argument("--build", default=os.environ.get("TOROID_BUILD_DIR", os.path.join(ROOT, "build")))
     ap.add_argument("--keep", action="store_true", help="leave the cluster up")
+    ap.add_argument("--algos", default=",".join(TOROID_ALGOS), help="toroid algorithms to run (comma list)")
     args = ap.parse_args()
+    unknown = [a for a in args.algos.split(",") if a not in TOROID_ALGOS]
+    if unknown:
+        sys.exit(f"--algos: unknown {', '.join(unknown)} (valid: {', '.join(TOROID_ALGOS)})")
+    TOROID_ALGOS = args.algos.split(",")
     if args.eager:
         m = re.fullmatch(r"(\d+)([KM]?)", args.eager)
         if not m:

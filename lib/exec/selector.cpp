@@ -23,9 +23,11 @@ constexpr Algorithm kCandidates[] = {Algorithm::ring,         Algorithm::bidir_r
 constexpr std::uint64_t kSmallMessageBytes = 128 * 1024;
 constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
 // On a 2D shape: Swing's halving below this, torus2d_both from it. toroid-sim on the tpu-v3
-// presets (f32, 1 KiB - 1 GiB by powers of two) puts the crossover at 16-32 MiB on 32x32 and
-// 1-2 MiB on 128x32 (its X a line); 8 MiB keeps both within 1.11x of the fastest algorithm.
-constexpr std::uint64_t kSwingBytes = 8 * 1024 * 1024;
+// presets (f32, 1 KiB - 1 GiB by powers of two) puts the crossover at 16-32 MiB on the 32x32
+// torus, and at 512 KiB-1 MiB on 128x32, whose X is a line: there Swing's peers are XOR
+// partners whose messages pile up on the line's links (algorithms.md).
+constexpr std::uint64_t kSwingBytesTorus = 32 * 1024 * 1024;
+constexpr std::uint64_t kSwingBytesMesh = 1024 * 1024;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 
 }  // namespace
@@ -36,7 +38,9 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
     if (t.size() == 1) return Algorithm::ring;
     if (two_d) {
       if (bytes < kSmallMessageBytes) return Algorithm::swing_latency;
-      return bytes < kSwingBytes ? Algorithm::swing : Algorithm::torus2d_both;
+      const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);
+      return bytes < (mesh ? kSwingBytesMesh : kSwingBytesTorus) ? Algorithm::swing
+                                                                  : Algorithm::torus2d_both;
     }
     if (bytes < kSmallMessageBytes) return Algorithm::recursive_doubling;
     if (bytes < kMediumMessageBytes)

@@ -228,3 +228,19 @@ TEST_CASE("selector: network.links = torus prices hosts wired as the torus per l
   CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nnetwork.links = ring\n", "f"),
                     Catch::Contains("network.links: 'ring' is not switch or torus"));
 }
+
+TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_both crossover",
+          "[auto]") {
+  using exec::fixed_rule;
+  const Torus2D pod(32, 32), multipod(128, 32, false, true);
+  CHECK(fixed_rule(Collective::allreduce, 1024, pod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allreduce, 256u << 10, pod) == Algorithm::swing);
+  CHECK(fixed_rule(Collective::allreduce, 16u << 20, pod) == Algorithm::swing);
+  CHECK(fixed_rule(Collective::allreduce, 32u << 20, pod) == Algorithm::torus2d_both);
+  // A line dimension: Swing's XOR peers load it, so torus2d_both takes over from 1 MiB.
+  CHECK(fixed_rule(Collective::allreduce, 512u << 10, multipod) == Algorithm::swing);
+  CHECK(fixed_rule(Collective::allreduce, 1u << 20, multipod) == Algorithm::torus2d_both);
+  // 1D: unchanged; reduce-scatter and all-gather keep the torus algorithm.
+  CHECK(fixed_rule(Collective::allreduce, 1024, Torus2D(128, 1)) == Algorithm::recursive_doubling);
+  CHECK(fixed_rule(Collective::reduce_scatter, 1024, pod) == Algorithm::torus2d);
+}
