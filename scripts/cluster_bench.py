@@ -175,9 +175,11 @@ def main():
         ours = min((t[(a, n)], a) for a in TOROID_ALGOS if (a, n) in t)
         measured = [a for _, a in sorted((t[(a, n)], a) for a in TOROID_ALGOS if (a, n) in t)]
         pred = [a for _, a in sorted((predicted[(a, n)], a) for a in TOROID_ALGOS if (a, n) in predicted)]
+        def ratio(a, b):  # "-" where --algos left one out
+            return f"{t[(a, n)] / t[(b, n)]:.2f}" if (a, n) in t and (b, n) in t else "-"
         print(f"| {human(n)} | {stock[1]} | {stock[0] / 1000:.2f} | {ours[1]} | {ours[0] / 1000:.2f} | "
-              f"{stock[0] / ours[0]:.2f} | {t[('ring', n)] / t[('bidir_ring', n)]:.2f} | "
-              f"{t[('torus2d', n)] / t[('torus2d_both', n)]:.2f} | {' < '.join(measured[:4])} | {' < '.join(pred[:4])} |")
+              f"{stock[0] / ours[0]:.2f} | {ratio('ring', 'bidir_ring')} | {ratio('torus2d', 'torus2d_both')} | "
+              f"{' < '.join(measured[:4])} | {' < '.join(pred[:4])} |")
 
 
 if __name__ == "__main__":
