@@ -77,7 +77,7 @@ class Communicator:
     comm: an mpi4py communicator, or None for MPI_COMM_WORLD (MPI is initialized if needed).
     topology: "auto", "4x2", "4x2:wrap=x", ...; algorithm: default algorithm name ("auto",
     "ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical", "recursive_doubling",
-    "rabenseifner", "mpi"); the other settings are those of toroid::Options (C++), None meaning
+    "rabenseifner", "swing", "swing_latency", "mpi"); the other settings are those of toroid::Options (C++), None meaning
     the TOROID_* environment variable or the default.
     """
 

@@ -92,7 +92,8 @@ def test_algorithms(comm):
     ok = True
     x0 = inputs(1003, np.float32, "sum", R)
     want = reference(world.allgather(x0), "sum", np.float32)
-    for algo in ["ring", "bidir_ring", "torus2d", "hierarchical", "recursive_doubling", "rabenseifner", "mpi", "auto"]:
+    for algo in ["ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical", "recursive_doubling", "rabenseifner",
+                 "swing", "swing_latency", "mpi", "auto"]:
         got = comm.allreduce(x0.copy(), algorithm=algo)
         ok = ok and np.array_equal(got, want)
     assert agree(ok)
