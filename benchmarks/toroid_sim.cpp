@@ -12,9 +12,9 @@
 #include <cstdio>
 #include <iostream>
 
+#include "exec/selector.hpp"
 #include "sim/calibrate.hpp"
 #include "sim/options.hpp"
-#include "exec/selector.hpp"
 #include "sim/report.hpp"
 
 using namespace toroid;

@@ -40,7 +40,8 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
                                                "allreduce|reduce_scatter|allgather|all")(
       "algo", po::value(&algo)->default_value(algo),
       "comma list of "
-      "auto|ring|bidir_ring|torus2d|torus2d_both|hierarchical|recursive_doubling|rabenseifner|swing|swing_latency|mpi, "
+      "auto|ring|bidir_ring|torus2d|torus2d_both|hierarchical|recursive_doubling|rabenseifner|"
+      "swing|swing_latency|mpi, "
       "or all (every algorithm that implements the collective)")(
       "topology", po::value(&s.topology)->default_value("auto"), "XxY[:wrap=xy|x|y|none] or auto")(
       "dtype", po::value(&dtype)->default_value(dtype), "f32|f64|bf16|f16|i32|i64")(

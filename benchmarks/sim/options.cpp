@@ -96,9 +96,8 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "recursive_doubling | "
       "rabenseifner | swing | swing_latency | auto (above 64 chips the rule auto follows at "
       "that scale, else the fastest simulated candidate), or all (those that implement the "
-      "op)")(
-      "bytes", po::value(&bytes)->default_value(bytes),
-      "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")(
+      "op)")("bytes", po::value(&bytes)->default_value(bytes),
+             "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")(
       "factor", po::value(&factor)->default_value(factor), "size step for LOW:HIGH (>= 2)")(
       "dtype", po::value(&dtype)->default_value(dtype), "f32 | bf16 | f16 | f64 | i32 | i64")(
       "link-gbps", po::value<double>(),
@@ -117,8 +116,8 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "phases", "also print rank 0's time per phase")(
       "links", po::value(&o.links),
       "write every link direction's bytes and busy time per row to this CSV file "
-      "(scripts/plot_links.py draws it)")(
-      "format", po::value(&o.format)->default_value(o.format), "table | csv | json")(
+      "(scripts/plot_links.py draws it)")("format", po::value(&o.format)->default_value(o.format),
+                                          "table | csv | json")(
       "output", po::value(&o.output), "write to this file instead of stdout")(
       "calibrate",
       "under mpirun -np 2: fit latency and bandwidth from an MPI ping-pong, measure the "

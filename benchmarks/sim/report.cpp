@@ -58,8 +58,8 @@ void write_links(std::FILE* f, const Options& o, const Row& r) {
   const Torus2D& t = o.model.topology;
   for (std::size_t l = 0; l < s.link_bytes.size(); ++l) {
     const Coord c = t.coord_of(static_cast<int>(l / 4));
-    fmt::print(f, "{},{},{},{},{},{},{},{:.9g},{:.4f}\n", to_string(r.op), r.name(),
-               r.bytes, c.x, c.y, dirs[l % 4], s.link_bytes[l], s.link_busy_s[l],
+    fmt::print(f, "{},{},{},{},{},{},{},{:.9g},{:.4f}\n", to_string(r.op), r.name(), r.bytes, c.x,
+               c.y, dirs[l % 4], s.link_bytes[l], s.link_busy_s[l],
                s.time_s > 0 ? s.link_busy_s[l] / s.time_s : 0.0);
   }
 }
@@ -85,12 +85,12 @@ void Report::begin() {
       "# bound = bandwidth bound, floor = diameter x hop latency, of_limit = max(bound, floor) / "
       "time (docs/simulator.md)\n");
   if (o_.format == "csv")
-    fmt::print(
-        out_,
-        "op,algo,bytes,count,time_us,bound_us,floor_us,of_limit,algbw,busbw,busiest_link,"
-        "busiest_util,max_link_bytes,phases,transfers,max_hops,sim_s,error\n");
+    fmt::print(out_,
+               "op,algo,bytes,count,time_us,bound_us,floor_us,of_limit,algbw,busbw,busiest_link,"
+               "busiest_util,max_link_bytes,phases,transfers,max_hops,sim_s,error\n");
   else
-    fmt::print(out_, "{:<15}{:<14}{:>12}{:>14}{:>12}{:>10}{:>9}{:>10}{:>10}{:>14}{:>7}{:>8}{:>6}{:>8}\n",
+    fmt::print(out_,
+               "{:<15}{:<14}{:>12}{:>14}{:>12}{:>10}{:>9}{:>10}{:>10}{:>14}{:>7}{:>8}{:>6}{:>8}\n",
                "op", "algo", "bytes", "time(us)", "bound(us)", "floor(us)", "of_limit", "algbw",
                "busbw", "busiest", "util", "phases", "hops", "sim(s)");
 }
@@ -110,9 +110,10 @@ void Report::row(const Row& r) {
         "\"max_link_bytes\": {}, \"phases\": {}, \"transfers\": {}, \"max_hops\": {}, \"sim_s\": "
         "{:.3f}, "
         "\"error\": \"{}\"",
-        first_ ? "" : ",", to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6,
-        bound_us, floor_us, of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
-        max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
+        first_ ? "" : ",", to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us,
+        floor_us, of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link),
+        s.busiest_utilisation, max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops,
+        r.wall_s, flat(s.error));
     if (o_.phases) {
       fmt::print(out_, ", \"rank0_phases\": [");
       for (std::size_t i = 0; i < s.rank0_phases.size(); ++i)
@@ -128,18 +129,18 @@ void Report::row(const Row& r) {
     fmt::print(out_,
                "{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:.4f},{},{},{},{},{:.3f},"
                "\"{}\"\n",
-               to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us,
-               floor_us, of_limit, s.algbw_gbps,
-               s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s),
-               s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, flat(s.error));
+               to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us, floor_us,
+               of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link),
+               s.busiest_utilisation, max_link_bytes(s), s.rank0_phases.size(), s.transfers,
+               s.max_hops, r.wall_s, flat(s.error));
   } else {
-    fmt::print(out_,
-               "{:<15}{:<14}{:>12}{:>14.2f}{:>12.2f}{:>10.2f}{:>9.3f}{:>10.2f}{:>10.2f}{:>14}{:>7.2f}"
-               "{:>8}{:>6}{:>8.2f}\n",
-               to_string(r.op), r.name(), r.bytes, s.time_s * 1e6, bound_us, floor_us,
-               of_limit, s.algbw_gbps,
-               s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
-               s.rank0_phases.size(), s.max_hops, r.wall_s);
+    fmt::print(
+        out_,
+        "{:<15}{:<14}{:>12}{:>14.2f}{:>12.2f}{:>10.2f}{:>9.3f}{:>10.2f}{:>10.2f}{:>14}{:>7.2f}"
+        "{:>8}{:>6}{:>8.2f}\n",
+        to_string(r.op), r.name(), r.bytes, s.time_s * 1e6, bound_us, floor_us, of_limit,
+        s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
+        s.rank0_phases.size(), s.max_hops, r.wall_s);
     if (!s.error.empty()) fmt::print(out_, "  error: {}\n", s.error);
   }
   if (o_.phases && o_.format != "json") {

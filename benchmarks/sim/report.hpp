@@ -15,9 +15,9 @@ struct Row {
   Algorithm algo;
   std::uint64_t bytes;
   exec::SimResult result;
-  double wall_s;                     // how long the simulation took here
-  Algorithm picked = algo;           // auto: what it chose
-  std::string name() const;          // "swing", or "auto:swing"
+  double wall_s;             // how long the simulation took here
+  Algorithm picked = algo;   // auto: what it chose
+  std::string name() const;  // "swing", or "auto:swing"
 };
 
 class Report {

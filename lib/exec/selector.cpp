@@ -12,11 +12,10 @@ namespace toroid::exec {
 namespace {
 
 // Candidates in tie-break order: the simpler algorithm first.
-constexpr Algorithm kCandidates[] = {Algorithm::ring,         Algorithm::bidir_ring,
-                                     Algorithm::torus2d,      Algorithm::torus2d_both,
-                                     Algorithm::hierarchical, Algorithm::recursive_doubling,
-                                     Algorithm::rabenseifner, Algorithm::swing,
-                                     Algorithm::swing_latency};
+constexpr Algorithm kCandidates[] = {
+    Algorithm::ring,         Algorithm::bidir_ring,   Algorithm::torus2d,
+    Algorithm::torus2d_both, Algorithm::hierarchical, Algorithm::recursive_doubling,
+    Algorithm::rabenseifner, Algorithm::swing,        Algorithm::swing_latency};
 
 // Crossovers of the fixed rule (bytes of the whole vector), measured with toroid-bench on one
 // node over MPI before the shared-memory transport.
@@ -40,7 +39,7 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
       if (bytes < kSmallMessageBytes) return Algorithm::swing_latency;
       const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);
       return bytes < (mesh ? kSwingBytesMesh : kSwingBytesTorus) ? Algorithm::swing
-                                                                  : Algorithm::torus2d_both;
+                                                                 : Algorithm::torus2d_both;
     }
     if (bytes < kSmallMessageBytes) return Algorithm::recursive_doubling;
     if (bytes < kMediumMessageBytes)

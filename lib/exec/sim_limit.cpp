@@ -15,9 +15,8 @@ SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes) {
   const auto p = static_cast<double>(t.size());
   if (t.size() < 2) return l;
   const double crossings = (c == Collective::allreduce ? 2.0 : 1.0) * (p - 1);
-  const double capacity =
-      static_cast<double>(link_directions(t, Axis::x)) * m.link_bytes_per_s[0] +
-      static_cast<double>(link_directions(t, Axis::y)) * m.link_bytes_per_s[1];
+  const double capacity = static_cast<double>(link_directions(t, Axis::x)) * m.link_bytes_per_s[0] +
+                          static_cast<double>(link_directions(t, Axis::y)) * m.link_bytes_per_s[1];
   l.bandwidth_s = crossings * static_cast<double>(bytes) / capacity;
   for (Axis a : {Axis::x, Axis::y}) {
     const int k = t.dim(a);

@@ -37,7 +37,8 @@ class Network {
  private:
   const SimModel& m_;
   std::vector<double> free_;  // per link id: when its last reservation ends (endpoint model)
-  std::vector<std::vector<double>> active_;  // per link id: ends of the transfers it carries (torus)
+  std::vector<std::vector<double>>
+      active_;  // per link id: ends of the transfers it carries (torus)
   std::vector<std::uint64_t> bytes_;
   std::vector<double> busy_;
   Reservation reserve_endpoints(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,

@@ -47,9 +47,10 @@ struct Builder {
 // The fold of one dimension, seen from one coordinate.
 struct DimensionFold {
   int k2 = 1, rem = 0;
-  explicit DimensionFold(int k) : k2(static_cast<int>(std::bit_floor(static_cast<unsigned>(k)))), rem(k - k2) {}
-  bool sends(int c) const { return c < 2 * rem && c % 2 == 0; }      // hands over, sits out
-  bool receives(int c) const { return c < 2 * rem && c % 2 == 1; }   // takes a neighbour's
+  explicit DimensionFold(int k)
+      : k2(static_cast<int>(std::bit_floor(static_cast<unsigned>(k)))), rem(k - k2) {}
+  bool sends(int c) const { return c < 2 * rem && c % 2 == 0; }     // hands over, sits out
+  bool receives(int c) const { return c < 2 * rem && c % 2 == 1; }  // takes a neighbour's
   int virtual_of(int c) const { return c < 2 * rem ? c / 2 : c - rem; }
   int real_of(int n) const { return n < rem ? 2 * n + 1 : n + rem; }
 };
@@ -68,7 +69,8 @@ void append_part(Builder& b, const Grid& g, const SwingPattern& pattern, Coord m
   const int moves = static_cast<int>(pattern.moves().size());
   const Blocks blocks = even_blocks(region.offset, region.count, pattern.size());
   auto range = [&](std::uint32_t lo, std::uint32_t hi) {  // blocks [lo, hi) as one chunk
-    const std::uint64_t begin = blocks[lo].offset, end = blocks[hi - 1].offset + blocks[hi - 1].count;
+    const std::uint64_t begin = blocks[lo].offset,
+                        end = blocks[hi - 1].offset + blocks[hi - 1].count;
     return Block{begin, end - begin};
   };
   const std::uint32_t position = pattern.position(me);
@@ -89,7 +91,8 @@ void append_part(Builder& b, const Grid& g, const SwingPattern& pattern, Coord m
   for (int s = moves - 1; s >= 0; --s) {
     const Coord peer_at = pattern.peer(me, s);
     const std::uint32_t mask = 1U << (moves - 1 - s);
-    const std::uint32_t mine = position & ~(mask - 1), theirs = pattern.position(peer_at) & ~(mask - 1);
+    const std::uint32_t mine = position & ~(mask - 1),
+                        theirs = pattern.position(peer_at) & ~(mask - 1);
     const int peer = g.rank_of_virtual(peer_at);
     b.add(Kind::send, peer, tag, chunk(Buf::output, range(mine, mine + mask)), {});
     b.add(Kind::recv, peer, tag, {}, chunk(Buf::output, range(theirs, theirs + mask)));
@@ -123,8 +126,8 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
   auto neighbour_y = [&] { return t.rank_of({me.x, me.y + (g.y.sends(me.y) ? 1 : -1)}); };
   const SwingPattern latency_pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
                                      g.x.k2 > 1 ? Axis::x : Axis::y, false);
-  const int writes = static_cast<int>(latency_pattern.moves().size()) + (g.x.receives(me.x) ? 1 : 0) +
-                     (x_in && g.y.receives(me.y) ? 1 : 0);
+  const int writes = static_cast<int>(latency_pattern.moves().size()) +
+                     (g.x.receives(me.x) ? 1 : 0) + (x_in && g.y.receives(me.y) ? 1 : 0);
   const bool last_to_output = !(writes == 1 && r.in_place);
   int written = 0;
   auto target = [&]() -> Chunk {
@@ -175,7 +178,8 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
       ++b.phase;
       cur = to;
     }
-    if (cur.buf != Buf::output && n > 0) s.steps.push_back({Kind::copy, -1, 0, b.phase++, cur, output});
+    if (cur.buf != Buf::output && n > 0)
+      s.steps.push_back({Kind::copy, -1, 0, b.phase++, cur, output});
     b.phase = append_average(s, r.average, output, divisor, b.phase);
   } else {
     // One part per (first dimension, plain or mirrored); dimensions of virtual size 1 have none.
@@ -187,8 +191,8 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
     const std::uint32_t start = b.phase;
     std::uint32_t end = start;
     for (std::size_t i = 0; i < parts.size(); ++i) {
-      const SwingPattern pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
-                                 parts[i].first, parts[i].second);
+      const SwingPattern pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y), parts[i].first,
+                                 parts[i].second);
       b.phase = start;
       append_part(b, g, pattern, v, regions[i], static_cast<int>(i), cur.buf, r.average, divisor);
       end = std::max(end, b.phase);

@@ -91,7 +91,8 @@ std::uint32_t SwingPattern::position(Coord c) const {
   for (const Move& m : moves_) {
     const SwingDimension& d = dims_[m.axis == Axis::x ? 0 : 1];
     const int along = m.axis == Axis::x ? c.x : c.y;
-    pos = (pos << 1) | ((static_cast<std::uint32_t>(d.position(along)) >> (d.steps() - 1 - m.step)) & 1U);
+    pos = (pos << 1) |
+          ((static_cast<std::uint32_t>(d.position(along)) >> (d.steps() - 1 - m.step)) & 1U);
   }
   return pos;
 }

@@ -33,11 +33,10 @@ TEST_CASE("ring collectives are right for p = 1..64 and awkward counts", "[sched
 }
 
 TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedules][scale]") {
-  const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
-                             Algorithm::torus2d,      Algorithm::torus2d_both,
-                             Algorithm::hierarchical, Algorithm::recursive_doubling,
-                             Algorithm::rabenseifner, Algorithm::swing,
-                             Algorithm::swing_latency};
+  const Algorithm algos[] = {
+      Algorithm::ring,         Algorithm::bidir_ring,   Algorithm::torus2d,
+      Algorithm::torus2d_both, Algorithm::hierarchical, Algorithm::recursive_doubling,
+      Algorithm::rabenseifner, Algorithm::swing,        Algorithm::swing_latency};
   for (int x = 1; x <= 8; ++x)
     for (int y = 1; y <= 8; ++y)
       for (int wrap = 0; wrap < 4; ++wrap) {
@@ -62,11 +61,10 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedule
 }
 
 TEST_CASE("every algorithm for every type and op (avg included)", "[schedules]") {
-  const Algorithm algos[] = {Algorithm::ring,         Algorithm::bidir_ring,
-                             Algorithm::torus2d,      Algorithm::torus2d_both,
-                             Algorithm::hierarchical, Algorithm::recursive_doubling,
-                             Algorithm::rabenseifner, Algorithm::swing,
-                             Algorithm::swing_latency};
+  const Algorithm algos[] = {
+      Algorithm::ring,         Algorithm::bidir_ring,   Algorithm::torus2d,
+      Algorithm::torus2d_both, Algorithm::hierarchical, Algorithm::recursive_doubling,
+      Algorithm::rabenseifner, Algorithm::swing,        Algorithm::swing_latency};
   for (DataType t :
        {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
     for (ReduceOp op :
