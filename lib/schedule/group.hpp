@@ -40,6 +40,29 @@ inline Chunk chunk(Buf buf, const Block& b) { return {buf, b.offset, b.count}; }
 // place). Returns whether a step was added.
 bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase);
 
+// Where successive whole-vector reductions write (recursive doubling, swing_latency): write k
+// to scratch slot k % 2 (of a 2n scratch), so a step never writes what it sends, and the last
+// one to the output, unless it is the only write of an in-place call (it would read the output
+// it writes: then a slot, and the caller copies).
+class AlternatingTargets {
+ public:
+  AlternatingTargets(std::uint64_t n, int writes, bool in_place)
+      : n_(n), writes_(writes), last_to_output_(!(writes == 1 && in_place)) {}
+  Chunk next() {
+    const bool last = k_ == writes_ - 1;
+    const Chunk t = last && last_to_output_
+                        ? Chunk{Buf::output, 0, n_}
+                        : Chunk{Buf::scratch, static_cast<std::uint64_t>(k_ % 2) * n_, n_};
+    ++k_;
+    return t;
+  }
+
+ private:
+  std::uint64_t n_;
+  int writes_, k_ = 0;
+  bool last_to_output_;
+};
+
 // The last step of an average: `c` divided by `divisor`, in a phase of its own. Nothing when not
 // averaging, when `c` is empty or when the divisor is 1. Returns the next free phase.
 std::uint32_t append_average(Schedule& s, bool average, Chunk c, std::uint32_t divisor,

@@ -78,20 +78,9 @@ Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ct
   const int rounds = std::countr_zero(static_cast<unsigned>(f.p2));
   if (a == Algorithm::recursive_doubling) {
     s.scratch_count = 2 * n;
-    const int writes = rounds + (f.odd_folded ? 1 : 0);
-    // Write k goes to scratch slot k % 2, the last one to the output (or to a slot and then a
-    // copy, when it would read the output it writes: a single in-place write).
-    const bool last_to_output = !(writes == 1 && r.in_place);
-    int k = 0;
+    AlternatingTargets targets(n, rounds + (f.odd_folded ? 1 : 0), r.in_place);
     Chunk cur = input;
-    auto next_target = [&]() {
-      const bool last = k == writes - 1;
-      const Chunk t = last && last_to_output
-                          ? output
-                          : Chunk{Buf::scratch, static_cast<std::uint64_t>(k % 2) * n, n};
-      ++k;
-      return t;
-    };
+    auto next_target = [&]() { return targets.next(); };
     if (f.odd_folded) {
       const Chunk t = next_target();
       b.add(Kind::recv_reduce, rank - 1, cur, t);

@@ -126,20 +126,19 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
   auto neighbour_y = [&] { return t.rank_of({me.x, me.y + (g.y.sends(me.y) ? 1 : -1)}); };
   const SwingPattern latency_pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
                                      g.x.k2 > 1 ? Axis::x : Axis::y, false);
-  const int writes = static_cast<int>(latency_pattern.moves().size()) +
-                     (g.x.receives(me.x) ? 1 : 0) + (x_in && g.y.receives(me.y) ? 1 : 0);
-  const bool last_to_output = !(writes == 1 && r.in_place);
-  int written = 0;
-  auto target = [&]() -> Chunk {
-    if (!latency) return output;
-    const bool last = written == writes - 1;
-    const Chunk c = last && last_to_output
-                        ? output
-                        : Chunk{Buf::scratch, static_cast<std::uint64_t>(written % 2) * n, n};
-    ++written;
-    return c;
-  };
+  AlternatingTargets targets(n,
+                             static_cast<int>(latency_pattern.moves().size()) +
+                                 (g.x.receives(me.x) ? 1 : 0) +
+                                 (x_in && g.y.receives(me.y) ? 1 : 0),
+                             r.in_place);
   Chunk cur = input;
+  // A neighbour's whole vector reduced into the next target (the bandwidth form: the output).
+  auto take_from = [&](int neighbour) {
+    const Chunk to = latency ? targets.next() : output;
+    b.add(Kind::recv_reduce, neighbour, 0, cur, to);
+    ++b.phase;
+    cur = to;
+  };
   // Fold X, then Y.
   if (g.x.sends(me.x)) {
     b.add(Kind::send, neighbour_x(), 0, input, {});
@@ -147,12 +146,7 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
     b.add(Kind::recv, neighbour_x(), 0, {}, output);
     return s;
   }
-  if (g.x.receives(me.x)) {
-    const Chunk to = target();
-    b.add(Kind::recv_reduce, neighbour_x(), 0, cur, to);
-    ++b.phase;
-    cur = to;
-  }
+  if (g.x.receives(me.x)) take_from(neighbour_x());
   if (g.y.sends(me.y)) {
     b.add(Kind::send, neighbour_y(), 0, cur, {});
     ++b.phase;
@@ -161,18 +155,13 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
     if (g.x.receives(me.x)) b.add(Kind::send, neighbour_x(), 0, output, {});
     return s;
   }
-  if (g.y.receives(me.y)) {
-    const Chunk to = target();
-    b.add(Kind::recv_reduce, neighbour_y(), 0, cur, to);
-    ++b.phase;
-    cur = to;
-  }
+  if (g.y.receives(me.y)) take_from(neighbour_y());
   const Coord v = g.virtual_of(me);
   if (latency) {
     const int moves = static_cast<int>(latency_pattern.moves().size());
     for (int m = moves - 1; m >= 0; --m) {  // the farthest move first
       const int peer = g.rank_of_virtual(latency_pattern.peer(v, m));
-      const Chunk to = target();
+      const Chunk to = targets.next();
       b.add(Kind::send, peer, 0, cur, {});
       b.add(Kind::recv_reduce, peer, 0, cur, to);
       ++b.phase;
