@@ -36,7 +36,7 @@ enum class Collective { allreduce, reduce_scatter, allgather, broadcast };
 std::string_view to_string(Algorithm a) noexcept;
 std::string_view to_string(Collective c) noexcept;
 // Whether `a` has a schedule (or stock call) for collective `c`; the latency, swing, hierarchical
-// and torus2d_both algorithms implement all-reduce only; broadcast has ring (two chains around the
+// and torus2d_both algorithms implement all-reduce only (swing_latency reduce-scatter too); broadcast has ring (two chains around the
 // rank ring), torus2d (row chains, then column chains), recursive_doubling (a binomial tree),
 // mpi and auto.
 bool implements(Algorithm a, Collective c) noexcept;

@@ -59,8 +59,9 @@ bool implements(Algorithm a, Collective c) noexcept {
     case Algorithm::recursive_doubling:
     case Algorithm::rabenseifner:
     case Algorithm::swing:
-    case Algorithm::swing_latency:
       return c == Collective::allreduce;
+    case Algorithm::swing_latency:
+      return c == Collective::allreduce || c == Collective::reduce_scatter;
     default:
       return true;
   }

@@ -27,6 +27,10 @@ constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
 // partners whose messages pile up on the line's links (algorithms.md).
 constexpr std::uint64_t kSwingBytesTorus = 32 * 1024 * 1024;
 constexpr std::uint64_t kSwingBytesMesh = 1024 * 1024;
+// Reduce-scatter on a 2D shape: swing_latency (an all-reduce, each keeping its block) below
+// this, torus2d from it: the crossover is 32-64 KiB on 32x32 and 8-16 KiB on 128x32.
+constexpr std::uint64_t kScatterLatencyBytesTorus = 64 * 1024;
+constexpr std::uint64_t kScatterLatencyBytesMesh = 16 * 1024;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 
 }  // namespace
@@ -49,6 +53,11 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   if (c == Collective::broadcast) {
     if (t.size() == 1 || bytes < kBroadcastTreeBytes) return Algorithm::recursive_doubling;
     return two_d ? Algorithm::torus2d : Algorithm::ring;
+  }
+  if (c == Collective::reduce_scatter && two_d) {
+    const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);
+    if (bytes < (mesh ? kScatterLatencyBytesMesh : kScatterLatencyBytesTorus))
+      return Algorithm::swing_latency;
   }
   return two_d ? Algorithm::torus2d : Algorithm::bidir_ring;
 }

@@ -29,7 +29,8 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
     return refuse(
         a == Algorithm::torus2d_both
             ? "it only implements allreduce (use torus2d for the 2D reduce-scatter/all-gather)"
-            : "it only implements allreduce");
+        : a == Algorithm::swing_latency ? "it only implements allreduce and reduce_scatter"
+                                        : "it only implements allreduce");
   Schedule s;
   if (r.collective == Collective::broadcast && (a == Algorithm::automatic || a == Algorithm::mpi))
     return refuse("no schedule: resolved by the caller");

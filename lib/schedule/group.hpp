@@ -46,8 +46,9 @@ bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase);
 // it writes: then a slot, and the caller copies).
 class AlternatingTargets {
  public:
-  AlternatingTargets(std::uint64_t n, int writes, bool in_place)
-      : n_(n), writes_(writes), last_to_output_(!(writes == 1 && in_place)) {}
+  // `ends_in_output` false: every write goes to a slot (a reduce-scatter keeps one block).
+  AlternatingTargets(std::uint64_t n, int writes, bool in_place, bool ends_in_output = true)
+      : n_(n), writes_(writes), last_to_output_(ends_in_output && !(writes == 1 && in_place)) {}
   Chunk next() {
     const bool last = k_ == writes_ - 1;
     const Chunk t = last && last_to_output_

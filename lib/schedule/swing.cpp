@@ -25,12 +25,15 @@
 //
 // swing_latency: the whole vector at every move (recursive doubling with Swing's peers, the
 // farthest move first): log2(p2) steps; partial vectors alternate between two scratch slots so a
-// step never writes what it sends.
+// step never writes what it sends. Its reduce-scatter is the same all-reduce, each rank keeping
+// its block (of the block rule) and handing the ranks that folded into it theirs: log2(p2)
+// steps of the whole vector where a ring takes p-1, for small vectors.
 #include <bit>
 
 #include "schedule/build.hpp"
 #include "schedule/group.hpp"
 #include "schedule/swing_pattern.hpp"
+#include "toroid/block.hpp"
 
 namespace toroid::schedule {
 namespace {
@@ -126,11 +129,20 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
   auto neighbour_y = [&] { return t.rank_of({me.x, me.y + (g.y.sends(me.y) ? 1 : -1)}); };
   const SwingPattern latency_pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
                                      g.x.k2 > 1 ? Axis::x : Axis::y, false);
+  const bool scatter = r.collective == Collective::reduce_scatter;  // swing_latency only
   AlternatingTargets targets(n,
                              static_cast<int>(latency_pattern.moves().size()) +
                                  (g.x.receives(me.x) ? 1 : 0) +
                                  (x_in && g.y.receives(me.y) ? 1 : 0),
-                             r.in_place);
+                             r.in_place, !scatter);
+  // Reduce-scatter: where this rank's block goes, and rank q's block of the reduced vector.
+  const Block own = block_of(n, p, rank);
+  const Chunk result =
+      r.in_place ? Chunk{Buf::output, own.offset, own.count} : Chunk{Buf::output, 0, own.count};
+  auto block_in = [&](Chunk reduced, int q) {
+    const Block bl = block_of(n, p, q);
+    return Chunk{reduced.buf, reduced.offset + bl.offset, bl.count};
+  };
   Chunk cur = input;
   // A neighbour's whole vector reduced into the next target (the bandwidth form: the output).
   auto take_from = [&](int neighbour) {
@@ -143,16 +155,19 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
   if (g.x.sends(me.x)) {
     b.add(Kind::send, neighbour_x(), 0, input, {});
     ++b.phase;
-    b.add(Kind::recv, neighbour_x(), 0, {}, output);
+    // A reduce-scatter's block comes from the rank holding the result: the X neighbour, or the
+    // one its vector went on to when that neighbour folded in Y too.
+    const int holder = scatter && g.y.sends(me.y) ? t.rank_of({me.x + 1, me.y + 1}) : neighbour_x();
+    b.add(Kind::recv, holder, 0, {}, scatter ? result : output);
     return s;
   }
   if (g.x.receives(me.x)) take_from(neighbour_x());
   if (g.y.sends(me.y)) {
     b.add(Kind::send, neighbour_y(), 0, cur, {});
     ++b.phase;
-    b.add(Kind::recv, neighbour_y(), 0, {}, output);
+    b.add(Kind::recv, neighbour_y(), 0, {}, scatter ? result : output);
     ++b.phase;
-    if (g.x.receives(me.x)) b.add(Kind::send, neighbour_x(), 0, output, {});
+    if (g.x.receives(me.x) && !scatter) b.add(Kind::send, neighbour_x(), 0, output, {});
     return s;
   }
   if (g.y.receives(me.y)) take_from(neighbour_y());
@@ -166,6 +181,21 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
       b.add(Kind::recv_reduce, peer, 0, cur, to);
       ++b.phase;
       cur = to;
+    }
+    if (scatter) {
+      // Averaged whole (the folded ranks' blocks too), then each block to its rank.
+      b.phase = append_average(s, r.average, cur, divisor, b.phase);
+      if (append_move(s, block_in(cur, rank), result, b.phase)) ++b.phase;
+      // The ranks that folded into this one get their blocks straight from here.
+      if (g.y.receives(me.y)) {
+        b.add(Kind::send, neighbour_y(), 0, block_in(cur, neighbour_y()), {});
+        if (g.x.receives(me.x)) {
+          const int corner = t.rank_of({me.x - 1, me.y - 1});
+          b.add(Kind::send, corner, 0, block_in(cur, corner), {});
+        }
+      }
+      if (g.x.receives(me.x)) b.add(Kind::send, neighbour_x(), 0, block_in(cur, neighbour_x()), {});
+      return s;
     }
     if (cur.buf != Buf::output && n > 0)
       s.steps.push_back({Kind::copy, -1, 0, b.phase++, cur, output});

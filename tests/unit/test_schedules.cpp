@@ -243,6 +243,13 @@ TEST_CASE("an algorithm that cannot run a request says why", "[schedules]") {
                                     {Collective::reduce_scatter, 8, false, false, {}}, ctx),
                     Catch::Contains("use torus2d for the 2D reduce-scatter"));
   CHECK_THROWS_WITH(
+      schedule::build(Algorithm::swing, {Collective::reduce_scatter, 8, false, false, {}}, ctx),
+      Catch::Contains("algorithm swing cannot run reduce_scatter on topology 2x2: it only "
+                      "implements allreduce"));
+  CHECK_THROWS_WITH(
+      schedule::build(Algorithm::swing_latency, {Collective::allgather, 8, false, false, {}}, ctx),
+      Catch::Contains("it only implements allreduce and reduce_scatter"));
+  CHECK_THROWS_WITH(
       schedule::build(Algorithm::torus2d, {Collective::allreduce, 8, false, false, Axis::x}, ctx),
       Catch::Contains("along an axis"));
 }
