@@ -121,8 +121,6 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
   const auto divisor = static_cast<std::uint32_t>(p);
   Builder b{s};
   if (latency) s.scratch_count = 2 * n;
-  // Latency form: every reduction writes a fresh target (scratch slots in turn, the last one the
-  // output), so counting the writes first tells which one is last.
   const bool x_in = !g.x.sends(me.x);
   // The fold partners (only asked for by ranks that fold).
   auto neighbour_x = [&] { return t.rank_of({me.x + (g.x.sends(me.x) ? 1 : -1), me.y}); };
@@ -130,6 +128,9 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
   const SwingPattern latency_pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
                                      g.x.k2 > 1 ? Axis::x : Axis::y, false);
   const bool scatter = r.collective == Collective::reduce_scatter;  // swing_latency only
+  // Latency form: every reduction writes a fresh target (scratch slots in turn, the last one the
+  // output unless a reduce-scatter keeps one block), so counting the writes first tells which
+  // one is last.
   AlternatingTargets targets(n,
                              static_cast<int>(latency_pattern.moves().size()) +
                                  (g.x.receives(me.x) ? 1 : 0) +
