@@ -37,11 +37,11 @@ constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 
 Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   const bool two_d = t.x_dim() > 1 && t.y_dim() > 1;
+  const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);  // a dimension is a line
   if (c == Collective::allreduce) {
     if (t.size() == 1) return Algorithm::ring;
     if (two_d) {
       if (bytes < kSmallMessageBytes) return Algorithm::swing_latency;
-      const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);
       return bytes < (mesh ? kSwingBytesMesh : kSwingBytesTorus) ? Algorithm::swing
                                                                  : Algorithm::torus2d_both;
     }
@@ -55,7 +55,6 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
     return two_d ? Algorithm::torus2d : Algorithm::ring;
   }
   if (c == Collective::reduce_scatter && two_d) {
-    const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);
     if (bytes < (mesh ? kScatterLatencyBytesMesh : kScatterLatencyBytesTorus))
       return Algorithm::swing_latency;
   }

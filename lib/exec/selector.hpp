@@ -40,11 +40,11 @@ namespace toroid::exec {
 inline constexpr int kMaxModeledRanks = 64;
 inline constexpr int kSizeClasses = 65;
 
-// The rule without a model (above kMaxModeledRanks): on a 2D shape swing_latency below 128 KiB,
-// swing below 32 MiB (1 MiB when a dimension is a line), then torus2d_both (reduce-scatter:
-// swing_latency below 64 KiB, 16 KiB with a line, then torus2d); otherwise recursive doubling below 128 KiB,
-// Rabenseifner (2 ranks: recursive doubling) below 2 MiB, then bidir_ring; broadcast: a
-// binomial tree below 64 KiB, then chains.
+// The rule without a model (above kMaxModeledRanks): on a 2D shape swing_latency below
+// 128 KiB, swing below 32 MiB (1 MiB when a dimension is a line), then torus2d_both
+// (reduce-scatter: swing_latency below 64 KiB, 16 KiB with a line, then torus2d); otherwise
+// recursive doubling below 128 KiB, Rabenseifner (2 ranks: recursive doubling) below 2 MiB, then
+// bidir_ring; broadcast: a binomial tree below 64 KiB, then chains.
 Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t);
 
 struct SelectorInputs {

@@ -18,10 +18,10 @@ std::pair<int, int> steps_along(int u, int v, int n, bool wraps) {
 
 Network::Network(const SimModel& m)
     : m_(m),
-      free_(static_cast<std::size_t>(m.topology.size()) * 4, 0.0),
-      active_(m.endpoints ? 0 : free_.size()),
-      bytes_(free_.size(), 0),
-      busy_(free_.size(), 0.0) {
+      free_(m.endpoints ? static_cast<std::size_t>(m.topology.size()) * 4 : 0, 0.0),
+      active_(m.endpoints ? 0 : static_cast<std::size_t>(m.topology.size()) * 4),
+      bytes_(static_cast<std::size_t>(m.topology.size()) * 4, 0),
+      busy_(bytes_.size(), 0.0) {
   if (!m.endpoints) return;
   // A node's network ports are the +y/-y link ids of its lowest rank.
   for (std::size_t r = 0; r < m.endpoints->node_of_rank.size(); ++r) {

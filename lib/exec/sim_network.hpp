@@ -36,7 +36,7 @@ class Network {
 
  private:
   const SimModel& m_;
-  std::vector<double> free_;  // per link id: when its last reservation ends (endpoint model)
+  std::vector<double> free_;  // endpoint model, per link id: when its last reservation ends
   std::vector<std::vector<double>>
       active_;  // per link id: ends of the transfers it carries (torus)
   std::vector<std::uint64_t> bytes_;

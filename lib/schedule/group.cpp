@@ -50,6 +50,45 @@ bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase) {
   return true;
 }
 
+std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std::uint32_t position,
+                                      const std::function<HalvingPeer(int move)>& peer, int tag,
+                                      Buf from, bool average, std::uint32_t divisor,
+                                      std::uint32_t phase) {
+  const Blocks blocks = even_blocks(region.offset, region.count, 1 << moves);
+  auto range = [&](std::uint32_t lo, std::uint32_t hi) {  // blocks [lo, hi) as one chunk
+    const std::uint64_t begin = blocks[lo].offset,
+                        end = blocks[hi - 1].offset + blocks[hi - 1].count;
+    return Block{begin, end - begin};
+  };
+  auto add = [&](Kind k, int to, Chunk src, Chunk dst) {
+    if ((k == Kind::send ? src.count : dst.count) > 0)
+      s.steps.push_back({k, to, tag, phase, src, dst});
+  };
+  std::uint32_t lo = 0, hi = 1U << moves;
+  for (int m = 0; m < moves; ++m) {
+    const int to = peer(m).rank;
+    const std::uint32_t mask = 1U << (moves - 1 - m), mid = lo + (hi - lo) / 2;
+    const bool lower = (position & mask) == 0;
+    const Block keep = lower ? range(lo, mid) : range(mid, hi);
+    const Block give = lower ? range(mid, hi) : range(lo, mid);
+    add(Kind::send, to, chunk(from, give), {});
+    add(Kind::recv_reduce, to, chunk(from, keep), chunk(Buf::output, keep));
+    ++phase;
+    (lower ? hi : lo) = mid;
+    from = Buf::output;
+  }
+  phase = append_average(s, average, chunk(Buf::output, blocks[position]), divisor, phase);
+  for (int m = moves - 1; m >= 0; --m) {
+    const HalvingPeer q = peer(m);
+    const std::uint32_t mask = 1U << (moves - 1 - m);
+    const std::uint32_t mine = position & ~(mask - 1), theirs = q.position & ~(mask - 1);
+    add(Kind::send, q.rank, chunk(Buf::output, range(mine, mine + mask)), {});
+    add(Kind::recv, q.rank, {}, chunk(Buf::output, range(theirs, theirs + mask)));
+    ++phase;
+  }
+  return phase;
+}
+
 std::uint32_t append_average(Schedule& s, bool average, Chunk c, std::uint32_t divisor,
                              std::uint32_t phase) {
   if (!average || c.count == 0 || divisor <= 1) return phase;

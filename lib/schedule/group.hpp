@@ -6,6 +6,7 @@
 //             member j owns blocks[j] after a reduce-scatter and contributes it to an all-gather
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "schedule/step.hpp"
@@ -63,6 +64,21 @@ class AlternatingTargets {
   int writes_, k_ = 0;
   bool last_to_output_;
 };
+
+// Recursive halving reduce-scatter of `region`, cut into 2^moves blocks, then a recursive
+// doubling all-gather retracing it (Rabenseifner's body, and each Swing part's). This rank's
+// block is at `position`; at move s it exchanges with peer(s): of the range both hold, each keeps
+// the half with its own position (bit moves-1-s) and sends the other. The first move reads
+// `from`, partials and results are kept in the output at the blocks' offsets, and the own block
+// is averaged in between. Returns the next free phase.
+struct HalvingPeer {
+  int rank = -1;               // communicator rank
+  std::uint32_t position = 0;  // its block's position
+};
+std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std::uint32_t position,
+                                      const std::function<HalvingPeer(int move)>& peer, int tag,
+                                      Buf from, bool average, std::uint32_t divisor,
+                                      std::uint32_t phase);
 
 // The last step of an average: `c` divided by `divisor`, in a phase of its own. Nothing when not
 // averaging, when `c` is empty or when the divisor is 1. Returns the next free phase.

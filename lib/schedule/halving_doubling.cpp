@@ -104,39 +104,13 @@ Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ct
       ++b.phase;
       from = Buf::output;
     }
-    const Blocks blocks = even_blocks(0, n, f.p2);
-    auto range = [&](int lo, int hi) {  // blocks [lo, hi) as one chunk
-      const std::uint64_t begin = blocks[lo].offset,
-                          end = blocks[hi - 1].offset + blocks[hi - 1].count;
-      return Block{begin, end - begin};
-    };
-    int lo = 0, hi = f.p2;
-    for (int mask = f.p2 / 2; mask >= 1; mask /= 2) {
-      const int partner = f.real(f.new_rank ^ mask);
-      const int mid = lo + (hi - lo) / 2;
-      const bool lower = (f.new_rank & mask) == 0;
-      const Block keep = lower ? range(lo, mid) : range(mid, hi);
-      const Block give = lower ? range(mid, hi) : range(lo, mid);
-      b.add(Kind::send, partner, chunk(from, give), {});
-      b.add(Kind::recv_reduce, partner, chunk(from, keep), chunk(Buf::output, keep));
-      ++b.phase;
-      if (lower)
-        hi = mid;
-      else
-        lo = mid;
-      from = Buf::output;
-    }
-    if (from == Buf::input && !r.in_place && n > 0) {  // p2 == 1 cannot happen for p > 1
-      s.steps.push_back({Kind::copy, -1, 0, b.phase++, input, output});
-    }
-    scale(chunk(Buf::output, blocks[f.new_rank]));
-    for (int mask = 1; mask < f.p2; mask <<= 1) {
-      const int partner = f.real(f.new_rank ^ mask);
-      const int mine = f.new_rank & ~(mask - 1), theirs = (f.new_rank ^ mask) & ~(mask - 1);
-      b.add(Kind::send, partner, chunk(Buf::output, range(mine, mine + mask)), {});
-      b.add(Kind::recv, partner, {}, chunk(Buf::output, range(theirs, theirs + mask)));
-      ++b.phase;
-    }
+    b.phase = append_halving_doubling(
+        s, {0, n}, rounds, static_cast<std::uint32_t>(f.new_rank),
+        [&](int m) {  // distance p2/2 first
+          const int partner = f.new_rank ^ (1 << (rounds - 1 - m));
+          return HalvingPeer{f.real(partner), static_cast<std::uint32_t>(partner)};
+        },
+        0, from, r.average, static_cast<std::uint32_t>(p), b.phase);
   }
   if (a == Algorithm::recursive_doubling) scale(output);
   if (f.odd_folded) {

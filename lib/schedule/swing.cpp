@@ -66,43 +66,6 @@ struct Grid {
   Coord virtual_of(Coord c) const { return {x.virtual_of(c.x), y.virtual_of(c.y)}; }
 };
 
-// The halving reduce-scatter and doubling all-gather of one part on `region`.
-void append_part(Builder& b, const Grid& g, const SwingPattern& pattern, Coord me, Block region,
-                 int tag, Buf from, bool average, std::uint32_t divisor) {
-  const int moves = static_cast<int>(pattern.moves().size());
-  const Blocks blocks = even_blocks(region.offset, region.count, pattern.size());
-  auto range = [&](std::uint32_t lo, std::uint32_t hi) {  // blocks [lo, hi) as one chunk
-    const std::uint64_t begin = blocks[lo].offset,
-                        end = blocks[hi - 1].offset + blocks[hi - 1].count;
-    return Block{begin, end - begin};
-  };
-  const std::uint32_t position = pattern.position(me);
-  std::uint32_t lo = 0, hi = static_cast<std::uint32_t>(pattern.size());
-  for (int s = 0; s < moves; ++s) {
-    const int peer = g.rank_of_virtual(pattern.peer(me, s));
-    const std::uint32_t mask = 1U << (moves - 1 - s), mid = lo + (hi - lo) / 2;
-    const bool lower = (position & mask) == 0;
-    const Block keep = lower ? range(lo, mid) : range(mid, hi);
-    const Block give = lower ? range(mid, hi) : range(lo, mid);
-    b.add(Kind::send, peer, tag, chunk(from, give), {});
-    b.add(Kind::recv_reduce, peer, tag, chunk(from, keep), chunk(Buf::output, keep));
-    ++b.phase;
-    (lower ? hi : lo) = mid;
-    from = Buf::output;
-  }
-  b.phase = append_average(b.s, average, chunk(Buf::output, blocks[position]), divisor, b.phase);
-  for (int s = moves - 1; s >= 0; --s) {
-    const Coord peer_at = pattern.peer(me, s);
-    const std::uint32_t mask = 1U << (moves - 1 - s);
-    const std::uint32_t mine = position & ~(mask - 1),
-                        theirs = pattern.position(peer_at) & ~(mask - 1);
-    const int peer = g.rank_of_virtual(peer_at);
-    b.add(Kind::send, peer, tag, chunk(Buf::output, range(mine, mine + mask)), {});
-    b.add(Kind::recv, peer, tag, {}, chunk(Buf::output, range(theirs, theirs + mask)));
-    ++b.phase;
-  }
-}
-
 }  // namespace
 
 Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
@@ -213,9 +176,14 @@ Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
     for (std::size_t i = 0; i < parts.size(); ++i) {
       const SwingPattern pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y), parts[i].first,
                                  parts[i].second);
-      b.phase = start;
-      append_part(b, g, pattern, v, regions[i], static_cast<int>(i), cur.buf, r.average, divisor);
-      end = std::max(end, b.phase);
+      const auto moves = static_cast<int>(pattern.moves().size());
+      end = std::max(end, append_halving_doubling(
+                              s, regions[i], moves, pattern.position(v),
+                              [&](int m) {
+                                const Coord q = pattern.peer(v, m);
+                                return HalvingPeer{g.rank_of_virtual(q), pattern.position(q)};
+                              },
+                              static_cast<int>(i), cur.buf, r.average, divisor, start));
     }
     b.phase = end;
   }

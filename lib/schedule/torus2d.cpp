@@ -16,7 +16,8 @@
 // that for a ring of more than 2, whose halves go both ways; once for a line), the X links move
 // about a + (1−a)/Y of the vector and the Y links (1−a) + a/X, so
 //
-//     (a + (1−a)/Y) / cx = ((1−a) + a/X) / cy   =>   a = (1/cy − 1/(Y·cx)) / ((1−1/Y)/cx + (1−1/X)/cy)
+//     (a + (1−a)/Y) / cx = ((1−a) + a/X) / cy
+//     =>   a = (1/cy − 1/(Y·cx)) / ((1−1/Y)/cx + (1−1/X)/cy)
 //
 // a = 1/2 on a square torus; 0.32 on 128x32 with X a line (its links carry half a ring's).
 //
