@@ -78,9 +78,7 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const std::vector<int> nodes = nodes_of(o);
-  Report report(out, o);
-  report.begin();
-  std::FILE* links = nullptr;
+  std::FILE* links = nullptr;  // opened before any row is printed: a bad path prints nothing
   if (!o.links.empty()) {
     if (!(links = std::fopen(o.links.c_str(), "w"))) {
       fmt::print(stderr, "toroid-sim: --links: cannot open '{}' for writing\n", o.links);
@@ -88,6 +86,8 @@ int main(int argc, char** argv) {
     }
     write_links_header(links, o);
   }
+  Report report(out, o);
+  report.begin();
   int status = 0;
   for (Collective c : o.ops)
     for (Algorithm a : o.algos) {
