@@ -1,23 +1,32 @@
-// Checkpoints that do not depend on the rank count or the bucket layout: rank 0 writes (and
-// reads) the full weights and optimizer state in registration order, bucket by bucket (each
-// piece at its place in the file), so no rank ever holds more than one bucket beyond its own
-// shard.
+// Checkpoints that do not depend on the rank count or the bucket layout, written and read by
+// every rank in parallel, all or nothing, and verified before anything is loaded.
 //
-// File layout (little-endian, as the host writes it):
-//   "TOROIDCK"  u32 version  u32 optimizer kind  i64 steps  u64 state arrays  u64 tensors
-//   per tensor: u32 name length, name bytes, u64 elements
-//   weights of every tensor in order (f32), then each state array over the same elements
-//   (sgd/lars: momentum; adam/adamw/lamb: first moment, second moment). No padding.
+// Terms: a *run* is a stretch of one tensor that this rank moves, in every array of the file
+// (weights, then each state array; layout in checkpoint_format.hpp). Sharded, a rank's runs are
+// the pieces of its own shard of every bucket, so the ranks' runs tile the file once; replicated
+// (every rank holds everything), whole buckets are dealt round robin over the ranks.
+//
+//   file:   | header | weights: t0 | t1 | t2 ... | m: t0 | t1 ... | v: t0 | t1 ... |
+//   runs:            |r0|r1|r0 |r1|r0|r1 ...      |r0|r1|r0 ...    (rank of each run, sharded)
+//
+// Save: each rank computes the CRC of its runs, rank 0 joins them into one CRC per data
+// section and writes the header, every rank writes its runs into `path.saving`, then the file
+// is synced and renamed over `path` (checkpoint_file.hpp). Load: rank 0 checks the header,
+// every rank reads its runs into scratch (its shard of the file), the joined CRCs are compared,
+// and only then are the weights (all-gathered per bucket) and the state set.
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 
 #include "api/agreement.hpp"
 #include "core/mpi_check.hpp"
+#include "optimizer/checkpoint_file.hpp"
+#include "optimizer/checkpoint_format.hpp"
 #include "optimizer/impl.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"
@@ -25,205 +34,238 @@
 namespace toroid {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'O', 'R', 'O', 'I', 'D', 'C', 'K'};
-constexpr std::uint32_t kVersion = 1;
+using namespace optimizer::checkpoint;
 
-struct FileCloser {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
-using File = std::unique_ptr<std::FILE, FileCloser>;
-
-// Tracks whether every read or write of rank 0 succeeded; ranks keep running the collectives
-// either way and agree on the outcome at the end.
-struct Stream {
-  File file;
-  bool ok = true;
-  void write(const void* p, std::size_t bytes) {
-    ok = ok && std::fwrite(p, 1, bytes, file.get()) == bytes;
-  }
-  void read(void* p, std::size_t bytes) { ok = ok && std::fread(p, 1, bytes, file.get()) == bytes; }
-  void seek(std::size_t at) {
-    ok = ok && std::fseek(file.get(), static_cast<long>(at), SEEK_SET) == 0;
-  }
-  template <class T>
-  void put(const T& v) {
-    write(&v, sizeof v);
-  }
-  template <class T>
-  T get() {
-    T v{};
-    read(&v, sizeof v);
-    return v;
-  }
+struct Run {
+  std::size_t bucket = 0;
+  std::size_t tensor = 0, tensor_offset = 0, count = 0;
+  std::size_t in_bucket = 0;  // first element inside the bucket
+  std::size_t state_at = 0;   // ... and inside this rank's state arrays
+  std::size_t scratch_at = 0;  // ... and inside the load's scratch (runs end to end)
 };
 
-std::size_t header_bytes(const ShardedOptimizer::Impl& s) {
-  std::size_t n =
-      sizeof kMagic + 2 * sizeof(std::uint32_t) + sizeof(std::int64_t) + 2 * sizeof(std::uint64_t);
-  for (const auto& p : s.params) n += sizeof(std::uint32_t) + p.name.size() + sizeof(std::uint64_t);
-  return n;
+std::vector<Run> runs_of(const ShardedOptimizer::Impl& s) {
+  std::vector<Run> runs;
+  std::size_t scratch = 0;
+  const auto& buckets = s.layout().buckets;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    if (!s.sharded() && static_cast<int>(i % s.comm.size()) != s.comm.rank()) continue;
+    const optimizer::Bucket& b = buckets[i];
+    for (const auto& piece : b.own) {
+      runs.push_back({i, piece.tensor, piece.tensor_offset, piece.count,
+                      b.own_begin + piece.offset, b.state_offset + piece.offset, scratch});
+      scratch += piece.count;
+    }
+  }
+  return runs;
 }
 
-std::size_t file_bytes(const ShardedOptimizer::Impl& s) {
-  return header_bytes(s) + (1 + s.state.size()) * s.layout().total * sizeof(float);
+Header header_of(const ShardedOptimizer::Impl& s) {
+  Header h;
+  h.kind = s.config.kind;
+  h.steps = s.steps;
+  h.arrays = s.state.size();
+  for (const auto& p : s.params) h.tensors.push_back({p.name, p.weights.size()});
+  return h;
 }
 
-// Where element `offset` of tensor `tensor` lies in section `section` (0: weights, 1 + a:
-// state array a) of the file.
+// Where a run lies in array `array` (0: weights, 1 + a: state array a) of the file.
 struct Places {
-  std::size_t header = 0, total = 0;
+  std::size_t header = 0, elements = 0;
   std::vector<std::size_t> starts;
-  explicit Places(const ShardedOptimizer::Impl& s)
-      : header(header_bytes(s)), total(s.layout().total), starts(s.registration_starts()) {}
-  std::size_t at(std::size_t section, const optimizer::Piece& piece) const {
-    return header + (section * total + starts[piece.tensor] + piece.tensor_offset) * sizeof(float);
+  Places(const Header& h, const ShardedOptimizer::Impl& s)
+      : header(h.bytes()), elements(h.elements()), starts(s.registration_starts()) {}
+  std::size_t at(std::size_t array, const Run& r) const {
+    return header + (array * elements + starts[r.tensor] + r.tensor_offset) * sizeof(float);
   }
 };
 
-File open(const std::string& path, const char* mode, const char* purpose) {
-  File f(std::fopen(path.c_str(), mode));
-  if (!f)
-    throw InvalidArgument(fmt::format("checkpoint: cannot open '{}' for {}: {}", path, purpose,
-                                      std::strerror(errno)));
-  return f;
+// The CRC of each run in each array, joined across ranks into one CRC per data section in
+// file order (on rank 0; empty elsewhere).
+std::vector<std::uint32_t> section_checksums(MPI_Comm comm, const Header& h,
+                                             const std::vector<Run>& runs,
+                                             const std::function<const float*(std::size_t array,
+                                                                              const Run&)>& data) {
+  constexpr int kFields = 4;  // section, first element, elements, crc
+  std::vector<std::uint64_t> mine;
+  for (std::size_t a = 0; a <= h.arrays; ++a)
+    for (const Run& r : runs)
+      mine.insert(mine.end(), {a * h.tensors.size() + r.tensor, r.tensor_offset, r.count,
+                               crc32(0, data(a, r), r.count * sizeof(float))});
+  int rank = 0, size = 1;
+  mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  const int count = static_cast<int>(mine.size());
+  std::vector<int> counts(rank == 0 ? size : 0), displs(counts.size());
+  mpi_check(MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm), "MPI_Gather");
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    displs[i] = static_cast<int>(total), total += static_cast<std::size_t>(counts[i]);
+  std::vector<std::uint64_t> all(total);
+  mpi_check(MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(),
+                        displs.data(), MPI_UINT64_T, 0, comm),
+            "MPI_Gatherv");
+  if (rank != 0) return {};
+  std::vector<const std::uint64_t*> records;
+  for (std::size_t i = 0; i < total; i += kFields) records.push_back(&all[i]);
+  std::sort(records.begin(), records.end(), [](const std::uint64_t* x, const std::uint64_t* y) {
+    return x[0] != y[0] ? x[0] < y[0] : x[1] < y[1];
+  });
+  std::vector<std::uint32_t> joined(h.sections(), 0);  // 0: the CRC of nothing
+  for (const std::uint64_t* r : records)
+    joined[r[0]] = crc32_join(joined[r[0]], static_cast<std::uint32_t>(r[3]), r[2] * sizeof(float));
+  return joined;
 }
 
-// Rank 0: checks a file's header against this optimizer; leaves the stream at the weights.
-std::int64_t read_header(const ShardedOptimizer::Impl& s, Stream& in, const std::string& path) {
-  char magic[sizeof kMagic];
-  in.read(magic, sizeof magic);
-  if (!in.ok || std::memcmp(magic, kMagic, sizeof kMagic) != 0)
-    throw InvalidArgument(
-        fmt::format("checkpoint: '{}' is not a toroid optimizer checkpoint", path));
-  const auto version = in.get<std::uint32_t>();
-  if (version != kVersion)
-    throw InvalidArgument(fmt::format("checkpoint: '{}' has format version {}, this build reads {}",
-                                      path, version, kVersion));
-  const auto kind = static_cast<OptimizerKind>(in.get<std::uint32_t>());
-  const auto steps = in.get<std::int64_t>();
-  const auto arrays = in.get<std::uint64_t>();
-  const auto tensors = in.get<std::uint64_t>();
-  if (optimizer::state_arrays(kind) != optimizer::state_arrays(s.config.kind) ||
-      arrays != s.state.size() ||
-      (kind == OptimizerKind::lamb) != (s.config.kind == OptimizerKind::lamb))
+// Rank 0: the header at the start of `path`, checked against this optimizer and the file's
+// length.
+Header read_matching_header(const ShardedOptimizer::Impl& s, const std::string& path) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!f)
+    throw InvalidArgument(fmt::format("checkpoint: cannot open '{}' for reading on rank 0: {}",
+                                      path, std::strerror(errno)));
+  Header h = read_header(f.get(), path);
+  if (optimizer::state_arrays(h.kind) != optimizer::state_arrays(s.config.kind) ||
+      h.arrays != s.state.size() ||
+      (h.kind == OptimizerKind::lamb) != (s.config.kind == OptimizerKind::lamb))
     throw InvalidArgument(fmt::format("checkpoint: '{}' holds {} state, this optimizer is {}", path,
-                                      to_string(kind), to_string(s.config.kind)));
-  if (tensors != s.params.size())
+                                      to_string(h.kind), to_string(s.config.kind)));
+  if (h.tensors.size() != s.params.size())
     throw InvalidArgument(fmt::format("checkpoint: '{}' has {} parameters, this optimizer has {}",
-                                      path, tensors, s.params.size()));
+                                      path, h.tensors.size(), s.params.size()));
   for (std::size_t t = 0; t < s.params.size(); ++t) {
-    const auto len = in.get<std::uint32_t>();
-    std::string name(in.ok && len < (1u << 20) ? len : 0, '\0');
-    in.read(name.data(), name.size());
-    const auto elements = in.get<std::uint64_t>();
     const Parameter& p = s.params[t];
-    if (!in.ok || name != p.name || elements != p.weights.size())
+    if (h.tensors[t].name != p.name || h.tensors[t].elements != p.weights.size())
       throw InvalidArgument(
           fmt::format("checkpoint: '{}' parameter {} is '{}' with {} elements, this optimizer's is "
                       "'{}' with {}",
-                      path, t, name, elements, p.name, p.weights.size()));
+                      path, t, h.tensors[t].name, h.tensors[t].elements, p.name, p.weights.size()));
   }
-  if (std::fseek(in.file.get(), 0, SEEK_END) != 0) in.ok = false;
-  const long size = std::ftell(in.file.get());
-  if (!in.ok || size < 0 || static_cast<std::size_t>(size) != file_bytes(s))
+  long size = -1;
+  if (std::fseek(f.get(), 0, SEEK_END) == 0) size = std::ftell(f.get());
+  if (size < 0 || static_cast<std::size_t>(size) != h.file_bytes())
     throw InvalidArgument(
-        fmt::format("checkpoint: '{}' has {} bytes, expected {}", path, size, file_bytes(s)));
-  std::fseek(in.file.get(), static_cast<long>(header_bytes(s)), SEEK_SET);
-  return steps;
+        fmt::format("checkpoint: '{}' has {} bytes, expected {}", path, size, h.file_bytes()));
+  return h;
 }
 
-void bcast(void* data, std::size_t count, MPI_Datatype type, MPI_Comm comm) {
-  toroid::mpi_check(MPI_Bcast(data, static_cast<int>(count), type, 0, comm), "MPI_Bcast");
+// Rank 0: the first data section whose CRC differs from the header's.
+void verify(const ShardedOptimizer::Impl& s, const Header& h,
+            const std::vector<std::uint32_t>& computed, const std::string& path) {
+  for (std::size_t sec = 0; sec < h.sections(); ++sec)
+    if (computed[sec] != h.checksums[sec])
+      throw InvalidArgument(fmt::format(
+          "checkpoint: '{}' is damaged: the checksum of the {} does not match (nothing was "
+          "loaded)",
+          path,
+          section_name(h.kind, sec / h.tensors.size(), s.params[sec % h.tensors.size()].name)));
+}
+
+void bcast(void* data, std::size_t count, MPI_Datatype type, int root, MPI_Comm comm) {
+  mpi_check(MPI_Bcast(data, static_cast<int>(count), type, root, comm), "MPI_Bcast");
 }
 
 }  // namespace
 
 void ShardedOptimizer::save(const std::string& path) {
   Impl& s = *impl_;
-  const bool root = s.comm.rank() == 0;
   const MPI_Comm comm = s.comm.mpi_comm();
-  Stream out;
-  api::run_agreed(comm, [&] {
-    if (root) out.file = open(path, "wb", "writing");
-  });
-  if (root) {
-    out.write(kMagic, sizeof kMagic);
-    out.put(kVersion);
-    out.put(static_cast<std::uint32_t>(s.config.kind));
-    out.put(static_cast<std::int64_t>(s.steps));
-    out.put(static_cast<std::uint64_t>(s.state.size()));
-    out.put(static_cast<std::uint64_t>(s.params.size()));
-    for (const auto& p : s.params) {
-      out.put(static_cast<std::uint32_t>(p.name.size()));
-      out.write(p.name.data(), p.name.size());
-      out.put(static_cast<std::uint64_t>(p.weights.size()));
-    }
-    // Every rank holds all weights between steps.
-    for (const auto& p : s.params) out.write(p.weights.data(), p.weights.size_bytes());
+  const std::vector<Run> runs = runs_of(s);
+  Header h = header_of(s);
+  auto data = [&](std::size_t array, const Run& r) -> const float* {
+    return array == 0 ? s.params[r.tensor].weights.data() + r.tensor_offset
+                      : s.state[array - 1].data() + r.state_at;
+  };
+  h.checksums = section_checksums(comm, h, runs, data);
+  const Places places(h, s);
+  std::vector<char> header;
+  std::vector<Extent> extents;
+  if (s.comm.rank() == 0) {
+    header = encode(h);
+    extents.push_back({0, header.data(), header.size()});
   }
-  const Places places(s);
-  std::vector<float> buf(s.layout().max_padded);
-  for (std::size_t a = 0; a < s.state.size(); ++a)
-    for (const auto& b : s.layout().buckets) {
-      const float* shard = s.state[a].data() + b.state_offset;
-      if (s.sharded()) {
-        std::memcpy(buf.data() + b.own_begin, shard, b.shard * sizeof(float));
-        allgather(buf.data() + b.own_begin, b.shard, buf.data(), b.padded, DataType::f32, s.comm);
-        shard = buf.data();
-      }
-      if (root)
-        for (const auto& piece : b.pieces) {
-          out.seek(places.at(1 + a, piece));
-          out.write(shard + piece.offset, piece.count * sizeof(float));
-        }
-    }
-  if (root && std::fflush(out.file.get()) != 0) out.ok = false;
-  api::run_agreed(comm, [&] {
-    if (root && !out.ok)
-      throw Error(fmt::format("checkpoint: writing '{}' failed: {}", path, std::strerror(errno)));
-  });
+  for (std::size_t a = 0; a <= h.arrays; ++a)
+    for (const Run& r : runs)
+      extents.push_back({places.at(a, r), reinterpret_cast<char*>(const_cast<float*>(data(a, r))),
+                         r.count * sizeof(float)});
+  SharedFile file(comm, path, SharedFile::Mode::save);
+  file.write(extents);
+  file.commit();
 }
 
 void ShardedOptimizer::load(const std::string& path) {
   Impl& s = *impl_;
   const bool root = s.comm.rank() == 0;
   const MPI_Comm comm = s.comm.mpi_comm();
-  Stream in;
-  std::int64_t steps = 0;
+  Header file_header;
   api::run_agreed(comm, [&] {
-    if (!root) return;
-    in.file = open(path, "rb", "reading");
-    steps = read_header(s, in, path);
+    if (root) file_header = read_matching_header(s, path);
   });
-  bcast(&steps, 1, MPI_INT64_T, comm);
-  const Places places(s);
-  std::vector<float> buf(s.layout().max_padded);
-  // Bucket b of file section `section` into buf (on every rank).
-  auto read_bucket = [&](std::size_t section, const optimizer::Bucket& b) {
-    if (root)
-      for (const auto& piece : b.pieces) {
-        in.seek(places.at(section, piece));
-        in.read(buf.data() + piece.offset, piece.count * sizeof(float));
-      }
-    bcast(buf.data(), b.length, MPI_FLOAT, comm);
-  };
-  for (const auto& b : s.layout().buckets) {
-    read_bucket(0, b);
-    for (const auto& piece : b.pieces)
-      std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset,
-                  buf.data() + piece.offset, piece.count * sizeof(float));
+  // Every rank's view of the file: this optimizer's header at the file's version.
+  Header h = header_of(s);
+  h.version = file_header.version;
+  h.steps = file_header.steps;
+  bcast(&h.version, 1, MPI_UINT32_T, 0, comm);
+  bcast(&h.steps, 1, MPI_INT64_T, 0, comm);
+
+  // This rank's runs of every array into scratch, checked before anything is set.
+  const std::vector<Run> runs = runs_of(s);
+  const std::size_t run_elements = runs.empty() ? 0 : runs.back().scratch_at + runs.back().count;
+  std::vector<std::vector<float>> scratch(1 + h.arrays, std::vector<float>(run_elements));
+  const Places places(h, s);
+  std::vector<Extent> extents;
+  for (std::size_t a = 0; a <= h.arrays; ++a)
+    for (const Run& r : runs)
+      extents.push_back({places.at(a, r), reinterpret_cast<char*>(scratch[a].data() + r.scratch_at),
+                         r.count * sizeof(float)});
+  {
+    SharedFile file(comm, path, SharedFile::Mode::load);
+    file.read(extents);
   }
-  for (std::size_t a = 0; a < s.state.size(); ++a)
-    for (const auto& b : s.layout().buckets) {
-      read_bucket(1 + a, b);
-      std::fill(buf.data() + b.length, buf.data() + b.padded, 0.0f);
-      std::memcpy(s.state[a].data() + b.state_offset, buf.data() + b.own_begin,
-                  b.shard * sizeof(float));
+  if (h.version >= 2) {
+    const auto computed = section_checksums(
+        comm, h, runs, [&](std::size_t a, const Run& r) { return scratch[a].data() + r.scratch_at; });
+    api::run_agreed(comm, [&] {
+      if (root) verify(s, file_header, computed, path);
+    });
+  } else if (root) {
+    fmt::print(stderr,
+               "toroid: checkpoint: '{}' is format version 1, which has no checksums: loaded "
+               "without verification (a save writes version {})\n",
+               path, kVersion);
+  }
+
+  // Set the weights (every rank holds all of them) and the state, bucket by bucket.
+  std::vector<float> buf(s.layout().max_padded);
+  const auto& buckets = s.layout().buckets;
+  auto first = runs.begin();
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    const optimizer::Bucket& b = buckets[i];
+    auto last = std::find_if(first, runs.end(), [&](const Run& r) { return r.bucket != i; });
+    const int owner = s.sharded() ? -1 : static_cast<int>(i % s.comm.size());
+    for (std::size_t a = 0; a <= h.arrays; ++a) {
+      // The bucket (sharded: this rank's shard of it) from scratch into buf, padding zero.
+      std::fill(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(b.padded), 0.0f);
+      for (auto r = first; r != last; ++r)
+        std::memcpy(buf.data() + r->in_bucket, scratch[a].data() + r->scratch_at,
+                    r->count * sizeof(float));
+      if (a == 0) {
+        if (s.sharded())
+          allgather(buf.data() + b.own_begin, b.shard, buf.data(), b.padded, DataType::f32, s.comm);
+        else
+          bcast(buf.data(), b.length, MPI_FLOAT, owner, comm);
+        for (const auto& piece : b.pieces)
+          std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset,
+                      buf.data() + piece.offset, piece.count * sizeof(float));
+      } else {
+        if (!s.sharded()) bcast(buf.data(), b.padded, MPI_FLOAT, owner, comm);
+        std::memcpy(s.state[a - 1].data() + b.state_offset, buf.data() + b.own_begin,
+                    b.shard * sizeof(float));
+      }
     }
-  api::run_agreed(comm, [&] {
-    if (root && !in.ok) throw Error(fmt::format("checkpoint: reading '{}' failed", path));
-  });
-  s.steps = steps;
+    first = last;
+  }
+  s.steps = h.steps;
 }
 
 }  // namespace toroid

@@ -1,11 +1,16 @@
 // A small set of tensors with deterministic weights and per-rank gradients for optimizer tests,
-// and a single-process reference of every update rule in double precision.
+// a single-process reference of every update rule in double precision, and what the tests
+// compare with.
 //
 // Gradients: rank r of p gets base(step, tensor, i) + 0.25 * (r - (p-1)/2), so the mean over
 // ranks is base(...) for every p (the offsets are exact in f32): runs at different rank counts
 // follow the same trajectory, which the checkpoint tests rely on.
 #pragma once
 
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -121,5 +126,23 @@ struct Reference {
     }
   }
 };
+
+// Largest |a - b| / max(|b|, floor) over every element of every tensor.
+inline double max_relative(const std::vector<std::vector<float>>& a,
+                    const std::vector<std::vector<float>>& b, double floor = 1e-2) {
+  double worst = 0;
+  for (std::size_t t = 0; t < a.size(); ++t)
+    for (std::size_t i = 0; i < a[t].size(); ++i)
+      worst = std::max(
+          worst, std::abs(double(a[t][i]) - b[t][i]) / std::max(std::abs(double(b[t][i])), floor));
+  return worst;
+}
+
+// A file name every rank agrees on.
+inline std::string shared_path(const char* tag) {
+  long pid = getpid();
+  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  return "/tmp/toroid_test_" + std::to_string(pid) + "_" + tag + ".ckpt";
+}
 
 }  // namespace toroid::testing

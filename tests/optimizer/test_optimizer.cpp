@@ -1,7 +1,7 @@
 // ShardedOptimizer under mpirun: the sharded update equals the replicated one (every rank
 // all-reduces and updates everything) and a double-precision single-process reference, for
-// every rule; bf16 gradients stay within a stated tolerance; checkpoints move between rank
-// counts; bad input is an error on every rank.
+// every rule; bf16 gradients stay within a stated tolerance; bad input is an error on every
+// rank. (Checkpoints: test_checkpoint.cpp.)
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +19,7 @@
 using namespace toroid;
 using testing::all_ranks;
 using testing::Model;
+using testing::max_relative;
 using testing::Reference;
 using testing::world_rank;
 using testing::world_size;
@@ -54,21 +55,11 @@ std::vector<Rule> rules() {
   return out;
 }
 
-// Largest |a - b| / max(|b|, floor) over every element of every tensor.
-double max_relative(const std::vector<std::vector<float>>& a,
-                    const std::vector<std::vector<float>>& b, double floor = 1e-2) {
-  double worst = 0;
-  for (std::size_t t = 0; t < a.size(); ++t)
-    for (std::size_t i = 0; i < a[t].size(); ++i)
-      worst = std::max(
-          worst, std::abs(double(a[t][i]) - b[t][i]) / std::max(std::abs(double(b[t][i])), floor));
-  return worst;
-}
 double max_relative(const std::vector<std::vector<float>>& a,
                     const std::vector<std::vector<double>>& b) {
   std::vector<std::vector<float>> bf;
   for (const auto& t : b) bf.emplace_back(t.begin(), t.end());
-  return max_relative(a, bf);
+  return testing::max_relative(a, bf);
 }
 
 // Largest over tensors of ||a - b|| / ||b|| (L2): the relative error of each tensor as a vector.
@@ -84,13 +75,6 @@ double max_tensor_relative(const std::vector<std::vector<float>>& a,
     worst = std::max(worst, norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff));
   }
   return worst;
-}
-
-// A file name every rank agrees on.
-std::string shared_path(const char* tag) {
-  long pid = getpid();
-  MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-  return "/tmp/toroid_test_" + std::to_string(pid) + "_" + tag + ".ckpt";
 }
 
 }  // namespace
@@ -215,68 +199,6 @@ TEST_CASE("bf16 gradients: within tolerance of the f32 update", "[optimizer]") {
   }
 }
 
-TEST_CASE("checkpoints restore exactly and move between rank counts", "[optimizer]") {
-  const int p = world_size(), r = world_rank();
-  OptimizerConfig c;
-  c.kind = OptimizerKind::adamw, c.learning_rate = 0.01, c.weight_decay = 0.01,
-  c.bucket_bytes = 1024;
-
-  SECTION("same communicator: the continued run is bit-identical") {
-    Communicator comm(MPI_COMM_WORLD);
-    const std::string path = shared_path("exact");
-    Model first(kSizes), second(kSizes);
-    ShardedOptimizer a(comm, first.parameters(), c);
-    for (int step = 1; step <= 4; ++step) first.set_gradients(step, r, p), a.step();
-    a.save(path);
-    ShardedOptimizer b(comm, second.parameters(), c);
-    b.load(path);
-    CHECK(b.steps_taken() == 4);
-    CHECK(all_ranks(second.weights == first.weights));
-    for (int step = 5; step <= 7; ++step) {
-      first.set_gradients(step, r, p), second.set_gradients(step, r, p);
-      a.step(), b.step();
-    }
-    CHECK(all_ranks(second.weights == first.weights));
-    if (r == 0) std::remove(path.c_str());
-  }
-
-  SECTION("saved at about half the ranks, loaded at all of them, replicated and sharded") {
-    const std::string path = shared_path("moved");
-    const int half = std::max(1, p / 2);
-    MPI_Comm sub = MPI_COMM_NULL;
-    MPI_Comm_split(MPI_COMM_WORLD, r < half ? 0 : MPI_UNDEFINED, r, &sub);
-    if (sub != MPI_COMM_NULL) {
-      Communicator small(sub);
-      Model model(kSizes);
-      ShardedOptimizer a(small, model.parameters(), c);
-      for (int step = 1; step <= 5; ++step) model.set_gradients(step, r, half), a.step();
-      a.save(path);
-      MPI_Comm_free(&sub);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    Communicator comm(MPI_COMM_WORLD);
-    for (bool shard : {true, false}) {
-      OptimizerConfig lc = c;
-      lc.shard = shard;
-      Model resumed(kSizes), straight(kSizes);
-      for (auto& t : resumed.weights) std::fill(t.begin(), t.end(), 0.0f);  // load must set them
-      ShardedOptimizer b(comm, resumed.parameters(), lc);
-      b.load(path);
-      ShardedOptimizer ref(comm, straight.parameters(), c);
-      for (int step = 1; step <= 5; ++step) straight.set_gradients(step, r, p), ref.step();
-      for (int step = 6; step <= 10; ++step) {
-        resumed.set_gradients(step, r, p), straight.set_gradients(step, r, p);
-        b.step(), ref.step();
-      }
-      const double err = max_relative(resumed.weights, straight.weights);
-      CAPTURE(shard, err);
-      CHECK(all_ranks(err <= 1e-5));
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (r == 0) std::remove(path.c_str());
-  }
-}
-
 TEST_CASE("optimizer bad input is an error on every rank", "[optimizer]") {
   Communicator comm(MPI_COMM_WORLD);
   Model model(kSizes);
@@ -327,21 +249,5 @@ TEST_CASE("optimizer bad input is an error on every rank", "[optimizer]") {
     opt.step(), opt.step();
     CHECK_THROWS_WITH(opt.step(), Contains("the learning-rate schedule gave -0.001 at step 3"));
   }
-  SECTION("checkpoints that do not fit") {
-    ShardedOptimizer opt(comm, model.parameters(), c);
-    CHECK_THROWS_WITH(opt.load("/nonexistent/toroid.ckpt"),
-                      Contains("cannot open '/nonexistent/toroid.ckpt' for reading"));
-    CHECK_THROWS_WITH(opt.save("/nonexistent/toroid.ckpt"),
-                      Contains("cannot open '/nonexistent/toroid.ckpt' for writing"));
-    const std::string path = shared_path("misfit");
-    Model other({37, 2});
-    OptimizerConfig sgd = c;
-    sgd.kind = OptimizerKind::sgd;
-    ShardedOptimizer small(comm, other.parameters(), c);
-    small.save(path);
-    CHECK_THROWS_WITH(opt.load(path), Contains("has 2 parameters, this optimizer has 5"));
-    ShardedOptimizer momentum(comm, other.parameters(), sgd);
-    CHECK_THROWS_WITH(momentum.load(path), Contains("holds adam state, this optimizer is sgd"));
-    if (world_rank() == 0) std::remove(path.c_str());
-  }
+
 }

@@ -1,0 +1,194 @@
+#include "optimizer/checkpoint_file.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <vector>
+
+#include "api/agreement.hpp"
+#include "core/mpi_check.hpp"
+#include "toroid/error.hpp"
+
+namespace toroid::optimizer::checkpoint {
+namespace {
+
+// One MPI-IO call moves at most this much (counts are ints).
+constexpr std::size_t kChunk = std::size_t{1} << 30;
+
+std::string mpi_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(code, text, &len);
+  return std::string(text, static_cast<std::size_t>(len));
+}
+
+// Makes a rename durable: the directory entry itself is flushed.
+void sync_directory(const std::string& path) {
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw Error(fmt::format("checkpoint: syncing directory '{}' failed on rank 0: {}", dir.string(),
+                            std::strerror(err)));
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+SharedFile::SharedFile(MPI_Comm comm, std::string path, Mode mode)
+    : comm_(comm),
+      path_(std::move(path)),
+      temporary_(mode == Mode::save ? path_ + ".saving" : path_),
+      mode_(mode) {
+  mpi_check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  if (mode_ == Mode::save && rank_ == 0) {
+    if (const char* v = std::getenv("TOROID_TEST_KILL_SAVE_AFTER")) kill_after_ = std::atoll(v);
+  }
+  // Saving: rank 0 first, with POSIX, so that the usual failures (no such directory, no
+  // permission) carry errno's words; a stale temporary from a killed save is removed. (Loading:
+  // rank 0 has read the header already.)
+  api::run_agreed(comm_, [&] {
+    if (rank_ != 0 || mode_ != Mode::save) return;
+    ::unlink(temporary_.c_str());
+    const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+      throw InvalidArgument(fmt::format("checkpoint: cannot open '{}' for writing (as '{}') on "
+                                        "rank 0: {}",
+                                        path_, temporary_, std::strerror(errno)));
+    ::close(fd);
+  });
+  const int amode = mode_ == Mode::save ? MPI_MODE_WRONLY : MPI_MODE_RDONLY;
+  const int rc = MPI_File_open(comm_, temporary_.c_str(), amode, MPI_INFO_NULL, &file_);
+  if (rc != MPI_SUCCESS) file_ = MPI_FILE_NULL, fail(rc, "MPI_File_open");
+  agree();
+}
+
+SharedFile::~SharedFile() {
+  close();
+  if (mode_ == Mode::save && !committed_ && rank_ == 0) ::unlink(temporary_.c_str());
+}
+
+void SharedFile::close() {
+  if (file_ == MPI_FILE_NULL) return;
+  const int rc = MPI_File_close(&file_);
+  file_ = MPI_FILE_NULL;
+  if (rc != MPI_SUCCESS) fail(rc, "MPI_File_close");
+}
+
+void SharedFile::fail(int code, const char* call) {
+  if (error_.empty()) error_ = fmt::format("{} on rank {}: {}", call, rank_, mpi_text(code));
+}
+
+void SharedFile::agree() { agreed([&] {}); }
+
+// Runs f on every rank and agrees on errors (this rank's recorded one first). A failed save
+// is abandoned before anyone returns: the file closed and the temporary gone.
+void SharedFile::agreed(const std::function<void()>& f) {
+  try {
+    api::run_agreed(comm_, [&] {
+      check_recorded();
+      f();
+    });
+  } catch (const Error&) {
+    if (mode_ == Mode::save) {
+      close();
+      if (rank_ == 0 && !committed_) ::unlink(temporary_.c_str());
+      MPI_Barrier(comm_);
+    }
+    throw;
+  }
+}
+
+void SharedFile::check_recorded() const {
+  if (error_.empty()) return;
+  if (mode_ == Mode::load)
+    throw Error(fmt::format("checkpoint: loading '{}' failed: {}", path_, error_));
+  throw Error(fmt::format("checkpoint: saving '{}' failed, the previous file is untouched: "
+                          "writing '{}': {}",
+                          path_, temporary_, error_));
+}
+
+void SharedFile::move(std::span<const Extent> extents, bool writing) {
+  // Independent calls, each rank at its own pace: the runs are large and contiguous, so a
+  // collective (two-phase) call has nothing to merge, and in Open MPI 4.1 (OMPIO) a collective
+  // write whose aggregator fails (a full disk) leaves the other ranks waiting inside it forever
+  // (seen at 3 ranks); failures are agreed afterwards instead.
+  std::vector<Extent> pieces;
+  for (const Extent& e : extents)
+    for (std::size_t done = 0; done < e.bytes; done += kChunk)
+      pieces.push_back({e.at + done, e.data + done, std::min(kChunk, e.bytes - done)});
+  std::sort(pieces.begin(), pieces.end(),
+            [](const Extent& a, const Extent& b) { return a.at < b.at; });
+  for (const Extent& e : pieces) {
+    if (!error_.empty()) return;
+    MPI_Status status;
+    const auto at = static_cast<MPI_Offset>(e.at);
+    const int count = static_cast<int>(e.bytes);
+    const int rc = writing ? MPI_File_write_at(file_, at, e.data, count, MPI_BYTE, &status)
+                           : MPI_File_read_at(file_, at, e.data, count, MPI_BYTE, &status);
+    if (rc != MPI_SUCCESS) {
+      fail(rc, writing ? "MPI_File_write_at" : "MPI_File_read_at");
+      return;
+    }
+    int moved = 0;
+    MPI_Get_count(&status, MPI_BYTE, &moved);
+    if (moved != count)
+      error_ = fmt::format("{} on rank {}: {} ({} {} of {} bytes at offset {})",
+                           writing ? "MPI_File_write_at" : "MPI_File_read_at", rank_,
+                           writing ? short_write_cause(e, moved) : "the file is shorter",
+                           writing ? "wrote" : "read", moved, count, e.at);
+    written_ += writing ? moved : 0;
+    if (kill_after_ >= 0 && written_ >= kill_after_) std::raise(SIGKILL);
+  }
+}
+
+// MPI-IO reports a short write without errno: the rest written once more, with POSIX, names
+// the cause (no space, quota, I/O error).
+std::string SharedFile::short_write_cause(const Extent& e, int moved) const {
+  const int fd = ::open(temporary_.c_str(), O_WRONLY);
+  if (fd < 0) return std::strerror(errno);
+  const std::size_t rest = e.bytes - static_cast<std::size_t>(moved);
+  const ssize_t n = ::pwrite(fd, e.data + moved, rest, static_cast<off_t>(e.at) + moved);
+  const int err = errno;
+  ::close(fd);
+  return n < 0 ? std::strerror(err) : "a short write";
+}
+
+void SharedFile::write(std::span<const Extent> extents) {
+  move(extents, true);
+  agree();
+}
+
+void SharedFile::read(std::span<const Extent> extents) {
+  move(extents, false);
+  agree();
+}
+
+void SharedFile::commit() {
+  const int rc = MPI_File_sync(file_);
+  if (rc != MPI_SUCCESS) fail(rc, "MPI_File_sync");
+  close();
+  agree();
+  agreed([&] {
+    if (rank_ != 0) return;
+    if (std::rename(temporary_.c_str(), path_.c_str()) != 0)
+      throw Error(fmt::format("checkpoint: renaming '{}' to '{}' failed on rank 0: {}", temporary_,
+                              path_, std::strerror(errno)));
+    committed_ = true;
+    sync_directory(path_);
+  });
+  committed_ = true;
+}
+
+}  // namespace toroid::optimizer::checkpoint
