@@ -41,20 +41,17 @@ struct Run {
   std::size_t tensor = 0, tensor_offset = 0, count = 0;
   std::size_t in_bucket = 0;  // first element inside the bucket
   std::size_t state_at = 0;   // ... and inside this rank's state arrays
-  std::size_t scratch_at = 0;  // ... and inside the load's scratch (runs end to end)
 };
 
 std::vector<Run> runs_of(const ShardedOptimizer::Impl& s) {
   std::vector<Run> runs;
-  std::size_t scratch = 0;
   const auto& buckets = s.layout().buckets;
   for (std::size_t i = 0; i < buckets.size(); ++i) {
     if (!s.sharded() && static_cast<int>(i % s.comm.size()) != s.comm.rank()) continue;
     const optimizer::Bucket& b = buckets[i];
     for (const auto& piece : b.own) {
       runs.push_back({i, piece.tensor, piece.tensor_offset, piece.count,
-                      b.own_begin + piece.offset, b.state_offset + piece.offset, scratch});
-      scratch += piece.count;
+                      b.own_begin + piece.offset, b.state_offset + piece.offset});
     }
   }
   return runs;
@@ -208,23 +205,24 @@ void ShardedOptimizer::load(const std::string& path) {
   bcast(&h.version, 1, MPI_UINT32_T, 0, comm);
   bcast(&h.steps, 1, MPI_INT64_T, 0, comm);
 
-  // This rank's runs of every array into scratch, checked before anything is set.
+  // This rank's runs of every array into scratch shaped like its state arrays (its shard of
+  // every bucket; replicated: the buckets dealt to it), checked before anything is set.
   const std::vector<Run> runs = runs_of(s);
-  const std::size_t run_elements = runs.empty() ? 0 : runs.back().scratch_at + runs.back().count;
-  std::vector<std::vector<float>> scratch(1 + h.arrays, std::vector<float>(run_elements));
+  std::vector<std::vector<float>> scratch(1 + h.arrays,
+                                          std::vector<float>(s.layout().state_elements, 0.0f));
+  auto data = [&](std::size_t array, const Run& r) { return scratch[array].data() + r.state_at; };
   const Places places(h, s);
   std::vector<Extent> extents;
   for (std::size_t a = 0; a <= h.arrays; ++a)
     for (const Run& r : runs)
-      extents.push_back({places.at(a, r), reinterpret_cast<char*>(scratch[a].data() + r.scratch_at),
-                         r.count * sizeof(float)});
+      extents.push_back(
+          {places.at(a, r), reinterpret_cast<char*>(data(a, r)), r.count * sizeof(float)});
   {
     SharedFile file(comm, path, SharedFile::Mode::load);
     file.read(extents);
   }
   if (h.version >= 2) {
-    const auto computed = section_checksums(
-        comm, h, runs, [&](std::size_t a, const Run& r) { return scratch[a].data() + r.scratch_at; });
+    const auto computed = section_checksums(comm, h, runs, data);
     api::run_agreed(comm, [&] {
       if (root) verify(s, file_header, computed, path);
     });
@@ -235,36 +233,32 @@ void ShardedOptimizer::load(const std::string& path) {
                path, kVersion);
   }
 
-  // Set the weights (every rank holds all of them) and the state, bucket by bucket.
-  std::vector<float> buf(s.layout().max_padded);
-  const auto& buckets = s.layout().buckets;
-  auto first = runs.begin();
-  for (std::size_t i = 0; i < buckets.size(); ++i) {
-    const optimizer::Bucket& b = buckets[i];
-    auto last = std::find_if(first, runs.end(), [&](const Run& r) { return r.bucket != i; });
-    const int owner = s.sharded() ? -1 : static_cast<int>(i % s.comm.size());
-    for (std::size_t a = 0; a <= h.arrays; ++a) {
-      // The bucket (sharded: this rank's shard of it) from scratch into buf, padding zero.
-      std::fill(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(b.padded), 0.0f);
-      for (auto r = first; r != last; ++r)
-        std::memcpy(buf.data() + r->in_bucket, scratch[a].data() + r->scratch_at,
-                    r->count * sizeof(float));
-      if (a == 0) {
-        if (s.sharded())
-          allgather(buf.data() + b.own_begin, b.shard, buf.data(), b.padded, DataType::f32, s.comm);
-        else
-          bcast(buf.data(), b.length, MPI_FLOAT, owner, comm);
-        for (const auto& piece : b.pieces)
-          std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset,
-                      buf.data() + piece.offset, piece.count * sizeof(float));
-      } else {
-        if (!s.sharded()) bcast(buf.data(), b.padded, MPI_FLOAT, owner, comm);
-        std::memcpy(s.state[a - 1].data() + b.state_offset, buf.data() + b.own_begin,
-                    b.shard * sizeof(float));
+  // Verified: the weights to every rank (each holds all of them), the state into place.
+  if (s.sharded()) {
+    for (const Run& r : runs)
+      std::memcpy(s.params[r.tensor].weights.data() + r.tensor_offset, data(0, r),
+                  r.count * sizeof(float));
+    optimizer::gather_weights(s);
+  } else {
+    // Each bucket from the rank it was dealt to, every array at once.
+    const auto& buckets = s.layout().buckets;
+    std::vector<MPI_Request> requests;
+    for (std::size_t i = 0; i < buckets.size(); ++i)
+      for (std::size_t a = 0; a <= h.arrays; ++a) {
+        requests.emplace_back();
+        mpi_check(MPI_Ibcast(scratch[a].data() + buckets[i].state_offset,
+                             static_cast<int>(buckets[i].padded), MPI_FLOAT,
+                             static_cast<int>(i % s.comm.size()), comm, &requests.back()),
+                  "MPI_Ibcast");
       }
-    }
-    first = last;
+    mpi_check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitall");
+    for (const auto& b : buckets)
+      for (const auto& piece : b.pieces)
+        std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset,
+                    scratch[0].data() + b.state_offset + piece.offset, piece.count * sizeof(float));
   }
+  for (std::size_t a = 0; a < h.arrays; ++a) s.state[a].swap(scratch[1 + a]);
   s.steps = h.steps;
 }
 

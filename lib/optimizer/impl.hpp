@@ -76,6 +76,8 @@ bool needs_every_gradient(const OptimizerConfig& config);
 UpdatePlan plan_update(ShardedOptimizer::Impl& impl, double lr, StepReport& report);
 // The update of this part's shard of one bucket.
 void update_bucket(ShardedOptimizer::Impl& impl, const Bucket& bucket, const UpdatePlan& plan);
+// Sharded: every part's own weights to every part (all buckets' all-gathers at once).
+void gather_weights(ShardedOptimizer::Impl& impl);
 // Number of state arrays per element of each kind.
 std::size_t state_arrays(OptimizerKind kind);
 }  // namespace optimizer

@@ -57,6 +57,22 @@ void unpack_weights(const ShardedOptimizer::Impl& s, const Bucket& b) {
                 piece.count * sizeof(float));
 }
 
+}  // namespace
+
+void optimizer::gather_weights(ShardedOptimizer::Impl& s) {
+  const auto& buckets = s.layout().buckets;
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    pack_own_weights(s, buckets[k]);
+    s.gathers[k].start();
+  }
+  for (std::size_t k = 0; k < buckets.size(); ++k) {
+    s.gathers[k].wait();
+    unpack_weights(s, buckets[k]);
+  }
+}
+
+namespace {
+
 // The optimizer state after the buckets were re-cut: every element's state moves from the
 // part that owned it in `old` to the part that owns it now (one all-reduce of each state array
 // in registration order, where exactly one part contributes each element; once per run).
