@@ -11,16 +11,16 @@
 //
 // Save: each rank computes the CRC of its runs, rank 0 joins them into one CRC per data
 // section and writes the header, every rank writes its runs into `path.saving`, then the file
-// is synced and renamed over `path` (checkpoint_file.hpp). Load: rank 0 checks the header,
-// every rank reads its runs into scratch (its shard of the file), the joined CRCs are compared,
-// and only then are the weights (all-gathered per bucket) and the state set.
+// is synced and renamed over `path` (checkpoint_file.hpp). Load: rank 0 checks the header;
+// every rank reads its runs twice, first only to checksum them (rank 0 compares the joined
+// CRCs, so a damaged file changes nothing), then into place; the weights are then all-gathered
+// (replicated: each bucket and its state broadcast from the rank it was dealt to).
 #include <fmt/format.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <memory>
 
 #include "api/agreement.hpp"
@@ -39,8 +39,7 @@ using namespace optimizer::checkpoint;
 struct Run {
   std::size_t bucket = 0;
   std::size_t tensor = 0, tensor_offset = 0, count = 0;
-  std::size_t in_bucket = 0;  // first element inside the bucket
-  std::size_t state_at = 0;   // ... and inside this rank's state arrays
+  std::size_t state_at = 0;  // first element inside this rank's state arrays
 };
 
 std::vector<Run> runs_of(const ShardedOptimizer::Impl& s) {
@@ -50,8 +49,8 @@ std::vector<Run> runs_of(const ShardedOptimizer::Impl& s) {
     if (!s.sharded() && static_cast<int>(i % s.comm.size()) != s.comm.rank()) continue;
     const optimizer::Bucket& b = buckets[i];
     for (const auto& piece : b.own) {
-      runs.push_back({i, piece.tensor, piece.tensor_offset, piece.count,
-                      b.own_begin + piece.offset, b.state_offset + piece.offset});
+      runs.push_back(
+          {i, piece.tensor, piece.tensor_offset, piece.count, b.state_offset + piece.offset});
     }
   }
   return runs;
@@ -77,18 +76,17 @@ struct Places {
   }
 };
 
-// The CRC of each run in each array, joined across ranks into one CRC per data section in
-// file order (on rank 0; empty elsewhere).
-std::vector<std::uint32_t> section_checksums(MPI_Comm comm, const Header& h,
-                                             const std::vector<Run>& runs,
-                                             const std::function<const float*(std::size_t array,
-                                                                              const Run&)>& data) {
+// `crcs`: the CRC of each run in each array (array-major, as extents_of lists them), joined
+// across ranks into one CRC per data section in file order (on rank 0; empty elsewhere).
+std::vector<std::uint32_t> join_checksums(MPI_Comm comm, const Header& h,
+                                          const std::vector<Run>& runs,
+                                          const std::vector<std::uint32_t>& crcs) {
   constexpr int kFields = 4;  // section, first element, elements, crc
   std::vector<std::uint64_t> mine;
   for (std::size_t a = 0; a <= h.arrays; ++a)
-    for (const Run& r : runs)
-      mine.insert(mine.end(), {a * h.tensors.size() + r.tensor, r.tensor_offset, r.count,
-                               crc32(0, data(a, r), r.count * sizeof(float))});
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      mine.insert(mine.end(), {a * h.tensors.size() + runs[i].tensor, runs[i].tensor_offset,
+                               runs[i].count, crcs[a * runs.size() + i]});
   int rank = 0, size = 1;
   mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
@@ -112,6 +110,21 @@ std::vector<std::uint32_t> section_checksums(MPI_Comm comm, const Header& h,
   for (const std::uint64_t* r : records)
     joined[r[0]] = crc32_join(joined[r[0]], static_cast<std::uint32_t>(r[3]), r[2] * sizeof(float));
   return joined;
+}
+
+// Each run of each array at its place in the file and in memory: the weights in the
+// parameters, the state in this rank's state arrays (array-major).
+std::vector<Extent> extents_of(ShardedOptimizer::Impl& s, const Header& h,
+                               const std::vector<Run>& runs) {
+  const Places places(h, s);
+  std::vector<Extent> extents;
+  for (std::size_t a = 0; a <= h.arrays; ++a)
+    for (const Run& r : runs) {
+      float* data = a == 0 ? s.params[r.tensor].weights.data() + r.tensor_offset
+                           : s.state[a - 1].data() + r.state_at;
+      extents.push_back({places.at(a, r), reinterpret_cast<char*>(data), r.count * sizeof(float)});
+    }
+  return extents;
 }
 
 // Rank 0: the header at the start of `path`, checked against this optimizer and the file's
@@ -169,22 +182,15 @@ void ShardedOptimizer::save(const std::string& path) {
   const MPI_Comm comm = s.comm.mpi_comm();
   const std::vector<Run> runs = runs_of(s);
   Header h = header_of(s);
-  auto data = [&](std::size_t array, const Run& r) -> const float* {
-    return array == 0 ? s.params[r.tensor].weights.data() + r.tensor_offset
-                      : s.state[array - 1].data() + r.state_at;
-  };
-  h.checksums = section_checksums(comm, h, runs, data);
-  const Places places(h, s);
+  std::vector<Extent> extents = extents_of(s, h, runs);
+  std::vector<std::uint32_t> crcs;
+  for (const Extent& e : extents) crcs.push_back(crc32(0, e.data, e.bytes));
+  h.checksums = join_checksums(comm, h, runs, crcs);
   std::vector<char> header;
-  std::vector<Extent> extents;
   if (s.comm.rank() == 0) {
     header = encode(h);
     extents.push_back({0, header.data(), header.size()});
   }
-  for (std::size_t a = 0; a <= h.arrays; ++a)
-    for (const Run& r : runs)
-      extents.push_back({places.at(a, r), reinterpret_cast<char*>(const_cast<float*>(data(a, r))),
-                         r.count * sizeof(float)});
   SharedFile file(comm, path, SharedFile::Mode::save);
   file.write(extents);
   file.commit();
@@ -205,24 +211,14 @@ void ShardedOptimizer::load(const std::string& path) {
   bcast(&h.version, 1, MPI_UINT32_T, 0, comm);
   bcast(&h.steps, 1, MPI_INT64_T, 0, comm);
 
-  // This rank's runs of every array into scratch shaped like its state arrays (its shard of
-  // every bucket; replicated: the buckets dealt to it), checked before anything is set.
+  // Two passes over this rank's runs: the first only checksums them (through a small buffer,
+  // so a failed check changes nothing and no rank holds a second copy of its shard), the
+  // second reads them into place.
   const std::vector<Run> runs = runs_of(s);
-  std::vector<std::vector<float>> scratch(1 + h.arrays,
-                                          std::vector<float>(s.layout().state_elements, 0.0f));
-  auto data = [&](std::size_t array, const Run& r) { return scratch[array].data() + r.state_at; };
-  const Places places(h, s);
-  std::vector<Extent> extents;
-  for (std::size_t a = 0; a <= h.arrays; ++a)
-    for (const Run& r : runs)
-      extents.push_back(
-          {places.at(a, r), reinterpret_cast<char*>(data(a, r)), r.count * sizeof(float)});
-  {
-    SharedFile file(comm, path, SharedFile::Mode::load);
-    file.read(extents);
-  }
+  const std::vector<Extent> extents = extents_of(s, h, runs);
+  SharedFile file(comm, path, SharedFile::Mode::load);
   if (h.version >= 2) {
-    const auto computed = section_checksums(comm, h, runs, data);
+    const auto computed = join_checksums(comm, h, runs, file.checksums(extents));
     api::run_agreed(comm, [&] {
       if (root) verify(s, file_header, computed, path);
     });
@@ -232,33 +228,34 @@ void ShardedOptimizer::load(const std::string& path) {
                "without verification (a save writes version {})\n",
                path, kVersion);
   }
+  file.read(extents);
 
-  // Verified: the weights to every rank (each holds all of them), the state into place.
+  // Every rank holds all weights and, replicated, all of the state.
   if (s.sharded()) {
-    for (const Run& r : runs)
-      std::memcpy(s.params[r.tensor].weights.data() + r.tensor_offset, data(0, r),
-                  r.count * sizeof(float));
     optimizer::gather_weights(s);
   } else {
-    // Each bucket from the rank it was dealt to, every array at once.
     const auto& buckets = s.layout().buckets;
+    std::vector<float> buf(s.layout().max_padded);
     std::vector<MPI_Request> requests;
-    for (std::size_t i = 0; i < buckets.size(); ++i)
-      for (std::size_t a = 0; a <= h.arrays; ++a) {
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      const optimizer::Bucket& b = buckets[i];
+      const int owner = static_cast<int>(i % s.comm.size());
+      const bool mine = owner == s.comm.rank();
+      for (const auto& piece : b.pieces)
+        if (mine) std::memcpy(buf.data() + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
+      bcast(buf.data(), b.length, MPI_FLOAT, owner, comm);
+      for (const auto& piece : b.pieces)
+        if (!mine) std::memcpy(s.weights_at(piece), buf.data() + piece.offset, piece.count * sizeof(float));
+      for (auto& array : s.state) {
         requests.emplace_back();
-        mpi_check(MPI_Ibcast(scratch[a].data() + buckets[i].state_offset,
-                             static_cast<int>(buckets[i].padded), MPI_FLOAT,
-                             static_cast<int>(i % s.comm.size()), comm, &requests.back()),
+        mpi_check(MPI_Ibcast(array.data() + b.state_offset, static_cast<int>(b.padded), MPI_FLOAT,
+                             owner, comm, &requests.back()),
                   "MPI_Ibcast");
       }
+    }
     mpi_check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE),
               "MPI_Waitall");
-    for (const auto& b : buckets)
-      for (const auto& piece : b.pieces)
-        std::memcpy(s.params[piece.tensor].weights.data() + piece.tensor_offset,
-                    scratch[0].data() + b.state_offset + piece.offset, piece.count * sizeof(float));
   }
-  for (std::size_t a = 0; a < h.arrays; ++a) s.state[a].swap(scratch[1 + a]);
   s.steps = h.steps;
 }
 

@@ -15,6 +15,7 @@
 
 #include "api/agreement.hpp"
 #include "core/mpi_check.hpp"
+#include "optimizer/checkpoint_format.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::optimizer::checkpoint {
@@ -120,37 +121,56 @@ void SharedFile::check_recorded() const {
 }
 
 void SharedFile::move(std::span<const Extent> extents, bool writing) {
-  // Independent calls, each rank at its own pace: the runs are large and contiguous, so a
-  // collective (two-phase) call has nothing to merge, and in Open MPI 4.1 (OMPIO) a collective
-  // write whose aggregator fails (a full disk) leaves the other ranks waiting inside it forever
-  // (seen at 3 ranks); failures are agreed afterwards instead.
   std::vector<Extent> pieces;
   for (const Extent& e : extents)
     for (std::size_t done = 0; done < e.bytes; done += kChunk)
       pieces.push_back({e.at + done, e.data + done, std::min(kChunk, e.bytes - done)});
   std::sort(pieces.begin(), pieces.end(),
             [](const Extent& a, const Extent& b) { return a.at < b.at; });
-  for (const Extent& e : pieces) {
-    if (!error_.empty()) return;
-    MPI_Status status;
-    const auto at = static_cast<MPI_Offset>(e.at);
-    const int count = static_cast<int>(e.bytes);
-    const int rc = writing ? MPI_File_write_at(file_, at, e.data, count, MPI_BYTE, &status)
-                           : MPI_File_read_at(file_, at, e.data, count, MPI_BYTE, &status);
-    if (rc != MPI_SUCCESS) {
-      fail(rc, writing ? "MPI_File_write_at" : "MPI_File_read_at");
-      return;
-    }
-    int moved = 0;
-    MPI_Get_count(&status, MPI_BYTE, &moved);
-    if (moved != count)
-      error_ = fmt::format("{} on rank {}: {} ({} {} of {} bytes at offset {})",
-                           writing ? "MPI_File_write_at" : "MPI_File_read_at", rank_,
-                           writing ? short_write_cause(e, moved) : "the file is shorter",
-                           writing ? "wrote" : "read", moved, count, e.at);
-    written_ += writing ? moved : 0;
-    if (kill_after_ >= 0 && written_ >= kill_after_) std::raise(SIGKILL);
+  for (const Extent& e : pieces)
+    if (!transfer(e, writing)) return;
+}
+
+// One call for at most kChunk bytes. Independent calls, each rank at its own pace: the runs
+// are large and contiguous, so a collective (two-phase) call has nothing to merge, and in Open
+// MPI 4.1 (OMPIO) a collective write whose aggregator fails (a full disk) leaves the other
+// ranks waiting inside it forever (seen at 3 ranks); failures are agreed afterwards instead.
+bool SharedFile::transfer(const Extent& e, bool writing) {
+  if (!error_.empty()) return false;
+  MPI_Status status;
+  const auto at = static_cast<MPI_Offset>(e.at);
+  const int count = static_cast<int>(e.bytes);
+  const int rc = writing ? MPI_File_write_at(file_, at, e.data, count, MPI_BYTE, &status)
+                         : MPI_File_read_at(file_, at, e.data, count, MPI_BYTE, &status);
+  if (rc != MPI_SUCCESS) {
+    fail(rc, writing ? "MPI_File_write_at" : "MPI_File_read_at");
+    return false;
   }
+  int moved = 0;
+  MPI_Get_count(&status, MPI_BYTE, &moved);
+  if (moved != count)
+    error_ = fmt::format("{} on rank {}: {} ({} {} of {} bytes at offset {})",
+                         writing ? "MPI_File_write_at" : "MPI_File_read_at", rank_,
+                         writing ? short_write_cause(e, moved) : "the file is shorter",
+                         writing ? "wrote" : "read", moved, count, e.at);
+  written_ += writing ? moved : 0;
+  if (kill_after_ >= 0 && written_ >= kill_after_) std::raise(SIGKILL);
+  return error_.empty();
+}
+
+std::vector<std::uint32_t> SharedFile::checksums(std::span<const Extent> extents) {
+  constexpr std::size_t kBuffer = std::size_t{8} << 20;  // stays in cache, never page-faults
+  std::vector<char> buffer(kBuffer);
+  std::vector<std::uint32_t> crcs(extents.size(), 0);
+  for (std::size_t i = 0; i < extents.size(); ++i)
+    for (std::size_t done = 0; done < extents[i].bytes; done += kBuffer) {
+      const Extent piece{extents[i].at + done, buffer.data(),
+                         std::min(kBuffer, extents[i].bytes - done)};
+      if (!transfer(piece, false)) break;
+      crcs[i] = crc32(crcs[i], buffer.data(), piece.bytes);
+    }
+  agree();
+  return crcs;
 }
 
 // MPI-IO reports a short write without errno: the rest written once more, with POSIX, names

@@ -15,9 +15,11 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace toroid::optimizer::checkpoint {
 
@@ -42,6 +44,9 @@ class SharedFile {
   // throws if any rank failed.
   void write(std::span<const Extent> extents);
   void read(std::span<const Extent> extents);
+  // Collective: the CRC-32 of each extent's bytes in the file, read through a small buffer
+  // (the extents' memory is not touched).
+  std::vector<std::uint32_t> checksums(std::span<const Extent> extents);
   // Collective: makes the saved file durable and puts it in place of `path`.
   void commit();
 
@@ -49,6 +54,7 @@ class SharedFile {
 
  private:
   void move(std::span<const Extent> extents, bool writing);
+  bool transfer(const Extent& e, bool writing);  // false once this rank has failed
   void fail(int code, const char* call);  // records this rank's first failure
   void agree();  // every rank throws if any rank failed
   void agreed(const std::function<void()>& f);
