@@ -141,7 +141,11 @@ class ShardedOptimizer {
 
   // Collective. One file with the step count, every weight and the whole optimizer state,
   // independent of the rank count and of sharding; `load` accepts a file from any rank count
-  // whose parameters have the same names and sizes, and sets the weights too.
+  // whose parameters have the same names and sizes, and sets the weights too. Every rank
+  // writes and reads its own part (MPI-IO), so `path` must be on a file system all ranks see.
+  // A save is all or nothing: it writes `path.saving` and renames it over `path` once synced,
+  // so a failed or killed save leaves the previous file. Every section carries a CRC-32;
+  // `load` verifies them all before it sets anything and names the first damaged one.
   void save(const std::string& path);
   void load(const std::string& path);
 

@@ -26,6 +26,7 @@
 #include "api/agreement.hpp"
 #include "core/mpi_check.hpp"
 #include "optimizer/checkpoint_file.hpp"
+#include "kernels/crc32c.hpp"
 #include "optimizer/checkpoint_format.hpp"
 #include "optimizer/impl.hpp"
 #include "toroid/collectives.hpp"
@@ -108,7 +109,7 @@ std::vector<std::uint32_t> join_checksums(MPI_Comm comm, const Header& h,
   });
   std::vector<std::uint32_t> joined(h.sections(), 0);  // 0: the CRC of nothing
   for (const std::uint64_t* r : records)
-    joined[r[0]] = crc32_join(joined[r[0]], static_cast<std::uint32_t>(r[3]), r[2] * sizeof(float));
+    joined[r[0]] = kernels::crc32c_combine(joined[r[0]], static_cast<std::uint32_t>(r[3]), r[2] * sizeof(float));
   return joined;
 }
 
@@ -184,7 +185,7 @@ void ShardedOptimizer::save(const std::string& path) {
   Header h = header_of(s);
   std::vector<Extent> extents = extents_of(s, h, runs);
   std::vector<std::uint32_t> crcs;
-  for (const Extent& e : extents) crcs.push_back(crc32(0, e.data, e.bytes));
+  for (const Extent& e : extents) crcs.push_back(kernels::crc32c(0, e.data, e.bytes));
   h.checksums = join_checksums(comm, h, runs, crcs);
   std::vector<char> header;
   if (s.comm.rank() == 0) {

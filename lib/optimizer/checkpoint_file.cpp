@@ -11,11 +11,12 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <random>
 #include <vector>
 
 #include "api/agreement.hpp"
 #include "core/mpi_check.hpp"
-#include "optimizer/checkpoint_format.hpp"
+#include "kernels/crc32c.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::optimizer::checkpoint {
@@ -56,23 +57,55 @@ SharedFile::SharedFile(MPI_Comm comm, std::string path, Mode mode)
   if (mode_ == Mode::save && rank_ == 0) {
     if (const char* v = std::getenv("TOROID_TEST_KILL_SAVE_AFTER")) kill_after_ = std::atoll(v);
   }
-  // Saving: rank 0 first, with POSIX, so that the usual failures (no such directory, no
-  // permission) carry errno's words; a stale temporary from a killed save is removed. (Loading:
-  // rank 0 has read the header already.)
+  if (mode_ == Mode::save) create_shared();
+  const int amode = mode_ == Mode::save ? MPI_MODE_WRONLY : MPI_MODE_RDONLY;
+  const int rc = MPI_File_open(comm_, temporary_.c_str(), amode, MPI_INFO_NULL, &file_);
+  if (rc != MPI_SUCCESS) file_ = MPI_FILE_NULL, fail(rc, "MPI_File_open");
+  agree();
+}
+
+// Saving: rank 0 creates the temporary first, with POSIX, so that the usual failures (no such
+// directory, no permission) carry errno's words; a stale temporary from a killed save is
+// removed. Then every rank must see that same file: parts written into node-local files of
+// the same name would make a checkpoint with holes. Rank 0 writes a random token into it and
+// every rank reads it back. (Loading: rank 0 has read the header already, and a rank that
+// reads another copy fails the checksums.)
+void SharedFile::create_shared() {
+  std::uint64_t token = 0;
   api::run_agreed(comm_, [&] {
-    if (rank_ != 0 || mode_ != Mode::save) return;
+    if (rank_ != 0) return;
     ::unlink(temporary_.c_str());
     const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
       throw InvalidArgument(fmt::format("checkpoint: cannot open '{}' for writing (as '{}') on "
                                         "rank 0: {}",
                                         path_, temporary_, std::strerror(errno)));
+    std::random_device random;
+    token = (std::uint64_t{random()} << 32) ^ random() ^ static_cast<std::uint64_t>(::getpid());
+    const bool written = ::write(fd, &token, sizeof token) == sizeof token;
+    const int err = errno;
     ::close(fd);
+    if (!written)
+      throw Error(fmt::format("checkpoint: writing '{}' on rank 0 failed: {}", temporary_,
+                              std::strerror(err)));
   });
-  const int amode = mode_ == Mode::save ? MPI_MODE_WRONLY : MPI_MODE_RDONLY;
-  const int rc = MPI_File_open(comm_, temporary_.c_str(), amode, MPI_INFO_NULL, &file_);
-  if (rc != MPI_SUCCESS) file_ = MPI_FILE_NULL, fail(rc, "MPI_File_open");
-  agree();
+  mpi_check(MPI_Bcast(&token, 1, MPI_UINT64_T, 0, comm_), "MPI_Bcast");
+  agreed([&] {
+    std::uint64_t seen = 0;
+    const int fd = ::open(temporary_.c_str(), O_RDONLY);
+    const bool read = fd >= 0 && ::pread(fd, &seen, sizeof seen, 0) == sizeof seen;
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    if (read && seen == token) return;
+    char host[256] = "?";
+    ::gethostname(host, sizeof host - 1);
+    throw InvalidArgument(fmt::format(
+        "checkpoint: saving '{}': rank {} (host {}) {} the file rank 0 created: every rank "
+        "writes its part, so the directory must be one file system that all ranks share (not a "
+        "node-local one such as /tmp)",
+        path_, rank_, host, fd < 0 ? fmt::format("cannot open ({})", std::strerror(err))
+                                   : std::string("sees another file than")));
+  });
 }
 
 SharedFile::~SharedFile() {
@@ -167,7 +200,7 @@ std::vector<std::uint32_t> SharedFile::checksums(std::span<const Extent> extents
       const Extent piece{extents[i].at + done, buffer.data(),
                          std::min(kBuffer, extents[i].bytes - done)};
       if (!transfer(piece, false)) break;
-      crcs[i] = crc32(crcs[i], buffer.data(), piece.bytes);
+      crcs[i] = kernels::crc32c(crcs[i], buffer.data(), piece.bytes);
     }
   agree();
   return crcs;

@@ -1,7 +1,8 @@
 // A checkpoint file that every rank of a communicator writes (or reads) its own parts of, with
 // MPI-IO, and the replace that makes a save all or nothing:
 //
-//   create    rank 0 removes a stale `path.saving`; every rank opens it (MPI_File_open)
+//   create    rank 0 removes a stale `path.saving` and creates it; every rank checks that it
+//             sees that file (a shared file system) and opens it (MPI_File_open)
 //   write     each rank its runs at their offsets (MPI_File_write_at)
 //   commit    MPI_File_sync (fsync), close, rank 0 renames `path.saving` over `path` and
 //             fsyncs the directory
@@ -53,6 +54,7 @@ class SharedFile {
   const std::string& temporary() const { return temporary_; }
 
  private:
+  void create_shared();
   void move(std::span<const Extent> extents, bool writing);
   bool transfer(const Extent& e, bool writing);  // false once this rank has failed
   void fail(int code, const char* call);  // records this rank's first failure

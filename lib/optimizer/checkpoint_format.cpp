@@ -1,11 +1,10 @@
 #include "optimizer/checkpoint_format.hpp"
 
 #include <fmt/format.h>
-#include <zlib.h>
 
-#include <climits>
 #include <cstring>
 
+#include "kernels/crc32c.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::optimizer::checkpoint {
@@ -73,7 +72,7 @@ std::vector<char> encode(const Header& h) {
     out.put(t.elements);
   }
   for (const std::uint32_t c : h.checksums) out.put(c);
-  out.put(crc32(0, out.bytes.data(), out.bytes.size()));
+  out.put(kernels::crc32c(0, out.bytes.data(), out.bytes.size()));
   return std::move(out.bytes);
 }
 
@@ -113,7 +112,7 @@ Header read_header(std::FILE* file, const std::string& path) {
   if (h.version >= 2) {
     for (std::size_t s = 0; in.ok && s < h.sections(); ++s)
       h.checksums.push_back(in.get<std::uint32_t>());
-    const std::uint32_t computed = crc32(0, in.bytes.data(), in.bytes.size());
+    const std::uint32_t computed = kernels::crc32c(0, in.bytes.data(), in.bytes.size());
     const auto stored = in.get<std::uint32_t>();
     if (!in.ok || stored != computed) throw damaged();
   }
@@ -128,15 +127,6 @@ std::string section_name(OptimizerKind kind, std::size_t array, const std::strin
                      : array == 1 ? "first moment"
                                   : "second moment";
   return fmt::format("{} of '{}'", what, tensor);
-}
-
-std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t bytes) {
-  return static_cast<std::uint32_t>(::crc32_z(crc, static_cast<const Bytef*>(data), bytes));
-}
-
-std::uint32_t crc32_join(std::uint32_t first, std::uint32_t second, std::size_t second_bytes) {
-  return static_cast<std::uint32_t>(
-      ::crc32_combine64(first, second, static_cast<z_off64_t>(second_bytes)));
 }
 
 }  // namespace toroid::optimizer::checkpoint

@@ -12,11 +12,10 @@
 //            section 2: state array 1 ...                            adam family: m, then v)
 //
 // A *data section* is one tensor's run inside one of those arrays, so a flipped byte is named
-// by what it damaged ("second moment of 'fc2.weight'"). Checksums are zlib's CRC-32: zlib ships
-// with every Debian system that has Open MPI, runs at about 1.9 GB/s per core here (above the
-// disk's 0.3 GB/s with fsync), and has crc32_combine, which joins the CRCs of runs written by
-// different ranks without moving their bytes. Version 1 is the same layout without the
-// checksums; it still loads, unverified.
+// by what it damaged ("second moment of 'fc2.weight'"). Checksums are CRC-32C
+// (kernels/crc32c.hpp): the CPU computes it with one instruction per 8 bytes, and the CRCs of
+// runs written by different ranks join into a section's without moving their bytes. Version 1
+// is the same layout without the checksums; it still loads, unverified.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +40,7 @@ struct Header {
   std::int64_t steps = 0;
   std::uint64_t arrays = 0;  // state arrays
   std::vector<TensorEntry> tensors;
-  // Version 2: one CRC per data section, section-major: (1 + arrays) × tensors.
+  // Version 2: one CRC-32C per data section, section-major: (1 + arrays) × tensors.
   std::vector<std::uint32_t> checksums;
 
   std::size_t sections() const { return (1 + arrays) * tensors.size(); }
@@ -60,9 +59,5 @@ Header read_header(std::FILE* file, const std::string& path);
 // Array 0 is the weights, 1 + a state array a: "weights of 'fc1.weight'", "second moment
 // of 'embedding'" ...
 std::string section_name(OptimizerKind kind, std::size_t array, const std::string& tensor);
-
-// CRC-32 of `bytes` continued from `crc` (0 to start), and of two runs laid end to end.
-std::uint32_t crc32(std::uint32_t crc, const void* data, std::size_t bytes);
-std::uint32_t crc32_join(std::uint32_t first, std::uint32_t second, std::size_t second_bytes);
 
 }  // namespace toroid::optimizer::checkpoint

@@ -218,9 +218,13 @@ class ShardedOptimizer:
         self._o.poll()
 
     def save(self, path):
+        """Collective: every rank writes its part of one file (on a file system all ranks see),
+        all or nothing (`path.saving`, synced, renamed over `path`)."""
         self._o.save(str(path))
 
     def load(self, path):
+        """Collective: verifies every section's checksum, then sets the weights and state; a
+        damaged file is an Error naming the section, and nothing is changed."""
         self._o.load(str(path))
 
     def buckets(self):

@@ -63,6 +63,31 @@ assert a[20] < a[1], a
 print(f"     losses agree over 20 steps ({a[1]:.4f} -> {a[20]:.4f})")
 PY
 
+# Checkpoints across hosts: written by every rank into the shared build tree and resumed on the
+# same curve; a directory that is each host's own (/tmp here) is an error naming it, and no
+# file is left on any host.
+ck=$build/cluster_test.ckpt  # the hosts' /tmp (and $log) are their own
+run train_checkpoint -- "$build/examples/train_mlp" --optimizer adam --steps 10 --checkpoint "$ck"
+run train_resumed -- "$build/examples/train_mlp" --optimizer adam --steps 10 --resume "$ck"
+rm -f "$ck"
+/usr/bin/python3 - "$log/train_sharded" "$log/train_resumed" <<'PY' || fail "train_mlp: the resumed run left the curve"
+import re, sys
+a, b = ({int(s): float(l) for s, l in re.findall(r"^step (\d+) loss ([0-9.eE+-]+)$", open(f).read(), re.M)} for f in sys.argv[1:])
+assert sorted(b) == list(range(11, 21)) and all(abs(a[k] - b[k]) <= 1e-5 * abs(a[k]) for k in b), (a, b)
+print(f"     resumed across hosts on the same curve (step 20: {b[20]:.6f})")
+PY
+if timeout 120 "$cluster" run --ranks-per-host "$per" -- "$build/examples/train_mlp" --steps 2 \
+     --checkpoint /tmp/node-local.ckpt >"$log/ck_local" 2>&1; then
+  fail "a checkpoint into each host's own /tmp was not refused"
+fi
+grep -q "must be one file system that all ranks share" "$log/ck_local" ||
+  fail "node-local checkpoint: no message saying so: $(tail -5 "$log/ck_local")"
+for h in $(seq 0 $((hosts - 1))); do
+  [ -z "$("$cluster" exec "h$h" -- sh -c 'ls /tmp/node-local.ckpt* 2>/dev/null')" ] ||
+    fail "node-local checkpoint: a file was left on h$h"
+done
+echo "     node-local directory refused: $(grep -o 'rank [0-9]* (host [^)]*) cannot open' "$log/ck_local" | head -1)"
+
 # The preload under plain MPI programs: the same results with and without it, and MPI_Finalize
 # returning with communicators alive.
 preload=$build/lib/pmpi/libtoroid_preload.so

@@ -138,11 +138,13 @@ inline double max_relative(const std::vector<std::vector<float>>& a,
   return worst;
 }
 
-// A file name every rank agrees on.
+// A file name every rank agrees on, in the build tree: a directory every host of the emulated
+// cluster shares (their /tmp is their own), as parallel checkpoints need.
 inline std::string shared_path(const char* tag) {
   long pid = getpid();
   MPI_Bcast(&pid, 1, MPI_LONG, 0, MPI_COMM_WORLD);
-  return "/tmp/toroid_test_" + std::to_string(pid) + "_" + tag + ".ckpt";
+  return std::string(TOROID_TEST_SCRATCH) + "/toroid_test_" + std::to_string(pid) + "_" + tag +
+         ".ckpt";
 }
 
 }  // namespace toroid::testing

@@ -1,6 +1,10 @@
 """ShardedOptimizer and GradientReducer from Python: the sharded update equals the replicated
-one, ready() during a backward pass gives bitwise the same weights, the reducer averages."""
+one, ready() during a backward pass gives bitwise the same weights, the reducer averages,
+checkpoints round-trip, a damaged one is refused by section and a failed save keeps the file."""
+import os
+
 import numpy as np
+import pytest
 from mpi4py import MPI
 
 import toroid
@@ -66,5 +70,43 @@ def test_checkpoint_roundtrip(comm, tmp_path_factory):
     saved = [w.copy() for w in ws]
     set_grads(gs, 2)
     opt.step()
+    opt.load(path)
+    assert agree(all(np.array_equal(w, s) for w, s in zip(ws, saved)) and opt.steps_taken == 1)
+
+
+def test_checkpoint_refused_when_damaged_and_kept_when_a_save_fails(comm, tmp_path_factory):
+    path = world.bcast(str(tmp_path_factory.mktemp("ckpt") / "opt.ckpt") if R == 0 else None)
+    ws, gs = model()
+    opt = toroid.ShardedOptimizer(comm, [(f"t{t}", w, g) for t, (w, g) in enumerate(zip(ws, gs))], kind="adam")
+    set_grads(gs, 1)
+    opt.step()
+    opt.save(path)
+    good = open(path, "rb").read()
+    saved = [w.copy() for w in ws]
+    # The last byte of the file lies in the second moment of the last tensor.
+    if R == 0:
+        with open(path, "r+b") as f:
+            f.seek(len(good) - 1)
+            f.write(bytes([good[-1] ^ 1]))
+    world.Barrier()
+    set_grads(gs, 2)
+    opt.step()
+    after = [w.copy() for w in ws]
+    with pytest.raises(toroid.Error, match=f"the checksum of the second moment of 't{len(SIZES) - 1}' does not match"):
+        opt.load(path)
+    assert agree(all(np.array_equal(w, a) for w, a in zip(ws, after)) and opt.steps_taken == 2)
+    # A save that cannot start (its temporary's place is taken by a directory) leaves the file.
+    if R == 0:
+        os.mkdir(path + ".saving")
+    world.Barrier()
+    with pytest.raises(toroid.Error, match="Is a directory"):
+        opt.save(path)
+    world.Barrier()
+    assert agree(open(path, "rb").read()[:-1] == good[:-1])
+    if R == 0:
+        os.rmdir(path + ".saving")
+        with open(path, "wb") as f:
+            f.write(good)
+    world.Barrier()
     opt.load(path)
     assert agree(all(np.array_equal(w, s) for w, s in zip(ws, saved)) and opt.steps_taken == 1)
