@@ -25,8 +25,8 @@
 
 #include "api/agreement.hpp"
 #include "core/mpi_check.hpp"
-#include "optimizer/checkpoint_file.hpp"
 #include "kernels/crc32c.hpp"
+#include "optimizer/checkpoint_file.hpp"
 #include "optimizer/checkpoint_format.hpp"
 #include "optimizer/impl.hpp"
 #include "toroid/collectives.hpp"
@@ -98,8 +98,8 @@ std::vector<std::uint32_t> join_checksums(MPI_Comm comm, const Header& h,
   for (std::size_t i = 0; i < counts.size(); ++i)
     displs[i] = static_cast<int>(total), total += static_cast<std::size_t>(counts[i]);
   std::vector<std::uint64_t> all(total);
-  mpi_check(MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(),
-                        displs.data(), MPI_UINT64_T, 0, comm),
+  mpi_check(MPI_Gatherv(mine.data(), count, MPI_UINT64_T, all.data(), counts.data(), displs.data(),
+                        MPI_UINT64_T, 0, comm),
             "MPI_Gatherv");
   if (rank != 0) return {};
   std::vector<const std::uint64_t*> records;
@@ -109,7 +109,8 @@ std::vector<std::uint32_t> join_checksums(MPI_Comm comm, const Header& h,
   });
   std::vector<std::uint32_t> joined(h.sections(), 0);  // 0: the CRC of nothing
   for (const std::uint64_t* r : records)
-    joined[r[0]] = kernels::crc32c_combine(joined[r[0]], static_cast<std::uint32_t>(r[3]), r[2] * sizeof(float));
+    joined[r[0]] = kernels::crc32c_combine(joined[r[0]], static_cast<std::uint32_t>(r[3]),
+                                           r[2] * sizeof(float));
   return joined;
 }
 
@@ -243,10 +244,12 @@ void ShardedOptimizer::load(const std::string& path) {
       const int owner = static_cast<int>(i % s.comm.size());
       const bool mine = owner == s.comm.rank();
       for (const auto& piece : b.pieces)
-        if (mine) std::memcpy(buf.data() + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
+        if (mine)
+          std::memcpy(buf.data() + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
       bcast(buf.data(), b.length, MPI_FLOAT, owner, comm);
       for (const auto& piece : b.pieces)
-        if (!mine) std::memcpy(s.weights_at(piece), buf.data() + piece.offset, piece.count * sizeof(float));
+        if (!mine)
+          std::memcpy(s.weights_at(piece), buf.data() + piece.offset, piece.count * sizeof(float));
       for (auto& array : s.state) {
         requests.emplace_back();
         mpi_check(MPI_Ibcast(array.data() + b.state_offset, static_cast<int>(b.padded), MPI_FLOAT,

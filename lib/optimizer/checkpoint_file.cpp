@@ -77,9 +77,10 @@ void SharedFile::create_shared() {
     ::unlink(temporary_.c_str());
     const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
     if (fd < 0)
-      throw InvalidArgument(fmt::format("checkpoint: cannot open '{}' for writing (as '{}') on "
-                                        "rank 0: {}",
-                                        path_, temporary_, std::strerror(errno)));
+      throw InvalidArgument(
+          fmt::format("checkpoint: cannot open '{}' for writing (as '{}') on "
+                      "rank 0: {}",
+                      path_, temporary_, std::strerror(errno)));
     std::random_device random;
     token = (std::uint64_t{random()} << 32) ^ random() ^ static_cast<std::uint64_t>(::getpid());
     const bool written = ::write(fd, &token, sizeof token) == sizeof token;
@@ -103,8 +104,9 @@ void SharedFile::create_shared() {
         "checkpoint: saving '{}': rank {} (host {}) {} the file rank 0 created: every rank "
         "writes its part, so the directory must be one file system that all ranks share (not a "
         "node-local one such as /tmp)",
-        path_, rank_, host, fd < 0 ? fmt::format("cannot open ({})", std::strerror(err))
-                                   : std::string("sees another file than")));
+        path_, rank_, host,
+        fd < 0 ? fmt::format("cannot open ({})", std::strerror(err))
+               : std::string("sees another file than")));
   });
 }
 
@@ -124,7 +126,9 @@ void SharedFile::fail(int code, const char* call) {
   if (error_.empty()) error_ = fmt::format("{} on rank {}: {}", call, rank_, mpi_text(code));
 }
 
-void SharedFile::agree() { agreed([&] {}); }
+void SharedFile::agree() {
+  agreed([&] {});
+}
 
 // Runs f on every rank and agrees on errors (this rank's recorded one first). A failed save
 // is abandoned before anyone returns: the file closed and the temporary gone.
@@ -148,9 +152,10 @@ void SharedFile::check_recorded() const {
   if (error_.empty()) return;
   if (mode_ == Mode::load)
     throw Error(fmt::format("checkpoint: loading '{}' failed: {}", path_, error_));
-  throw Error(fmt::format("checkpoint: saving '{}' failed, the previous file is untouched: "
-                          "writing '{}': {}",
-                          path_, temporary_, error_));
+  throw Error(
+      fmt::format("checkpoint: saving '{}' failed, the previous file is untouched: "
+                  "writing '{}': {}",
+                  path_, temporary_, error_));
 }
 
 void SharedFile::move(std::span<const Extent> extents, bool writing) {

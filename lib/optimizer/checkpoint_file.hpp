@@ -57,8 +57,8 @@ class SharedFile {
   void create_shared();
   void move(std::span<const Extent> extents, bool writing);
   bool transfer(const Extent& e, bool writing);  // false once this rank has failed
-  void fail(int code, const char* call);  // records this rank's first failure
-  void agree();  // every rank throws if any rank failed
+  void fail(int code, const char* call);         // records this rank's first failure
+  void agree();                                  // every rank throws if any rank failed
   void agreed(const std::function<void()>& f);
   void check_recorded() const;
   std::string short_write_cause(const Extent& e, int moved) const;

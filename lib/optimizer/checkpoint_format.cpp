@@ -86,9 +86,9 @@ Header read_header(std::FILE* file, const std::string& path) {
   Header h;
   h.version = in.get<std::uint32_t>();
   if (!in.ok || h.version < 1 || h.version > kVersion)
-    throw InvalidArgument(fmt::format(
-        "checkpoint: '{}' has format version {}, this build reads 1 to {}", path, h.version,
-        kVersion));
+    throw InvalidArgument(
+        fmt::format("checkpoint: '{}' has format version {}, this build reads 1 to {}", path,
+                    h.version, kVersion));
   const auto damaged = [&] {
     return InvalidArgument(fmt::format(
         "checkpoint: '{}' is damaged: {}", path,
@@ -122,8 +122,8 @@ Header read_header(std::FILE* file, const std::string& path) {
 
 std::string section_name(OptimizerKind kind, std::size_t array, const std::string& tensor) {
   const bool momentum = kind == OptimizerKind::sgd || kind == OptimizerKind::lars;
-  const char* what = array == 0 ? "weights"
-                     : momentum ? "momentum"
+  const char* what = array == 0   ? "weights"
+                     : momentum   ? "momentum"
                      : array == 1 ? "first moment"
                                   : "second moment";
   return fmt::format("{} of '{}'", what, tensor);

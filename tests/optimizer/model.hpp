@@ -129,7 +129,7 @@ struct Reference {
 
 // Largest |a - b| / max(|b|, floor) over every element of every tensor.
 inline double max_relative(const std::vector<std::vector<float>>& a,
-                    const std::vector<std::vector<float>>& b, double floor = 1e-2) {
+                           const std::vector<std::vector<float>>& b, double floor = 1e-2) {
   double worst = 0;
   for (std::size_t t = 0; t < a.size(); ++t)
     for (std::size_t i = 0; i < a[t].size(); ++i)

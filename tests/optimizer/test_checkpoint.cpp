@@ -59,29 +59,27 @@ void write_file(const std::string& path, const std::vector<char>& bytes) {
 
 TEST_CASE("checkpoints restore exactly and move between rank counts", "[optimizer]") {
   const int p = world_size(), r = world_rank();
-  OptimizerConfig c;
-  c.kind = OptimizerKind::adamw, c.learning_rate = 0.01, c.weight_decay = 0.01,
-  c.bucket_bytes = 1024;
+  OptimizerConfig c = adamw();
 
   SECTION("same communicator: the continued run is bit-identical, replicated and sharded") {
     Communicator comm(MPI_COMM_WORLD);
     const std::string path = shared_path("exact");
     for (bool shard : {true, false}) {
-    CAPTURE(shard);
-    c.shard = shard;
-    Model first(kSizes), second(kSizes);
-    ShardedOptimizer a(comm, first.parameters(), c);
-    for (int step = 1; step <= 4; ++step) first.set_gradients(step, r, p), a.step();
-    a.save(path);
-    ShardedOptimizer b(comm, second.parameters(), c);
-    b.load(path);
-    CHECK(b.steps_taken() == 4);
-    CHECK(all_ranks(second.weights == first.weights));
-    for (int step = 5; step <= 7; ++step) {
-      first.set_gradients(step, r, p), second.set_gradients(step, r, p);
-      a.step(), b.step();
-    }
-    CHECK(all_ranks(second.weights == first.weights));
+      CAPTURE(shard);
+      c.shard = shard;
+      Model first(kSizes), second(kSizes);
+      ShardedOptimizer a(comm, first.parameters(), c);
+      for (int step = 1; step <= 4; ++step) first.set_gradients(step, r, p), a.step();
+      a.save(path);
+      ShardedOptimizer b(comm, second.parameters(), c);
+      b.load(path);
+      CHECK(b.steps_taken() == 4);
+      CHECK(all_ranks(second.weights == first.weights));
+      for (int step = 5; step <= 7; ++step) {
+        first.set_gradients(step, r, p), second.set_gradients(step, r, p);
+        a.step(), b.step();
+      }
+      CHECK(all_ranks(second.weights == first.weights));
     }
     if (r == 0) std::remove(path.c_str());
   }
@@ -145,7 +143,7 @@ TEST_CASE("a damaged checkpoint is refused, naming the section, before anything 
   REQUIRE(good.size() == header + 3 * total * sizeof(float));
 
   std::vector<std::pair<std::size_t, std::string>> flips = {
-      {20, "the checksum of its header does not match"},  // a byte of the step count
+      {20, "the checksum of its header does not match"},           // a byte of the step count
       {header - 2, "the checksum of its header does not match"}};  // the header's own CRC
   const char* arrays[] = {"weights", "first moment", "second moment"};
   for (std::size_t a = 0; a < 3; ++a)

@@ -18,8 +18,8 @@
 
 using namespace toroid;
 using testing::all_ranks;
-using testing::Model;
 using testing::max_relative;
+using testing::Model;
 using testing::Reference;
 using testing::world_rank;
 using testing::world_size;
@@ -249,5 +249,4 @@ TEST_CASE("optimizer bad input is an error on every rank", "[optimizer]") {
     opt.step(), opt.step();
     CHECK_THROWS_WITH(opt.step(), Contains("the learning-rate schedule gave -0.001 at step 3"));
   }
-
 }
