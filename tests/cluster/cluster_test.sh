@@ -47,8 +47,8 @@ if [ "$per" -gt 1 ]; then
 fi
 
 # The sharded optimizer's rules, checkpoints and errors (its bf16 case, 30 s of tiny calls over
-# TCP, is left to the one-node runs).
-run optimizer -- "$build/tests/optimizer/toroid_optimizer_tests" "~bf16 gradients*"
+# TCP, is left to the one-node runs; a spec of exclusions alone would also run the hidden cases).
+run optimizer -- "$build/tests/optimizer/toroid_optimizer_tests" '~"bf16 gradients*" ~[.]'
 grep -q "All tests passed" "$log/optimizer" || fail "optimizer: $(tail -5 "$log/optimizer")"
 
 # Sharded and replicated training print the same losses.
