@@ -60,14 +60,19 @@ def test_gradient_reducer_averages(comm):
     assert agree(all(np.all(g == want) for g in gs) and len(red.buckets()) > 3)
 
 
-def test_checkpoint_roundtrip(comm, tmp_path_factory):
+def saved_after_one_step(comm, tmp_path_factory):
+    """An Adam optimizer after one step, saved to a path every rank shares; its weights then."""
     path = world.bcast(str(tmp_path_factory.mktemp("ckpt") / "opt.ckpt") if R == 0 else None)
     ws, gs = model()
     opt = toroid.ShardedOptimizer(comm, [(f"t{t}", w, g) for t, (w, g) in enumerate(zip(ws, gs))], kind="adam")
     set_grads(gs, 1)
     opt.step()
     opt.save(path)
-    saved = [w.copy() for w in ws]
+    return path, opt, ws, gs, [w.copy() for w in ws]
+
+
+def test_checkpoint_roundtrip(comm, tmp_path_factory):
+    path, opt, ws, gs, saved = saved_after_one_step(comm, tmp_path_factory)
     set_grads(gs, 2)
     opt.step()
     opt.load(path)
@@ -75,14 +80,8 @@ def test_checkpoint_roundtrip(comm, tmp_path_factory):
 
 
 def test_checkpoint_refused_when_damaged_and_kept_when_a_save_fails(comm, tmp_path_factory):
-    path = world.bcast(str(tmp_path_factory.mktemp("ckpt") / "opt.ckpt") if R == 0 else None)
-    ws, gs = model()
-    opt = toroid.ShardedOptimizer(comm, [(f"t{t}", w, g) for t, (w, g) in enumerate(zip(ws, gs))], kind="adam")
-    set_grads(gs, 1)
-    opt.step()
-    opt.save(path)
+    path, opt, ws, gs, saved = saved_after_one_step(comm, tmp_path_factory)
     good = open(path, "rb").read()
-    saved = [w.copy() for w in ws]
     # The last byte of the file lies in the second moment of the last tensor.
     if R == 0:
         with open(path, "r+b") as f:
