@@ -173,6 +173,21 @@ void verify(const ShardedOptimizer::Impl& s, const Header& h,
           section_name(h.kind, sec / h.tensors.size(), s.params[sec % h.tensors.size()].name)));
 }
 
+// Every rank names the same, non-empty file (each writes or reads its part of it).
+void check_path(MPI_Comm comm, const std::string& path, const char* call) {
+  const std::string root_path = api::broadcast_text(comm, path, 0);
+  api::run_agreed(comm, [&] {
+    int rank = 0;
+    mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+    if (path.empty())
+      throw InvalidArgument(fmt::format("{}: the path is empty on rank {}", call, rank));
+    if (path != root_path)
+      throw InvalidArgument(fmt::format(
+          "{}: rank {} names '{}' and rank 0 '{}': every rank must pass the same path", call, rank,
+          path, root_path));
+  });
+}
+
 void bcast(void* data, std::size_t count, MPI_Datatype type, int root, MPI_Comm comm) {
   mpi_check(MPI_Bcast(data, static_cast<int>(count), type, root, comm), "MPI_Bcast");
 }
@@ -182,6 +197,7 @@ void bcast(void* data, std::size_t count, MPI_Datatype type, int root, MPI_Comm 
 void ShardedOptimizer::save(const std::string& path) {
   Impl& s = *impl_;
   const MPI_Comm comm = s.comm.mpi_comm();
+  check_path(comm, path, "ShardedOptimizer::save");
   const std::vector<Run> runs = runs_of(s);
   Header h = header_of(s);
   std::vector<Extent> extents = extents_of(s, h, runs);
@@ -202,6 +218,7 @@ void ShardedOptimizer::load(const std::string& path) {
   Impl& s = *impl_;
   const bool root = s.comm.rank() == 0;
   const MPI_Comm comm = s.comm.mpi_comm();
+  check_path(comm, path, "ShardedOptimizer::load");
   Header file_header;
   api::run_agreed(comm, [&] {
     if (root) file_header = read_matching_header(s, path);

@@ -220,6 +220,16 @@ TEST_CASE("a save is all or nothing", "[optimizer]") {
     CHECK(all_ranks(read_file(path) == good));
     if (r == 0) ::rmdir(temporary.c_str());
   }
+  SECTION("a path that is empty, or not the same on every rank") {
+    CHECK_THROWS_WITH(a.save(""), Contains("ShardedOptimizer::save: the path is empty on rank"));
+    if (world_size() > 1) {
+      const std::string mine = r == 1 ? path + ".1" : path;
+      CHECK_THROWS_WITH(a.save(mine), Contains("rank 1 names '" + path + ".1' and rank 0 '" +
+                                               path + "': every rank must pass the same path"));
+      CHECK_THROWS_WITH(a.load(mine), Contains("ShardedOptimizer::load: rank 1 names"));
+      CHECK(all_ranks(!exists(path) && !exists(path + ".1") && !exists(temporary)));
+    }
+  }
   SECTION("checkpoints that do not fit") {
     Model model5(kSizes);
     ShardedOptimizer opt(comm, model5.parameters(), c);
