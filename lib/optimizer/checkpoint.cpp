@@ -182,9 +182,9 @@ void check_path(MPI_Comm comm, const std::string& path, const char* call) {
     if (path.empty())
       throw InvalidArgument(fmt::format("{}: the path is empty on rank {}", call, rank));
     if (path != root_path)
-      throw InvalidArgument(fmt::format(
-          "{}: rank {} names '{}' and rank 0 '{}': every rank must pass the same path", call, rank,
-          path, root_path));
+      throw InvalidArgument(
+          fmt::format("{}: rank {} names '{}' and rank 0 '{}': every rank must pass the same path",
+                      call, rank, path, root_path));
   });
 }
 

@@ -224,8 +224,8 @@ TEST_CASE("a save is all or nothing", "[optimizer]") {
     CHECK_THROWS_WITH(a.save(""), Contains("ShardedOptimizer::save: the path is empty on rank"));
     if (world_size() > 1) {
       const std::string mine = r == 1 ? path + ".1" : path;
-      CHECK_THROWS_WITH(a.save(mine), Contains("rank 1 names '" + path + ".1' and rank 0 '" +
-                                               path + "': every rank must pass the same path"));
+      CHECK_THROWS_WITH(a.save(mine), Contains("rank 1 names '" + path + ".1' and rank 0 '" + path +
+                                               "': every rank must pass the same path"));
       CHECK_THROWS_WITH(a.load(mine), Contains("ShardedOptimizer::load: rank 1 names"));
       CHECK(all_ranks(!exists(path) && !exists(path + ".1") && !exists(temporary)));
     }
