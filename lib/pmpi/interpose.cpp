@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstring>
 #include <exception>
+#include <vector>
 
 #include "pmpi/errors.hpp"
 #include "pmpi/guard.hpp"
@@ -114,6 +115,54 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
                          : sendbuf;
     allgather(in, own.count, recvbuf, p->count, p->type, s.comm,
               s.algorithm_for(Collective::allgather));
+  });
+}
+
+int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm) {
+  const std::optional<Plan> p = plan_allgatherv(recvcounts, recvtype, comm);
+  // As MPI_Allgather: a send side described otherwise is MPI's. (recvcounts has a size here.)
+  int rank = 0;
+  const bool same_shape =
+      p && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
+      (sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcounts[rank]));
+  if (!same_shape)
+    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           comm);
+  return serve(comm, "MPI_Allgatherv", [&](State& s) {
+    // The blocks land where the block rule puts them; a rank whose displacements differ (each
+    // rank may lay out its receive buffer its own way) gathers into scratch and moves them.
+    const std::size_t es = size_of(p->type);
+    bool rule_layout = true;
+    for (int r = 0; r < p->size; ++r)
+      rule_layout = rule_layout &&
+                    static_cast<std::uint64_t>(displs[r]) == block_of(p->count, p->size, r).offset;
+    const Block own = block_of(p->count, p->size, rank);
+    auto* out = static_cast<std::byte*>(recvbuf);
+    const void* in =
+        sendbuf == MPI_IN_PLACE ? out + static_cast<std::size_t>(displs[rank]) * es : sendbuf;
+    if (rule_layout) {
+      allgather(in, own.count, recvbuf, p->count, p->type, s.comm,
+                s.algorithm_for(Collective::allgather));
+      return;
+    }
+    std::vector<std::byte> scratch(p->count * es);
+    allgather(in, own.count, scratch.data(), p->count, p->type, s.comm,
+              s.algorithm_for(Collective::allgather));
+    for (int r = 0; r < p->size; ++r) {
+      const Block b = block_of(p->count, p->size, r);
+      std::memcpy(out + static_cast<std::size_t>(displs[r]) * es, scratch.data() + b.offset * es,
+                  b.count * es);
+    }
+  });
+}
+
+int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  const std::optional<Plan> p = plan_bcast(count, type, root, comm);
+  if (!p) return PMPI_Bcast(buffer, count, type, root, comm);
+  return serve(comm, "MPI_Bcast", [&](State& s) {
+    broadcast(buffer, p->count, p->type, root, s.comm, s.algorithm_for(Collective::broadcast));
   });
 }
 

@@ -36,6 +36,22 @@ std::optional<Plan> counted(int count, bool per_rank, MPI_Datatype type, std::op
   return sized(static_cast<std::uint64_t>(count) * ranks, type, op, *size);
 }
 
+// Per-rank counts that follow toroid's block rule (block_of), as one vector of their total.
+std::optional<Plan> block_rule(const int counts[], MPI_Datatype type, std::optional<ReduceOp> op,
+                               MPI_Comm comm) {
+  const std::optional<int> size = counts ? eligible_size(type, op, comm) : std::nullopt;
+  if (!size) return std::nullopt;
+  std::uint64_t total = 0;
+  for (int r = 0; r < *size; ++r) {
+    if (counts[r] < 0) return std::nullopt;
+    total += static_cast<std::uint64_t>(counts[r]);
+  }
+  for (int r = 0; r < *size; ++r)
+    if (static_cast<std::uint64_t>(counts[r]) != block_of(total, *size, r).count)
+      return std::nullopt;
+  return sized(total, type, op, *size);
+}
+
 }  // namespace
 
 std::optional<Plan> plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
@@ -49,18 +65,17 @@ std::optional<Plan> plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_
 
 std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op,
                                         MPI_Comm comm) {
-  const std::optional<ReduceOp> o = toroid_op(op);
-  const std::optional<int> size = counts ? eligible_size(type, o, comm) : std::nullopt;
-  if (!size) return std::nullopt;
-  std::uint64_t total = 0;
-  for (int r = 0; r < *size; ++r) {
-    if (counts[r] < 0) return std::nullopt;
-    total += static_cast<std::uint64_t>(counts[r]);
-  }
-  for (int r = 0; r < *size; ++r)
-    if (static_cast<std::uint64_t>(counts[r]) != block_of(total, *size, r).count)
-      return std::nullopt;
-  return sized(total, type, o, *size);
+  return block_rule(counts, type, toroid_op(op), comm);
+}
+
+std::optional<Plan> plan_allgatherv(const int counts[], MPI_Datatype type, MPI_Comm comm) {
+  return block_rule(counts, type, ReduceOp::sum, comm);
+}
+
+std::optional<Plan> plan_bcast(int count, MPI_Datatype type, int root, MPI_Comm comm) {
+  std::optional<Plan> p = counted(count, false, type, ReduceOp::sum, comm);
+  if (!p || root < 0 || root >= p->size) return std::nullopt;
+  return p;
 }
 
 std::optional<Plan> plan_allgather(int count, MPI_Datatype type, MPI_Comm comm) {

@@ -39,4 +39,13 @@ std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, M
 // is MPI_IN_PLACE or the same count and type.
 std::optional<Plan> plan_allgather(int count, MPI_Datatype type, MPI_Comm comm);
 
+// MPI_Bcast: `count` elements from `root` (a root outside the communicator is MPI's to report).
+std::optional<Plan> plan_bcast(int count, MPI_Datatype type, int root, MPI_Comm comm);
+// MPI_Allgatherv: only receive counts that follow toroid's block rule (as plan_reduce_scatter).
+// The displacements are not part of the decision: MPI lets each rank place the blocks its own
+// way, so they may differ between ranks; the caller moves blocks that are not at the block
+// rule's offsets. The caller has checked that the send side is MPI_IN_PLACE or this rank's
+// count of the same type.
+std::optional<Plan> plan_allgatherv(const int counts[], MPI_Datatype type, MPI_Comm comm);
+
 }  // namespace toroid::pmpi

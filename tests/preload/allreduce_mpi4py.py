@@ -1,6 +1,6 @@
-"""comm.Allreduce on numpy arrays under the toroid preload: every result checked, and toroid
-seen to serve the large calls and to leave the small one to MPI (the counter the preload
-exports; the caller also checks the TOROID_LOG=info line)."""
+"""comm.Allreduce and comm.Bcast on numpy arrays under the toroid preload: every result checked,
+and toroid seen to serve the large calls and to leave the small ones to MPI (the counter the
+preload exports; the caller also checks the TOROID_LOG=info line)."""
 import numpy as np
 from mpi4py import MPI
 
@@ -33,7 +33,15 @@ small = np.ones(4)
 comm.Allreduce(MPI.IN_PLACE, small, op=MPI.SUM)
 assert (small == size).all(), small
 
+weights = np.arange(n, dtype=np.float32) * 0.5 if rank == size - 1 else np.zeros(n, dtype=np.float32)
+comm.Bcast(weights, root=size - 1)  # the initial weight sync
+assert np.array_equal(weights, np.arange(n, dtype=np.float32) * 0.5), weights
+
+flag = np.array([7 if rank == 0 else 0], dtype=np.int32)
+comm.Bcast(flag, root=0)
+assert flag[0] == 7, flag
+
 count = served() - before
-assert count == 4, f"toroid served {count} calls, expected the 4 large ones"
+assert count == 5, f"toroid served {count} calls, expected the 5 large ones"
 if rank == 0:
-    print(f"mpi4py {MPI.get_vendor()[0]}: 5 Allreduce calls correct, toroid served {count}")
+    print(f"mpi4py {MPI.get_vendor()[0]}: 5 Allreduce and 2 Bcast calls correct, toroid served {count}")

@@ -1,5 +1,5 @@
-/* Every call the toroid preload intercepts, for every type and op, in place and not, and calls
- * it must leave to MPI. Built against MPI only.
+/* Every call the toroid preload intercepts (all-reduce, reduce-scatter, all-gather, all-gatherv,
+ * broadcast), for every type and op, in place and not, and calls it must leave to MPI. Built against MPI only.
  *
  * Inputs are small integers chosen per op, so every sum, product, min and max is exact in any
  * order of reduction, floats included: the results are bit-identical with and without the
@@ -209,6 +209,62 @@ static void allgather_case(const Type* t, int in_place, int count, MPI_Datatype 
   free(recv);
 }
 
+/* MPI_Allgatherv of `total` elements: rank r's block counts[r] long; `rule` says whether the
+ * counts follow toroid's block rule (served), `reversed` places the blocks in reverse rank order
+ * in the receive buffer (displacements are each rank's own: still served, moved after). */
+static void allgatherv_case(const Type* t, int in_place, int total, int rule, int reversed) {
+  int* counts = malloc(sizeof(int) * (size_t)size);
+  int* displs = malloc(sizeof(int) * (size_t)size);
+  long long* first = malloc(sizeof(long long) * (size_t)size); /* rank r's first element */
+  long long sum = 0;
+  for (int r = 0; r < size; ++r) {
+    counts[r] = rule ? total / size + (r < total % size) : 100 * (r + 1);
+    first[r] = sum, sum += counts[r];
+  }
+  for (int r = 0, at = 0; r < size; ++r) {
+    const int q = reversed ? size - 1 - r : r;
+    displs[q] = at, at += counts[q];
+  }
+  const size_t bytes = (size_t)sum * t->size;
+  char* send = malloc((size_t)counts[rank] * t->size + 1);
+  char* recv = malloc(bytes + 1);
+  fill(recv, bytes);
+  char* mine = in_place ? recv + (size_t)displs[rank] * t->size : send;
+  for (long long j = 0; j < counts[rank]; ++j) store(t, mine, j, input(SUM, rank, first[rank] + j));
+  must(MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, counts[rank], t->type, recv, counts, displs,
+                      t->type, MPI_COMM_WORLD),
+       "MPI_Allgatherv");
+  long long wrong = 0;
+  for (int r = 0; r < size; ++r)
+    for (long long j = 0; j < counts[r]; ++j)
+      wrong += load(t, recv, displs[r] + j) != (double)input(SUM, r, first[r] + j);
+  char name[160];
+  snprintf(name, sizeof name, "allgatherv %s %s n=%lld%s%s", t->name, in_place ? "inplace" : "out",
+           sum, rule ? "" : " uneven", reversed ? " reversed" : "");
+  finish(name, recv, bytes, wrong, served(t->toroid && (rule || size == 1), (long long)bytes));
+  free(counts);
+  free(displs);
+  free(first);
+  free(send);
+  free(recv);
+}
+
+/* MPI_Bcast of `count` elements from `root`. */
+static void bcast_case(const Type* t, int count, int root) {
+  const size_t bytes = (size_t)count * t->size;
+  char* buf = malloc(bytes + 1);
+  fill(buf, bytes);
+  if (rank == root)
+    for (long long i = 0; i < count; ++i) store(t, buf, i, input(SUM, root, i));
+  must(MPI_Bcast(buf, count, t->type, root, MPI_COMM_WORLD), "MPI_Bcast");
+  long long wrong = 0;
+  for (long long i = 0; i < count; ++i) wrong += load(t, buf, i) != (double)input(SUM, root, i);
+  char name[160];
+  snprintf(name, sizeof name, "bcast %s n=%d root=%d", t->name, count, root);
+  finish(name, buf, bytes, wrong, served(t->toroid, (long long)bytes));
+  free(buf);
+}
+
 static void user_sum(void* in, void* inout, int* len, MPI_Datatype* type) {
   (void)type;
   for (int i = 0; i < *len; ++i) ((int*)inout)[i] += ((int*)in)[i];
@@ -284,6 +340,16 @@ int main(int argc, char** argv) {
       for (int k = 0; k < 3; ++k)
         allgather_case(t, in_place, ag_counts[k], MPI_DATATYPE_NULL, 0,
                        served(t->toroid, ag_counts[k] * (long long)t->size * size));
+      const int agv_totals[] = {7, 1001, 30001};
+      for (int k = 0; k < 3; ++k)
+        for (int reversed = 0; reversed < 2; ++reversed)
+          allgatherv_case(t, in_place, agv_totals[k], 1, reversed);
+      allgatherv_case(t, in_place, 0, 0, 0);
+    }
+    const int bc_counts[] = {1, 1000, 33333};
+    for (int k = 0; k < 3; ++k) {
+      bcast_case(t, bc_counts[k], 0);
+      bcast_case(t, bc_counts[k], size - 1);
     }
   }
   other_cases();
