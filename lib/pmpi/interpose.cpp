@@ -11,6 +11,7 @@
 #include "pmpi/errors.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/plan.hpp"
+#include "pmpi/report.hpp"
 #include "pmpi/settings.hpp"
 #include "pmpi/state.hpp"
 #include "toroid/collectives.hpp"
@@ -74,7 +75,8 @@ int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
 
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm) {
-  const std::optional<Plan> p = plan_allreduce(count, type, op, comm);
+  const Decision p = plan_allreduce(count, type, op, comm);
+  report("MPI_Allreduce", p, type);
   if (!p) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   return serve(comm, "MPI_Allreduce", [&](State& s) {
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
@@ -85,7 +87,8 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
 
 int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
                              MPI_Op op, MPI_Comm comm) {
-  const std::optional<Plan> p = plan_reduce_scatter_block(recvcount, type, op, comm);
+  const Decision p = plan_reduce_scatter_block(recvcount, type, op, comm);
+  report("MPI_Reduce_scatter_block", p, type);
   if (!p) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
   return serve(comm, "MPI_Reduce_scatter_block",
                [&](State& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
@@ -93,7 +96,8 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
 
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                        MPI_Datatype type, MPI_Op op, MPI_Comm comm) {
-  const std::optional<Plan> p = plan_reduce_scatter(recvcounts, type, op, comm);
+  const Decision p = plan_reduce_scatter(recvcounts, type, op, comm);
+  report("MPI_Reduce_scatter", p, type);
   if (!p) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
   return serve(comm, "MPI_Reduce_scatter",
                [&](State& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
@@ -105,8 +109,9 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
   // match) is left to MPI; the decision then assumes every rank describes it alike.
   const bool same_shape =
       sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount);
-  const std::optional<Plan> p =
-      same_shape ? plan_allgather(recvcount, recvtype, comm) : std::nullopt;
+  const Decision p = same_shape ? plan_allgather(recvcount, recvtype, comm)
+                                : Decision::forward(inside_toroid() ? nullptr : kSendSideDiffers);
+  report("MPI_Allgather", p, recvtype);
   if (!p) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   return serve(comm, "MPI_Allgather", [&](State& s) {
     const Block own = block_of(p->count, p->size, s.comm.rank());
@@ -121,13 +126,14 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                    MPI_Comm comm) {
-  const std::optional<Plan> p = plan_allgatherv(recvcounts, recvtype, comm);
+  Decision p = plan_allgatherv(recvcounts, recvtype, comm);
   // As MPI_Allgather: a send side described otherwise is MPI's. (recvcounts has a size here.)
   int rank = 0;
-  const bool same_shape =
-      p && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS &&
-      (sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcounts[rank]));
-  if (!same_shape)
+  if (p && (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
+            (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcounts[rank]))))
+    p = Decision::forward(kSendSideDiffers);
+  report("MPI_Allgatherv", p, recvtype);
+  if (!p)
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            comm);
   return serve(comm, "MPI_Allgatherv", [&](State& s) {
@@ -159,7 +165,8 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
 }
 
 int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  const std::optional<Plan> p = plan_bcast(count, type, root, comm);
+  const Decision p = plan_bcast(count, type, root, comm);
+  report("MPI_Bcast", p, type);
   if (!p) return PMPI_Bcast(buffer, count, type, root, comm);
   return serve(comm, "MPI_Bcast", [&](State& s) {
     broadcast(buffer, p->count, p->type, root, s.comm, s.algorithm_for(Collective::broadcast));

@@ -5,9 +5,9 @@
 // pass alike (count, datatype, op, the reduce-scatter counts, the communicator) and on the
 // preload's settings (the same environment on every rank), never on buffers or timing.
 //
-// Every function returns nullopt, meaning "forward to PMPI_ unchanged", for: a call made from
-// inside toroid, MPI_COMM_NULL, an inter-communicator, a type or op toroid has no twin for, no
-// data, or fewer bytes in the whole vector than TOROID_MIN_BYTES.
+// Every function forwards (to PMPI_ unchanged), saying why, for: a call made from inside toroid,
+// MPI_COMM_NULL, an inter-communicator, a type or op toroid has no twin for, no data, or fewer
+// bytes in the whole vector than TOROID_MIN_BYTES.
 #pragma once
 
 #include <mpi.h>
@@ -26,26 +26,45 @@ struct Plan {
   int size;             // ranks of the communicator
 };
 
+// A plan, or why the call goes to MPI (static text; null for a call made from inside toroid,
+// which is never reported).
+struct Decision {
+  std::optional<Plan> plan;
+  const char* why = nullptr;
+
+  Decision(Plan p) : plan(p) {}  // NOLINT: served
+  static Decision forward(const char* why) { return Decision(why); }
+  explicit operator bool() const { return plan.has_value(); }
+  const Plan* operator->() const { return &*plan; }
+  const Plan& operator*() const { return *plan; }
+
+ private:
+  explicit Decision(const char* reason) : why(reason) {}
+};
+
+// Reasons the callers and the log need to recognise.
+inline constexpr const char* kNoTypeTwin = "the datatype has no toroid twin";
+inline constexpr const char* kSendSideDiffers =
+    "the send side is described otherwise than the receive side";
+
 // MPI_Allreduce: `count` elements.
-std::optional<Plan> plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
+Decision plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 // MPI_Reduce_scatter_block: `count` elements per rank.
-std::optional<Plan> plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_Op op,
-                                              MPI_Comm comm);
+Decision plan_reduce_scatter_block(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 // MPI_Reduce_scatter: only counts that follow toroid's block rule (equal counts, or the first
 // total % p ranks one element more, as toroid::block_of cuts); others are forwarded.
-std::optional<Plan> plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op,
-                                        MPI_Comm comm);
+Decision plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 // MPI_Allgather: `count` elements per rank of `type`. The caller has checked that the send side
 // is MPI_IN_PLACE or the same count and type.
-std::optional<Plan> plan_allgather(int count, MPI_Datatype type, MPI_Comm comm);
+Decision plan_allgather(int count, MPI_Datatype type, MPI_Comm comm);
 
 // MPI_Bcast: `count` elements from `root` (a root outside the communicator is MPI's to report).
-std::optional<Plan> plan_bcast(int count, MPI_Datatype type, int root, MPI_Comm comm);
+Decision plan_bcast(int count, MPI_Datatype type, int root, MPI_Comm comm);
 // MPI_Allgatherv: only receive counts that follow toroid's block rule (as plan_reduce_scatter).
 // The displacements are not part of the decision: MPI lets each rank place the blocks its own
 // way, so they may differ between ranks; the caller moves blocks that are not at the block
 // rule's offsets. The caller has checked that the send side is MPI_IN_PLACE or this rank's
 // count of the same type.
-std::optional<Plan> plan_allgatherv(const int counts[], MPI_Datatype type, MPI_Comm comm);
+Decision plan_allgatherv(const int counts[], MPI_Datatype type, MPI_Comm comm);
 
 }  // namespace toroid::pmpi

@@ -1,6 +1,7 @@
 # One program run twice at NP ranks, without and with the preload: every result line must be
 # the same (results.c makes them exact), toroid must have served exactly the calls its rules
-# say, and TOROID_LOG=info must have said once what it chose for MPI_COMM_WORLD.
+# say, and TOROID_LOG=info must have said once what it chose for MPI_COMM_WORLD, and once per
+# kind of call whether it served it or why not.
 # 1-rank communicators (MPI_COMM_SELF on every rank) are reported once, not once per rank.
 # Inputs: MPIEXEC, NP, PROGRAM, PRELOAD, MIN_BYTES, SETTINGS (VAR=value|... for the preload run),
 #         LOG_TEXT (optional: a regular expression the log must also match)
@@ -33,6 +34,18 @@ list(LENGTH self_said n_self)
 if(n_self GREATER 1)
   message(FATAL_ERROR "TOROID_LOG=info reported MPI_COMM_SELF ${n_self} times (once is the rule):\n${err}")
 endif()
+# What it did with each kind of call, once per kind (rank 0 of MPI_COMM_WORLD).
+foreach(kind "MPI_Bcast: served by toroid"
+             "MPI_Allgatherv: served by toroid"
+             "MPI_Allreduce: forwarded to MPI: the datatype has no toroid twin \\(MPI_SHORT\\)"
+             "MPI_Allreduce: forwarded to MPI: the op has no toroid twin"
+             "MPI_Allgather: forwarded to MPI: the send side is described otherwise")
+  string(REGEX MATCHALL "toroid: ${kind}" said_kind "${err}")
+  list(LENGTH said_kind n_kind)
+  if(NOT n_kind EQUAL 1)
+    message(FATAL_ERROR "TOROID_LOG=info said '${kind}' ${n_kind} times, not once:\n${err}")
+  endif()
+endforeach()
 if(DEFINED LOG_TEXT AND NOT err MATCHES "${LOG_TEXT}")
   message(FATAL_ERROR "TOROID_LOG=info did not say '${LOG_TEXT}':\n${err}")
 endif()
