@@ -79,8 +79,18 @@ int run(const Settings& s, int rank) {
       out = stdout;
     }
   }
-  Report report(out, s.format);
-  if (rank == 0) report.begin(info, s.iters);
+  // The results as --format says, and with --csv the same rows as CSV besides.
+  std::vector<Report> reports{Report(out, s.format)};
+  std::FILE* csv = nullptr;
+  if (rank == 0 && !s.csv.empty()) {
+    csv = std::fopen(s.csv.c_str(), "w");
+    if (!csv)
+      fmt::print(stderr, "toroid-bench: --csv: cannot open '{}' for writing\n", s.csv);
+    else
+      reports.emplace_back(csv, "csv");
+  }
+  if (rank == 0)
+    for (Report& r : reports) r.begin(info, s.iters);
   const bool progress =
       rank == 0 && isatty(STDERR_FILENO) && (out != stdout || !isatty(STDOUT_FILENO));
   std::size_t total = 0, done = 0;
@@ -131,20 +141,23 @@ int run(const Settings& s, int rank) {
                 row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
                 if (bound) row.of_copy = bound->median_us / row.median_us;
                 wrong += row.wrong;
-                if (rank == 0) report.row(row, stock_us > 0);
+                if (rank == 0)
+                  for (Report& r : reports) r.row(row, stock_us > 0);
               }
       }
       if (bound) {
         bound->vs_mpi = stock_us > 0 ? stock_us / bound->median_us : 0.0;
         bound->of_copy = 1.0;
-        if (rank == 0) report.row(*bound, stock_us > 0);
+        if (rank == 0)
+          for (Report& r : reports) r.row(*bound, stock_us > 0);
       }
       if (bytes > UINT64_MAX / s.factor) break;
     }
   if (progress) fmt::print(stderr, "\r{:60}\r", "");
   if (rank == 0) {
-    report.end();
+    for (Report& r : reports) r.end();
     if (out != stdout) std::fclose(out);
+    if (csv) std::fclose(csv);
   }
   if (wrong > 0 && rank == 0) fmt::print(stderr, "toroid-bench: {} wrong elements\n", wrong);
   return wrong > 0 ? 1 : 0;

@@ -21,6 +21,7 @@ struct Settings {
   bool check = true, in_place = false, baseline = true;
   std::string format = "table";  // table | csv | json
   std::string output;            // file for the results; empty: stdout
+  std::string csv;               // also the rows as CSV here (for plots); empty: none
   // --timeout; unset: TOROID_TIMEOUT, else default_timeout_s (see toroid_bench.cpp).
   std::optional<double> timeout_s;
   static constexpr double default_timeout_s = 300;

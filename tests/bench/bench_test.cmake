@@ -36,13 +36,24 @@ if(MODE STREQUAL "sweep")
   # The copy bound and cold caches: a copy_bound row per size, every row's of_copy, the header
   # saying the caches are cold; checked sums with rotating buffer sets (in place too, and
   # persistent: one bound request per set).
+  # --csv: the same rows as CSV besides the table (scripts/run.sh plots them).
+  set(bound_csv ${WORK_DIR}/bound${NP}.csv)
+  file(REMOVE ${bound_csv})
   run_bench(0 "caches cold" --op allreduce,allgather --algo ring,mpi --bound --cold -b 64 -e 1M -f 128
-            -n 3 -w 1 --check 1 --mode blocking,persistent)
+            -n 3 -w 1 --check 1 --mode blocking,persistent --csv ${bound_csv})
   foreach(row "allreduce +64 [^\n]* copy_bound [^\n]* 100%" "allreduce +1048576 [^\n]*ring:persistent [^\n]* [0-9]+%")
     if(NOT "${last_output}" MATCHES "${row}")
       message(FATAL_ERROR "no row matching '${row}' with --bound --cold:\n${last_output}")
     endif()
   endforeach()
+  file(STRINGS ${bound_csv} bound_rows REGEX "^[0-9]+,.*,copy_bound,")
+  file(STRINGS ${bound_csv} all_rows REGEX "^[0-9]")
+  list(LENGTH bound_rows n_bound)
+  list(LENGTH all_rows n_all)
+  # 2 collectives x 3 sizes (64, 8K, 1M) x (ring blocking and persistent, mpi, copy_bound)
+  if(NOT n_bound EQUAL 6 OR NOT n_all EQUAL 24)
+    message(FATAL_ERROR "--csv wrote ${n_all} rows, ${n_bound} of them copy_bound (expected 24 and 6)")
+  endif()
   run_bench(0 "caches cold" --op allreduce --algo ring --cold --inplace 1 -b 64K -e 64K -n 3 -w 1 --check 1)
   # The overlap benchmark: both kinds of compute, all three ways, and right sums.
   expect_run(0 "thread\\(hid\\)" ${MPIEXEC} -n ${NP} --oversubscribe ${OVERLAP} -b 64K -e 256K -n 2)
@@ -72,6 +83,13 @@ if(MODE STREQUAL "sweep")
   if(rc OR NOT EXISTS ${WORK_DIR}/sweep${NP}.png)
     message(FATAL_ERROR "plot_bench.py (${PYTHON}) failed: ${rc}\n${out}${err}\n"
                         "(it needs python3-matplotlib: scripts/setup.sh installs it)")
+  endif()
+  file(REMOVE ${WORK_DIR}/bound${NP}.png)
+  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/scripts/plot_bench.py ${bound_csv} -o ${WORK_DIR}/bound${NP}.png
+                          --title "copy bound and cold caches"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc OR NOT EXISTS ${WORK_DIR}/bound${NP}.png)
+    message(FATAL_ERROR "plot_bench.py with copy_bound rows and --title failed: ${rc}\n${out}${err}")
   endif()
 elseif(MODE STREQUAL "bad")
   run_bench(2 "--algo: unknown algorithm 'fastest'" --algo fastest)
