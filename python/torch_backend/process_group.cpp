@@ -4,7 +4,10 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <algorithm>
+#include <numeric>
 #include <string>
+#include <vector>
 
 #include "gil.hpp"
 #include "toroid/collectives.hpp"
@@ -12,6 +15,11 @@
 
 namespace toroid::torch_backend {
 namespace {
+
+// MPI_Comm_create_group's tag: torch makes groups one at a time, in the same order everywhere.
+constexpr int kGroupTag = 7411;
+
+std::vector<uint8_t> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
 
 DataType type_of(const at::Tensor& t, const char* op) {
   switch (t.scalar_type()) {
@@ -161,18 +169,50 @@ ProcessGroupToroid::ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& st
         "otherwise)");
   MPI_Comm_rank(MPI_COMM_WORLD, &mpi_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
-  if (size != mpi_size || rank != mpi_rank)
-    throw InvalidArgument(
-        fmt::format("toroid backend: torch rank {} of {} is MPI rank {} of {}; the backend serves "
-                    "the world group of an mpirun job with torch ranks equal to MPI ranks (use "
-                    "toroid.distributed.init_process_group)",
-                    rank, size, mpi_rank, mpi_size));
-  // Rendezvous through torch's store: every rank has its process group before the first call.
-  store->set("toroid/" + std::to_string(rank), std::vector<uint8_t>{1});
+  // Which MPI ranks this group holds, in group-rank order: each member publishes its own
+  // through the group's store (torch gives every group a store of its own), which is also the
+  // rendezvous: every member has its process group before the first call.
+  store->set("toroid/world_rank/" + std::to_string(rank), bytes_of(std::to_string(mpi_rank)));
   std::vector<std::string> keys;
-  for (int r = 0; r < size; ++r) keys.push_back("toroid/" + std::to_string(r));
+  for (int r = 0; r < size; ++r) keys.push_back("toroid/world_rank/" + std::to_string(r));
   store->wait(keys);
-  comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD);
+  std::vector<int> members;
+  for (const std::string& key : keys) {
+    const std::vector<uint8_t> v = store->get(key);
+    members.push_back(std::stoi(std::string(v.begin(), v.end())));
+  }
+  std::vector<int> seen = members;
+  std::sort(seen.begin(), seen.end());
+  if (size > mpi_size || std::adjacent_find(seen.begin(), seen.end()) != seen.end() ||
+      seen.front() < 0 || seen.back() >= mpi_size)
+    throw InvalidArgument(fmt::format(
+        "toroid backend: the group's {} ranks are not {} distinct ranks of the mpirun job ({} "
+        "ranks): each process must be one MPI rank (use toroid.distributed.init_process_group)",
+        size, size, mpi_size));
+  std::vector<int> identity(static_cast<std::size_t>(mpi_size));
+  std::iota(identity.begin(), identity.end(), 0);
+  if (members == identity) {
+    comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD);
+  } else {
+    // A sub-group (dist.new_group, new_subgroups) or another order: an MPI communicator of
+    // exactly those ranks in that order, made by its members only (MPI_Comm_create_group).
+    MPI_Group world_group = MPI_GROUP_NULL, group = MPI_GROUP_NULL;
+    MPI_Comm sub = MPI_COMM_NULL;
+    MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    MPI_Group_incl(world_group, size, members.data(), &group);
+    const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, kGroupTag, &sub);
+    MPI_Group_free(&group);
+    MPI_Group_free(&world_group);
+    if (rc != MPI_SUCCESS || sub == MPI_COMM_NULL)
+      throw MpiError("toroid backend: MPI_Comm_create_group for a sub-group failed", rc);
+    try {
+      comm_ = std::make_unique<Communicator>(sub);  // keeps a duplicate
+    } catch (...) {
+      MPI_Comm_free(&sub);
+      throw;
+    }
+    MPI_Comm_free(&sub);
+  }
   completer_ = std::thread([this] { run_completer(); });
 }
 

@@ -56,7 +56,9 @@ class ToroidWork : public c10d::Work {
 
 class ProcessGroupToroid : public c10d::ProcessGroup {
  public:
-  // Collective over MPI_COMM_WORLD, which must be the torch world (rank and size checked).
+  // Collective over the group's members: the torch world (MPI_COMM_WORLD when torch ranks are
+  // MPI ranks), or a sub-group of it made by dist.new_group (an MPI communicator of its members
+  // in group-rank order). Each process must be one MPI rank.
   ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size);
   ~ProcessGroupToroid() override;
 

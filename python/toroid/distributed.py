@@ -9,7 +9,8 @@ Served: all_reduce (SUM, AVG, PRODUCT, MIN, MAX), all_reduce_coalesced, reduce_s
 _reduce_scatter_base, all_gather and _all_gather_base, broadcast, barrier, on contiguous CPU
 tensors of float32, float64, bfloat16, float16, int32, int64; each returns a Work whose future
 DDP chains on. Anything else raises an error naming the operation. The backend serves the world
-group of an mpirun job (torch ranks equal to MPI ranks). torch 1.13 (docs/torch.md).
+group of an mpirun job and its sub-groups (dist.new_group(ranks, backend="toroid"): an MPI
+communicator of the members), each process one MPI rank. torch 1.13 (docs/torch.md).
 """
 import socket
 

@@ -134,3 +134,39 @@ def test_destroyed_with_works_in_flight():
     t = torch.ones(4)
     dist.all_reduce(t)
     assert agree(bool((t == dist.get_world_size()).all()))
+
+
+def test_sub_groups():
+    # Every rank enters every new_group call, in the same order, as torch requires; each group
+    # is an MPI communicator of its members in group-rank order.
+    evens = dist.new_group([r for r in range(P) if r % 2 == 0], backend="toroid")
+    odds = dist.new_group([r for r in range(P) if r % 2 == 1], backend="toroid") if P > 1 else None
+    mine = evens if R % 2 == 0 else odds
+    t = torch.full((1000,), float(R + 1))
+    dist.all_reduce(t, group=mine)
+    ok = torch.equal(t, torch.full((1000,), float(sum(r + 1 for r in range(P) if r % 2 == R % 2))))
+    # All but rank 0 (torch sorts a group's ranks): group rank k is MPI rank k + 1.
+    if P > 1:
+        rest = dist.new_group(list(range(1, P)), backend="toroid")
+        if R > 0:
+            ok = ok and dist.get_rank(rest) == R - 1
+            gathered = [torch.zeros(2) for _ in range(P - 1)]
+            dist.all_gather(gathered, torch.full((2,), float(R)), group=rest)
+            ok = ok and all(torch.equal(g, torch.full((2,), float(k + 1))) for k, g in enumerate(gathered))
+            x = torch.full((5,), float(R))
+            dist.broadcast(x, src=P - 1, group=rest)  # src is a global rank
+            ok = ok and torch.equal(x, torch.full((5,), float(P - 1)))
+    # Rows and columns of a torus, the layout of data parallelism along one axis and model
+    # parallelism along the other: 2 x P/2 when P is even.
+    if P % 2 == 0 and P > 2:
+        cols = P // 2
+        rows = [dist.new_group([y * cols + x for x in range(cols)], backend="toroid") for y in range(2)]
+        columns = [dist.new_group([y * cols + x for y in range(2)], backend="toroid") for x in range(cols)]
+        row, column = rows[R // cols], columns[R % cols]
+        a = torch.full((300,), float(R))
+        dist.all_reduce(a, group=row)
+        ok = ok and torch.equal(a, torch.full((300,), float(sum((R // cols) * cols + x for x in range(cols)))))
+        b = torch.full((300,), float(R))
+        dist.all_reduce(b, group=column)
+        ok = ok and torch.equal(b, torch.full((300,), float(R % cols + (R % cols + cols))))
+    assert agree(ok)
