@@ -213,6 +213,8 @@ ProcessGroupToroid::ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& st
     }
     MPI_Comm_free(&sub);
   }
+  MPI_Comm_dup(comm_->mpi_comm(), &mpi_);
+  MPI_Comm_set_errhandler(mpi_, MPI_ERRORS_RETURN);
   completer_ = std::thread([this] { run_completer(); });
 }
 
@@ -226,6 +228,9 @@ ProcessGroupToroid::~ProcessGroupToroid() {
   // need it to free their tensors.
   ReleaseGilIfHeld gil;
   if (completer_.joinable()) completer_.join();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::enqueue(c10::intrusive_ptr<ToroidWork> work) {
@@ -407,6 +412,24 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::reduce_scatter(
   work->requests.push_back(ireduce_scatter(flat.data_ptr(), count_of(flat), out.data_ptr(),
                                            count_of(out), type_of(out, "reduce_scatter"), op,
                                            *comm_));
+  return enqueue(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::reduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::ReduceOptions& opts) {
+  require_one(tensors, "reduce");
+  at::Tensor& t = tensors[0];
+  require_dense(t, "reduce", "the tensor");
+  const DataType type = type_of(t, "reduce");
+  const ReduceOp op = op_of(opts.reduceOp, "reduce");
+  const bool root = getRank() == opts.rootRank;
+  // An all-reduce (toroid has no reduce-to-one schedule; an all-reduce costs up to twice a
+  // reduce's traffic, and runs toroid's algorithms): in place on the root, into scratch elsewhere.
+  at::Tensor out = root ? t : at::empty_like(t);
+  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::REDUCE, tensors);
+  work->keep = {t, out};
+  work->requests.push_back(
+      iallreduce(t.data_ptr(), count_of(t), out.data_ptr(), count_of(out), type, op, *comm_));
   return enqueue(work);
 }
 

@@ -15,6 +15,8 @@
 // releases moved collectives to c10d::Backend).
 #pragma once
 
+#include <mpi.h>
+
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -54,6 +56,27 @@ class ToroidWork : public c10d::Work {
   std::exception_ptr error_;
 };
 
+// A point-to-point work (send, recv): one MPI request, completed by whoever tests or waits on it
+// (MPI runs with MPI_THREAD_MULTIPLE), so a pair of isend/irecv never waits on the completer.
+class MpiWork : public c10d::Work {
+ public:
+  MpiWork(int rank, c10d::OpType type, std::vector<at::Tensor> tensors, MPI_Request request);
+  ~MpiWork() override;
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::vector<at::Tensor> result() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  int sourceRank() const override;  // recv from any source: who sent it
+
+ private:
+  bool test_locked();  // MPI_Test once; true when done
+  std::vector<at::Tensor> tensors_;
+  mutable std::mutex mutex_;
+  MPI_Request request_;
+  MPI_Status status_{};
+  bool done_ = false;
+};
+
 class ProcessGroupToroid : public c10d::ProcessGroup {
  public:
   // Collective over the group's members: the torch world (MPI_COMM_WORLD when torch ranks are
@@ -81,6 +104,27 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
       at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  // toroid's all-reduce, kept on the root (the other ranks' tensors are left as they were).
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  // The rest of c10d, which toroid has no schedules for, on MPI (mpi_ops.cpp): the collectives
+  // run on the caller's thread and return completed works; send and recv are MpiWorks.
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_splits,
+                                               std::vector<int64_t>& input_splits,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
   Communicator& communicator() { return *comm_; }
 
@@ -88,7 +132,12 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> enqueue(c10::intrusive_ptr<ToroidWork> work);
   void run_completer();
 
+  c10::intrusive_ptr<c10d::Work> completed(c10d::OpType type, std::vector<at::Tensor> outputs);
+  c10::intrusive_ptr<c10d::Work> point_to_point(std::vector<at::Tensor>& tensors, int peer, int tag,
+                                                bool sending, const char* op);
+
   std::unique_ptr<Communicator> comm_;
+  MPI_Comm mpi_ = MPI_COMM_NULL;  // the group's own duplicate for the MPI operations
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<c10::intrusive_ptr<ToroidWork>> pending_;

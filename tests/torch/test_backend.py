@@ -115,8 +115,8 @@ def test_refused():
     ok = "allreduce: the tensor is not contiguous" in message(lambda: dist.all_reduce(torch.zeros(4, 4).t()))
     ok = ok and "tensors of type Bool are not supported" in message(lambda: dist.all_reduce(torch.zeros(3, dtype=torch.bool)))
     ok = ok and "reduce op" in message(lambda: dist.all_reduce(torch.zeros(3, dtype=torch.int32), op=dist.ReduceOp.BAND))
-    ok = ok and "does not support" in message(lambda: dist.gather(torch.zeros(3), [torch.zeros(3) for _ in range(P)] if R == 0 else None))
-    ok = ok and "does not support" in message(lambda: dist.send(torch.zeros(3), dst=(R + 1) % P))
+    ok = ok and "the output list has 1 tensors" in message(lambda: dist.gather(torch.zeros(3), [torch.zeros(3)] if R == 0 else None)) if P > 1 else ok
+    ok = ok and "does not support" in message(lambda: dist.all_gather_coalesced([[torch.zeros(3)] * P], [torch.zeros(3)]))
     ok = ok and "output has" in message(lambda: dist.all_gather_into_tensor(torch.zeros(P * 3 + 1), torch.zeros(3)))
     # The group still works after the refusals.
     t = torch.ones(3)
@@ -169,4 +169,66 @@ def test_sub_groups():
         b = torch.full((300,), float(R))
         dist.all_reduce(b, group=column)
         ok = ok and torch.equal(b, torch.full((300,), float(R % cols + (R % cols + cols))))
+    assert agree(ok)
+
+
+def test_reduce_gather_scatter_all_to_all_send_recv():
+    ok = True
+    for root in {0, P - 1}:
+        for dtype in (torch.float32, torch.bfloat16, torch.int64):
+            t = torch.full((1001,), R + 1, dtype=dtype)
+            mine = t.clone()
+            dist.reduce(t, dst=root)
+            want = torch.full((1001,), P * (P + 1) // 2, dtype=dtype)
+            ok = ok and (torch.equal(t, want) if R == root else torch.equal(t, mine))
+        m = torch.full((7,), float(R))
+        dist.reduce(m, dst=root, op=dist.ReduceOp.MAX)
+        ok = ok and (R != root or torch.equal(m, torch.full((7,), float(P - 1))))
+        # gather and scatter move bytes: any dtype, bool included
+        out = [torch.zeros(3, dtype=torch.int16) for _ in range(P)] if R == root else None
+        dist.gather(torch.full((3,), R, dtype=torch.int16), out, dst=root)
+        ok = ok and (R != root or all(torch.equal(o, torch.full((3,), r, dtype=torch.int16)) for r, o in enumerate(out)))
+        got = torch.zeros(4, dtype=torch.bool)
+        dist.scatter(got, [torch.full((4,), r % 2 == 1) for r in range(P)] if R == root else None, src=root)
+        ok = ok and torch.equal(got, torch.full((4,), R % 2 == 1))
+    # all-to-all, equal and uneven splits (rank r sends r + 1 rows to everyone)
+    inp = torch.arange(P * 2, dtype=torch.float32) + 100 * R
+    out = torch.zeros(P * 2)
+    dist.all_to_all_single(out, inp)
+    ok = ok and torch.equal(out, torch.tensor([100.0 * s + 2 * R + k for s in range(P) for k in range(2)]))
+    inp = torch.full((P * (R + 1), 2), float(R))
+    out = torch.zeros(sum(s + 1 for s in range(P)), 2)
+    dist.all_to_all_single(out, inp, output_split_sizes=[s + 1 for s in range(P)], input_split_sizes=[R + 1] * P)
+    ok = ok and torch.equal(out[:, 0], torch.tensor([float(s) for s in range(P) for _ in range(s + 1)]))
+    outs = [torch.zeros(r + 1) for r in range(P)]
+    dist.all_to_all(outs, [torch.full((R + 1,), float(10 * R + s)) for s in range(P)])
+    ok = ok and all(torch.equal(o, torch.full((r + 1,), float(10 * r + R))) for r, o in enumerate(outs))
+    # a ring exchange with isend/irecv in both orders, large enough for a rendezvous
+    n = 1 << 18
+    to, fro = (R + 1) % P, (R - 1) % P
+    got = torch.zeros(n)
+    if R % 2 == 0:
+        works = [dist.isend(torch.full((n,), float(R)), dst=to), dist.irecv(got, src=fro)]
+    else:
+        works = [dist.irecv(got, src=fro), dist.isend(torch.full((n,), float(R)), dst=to)]
+    for w in works:
+        w.wait()
+    ok = ok and torch.equal(got, torch.full((n,), float(fro)))
+    # from any source: who sent it
+    if P > 1:
+        if R == 0:
+            senders = set()
+            for _ in range(P - 1):
+                t = torch.zeros(1)
+                w = dist.irecv(t, tag=5)
+                w.wait()
+                senders.add(w._source_rank() if hasattr(w, "_source_rank") else int(t.item()))
+                ok = ok and int(t.item()) in range(1, P)
+            ok = ok and senders == set(range(1, P))
+        else:
+            dist.send(torch.full((1,), float(R)), dst=0, tag=5)
+    # gather_object and reduce as programs write them
+    objs = [None] * P if R == 0 else None
+    dist.gather_object({"rank": R, "loss": 0.5 * R}, objs, dst=0)
+    ok = ok and (R != 0 or [o["rank"] for o in objs] == list(range(P)))
     assert agree(ok)
