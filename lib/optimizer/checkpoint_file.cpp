@@ -25,13 +25,6 @@ namespace {
 // One MPI-IO call moves at most this much (counts are ints).
 constexpr std::size_t kChunk = std::size_t{1} << 30;
 
-std::string mpi_text(int code) {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(code, text, &len);
-  return std::string(text, static_cast<std::size_t>(len));
-}
-
 // Makes a rename durable: the directory entry itself is flushed.
 void sync_directory(const std::string& path) {
   std::filesystem::path dir = std::filesystem::path(path).parent_path();
@@ -123,7 +116,12 @@ void SharedFile::close() {
 }
 
 void SharedFile::fail(int code, const char* call) {
-  if (error_.empty()) error_ = fmt::format("{} on rank {}: {}", call, rank_, mpi_text(code));
+  if (!error_.empty()) return;
+  try {
+    mpi_check(code, call);
+  } catch (const MpiError& e) {
+    error_ = e.what();  // "<call> failed on world rank R: <MPI's words>"
+  }
 }
 
 void SharedFile::agree() {

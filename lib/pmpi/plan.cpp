@@ -39,7 +39,7 @@ Decision sized(std::uint64_t total, MPI_Datatype type, std::optional<ReduceOp> o
 // `count` elements, times the communicator size for the calls that count per rank.
 Decision counted(int count, bool per_rank, MPI_Datatype type, std::optional<ReduceOp> op,
                  MPI_Comm comm) {
-  if (count <= 0 && !inside_toroid()) return Decision::forward("no data");
+  if (count <= 0) return Decision::forward(inside_toroid() ? nullptr : "no data");
   const auto size = eligible_size(type, op, comm);
   if (const Decision* d = std::get_if<Decision>(&size)) return *d;
   const int p = std::get<int>(size);

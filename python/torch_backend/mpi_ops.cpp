@@ -7,30 +7,16 @@
 
 #include <climits>
 #include <cstring>
-#include <functional>
-#include <string>
 
+#include "api/agreement.hpp"
+#include "core/mpi_check.hpp"
 #include "gil.hpp"
 #include "process_group.hpp"
+#include "tensor_checks.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::torch_backend {
 namespace {
-
-void check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  throw MpiError(fmt::format("toroid backend: {} failed: {}", call, std::string(text, len)), rc);
-}
-
-void require_cpu_dense(const at::Tensor& t, const char* op, const char* what) {
-  if (!t.device().is_cpu() || !t.is_contiguous())
-    throw InvalidArgument(fmt::format(
-        "toroid backend: {}: {} must be a contiguous CPU tensor (call .contiguous().cpu())", op,
-        what));
-}
 
 int bytes_of(const at::Tensor& t, const char* op) {
   const auto n = t.numel() * static_cast<std::int64_t>(t.element_size());
@@ -47,39 +33,13 @@ void require_like(const std::vector<at::Tensor>& list, const at::Tensor& like, s
     throw InvalidArgument(fmt::format("toroid backend: {}: {} has {} tensors, expected {}", op,
                                       what, list.size(), want));
   for (const auto& t : list) {
-    require_cpu_dense(t, op, what);
+    require_dense(t, op, what);
     if (t.scalar_type() != like.scalar_type() || t.numel() != like.numel())
       throw InvalidArgument(fmt::format(
           "toroid backend: {}: {} holds a {} tensor of {} elements, the input is {} of {}", op,
           what, c10::toString(t.scalar_type()), t.numel(), c10::toString(like.scalar_type()),
           like.numel()));
   }
-}
-
-// Runs `validate` on every rank of `comm`; if it throws on any rank, every rank throws (a
-// failing rank its own error, the others the lowest failing rank's message), so a bad
-// argument on one rank (the root's list, one rank's splits) never leaves the others waiting
-// inside the MPI collective.
-void agreed(MPI_Comm comm, const std::function<void()>& validate) {
-  std::string message;
-  try {
-    validate();
-  } catch (const std::exception& e) {
-    message = e.what();
-  }
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const int mine = message.empty() ? size : rank;
-  int first = size;
-  check(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-  if (first == size) return;
-  int length = static_cast<int>(message.size());
-  check(MPI_Bcast(&length, 1, MPI_INT, first, comm), "MPI_Bcast");
-  std::string text = rank == first ? message : std::string(static_cast<std::size_t>(length), ' ');
-  check(MPI_Bcast(text.data(), length, MPI_CHAR, first, comm), "MPI_Bcast");
-  if (!message.empty()) throw InvalidArgument(message);
-  throw InvalidArgument(fmt::format("rank {}: {}", first, text));
 }
 
 }  // namespace
@@ -102,7 +62,7 @@ MpiWork::~MpiWork() {
 bool MpiWork::test_locked() {
   if (done_) return true;
   int flag = 0;
-  check(MPI_Test(&request_, &flag, &status_), "MPI_Test");
+  mpi_check(MPI_Test(&request_, &flag, &status_), "toroid backend: MPI_Test");
   done_ = flag != 0;
   return done_;
 }
@@ -151,12 +111,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::completed(c10d::OpType type,
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::gather(
     std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::GatherOptions& opts) {
-  if (inputs.size() != 1) throw InvalidArgument("toroid backend: gather: expects one input tensor");
+  require_one(inputs, "gather");
   const at::Tensor& in = inputs[0];
   const bool root = getRank() == opts.rootRank;
   int bytes = 0;
-  agreed(mpi_, [&] {
-    require_cpu_dense(in, "gather", "the input");
+  api::run_agreed(mpi_, [&] {
+    require_dense(in, "gather", "the input");
     bytes = bytes_of(in, "gather");
     if (!root) return;
     if (outputs.size() != 1)
@@ -166,9 +126,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::gather(
   at::Tensor staging = root ? at::empty({getSize() * in.numel()}, in.options()) : at::Tensor();
   {
     ReleaseGilIfHeld gil;
-    check(MPI_Gather(in.data_ptr(), bytes, MPI_BYTE, root ? staging.data_ptr() : nullptr, bytes,
-                     MPI_BYTE, static_cast<int>(opts.rootRank), mpi_),
-          "MPI_Gather");
+    mpi_check(MPI_Gather(in.data_ptr(), bytes, MPI_BYTE, root ? staging.data_ptr() : nullptr, bytes,
+                         MPI_BYTE, static_cast<int>(opts.rootRank), mpi_),
+              "toroid backend: MPI_Gather");
   }
   if (root)
     for (int r = 0; r < getSize(); ++r)
@@ -180,13 +140,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::gather(
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ScatterOptions& opts) {
-  if (outputs.size() != 1)
-    throw InvalidArgument("toroid backend: scatter: expects one output tensor");
+  require_one(outputs, "scatter");
   at::Tensor& out = outputs[0];
   const bool root = getRank() == opts.rootRank;
   int bytes = 0;
-  agreed(mpi_, [&] {
-    require_cpu_dense(out, "scatter", "the output");
+  api::run_agreed(mpi_, [&] {
+    require_dense(out, "scatter", "the output");
     bytes = bytes_of(out, "scatter");
     if (!root) return;
     if (inputs.size() != 1)
@@ -202,9 +161,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::scatter(
   }
   {
     ReleaseGilIfHeld gil;
-    check(MPI_Scatter(root ? staging.data_ptr() : nullptr, bytes, MPI_BYTE, out.data_ptr(), bytes,
-                      MPI_BYTE, static_cast<int>(opts.rootRank), mpi_),
-          "MPI_Scatter");
+    mpi_check(MPI_Scatter(root ? staging.data_ptr() : nullptr, bytes, MPI_BYTE, out.data_ptr(),
+                          bytes, MPI_BYTE, static_cast<int>(opts.rootRank), mpi_),
+              "toroid backend: MPI_Scatter");
   }
   return completed(c10d::OpType::SCATTER, outputs);
 }
@@ -241,9 +200,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_base(
     return std::pair{counts, displs};
   };
   std::pair<std::vector<int>, std::vector<int>> sends, recvs;
-  agreed(mpi_, [&] {
-    require_cpu_dense(input, "alltoall_base", "the input");
-    require_cpu_dense(output, "alltoall_base", "the output");
+  api::run_agreed(mpi_, [&] {
+    require_dense(input, "alltoall_base", "the input");
+    require_dense(output, "alltoall_base", "the output");
     if (input.scalar_type() != output.scalar_type())
       throw InvalidArgument("toroid backend: alltoall_base: input and output differ in dtype");
     sends = cut(input, input_splits, "input");
@@ -253,9 +212,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_base(
   auto& [recv_counts, recv_displs] = recvs;
   {
     ReleaseGilIfHeld gil;
-    check(MPI_Alltoallv(input.data_ptr(), send_counts.data(), send_displs.data(), MPI_BYTE,
-                        output.data_ptr(), recv_counts.data(), recv_displs.data(), MPI_BYTE, mpi_),
-          "MPI_Alltoallv");
+    mpi_check(
+        MPI_Alltoallv(input.data_ptr(), send_counts.data(), send_displs.data(), MPI_BYTE,
+                      output.data_ptr(), recv_counts.data(), recv_displs.data(), MPI_BYTE, mpi_),
+        "toroid backend: MPI_Alltoallv");
   }
   return completed(c10d::OpType::ALLTOALL_BASE, {output});
 }
@@ -266,14 +226,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall(std::vector<at::Tens
   const int p = getSize();
   std::vector<int> send_counts(p), send_displs(p), recv_counts(p), recv_displs(p);
   std::int64_t send_total = 0, recv_total = 0;
-  agreed(mpi_, [&] {
+  api::run_agreed(mpi_, [&] {
     if (inputs.size() != static_cast<std::size_t>(p) || outputs.size() != inputs.size())
       throw InvalidArgument(
           fmt::format("toroid backend: alltoall: expects {} inputs and {} outputs, got {} and {}",
                       p, p, inputs.size(), outputs.size()));
     for (int r = 0; r < p; ++r) {
-      require_cpu_dense(inputs[r], "alltoall", "an input");
-      require_cpu_dense(outputs[r], "alltoall", "an output");
+      require_dense(inputs[r], "alltoall", "an input");
+      require_dense(outputs[r], "alltoall", "an output");
       if (inputs[r].scalar_type() != inputs[0].scalar_type() ||
           outputs[r].scalar_type() != inputs[0].scalar_type())
         throw InvalidArgument("toroid backend: alltoall: every tensor must have one dtype");
@@ -291,9 +251,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall(std::vector<at::Tens
     std::memcpy(send.data() + send_displs[r], inputs[r].data_ptr(), send_counts[r]);
   {
     ReleaseGilIfHeld gil;
-    check(MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), MPI_BYTE, recv.data(),
-                        recv_counts.data(), recv_displs.data(), MPI_BYTE, mpi_),
-          "MPI_Alltoallv");
+    mpi_check(MPI_Alltoallv(send.data(), send_counts.data(), send_displs.data(), MPI_BYTE,
+                            recv.data(), recv_counts.data(), recv_displs.data(), MPI_BYTE, mpi_),
+              "toroid backend: MPI_Alltoallv");
   }
   for (int r = 0; r < p; ++r)
     std::memcpy(outputs[r].data_ptr(), recv.data() + recv_displs[r], recv_counts[r]);
@@ -303,16 +263,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::point_to_point(std::vector<at::Tensor>& tensors,
                                                                   int peer, int tag, bool sending,
                                                                   const char* op) {
-  if (tensors.size() != 1)
-    throw InvalidArgument(fmt::format("toroid backend: {}: expects one tensor", op));
+  require_one(tensors, op);
   at::Tensor& t = tensors[0];
-  require_cpu_dense(t, op, "the tensor");
+  require_dense(t, op, "the tensor");
   const int bytes = bytes_of(t, op);
   MPI_Request request = MPI_REQUEST_NULL;
   if (sending)
-    check(MPI_Isend(t.data_ptr(), bytes, MPI_BYTE, peer, tag, mpi_, &request), "MPI_Isend");
+    mpi_check(MPI_Isend(t.data_ptr(), bytes, MPI_BYTE, peer, tag, mpi_, &request),
+              "toroid backend: MPI_Isend");
   else
-    check(MPI_Irecv(t.data_ptr(), bytes, MPI_BYTE, peer, tag, mpi_, &request), "MPI_Irecv");
+    mpi_check(MPI_Irecv(t.data_ptr(), bytes, MPI_BYTE, peer, tag, mpi_, &request),
+              "toroid backend: MPI_Irecv");
   const auto type = sending                  ? c10d::OpType::SEND
                     : peer == MPI_ANY_SOURCE ? c10d::OpType::RECVANYSOURCE
                                              : c10d::OpType::RECV;

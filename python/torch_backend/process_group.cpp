@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gil.hpp"
+#include "tensor_checks.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"
 
@@ -60,24 +61,6 @@ ReduceOp op_of(const c10d::ReduceOp& op, const char* call) {
           "toroid backend: {}: reduce op {} is not supported (SUM, AVG, PRODUCT, MIN, MAX)", call,
           static_cast<int>(op.op_)));
   }
-}
-
-// A CPU tensor whose elements are one dense run of memory.
-void require_dense(const at::Tensor& t, const char* op, const char* what) {
-  if (!t.device().is_cpu())
-    throw InvalidArgument(
-        fmt::format("toroid backend: {}: {} is on {}; toroid works on CPU tensors", op, what,
-                    t.device().str()));
-  if (!t.is_contiguous())
-    throw InvalidArgument(fmt::format(
-        "toroid backend: {}: {} is not contiguous (call .contiguous() first)", op, what));
-}
-
-void require_one(const std::vector<at::Tensor>& ts, const char* op) {
-  if (ts.size() != 1)
-    throw InvalidArgument(
-        fmt::format("toroid backend: {}: expects one tensor per call (one device per rank), got {}",
-                    op, ts.size()));
 }
 
 void require_same(const at::Tensor& a, const at::Tensor& b, const char* op) {
@@ -270,18 +253,26 @@ void ProcessGroupToroid::run_completer() {
   }
 }
 
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::start_allreduce(std::vector<at::Tensor>& tensors,
+                                                                   const c10d::ReduceOp& reduce_op,
+                                                                   bool in_place, c10d::OpType type,
+                                                                   const char* name) {
+  require_one(tensors, name);
+  at::Tensor& t = tensors[0];
+  require_dense(t, name, "the tensor");
+  const DataType element = type_of(t, name);
+  const ReduceOp op = op_of(reduce_op, name);
+  at::Tensor out = in_place ? t : at::empty_like(t);
+  auto work = c10::make_intrusive<ToroidWork>(getRank(), type, tensors);
+  work->keep = {t, out};
+  work->requests.push_back(
+      iallreduce(t.data_ptr(), count_of(t), out.data_ptr(), count_of(out), element, op, *comm_));
+  return enqueue(work);
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce(std::vector<at::Tensor>& tensors,
                                                              const c10d::AllreduceOptions& opts) {
-  require_one(tensors, "allreduce");
-  at::Tensor& t = tensors[0];
-  require_dense(t, "allreduce", "the tensor");
-  const DataType type = type_of(t, "allreduce");
-  const ReduceOp op = op_of(opts.reduceOp, "allreduce");
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::ALLREDUCE, tensors);
-  work->keep = tensors;
-  work->requests.push_back(
-      iallreduce(t.data_ptr(), count_of(t), t.data_ptr(), count_of(t), type, op, *comm_));
-  return enqueue(work);
+  return start_allreduce(tensors, opts.reduceOp, true, c10d::OpType::ALLREDUCE, "allreduce");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce_coalesced(
@@ -417,20 +408,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::reduce_scatter(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::reduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::ReduceOptions& opts) {
-  require_one(tensors, "reduce");
-  at::Tensor& t = tensors[0];
-  require_dense(t, "reduce", "the tensor");
-  const DataType type = type_of(t, "reduce");
-  const ReduceOp op = op_of(opts.reduceOp, "reduce");
-  const bool root = getRank() == opts.rootRank;
   // An all-reduce (toroid has no reduce-to-one schedule; an all-reduce costs up to twice a
   // reduce's traffic, and runs toroid's algorithms): in place on the root, into scratch elsewhere.
-  at::Tensor out = root ? t : at::empty_like(t);
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::REDUCE, tensors);
-  work->keep = {t, out};
-  work->requests.push_back(
-      iallreduce(t.data_ptr(), count_of(t), out.data_ptr(), count_of(out), type, op, *comm_));
-  return enqueue(work);
+  return start_allreduce(tensors, opts.reduceOp, getRank() == opts.rootRank, c10d::OpType::REDUCE,
+                         "reduce");
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::barrier(const c10d::BarrierOptions&) {

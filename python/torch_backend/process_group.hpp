@@ -132,6 +132,10 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> enqueue(c10::intrusive_ptr<ToroidWork> work);
   void run_completer();
 
+  // One tensor all-reduced: in place, or into scratch (the tensor keeps its values).
+  c10::intrusive_ptr<c10d::Work> start_allreduce(std::vector<at::Tensor>& tensors,
+                                                 const c10d::ReduceOp& reduce_op, bool in_place,
+                                                 c10d::OpType type, const char* name);
   c10::intrusive_ptr<c10d::Work> completed(c10d::OpType type, std::vector<at::Tensor> outputs);
   c10::intrusive_ptr<c10d::Work> point_to_point(std::vector<at::Tensor>& tensors, int peer, int tag,
                                                 bool sending, const char* op);
