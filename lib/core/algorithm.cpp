@@ -54,7 +54,6 @@ bool implements(Algorithm a, Collective c) noexcept {
     return a == Algorithm::ring || a == Algorithm::torus2d || a == Algorithm::recursive_doubling ||
            a == Algorithm::mpi || a == Algorithm::automatic;
   switch (a) {
-    case Algorithm::torus2d_both:
     case Algorithm::hierarchical:
     case Algorithm::recursive_doubling:
     case Algorithm::rabenseifner:

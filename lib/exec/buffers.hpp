@@ -1,17 +1,44 @@
 // Binds a schedule's buffer ids to memory.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 #include "schedule/step.hpp"
 
 namespace toroid::exec {
 
+// A step's source as a transfer reads it: one address, or the runs of a gathered chunk.
+struct Operand {
+  const std::byte* base = nullptr;  // contiguous: the chunk's first byte; gathered: the buffer's
+  const Block* runs = nullptr;      // gathered: its runs, in elements from base
+  std::uint32_t nruns = 0;
+  std::size_t elem_size = 1;
+
+  bool gathered() const noexcept { return runs != nullptr; }
+  // Calls f(address, offset from lo, bytes) for each run of the chunk's bytes [lo, lo + len).
+  template <class F>
+  void each(std::size_t lo, std::size_t len, F&& f) const {
+    if (!runs) {
+      f(base + lo, std::size_t{0}, len);
+      return;
+    }
+    std::size_t at = 0;  // byte position of run k in the chunk
+    for (std::uint32_t k = 0; k < nruns && at < lo + len; ++k) {
+      const std::size_t n = runs[k].count * elem_size;
+      const std::size_t from = std::max(lo, at), to = std::min(lo + len, at + n);
+      if (from < to) f(base + runs[k].offset * elem_size + (from - at), from - lo, to - from);
+      at += n;
+    }
+  }
+};
+
 struct BufferSet {
   const std::byte* input = nullptr;
   std::byte* output = nullptr;
   std::byte* scratch = nullptr;
   std::size_t elem_size = 1;
+  const Block* pieces = nullptr;  // the bound schedule's Schedule::pieces (gathered chunks)
 
   // Writable address of a chunk. Only output and scratch are ever written by a schedule; in
   // place, input and output are the same memory.
@@ -24,6 +51,12 @@ struct BufferSet {
                                                              : scratch;
     return base + c.offset * elem_size;
   }
+  Operand operand(const schedule::Chunk& c) const {
+    if (!c.gathered()) return {readable(c), nullptr, 0, elem_size};
+    return {readable(schedule::Chunk{c.buf, 0, 0}), pieces + c.first_piece, c.pieces, elem_size};
+  }
+  // Copies a chunk's elements to another chunk of the same count (either may be gathered).
+  void copy(const schedule::Chunk& from, const schedule::Chunk& to) const;
 };
 
 }  // namespace toroid::exec

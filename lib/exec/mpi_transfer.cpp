@@ -1,6 +1,7 @@
 #include "exec/mpi_transfer.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "core/mpi_check.hpp"
 
@@ -8,7 +9,7 @@ namespace toroid::exec {
 
 using schedule::Kind;
 
-void MpiTransfer::bind(const schedule::Step& st, const std::byte* src, std::byte* dst,
+void MpiTransfer::bind(const schedule::Step& st, const Operand& src, std::byte* dst,
                        std::size_t bytes, std::size_t segment_bytes, std::size_t elem_size,
                        std::byte* staging, std::uint32_t depth) {
   step_ = &st;
@@ -41,7 +42,27 @@ void MpiTransfer::post(RequestTable& table, MPI_Comm comm, std::uint32_t k) {
   MPI_Request* req = table.post(this, k);
   switch (st.kind) {
     case Kind::send:
-      mpi_check(MPI_Isend(src_ + at, len, MPI_BYTE, st.peer, st.tag, comm, req), "MPI_Isend");
+      if (!src_.gathered()) {
+        mpi_check(MPI_Isend(src_.base + at, len, MPI_BYTE, st.peer, st.tag, comm, req),
+                  "MPI_Isend");
+      } else {  // the segment's runs as one derived type, sent from where they lie
+        std::vector<int> lengths;
+        std::vector<MPI_Aint> places;
+        src_.each(at, static_cast<std::size_t>(len),
+                  [&](const std::byte* p, std::size_t, std::size_t n) {
+                    lengths.push_back(static_cast<int>(n));
+                    places.push_back(static_cast<MPI_Aint>(p - src_.base));
+                  });
+        MPI_Datatype runs = MPI_DATATYPE_NULL;
+        mpi_check(MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(),
+                                           places.data(), MPI_BYTE, &runs),
+                  "MPI_Type_create_hindexed");
+        mpi_check(MPI_Type_commit(&runs), "MPI_Type_commit");
+        // Freeing a type is allowed while a send that uses it is pending.
+        const int rc = MPI_Isend(src_.base, 1, runs, st.peer, st.tag, comm, req);
+        MPI_Type_free(&runs);
+        mpi_check(rc, "MPI_Isend");
+      }
       break;
     case Kind::recv:
       mpi_check(MPI_Irecv(dst_ + at, len, MPI_BYTE, st.peer, st.tag, comm, req), "MPI_Irecv");
@@ -81,7 +102,10 @@ bool MpiTransfer::advance(RequestTable& table, MPI_Comm comm, std::size_t limit,
     while (prefix_ < nseg_ && arrived_[prefix_]) {
       const std::size_t at = static_cast<std::size_t>(prefix_) * seg_bytes_, len = seg_len(prefix_);
       if (at + len > limit) break;  // the local operand is not final yet
-      reduce(dst_ + at, src_ + at, staging_ + (prefix_ % depth_) * seg_bytes_, len / elem_size_);
+      const std::byte* in = staging_ + (prefix_ % depth_) * seg_bytes_;
+      src_.each(at, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
+        reduce(dst_ + at + o, p, in + o, n / elem_size_);
+      });
       ++prefix_;
       ready_ = at + len;
       if (posted_ < nseg_) post(table, comm, posted_);  // into the slot just freed

@@ -29,13 +29,13 @@ Range step_reads(const Step& st, const BufferSet& buf) {
   const schedule::Chunk* c = schedule::read_chunk(st);
   if (!c) return {};
   const std::byte* p = buf.readable(*c);
-  return {p, p + c->count * buf.elem_size};
+  return {p, p + c->span() * buf.elem_size};  // a gathered chunk: its whole span
 }
 Range step_writes(const Step& st, const BufferSet& buf) {
   const schedule::Chunk* c = schedule::written_chunk(st);
   if (!c) return {};
   const std::byte* p = buf.writable(*c);
-  return {p, p + c->count * buf.elem_size};
+  return {p, p + c->span() * buf.elem_size};
 }
 
 // What becomes of the bytes step g writes once step `reader` (a relay, or none) has read them:
@@ -50,7 +50,7 @@ LaterUse later_use(const schedule::Schedule& s, std::size_t g, std::size_t reade
     const Step& st = s.steps[j];
     if (j == reader || st.phase == s.steps[g].phase) continue;
     if (step_reads(st, buf).overlaps(w)) return LaterUse::read;
-    if (w.within(step_writes(st, buf))) return LaterUse::dead;
+    if (!st.dst.gathered() && w.within(step_writes(st, buf))) return LaterUse::dead;
   }
   return s.steps[g].dst.buf == schedule::Buf::scratch ? LaterUse::dead : LaterUse::final;
 }
@@ -60,11 +60,28 @@ constexpr std::size_t kStreamBytes = std::size_t{1} << 20;
 
 }  // namespace
 
+void BufferSet::copy(const schedule::Chunk& from, const schedule::Chunk& to) const {
+  if (from.gathered() || to.gathered()) {
+    // Run by run: each piece of the one side against the matching elements of the other.
+    const Operand src = operand(from);
+    schedule::each_run(to, pieces, 0, to.count,
+                       [&](std::uint64_t at, std::uint64_t pos, std::uint64_t n) {
+                         std::byte* out = writable(schedule::Chunk{to.buf, at, n});
+                         src.each(pos * elem_size, n * elem_size,
+                                  [&](const std::byte* p, std::size_t o, std::size_t len) {
+                                    std::memmove(out + o, p, len);
+                                  });
+                       });
+    return;
+  }
+  const std::byte* src = readable(from);
+  std::byte* dst = writable(to);
+  if (src != dst) std::memmove(dst, src, to.count * elem_size);
+}
+
 void run_local_step(const Step& st, const BufferSet& buf, DataType type) {
   if (st.kind == Kind::copy) {
-    const std::byte* from = buf.readable(st.src);
-    std::byte* to = buf.writable(st.dst);
-    if (from != to) std::memmove(to, from, st.dst.count * buf.elem_size);
+    buf.copy(st.src, st.dst);
   } else if (st.kind == Kind::scale) {
     kernels::divide(type, buf.writable(st.dst), st.dst.count, st.divisor);
   }
@@ -98,6 +115,7 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
   if (scratch_.size() < s.scratch_count * es) scratch_.resize(s.scratch_count * es);
   buf_ = user;
   buf_.scratch = scratch_.data();
+  buf_.pieces = s.pieces.data();
 
   const std::size_t seg = std::max<std::size_t>(1, params.segment_bytes / es) * es;
   const auto depth = static_cast<std::uint32_t>(std::max(1, params.depth));
@@ -126,7 +144,7 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
       t.via = Via::mpi;
       std::byte* staging = nullptr;
       if (st.kind == Kind::recv_reduce) staging = staging_.data() + (slot++) * depth * seg;
-      t.mpi.bind(st, sends || st.kind == Kind::recv_reduce ? buf_.readable(st.src) : nullptr,
+      t.mpi.bind(st, sends || st.kind == Kind::recv_reduce ? buf_.operand(st.src) : Operand{},
                  sends ? nullptr : buf_.writable(st.dst), t.bytes, seg, es, staging, depth);
     }
   }

@@ -18,7 +18,7 @@ namespace toroid::exec {
 struct ShmTransfer {
   const schedule::Step* step = nullptr;
   ShmChannel channel;
-  const std::byte* from = nullptr;  // send: the data; recv_reduce: the local operand
+  Operand from;                     // send: the data; recv_reduce: the local operand
   std::byte* into = nullptr;        // recv, recv_reduce: the destination
   std::size_t bytes = 0, done = 0;  // done: bytes moved so far
   std::size_t elem_size = 1;
@@ -52,7 +52,9 @@ struct ShmTransfer {
       if (done + len > limit) break;  // the data is not final yet
       std::byte* free = free_slot_at(done);
       if (!free) break;  // ring full
-      std::memcpy(free, from + done, len);
+      from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
+        std::memcpy(free + o, p, n);
+      });
       publish(len);
       moved = true;
     }
@@ -82,19 +84,26 @@ struct ShmTransfer {
       if (done == 0) seq0 = t;
       const bool reduces = step->kind == schedule::Kind::recv_reduce;
       std::byte* out = relay ? relay->free_slot_at(done) : nullptr;
+      const std::byte* in = slot(t);
       if (out) {
         if (reduces && keep_dst)
-          reduce_copy(into + done, out, from + done, slot(t), len / elem_size);
+          from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
+            reduce_copy(into + done + o, out + o, p, in + o, n / elem_size);
+          });
         else if (reduces)
-          reduce(out, from + done, slot(t), len / elem_size);
+          from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
+            reduce(out + o, p, in + o, n / elem_size);
+          });
         else
-          std::memcpy(out, slot(t), len);
+          std::memcpy(out, in, len);
         if (!reduces && keep_dst) store_dst(out, len);
         relay->publish(len);
       } else if (reduces) {
-        reduce(into + done, from + done, slot(t), len / elem_size);
+        from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
+          reduce(into + done + o, p, in + o, n / elem_size);
+        });
       } else {
-        store_dst(slot(t), len);
+        store_dst(in, len);
       }
       tail.store(t + 1, std::memory_order_release);
       done += len, moved = true;
@@ -146,7 +155,7 @@ inline ShmTransfer shm_transfer_for(const schedule::Step& st, const ShmLinks& li
   ShmTransfer t;
   t.step = &st;
   t.channel = send ? links.outgoing(st.peer, st.tag) : links.incoming(st.peer, st.tag);
-  t.from = send || st.kind == schedule::Kind::recv_reduce ? buf.readable(st.src) : nullptr;
+  if (send || st.kind == schedule::Kind::recv_reduce) t.from = buf.operand(st.src);
   t.into = send ? nullptr : buf.writable(st.dst);
   t.bytes = (send ? st.src.count : st.dst.count) * buf.elem_size;
   t.elem_size = buf.elem_size;

@@ -138,6 +138,7 @@ class Runner {
   // Static checks: steps ordered by phase, chunks in bounds, peers valid, no hazard in a phase.
   std::string check_steps(int r) {
     const auto& steps = sched_[r].steps;
+    const Block* pieces = sched_[r].pieces.data();
     const int p = static_cast<int>(sched_.size());
     const bool ip = mem_[r].in_place;
     for (std::size_t i = 0; i < steps.size(); ++i) {
@@ -148,11 +149,19 @@ class Runner {
           s.kind == Kind::send || s.kind == Kind::recv || s.kind == Kind::recv_reduce;
       if (remote && (s.peer < 0 || s.peer >= p || s.peer == r))
         return fmt::format("rank {}: bad peer in {}", r, schedule::describe(s));
-      if (s.kind == Kind::send || s.kind == Kind::recv_reduce || s.kind == Kind::copy)
-        if (s.src.offset + s.src.count > capacity(r, s.src.buf))
-          return fmt::format("rank {}: source out of bounds in {}", r, schedule::describe(s));
-      if (writes(s) && s.dst.offset + s.dst.count > capacity(r, s.dst.buf))
-        return fmt::format("rank {}: destination out of bounds in {}", r, schedule::describe(s));
+      const bool reads_src =
+          s.kind == Kind::send || s.kind == Kind::recv_reduce || s.kind == Kind::copy;
+      if (reads_src)
+        if (auto e = check_chunk(r, s.src); !e.empty())
+          return fmt::format("rank {}: source {} in {}", r, e, schedule::describe(s));
+      if (writes(s))
+        if (auto e = check_chunk(r, s.dst); !e.empty())
+          return fmt::format("rank {}: destination {} in {}", r, e, schedule::describe(s));
+      // Gathered: a send's, recv_reduce's or copy's source, or a copy's destination (not both).
+      const bool gathered_ok = !s.dst.gathered() || (s.kind == Kind::copy && !s.src.gathered());
+      if (!gathered_ok || (!reads_src && s.src.gathered()))
+        return fmt::format("rank {}: a gathered chunk where the executors take none in {}", r,
+                           schedule::describe(s));
       if (writes(s) && s.dst.buf == Buf::input && !ip)
         return fmt::format("rank {}: writes the input buffer in {}", r, schedule::describe(s));
       if ((s.kind == Kind::recv_reduce || s.kind == Kind::copy) && s.src.count != s.dst.count)
@@ -164,8 +173,9 @@ class Runner {
           return fmt::format("rank {}: two {} with peer {} tag {} in phase {}", r,
                              schedule::to_string(s.kind), s.peer, s.tag, s.phase);
         auto clash = [&](const Step& w, const Step& o) {
-          const ChunkRange wr = write_range(w, ip);
-          return overlaps(wr, write_range(o, ip)) || overlaps(wr, read_range(o, ip));
+          const ChunkRange wr = write_range(w, ip, pieces);
+          return overlaps(wr, write_range(o, ip, pieces)) ||
+                 overlaps(wr, read_range(o, ip, pieces));
         };
         if (clash(s, t) || clash(t, s))
           return fmt::format("rank {}: hazard in phase {} between '{}' and '{}'", r, s.phase,
@@ -181,6 +191,7 @@ class Runner {
   std::string check_dependencies(int r) {
     const Schedule& s = sched_[r];
     const auto& steps = s.steps;
+    const Block* pieces = s.pieces.data();
     const bool ip = mem_[r].in_place;
     for (std::size_t j = 0; j < steps.size(); ++j) {
       const Step& st = steps[j];
@@ -194,11 +205,11 @@ class Runner {
                              schedule::describe(st), d.step);
         if (d.wait != schedule::Wait::follow) continue;
         const Step& g = steps[d.step];
-        const ChunkRange rd = read_range(st, ip), gw = write_range(g, ip);
+        const ChunkRange rd = read_range(st, ip, pieces), gw = write_range(g, ip, pieces);
         const bool kinds = (st.kind == Kind::send || st.kind == Kind::recv_reduce) &&
                            (g.kind == Kind::recv || g.kind == Kind::recv_reduce);
         const bool inside = schedule::contains(gw, rd) && rd.lo - gw.lo == d.offset;
-        if (!kinds || !inside || overlaps(write_range(st, ip), gw))
+        if (!kinds || !inside || overlaps(write_range(st, ip, pieces), gw))
           return fmt::format("rank {}: wrong dependency: '{}' follows '{}' at offset {}", r,
                              schedule::describe(st), schedule::describe(g), d.offset);
       }
@@ -209,11 +220,11 @@ class Runner {
     const Finished finished(s);
     for (std::size_t j = 0; j < steps.size(); ++j) {
       const Step& b = steps[j];
-      const ChunkRange br = read_range(b, ip), bw = write_range(b, ip);
+      const ChunkRange br = read_range(b, ip, pieces), bw = write_range(b, ip, pieces);
       for (std::size_t i = 0; i < j; ++i) {
         const Step& a = steps[i];
         if (a.phase == b.phase) continue;
-        const ChunkRange ar = read_range(a, ip), aw = write_range(a, ip);
+        const ChunkRange ar = read_range(a, ip, pieces), aw = write_range(a, ip, pieces);
         const bool raw = overlaps(aw, br), other = overlaps(ar, bw) || overlaps(aw, bw);
         if (!raw && !other) continue;
         if (finished.before(i, j)) continue;
@@ -296,22 +307,65 @@ class Runner {
   void run_local(int r, const Step& s) {
     const BufferSet b = buffers(r);
     if (s.kind == Kind::copy) {
-      if (b.readable(s.src) != b.writable(s.dst))
+      if (s.src.gathered() || s.dst.gathered()) {
+        gather(r, s.src, packed_);
+        scatter(r, packed_, s.dst);
+      } else if (b.readable(s.src) != b.writable(s.dst)) {
         std::memmove(b.writable(s.dst), b.readable(s.src), s.dst.count * esize_);
+      }
     } else {
       kernels::divide(type_, b.writable(s.dst), s.dst.count, s.divisor);
     }
   }
 
+  // A chunk's elements, one after the other (a gathered chunk's runs in order).
+  void gather(int r, const Chunk& c, std::vector<std::byte>& into) {
+    const BufferSet b = buffers(r);
+    into.resize(c.count * esize_);
+    schedule::each_run(c, sched_[r].pieces.data(), 0, c.count,
+                       [&](std::uint64_t at, std::uint64_t pos, std::uint64_t n) {
+                         Chunk run{c.buf, at, n};
+                         std::memcpy(into.data() + pos * esize_, b.readable(run), n * esize_);
+                       });
+  }
+  void scatter(int r, const std::vector<std::byte>& from, const Chunk& c) {
+    const BufferSet b = buffers(r);
+    schedule::each_run(c, sched_[r].pieces.data(), 0, c.count,
+                       [&](std::uint64_t at, std::uint64_t pos, std::uint64_t n) {
+                         Chunk run{c.buf, at, n};
+                         std::memcpy(b.writable(run), from.data() + pos * esize_, n * esize_);
+                       });
+  }
+  // Empty, or what is wrong with the chunk (out of bounds; runs out of order or miscounted).
+  std::string check_chunk(int r, const Chunk& c) {
+    const std::uint64_t cap = capacity(r, c.buf);
+    if (!c.gathered())
+      return c.offset + c.count > cap ? "out of bounds" : "";
+    const auto& pieces = sched_[r].pieces;
+    if (std::uint64_t{c.first_piece} + c.pieces > pieces.size()) return "with runs not listed";
+    std::uint64_t total = 0, end = c.offset;
+    for (std::uint32_t k = 0; k < c.pieces; ++k) {
+      const Block& b = pieces[c.first_piece + k];
+      if (b.offset < end || (k == 0 && b.offset != c.offset))
+        return "with runs out of order";
+      total += b.count;
+      end = b.offset + b.count;
+    }
+    if (total != c.count || end != c.offset + c.extent) return "with runs that do not add up";
+    return end > cap ? "out of bounds" : "";
+  }
+
   void deliver(int from, const Step& send, int to, const Step& recv) {
-    const BufferSet sb = buffers(from), rb = buffers(to);
+    const BufferSet rb = buffers(to);
     const std::size_t bytes = recv.dst.count * esize_;
+    // Stage first: the sender's chunk may alias nothing of ours, but keep MPI semantics.
+    gather(from, send.src, staging_);
     if (recv.kind == Kind::recv) {
-      std::memcpy(rb.writable(recv.dst), sb.readable(send.src), bytes);
+      std::memcpy(rb.writable(recv.dst), staging_.data(), bytes);
     } else {
-      // Stage first: the sender's chunk may alias nothing of ours, but keep MPI semantics.
-      staging_.assign(sb.readable(send.src), sb.readable(send.src) + bytes);
-      reduce_(rb.writable(recv.dst), rb.readable(recv.src), staging_.data(), recv.dst.count);
+      const std::byte* local = rb.readable(recv.src);
+      if (recv.src.gathered()) gather(to, recv.src, packed_), local = packed_.data();
+      reduce_(rb.writable(recv.dst), local, staging_.data(), recv.dst.count);
     }
     if (traffic_) {
       traffic_->links.insert({from, to});
@@ -328,6 +382,7 @@ class Runner {
   Traffic* traffic_;
   std::vector<RankState> state_;
   std::vector<std::vector<std::byte>> scratch_;
+  std::vector<std::byte> packed_;  // a gathered chunk packed
   std::vector<std::byte> staging_;
   std::vector<std::pair<int, std::size_t>> work_;  // (rank, step) whose waits are over
 };

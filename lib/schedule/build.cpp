@@ -27,9 +27,7 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
     return refuse("the root is outside the communicator");
   if (!implements(a, r.collective))
     return refuse(
-        a == Algorithm::torus2d_both
-            ? "it only implements allreduce (use torus2d for the 2D reduce-scatter/all-gather)"
-        : a == Algorithm::swing_latency ? "it only implements allreduce and reduce_scatter"
+        a == Algorithm::swing_latency ? "it only implements allreduce and reduce_scatter"
                                         : "it only implements allreduce");
   Schedule s;
   if (r.collective == Collective::broadcast && (a == Algorithm::automatic || a == Algorithm::mpi))

@@ -31,27 +31,44 @@ inline const Chunk* written_chunk(const Step& s) noexcept {
 struct ChunkRange {
   int space = 0;  // 0 input, 1 output, 2 scratch
   std::uint64_t lo = 0, hi = 0;
+  // A gathered chunk: its runs (ascending, inside [lo, hi)); null: all of [lo, hi).
+  const Block* runs = nullptr;
+  std::uint32_t nruns = 0;
   bool empty() const noexcept { return lo >= hi; }
+  bool gathered() const noexcept { return runs != nullptr; }
 };
 
-inline ChunkRange range_of(const Chunk& c, bool in_place) noexcept {
+// `pieces`: the schedule's Schedule::pieces (needed only for gathered chunks).
+inline ChunkRange range_of(const Chunk& c, bool in_place, const Block* pieces) noexcept {
   int space = c.buf == Buf::input ? 0 : c.buf == Buf::output ? 1 : 2;
   if (in_place && space == 0) space = 1;
+  if (c.count == 0) return {space, c.offset, c.offset};
+  if (c.gathered()) return {space, c.offset, c.offset + c.extent, pieces + c.first_piece, c.pieces};
   return {space, c.offset, c.offset + c.count};
 }
-inline ChunkRange read_range(const Step& s, bool in_place) noexcept {
+inline ChunkRange read_range(const Step& s, bool in_place, const Block* pieces) noexcept {
   const Chunk* c = read_chunk(s);
-  return c ? range_of(*c, in_place) : ChunkRange{};
+  return c ? range_of(*c, in_place, pieces) : ChunkRange{};
 }
-inline ChunkRange write_range(const Step& s, bool in_place) noexcept {
+inline ChunkRange write_range(const Step& s, bool in_place, const Block* pieces) noexcept {
   const Chunk* c = written_chunk(s);
-  return c ? range_of(*c, in_place) : ChunkRange{};
+  return c ? range_of(*c, in_place, pieces) : ChunkRange{};
 }
+// Whether the two touch a common element (exact for gathered chunks, run by run).
 inline bool overlaps(const ChunkRange& a, const ChunkRange& b) noexcept {
-  return !a.empty() && !b.empty() && a.space == b.space && a.lo < b.hi && b.lo < a.hi;
+  if (a.empty() || b.empty() || a.space != b.space || a.hi <= b.lo || b.hi <= a.lo) return false;
+  if (!a.gathered() && !b.gathered()) return true;
+  if (!a.gathered()) return overlaps(b, a);
+  for (std::uint32_t k = 0; k < a.nruns; ++k) {
+    const ChunkRange run{a.space, a.runs[k].offset, a.runs[k].offset + a.runs[k].count};
+    if (overlaps(run, b)) return true;
+  }
+  return false;
 }
+// Whether `inner` lies inside `outer` (contiguous ranges only: false for a gathered one).
 inline bool contains(const ChunkRange& outer, const ChunkRange& inner) noexcept {
-  return outer.space == inner.space && outer.lo <= inner.lo && inner.hi <= outer.hi;
+  return !outer.gathered() && !inner.gathered() && outer.space == inner.space &&
+         outer.lo <= inner.lo && inner.hi <= outer.hi;
 }
 
 }  // namespace toroid::schedule

@@ -42,6 +42,15 @@ class Space {
 
 enum Conflict : unsigned { raw = 1, war = 2, waw = 4 };
 
+// Calls f(piece) for every piece of `space` under the range (each run of a gathered one).
+template <class F>
+void each_piece(Space& space, const ChunkRange& r, F&& f) {
+  if (r.empty()) return;
+  if (!r.gathered()) return space.each(r.lo, r.hi, f);
+  for (std::uint32_t k = 0; k < r.nruns; ++k)
+    space.each(r.runs[k].offset, r.runs[k].offset + r.runs[k].count, f);
+}
+
 }  // namespace
 
 void derive_dependencies(Schedule& s) {
@@ -51,7 +60,8 @@ void derive_dependencies(Schedule& s) {
   std::vector<std::pair<std::uint32_t, unsigned>> found;  // (earlier step, conflicts)
   for (std::size_t j = 0; j < s.steps.size(); ++j) {
     Step& st = s.steps[j];
-    const ChunkRange r = read_range(st, ip), w = write_range(st, ip);
+    const ChunkRange r = read_range(st, ip, s.pieces.data()),
+                     w = write_range(st, ip, s.pieces.data());
     found.clear();
     auto note = [&](std::int64_t i, unsigned what) {
       if (i < 0 || static_cast<std::size_t>(i) == j ||
@@ -59,9 +69,8 @@ void derive_dependencies(Schedule& s) {
         return;
       found.emplace_back(static_cast<std::uint32_t>(i), what);
     };
-    if (!r.empty()) spaces[r.space].each(r.lo, r.hi, [&](Piece& p) { note(p.writer, raw); });
-    if (!w.empty())
-      spaces[w.space].each(w.lo, w.hi, [&](Piece& p) {
+    each_piece(spaces[r.space], r, [&](Piece& p) { note(p.writer, raw); });
+    each_piece(spaces[w.space], w, [&](Piece& p) {
         note(p.writer, waw);
         for (std::uint32_t q : p.readers) note(q, war);
       });
@@ -72,7 +81,7 @@ void derive_dependencies(Schedule& s) {
       unsigned what = 0;
       for (; k < found.size() && found[k].first == i; ++k) what |= found[k].second;
       const Step& earlier = s.steps[i];
-      const ChunkRange ew = write_range(earlier, ip);
+      const ChunkRange ew = write_range(earlier, ip, s.pieces.data());
       const bool in_order_reader = st.kind == Kind::send || st.kind == Kind::recv_reduce;
       const bool in_order_writer = earlier.kind == Kind::recv || earlier.kind == Kind::recv_reduce;
       Dep d{i, Wait::done, 0};
@@ -85,11 +94,9 @@ void derive_dependencies(Schedule& s) {
     }
     st.dep_count = static_cast<std::uint32_t>(s.deps.size()) - st.dep_begin;
     // Record this step: its reads join the readers, its writes replace writer and readers.
-    if (!r.empty())
-      spaces[r.space].each(r.lo, r.hi,
-                           [&](Piece& p) { p.readers.push_back(static_cast<std::uint32_t>(j)); });
-    if (!w.empty())
-      spaces[w.space].each(w.lo, w.hi, [&](Piece& p) {
+    each_piece(spaces[r.space], r,
+               [&](Piece& p) { p.readers.push_back(static_cast<std::uint32_t>(j)); });
+    each_piece(spaces[w.space], w, [&](Piece& p) {
         p.writer = static_cast<std::int64_t>(j);
         p.readers.clear();
       });

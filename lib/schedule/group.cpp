@@ -44,8 +44,45 @@ Chunk second_half(Chunk c) {
   return {c.buf, c.offset + first, c.count / 2};
 }
 
+Chunk gathered_chunk(Schedule& s, Buf buf, const std::vector<Block>& runs) {
+  std::vector<Block> merged;
+  std::uint64_t count = 0;
+  for (const Block& r : runs) {
+    if (r.count == 0) continue;
+    count += r.count;
+    if (!merged.empty() && merged.back().offset + merged.back().count == r.offset)
+      merged.back().count += r.count;
+    else
+      merged.push_back(r);
+  }
+  if (merged.empty()) return {buf, 0, 0};
+  if (merged.size() == 1) return chunk(buf, merged[0]);
+  Chunk c{buf, merged[0].offset, count};
+  c.first_piece = static_cast<std::uint32_t>(s.pieces.size());
+  c.pieces = static_cast<std::uint32_t>(merged.size());
+  c.extent = merged.back().offset + merged.back().count - merged[0].offset;
+  s.pieces.insert(s.pieces.end(), merged.begin(), merged.end());
+  return c;
+}
+
+Chunk Source::chunk(Schedule& s, const Block& b) const {
+  if (!map) return schedule::chunk(buf, b);
+  std::vector<Block> runs;
+  const std::uint64_t end = b.offset + b.count;
+  auto it = std::upper_bound(map->runs.begin(), map->runs.end(), b.offset,
+                             [](std::uint64_t at, const Gather::Run& r) { return at < r.at; });
+  if (it != map->runs.begin()) --it;
+  for (; it != map->runs.end() && it->at < end; ++it) {
+    const std::uint64_t lo = std::max(b.offset, it->at), hi = std::min(end, it->at + it->count);
+    if (lo < hi) runs.push_back({it->from + (lo - it->at), hi - lo});
+  }
+  return gathered_chunk(s, buf, runs);
+}
+
 bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase) {
-  if (from.count == 0 || (from.buf == to.buf && from.offset == to.offset)) return false;
+  if (from.count == 0 ||
+      (!from.gathered() && !to.gathered() && from.buf == to.buf && from.offset == to.offset))
+    return false;
   s.steps.push_back({Kind::copy, -1, 0, phase, from, to});
   return true;
 }

@@ -36,10 +36,35 @@ Chunk second_half(Chunk c);
 
 inline Chunk chunk(Buf buf, const Block& b) { return {buf, b.offset, b.count}; }
 
+// Elements laid out in one order in one place and another order elsewhere: runs
+// (at, count, from) say that elements [at, at + count) of the accumulation's layout are
+// elements [from, from + count) of the source buffer. Ascending in `at`, covering a range.
+struct Gather {
+  struct Run {
+    std::uint64_t at = 0, count = 0, from = 0;
+  };
+  std::vector<Run> runs;
+};
+
+// Where a reduce-scatter reads its own contribution: a buffer at the blocks' offsets, or, with
+// a Gather, the runs of that buffer the blocks' offsets map to (a gathered chunk when more
+// than one).
+struct Source {
+  Buf buf;
+  const Gather* map = nullptr;
+  Source(Buf b) : buf(b) {}  // NOLINT: a buffer read in place is the common case
+  Source(Buf b, const Gather& m) : buf(b), map(&m) {}
+  Chunk chunk(Schedule& s, const Block& b) const;
+};
+
 // Appends `copy from -> to` in `phase` unless it is empty or `from` already sits at `to`
 // (same buffer id and offset; the executor also skips a copy whose two addresses coincide in
 // place). Returns whether a step was added.
 bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase);
+
+// A gathered chunk of `buf` made of `runs` (ascending; adjacent runs are merged, and a chunk of
+// one run is contiguous). The runs are added to s.pieces.
+Chunk gathered_chunk(Schedule& s, Buf buf, const std::vector<Block>& runs);
 
 // Where successive whole-vector reductions write (recursive doubling, swing_latency): write k
 // to scratch slot k % 2 (of a 2n scratch), so a step never writes what it sends, and the last

@@ -23,9 +23,9 @@
 namespace toroid::schedule {
 
 std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks, int tag,
-                                         Buf from, Buf acc, Chunk result, std::uint32_t phase) {
+                                         const Source& from, Buf acc, Chunk result, std::uint32_t phase) {
   const int p = g.size(), i = g.position;
-  if (p == 1) return phase + (append_move(s, chunk(from, blocks[0]), result, phase) ? 1 : 0);
+  if (p == 1) return phase + (append_move(s, from.chunk(s, blocks[0]), result, phase) ? 1 : 0);
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
   const int rtag = tag, ltag = tag + 1;
   auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {
@@ -37,11 +37,11 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
     // Rightward chain.
     if (right >= 0 && step >= i) {
       const int j = i + p - 1 - step;
-      add(Kind::send, right, rtag, ph, chunk(i == 0 ? from : acc, blocks[j]), {});
+      add(Kind::send, right, rtag, ph, i == 0 ? from.chunk(s, blocks[j]) : chunk(acc, blocks[j]), {});
     }
     if (left >= 0 && step >= i - 1) {
       const int j = i - 1 + p - 1 - step;
-      add(Kind::recv_reduce, left, rtag, ph, chunk(from, blocks[j]),
+      add(Kind::recv_reduce, left, rtag, ph, from.chunk(s, blocks[j]),
           j == i ? result : chunk(acc, blocks[j]));
     }
     // Leftward chain.
@@ -51,15 +51,15 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
       // later, so it is sent a phase later too. Sending it in this phase would hold this rank
       // in phase p-2 until the neighbour reaches p-1, and that wait would ripple down the line.
       const bool deferred = j == i - 1 && i - 1 > 0;
-      add(Kind::send, left, ltag, deferred ? ph + 1 : ph, chunk(i == p - 1 ? from : acc, blocks[j]),
+      add(Kind::send, left, ltag, deferred ? ph + 1 : ph, i == p - 1 ? from.chunk(s, blocks[j]) : chunk(acc, blocks[j]),
           {});
     }
     if (right >= 0 && step >= p - 2 - i) {
       const int j = step - (p - 2 - i);
       if (j < i) {
-        add(Kind::recv_reduce, right, ltag, ph, chunk(from, blocks[j]), chunk(acc, blocks[j]));
+        add(Kind::recv_reduce, right, ltag, ph, from.chunk(s, blocks[j]), chunk(acc, blocks[j]));
       } else if (left < 0) {  // member 0: only the leftward chain brings its block
-        add(Kind::recv_reduce, right, ltag, ph, chunk(from, blocks[j]), result);
+        add(Kind::recv_reduce, right, ltag, ph, from.chunk(s, blocks[j]), result);
       } else {  // both chains end here: reduce the second one a phase later
         add(Kind::recv_reduce, right, ltag, ph + 1, result, result);
       }

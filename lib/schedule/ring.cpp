@@ -26,16 +26,16 @@ int wrap(int v, int p) { return ((v % p) + p) % p; }
 }  // namespace
 
 std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks, int d,
-                                         int tag, Buf from, Buf acc, Chunk result,
+                                         int tag, const Source& from, Buf acc, Chunk result,
                                          std::uint32_t phase) {
   const int p = g.size(), i = g.position;
-  if (p == 1) return phase + (append_move(s, chunk(from, blocks[0]), result, phase) ? 1 : 0);
+  if (p == 1) return phase + (append_move(s, from.chunk(s, blocks[0]), result, phase) ? 1 : 0);
   const int next = g.members[wrap(i + d, p)], prev = g.members[wrap(i - d, p)];
   for (int step = 0; step < p - 1; ++step, ++phase) {
     const int sent = wrap(i - d * (step + 1), p), got = wrap(i - d * (step + 2), p);
-    const Chunk out = chunk(step == 0 ? from : acc, blocks[sent]);
+    const Chunk out = step == 0 ? from.chunk(s, blocks[sent]) : chunk(acc, blocks[sent]);
     if (out.count > 0) s.steps.push_back({Kind::send, next, tag, phase, out, {}});
-    const Chunk local = chunk(from, blocks[got]);
+    const Chunk local = from.chunk(s, blocks[got]);
     const Chunk into = step == p - 2 ? result : chunk(acc, blocks[got]);
     if (local.count > 0) s.steps.push_back({Kind::recv_reduce, prev, tag, phase, local, into});
   }

@@ -17,6 +17,9 @@ std::string_view buf_name(Buf b) {
   return "?";
 }
 std::string chunk(const Chunk& c) {
+  if (c.gathered())
+    return fmt::format("{}[{}+{} in {} pieces over {}]", buf_name(c.buf), c.offset, c.count,
+                       c.pieces, c.extent);
   return fmt::format("{}[{}+{}]", buf_name(c.buf), c.offset, c.count);
 }
 }  // namespace

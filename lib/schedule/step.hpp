@@ -1,6 +1,11 @@
 // The step vocabulary: an algorithm is a per-rank list of these, built without calling MPI.
 //
-//   chunk   = (buffer, offset, count) in elements of the collective's data type
+//   chunk   = (buffer, offset, count) in elements of the collective's data type; or gathered:
+//             `count` elements made of `pieces` runs of the buffer, listed in Schedule::pieces
+//             in ascending order, read (or written) one after the other as if contiguous. A
+//             gathered chunk may be a send's or recv_reduce's source or one side of a copy;
+//             it lets a part of an algorithm walk the vector in another order (a torus's
+//             columns) without a copy (torus2d.cpp)
 //   step    = send | recv | recv_reduce | copy | scale over chunks, addressed to a peer rank
 //   phase   = the builder's grouping of steps that may be in flight together; a step only reads
 //             data written in earlier phases (the verifier checks this)
@@ -14,11 +19,13 @@
 // Executors (the dataflow engine, the in-process verifier, the simulator) run the same Schedule.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "toroid/algorithm.hpp"
+#include "toroid/block.hpp"
 
 namespace toroid::schedule {
 
@@ -26,8 +33,14 @@ enum class Buf : std::uint8_t { input, output, scratch };
 
 struct Chunk {
   Buf buf = Buf::input;
-  std::uint64_t offset = 0;
-  std::uint64_t count = 0;
+  std::uint64_t offset = 0;  // gathered: where the first piece starts
+  std::uint64_t count = 0;   // elements in all
+  std::uint32_t first_piece = 0, pieces = 0;  // gathered: Schedule::pieces[first, first+pieces)
+  std::uint64_t extent = 0;                   // gathered: from offset to the last piece's end
+
+  bool gathered() const noexcept { return pieces > 0; }
+  // The span of the buffer the chunk lies in (its runs and what lies between them).
+  std::uint64_t span() const noexcept { return gathered() ? extent : count; }
 };
 
 enum class Kind : std::uint8_t {
@@ -70,6 +83,7 @@ struct Schedule {
   bool in_place = false;            // input and output are one buffer (not for allgather)
   std::vector<Step> steps;          // ordered by phase
   std::vector<Dep> deps;            // grouped by step (Step::dep_begin)
+  std::vector<Block> pieces;        // the runs of gathered chunks (Chunk::first_piece)
 
   std::uint32_t phase_count() const { return steps.empty() ? 0 : steps.back().phase + 1; }
 };
@@ -81,5 +95,22 @@ std::string_view to_string(Kind k) noexcept;
 std::string describe(const Step& s);  // one line, for error messages and debugging
 
 inline bool is_local(Kind k) noexcept { return k == Kind::copy || k == Kind::scale; }
+
+// Calls f(buffer offset, position in the chunk, count) for each run of the chunk's elements
+// [lo, hi) (positions in the chunk), in order; once for a contiguous chunk.
+template <class F>
+void each_run(const Chunk& c, const Block* pieces, std::uint64_t lo, std::uint64_t hi, F&& f) {
+  if (!c.gathered()) {
+    if (lo < hi) f(c.offset + lo, lo, hi - lo);
+    return;
+  }
+  std::uint64_t at = 0;  // position of the current piece in the chunk
+  for (std::uint32_t k = 0; k < c.pieces && at < hi; ++k) {
+    const Block& b = pieces[c.first_piece + k];
+    const std::uint64_t from = std::max(lo, at), to = std::min(hi, at + b.count);
+    if (from < to) f(b.offset + (from - at), from, to - from);
+    at += b.count;
+  }
+}
 
 }  // namespace toroid::schedule

@@ -24,6 +24,20 @@
 // reduce-scatter (torus2d) with the global block rule (rank r = y*X + x ends with block r):
 // first along Y with Y-block y = global blocks [y*X, y*X + X) (contiguous), then along X inside
 // it, where member x's piece is global block y*X + x. all-gather is the reverse (X, then Y).
+//
+// reduce-scatter / all-gather (torus2d_both): the columns split in two. The blocks of columns
+// [0, split) go Y-first as above (rows' first parts: contiguous); those of columns [split, X)
+// go X-first: along X over whole columns, then along Y inside the own column. A column's
+// blocks lie Y apart in the vector (X = 4, split = 2, Y = 3):
+//
+//     vector   [ 0  1 |2  3 ][ 4  5 |6  7 ][ 8  9 |10 11]    rows y = 0, 1, 2
+//              Y-first part    X-first part: column 2 = blocks 2, 6, 10; column 3 = 3, 7, 11
+//
+// so the X-first part reads its input as gathered chunks (step.hpp: the column's runs, read
+// in place) and keeps its partial sums in scratch column by column ([2 6 10][3 7 11]), where
+// each column is contiguous; the all-gather gathers there and copies each column out as it
+// arrives. Both parts run at once (tags 0-3, 4-7); `split` is X minus the X-first share of X
+// (at least one column each), so the two dimensions' links carry what the share above gives.
 #include <algorithm>
 #include <cmath>
 
@@ -78,12 +92,59 @@ double x_first_share(const Context& ctx) {
   return std::clamp(a, 0.0, 1.0);
 }
 
+// Reduce-scatter / all-gather on X x Y with the global block rule, in the both form's terms
+// (the block comment above).
+struct BlockLayout {
+  int split = 0;      // columns [split, X) go X-first
+  Blocks global;      // block r = y*X + x: rank r's
+  Blocks row_part;    // per y: the row's blocks of columns [0, split), contiguous
+  Blocks row_blocks;  // per x: my row's block x if x < split, else empty
+  Gather columns;     // the X-first part's layout in scratch: column by column, y ascending
+  Blocks column;      // per x: column x's region in that layout (empty for x < split)
+  Blocks in_column;   // per y: block (my x, y) in that layout
+};
+
+BlockLayout layout_of(const Request& r, const Context& ctx, const Grid& g, bool both,
+                      std::uint64_t base) {
+  const Torus2D& t = ctx.topology;
+  const int X = t.x_dim(), Y = t.y_dim();
+  BlockLayout l;
+  l.global = even_blocks(0, r.count, t.size());
+  l.split = X;
+  if (both && X > 1 && Y > 1)
+    l.split = std::clamp(static_cast<int>(std::lround(x_first_share(ctx) * X)), 1, X - 1),
+    l.split = X - l.split;
+  const int my_x = g.row.position, my_y = g.column.position;
+  l.row_part.resize(Y);
+  for (int y = 0; y < Y; ++y) {
+    l.row_part[y].offset = l.global[y * X].offset;
+    for (int x = 0; x < l.split; ++x) l.row_part[y].count += l.global[y * X + x].count;
+  }
+  const std::uint64_t row_end = l.row_part[my_y].offset + l.row_part[my_y].count;
+  l.row_blocks.assign(X, Block{row_end, 0});
+  for (int x = 0; x < l.split; ++x) l.row_blocks[x] = l.global[my_y * X + x];
+  std::uint64_t at = base;
+  l.column.assign(X, Block{base, 0});
+  l.in_column.assign(Y, Block{base, 0});
+  for (int x = l.split; x < X; ++x) {
+    l.column[x].offset = at;
+    for (int y = 0; y < Y; ++y) {
+      const Block& b = l.global[y * X + x];
+      if (x == my_x) l.in_column[y] = {at, b.count};
+      l.columns.runs.push_back({at, b.count, b.offset});
+      at += b.count;
+    }
+    l.column[x].count = at - l.column[x].offset;
+  }
+  return l;
+}
+
 }  // namespace
 
 Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
   Schedule s;
   const Grid g = grid_of(ctx);
-  const int X = ctx.topology.x_dim(), p = ctx.nranks();
+  const int p = ctx.nranks();
   const auto divisor = static_cast<std::uint32_t>(p);
   if (r.collective == Collective::allreduce) {
     if (!both) {
@@ -96,30 +157,59 @@ Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
     }
     return s;
   }
-  // Global blocks; Y-blocks are runs of X consecutive global blocks.
-  const Blocks global = even_blocks(0, r.count, p);
-  Blocks ys(ctx.topology.y_dim()), xs(X);
-  for (int y = 0; y < ctx.topology.y_dim(); ++y) {
-    ys[y].offset = global[y * X].offset;
-    for (int x = 0; x < X; ++x) ys[y].count += global[y * X + x].count;
-  }
-  const int my_y = g.column.position;
-  for (int x = 0; x < X; ++x) xs[x] = global[my_y * X + x];
-  const Block own = global[ctx.rank];
-  std::uint32_t phase = 0;
+  const int my_x = g.row.position;
   if (r.collective == Collective::reduce_scatter) {
+    // In place the row part accumulates in the output; else in scratch at the same offsets,
+    // with the column layout after it.
     const Buf acc = r.in_place ? Buf::output : Buf::scratch;
-    if (!r.in_place) s.scratch_count = r.count;
+    const std::uint64_t base = r.in_place ? 0 : r.count;
+    const BlockLayout l = layout_of(r, ctx, g, both, base);
+    const Block own = l.global[ctx.rank];
     const Chunk result = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
-    phase = append_reduce_scatter(s, g.column_links, g.column, ys, 0, Buf::input, acc,
-                                  chunk(acc, ys[my_y]), phase);
-    phase = append_reduce_scatter(s, g.row_links, g.row, xs, 2, acc, acc, result, phase);
-    append_average(s, r.average, result, divisor, phase);
-  } else {
-    const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
-    phase = append_allgather(s, g.row_links, g.row, xs, 2, own_src, Buf::output, phase);
-    append_allgather(s, g.column_links, g.column, ys, 0, chunk(Buf::output, ys[my_y]), Buf::output,
-                     phase);
+    const bool x_first = my_x >= l.split;
+    s.scratch_count = base + (l.columns.runs.empty() ? 0
+                                                      : l.columns.runs.back().at +
+                                                            l.columns.runs.back().count - base);
+    const int my_y = g.column.position;
+    std::uint32_t end = append_reduce_scatter(s, g.column_links, g.column, l.row_part, 0,
+                                              Buf::input, acc, chunk(acc, l.row_part[my_y]), 0);
+    end = append_reduce_scatter(s, g.row_links, g.row, l.row_blocks, 2, acc, acc,
+                                x_first ? Chunk{Buf::output, own.offset, 0} : result, end);
+    if (l.split < ctx.topology.x_dim()) {
+      std::uint32_t ph = append_reduce_scatter(s, g.row_links, g.row, l.column, 4,
+                                               Source(Buf::input, l.columns), Buf::scratch,
+                                               chunk(Buf::scratch, l.column[my_x]), 0);
+      ph = append_reduce_scatter(s, g.column_links, g.column, l.in_column, 6, Buf::scratch,
+                                 Buf::scratch, x_first ? result : Chunk{Buf::output, 0, 0}, ph);
+      end = std::max(end, ph);
+    }
+    append_average(s, r.average, result, divisor, end);
+    return s;
+  }
+  // All-gather: the reverse.
+  const BlockLayout l = layout_of(r, ctx, g, both, 0);
+  const Block own = l.global[ctx.rank];
+  const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
+  const bool x_first = my_x >= l.split;
+  const Chunk none{Buf::output, own.offset, 0};
+  const int my_y = g.column.position;
+  std::uint32_t end = append_allgather(s, g.row_links, g.row, l.row_blocks, 2,
+                                       x_first ? none : own_src, Buf::output, 0);
+  end = append_allgather(s, g.column_links, g.column, l.row_part, 0,
+                         chunk(Buf::output, l.row_part[my_y]), Buf::output, end);
+  if (l.split < ctx.topology.x_dim()) {
+    s.scratch_count = l.columns.runs.back().at + l.columns.runs.back().count;
+    std::uint32_t ph = append_allgather(s, g.column_links, g.column, l.in_column, 6,
+                                        x_first ? own_src : none, Buf::scratch, 0);
+    ph = append_allgather(s, g.row_links, g.row, l.column, 4, chunk(Buf::scratch, l.column[my_x]),
+                          Buf::scratch, ph);
+    // Each column out to its places as soon as it is complete (the copies wait only for it).
+    const int Y = ctx.topology.y_dim();
+    for (int x = l.split; x < ctx.topology.x_dim(); ++x) {
+      std::vector<Block> places;
+      for (int y = 0; y < Y; ++y) places.push_back(l.global[y * ctx.topology.x_dim() + x]);
+      append_move(s, chunk(Buf::scratch, l.column[x]), gathered_chunk(s, Buf::output, places), ph);
+    }
   }
   return s;
 }

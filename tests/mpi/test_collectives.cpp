@@ -111,6 +111,37 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI", "[collec
   }
 }
 
+// torus2d_both's reduce-scatter and all-gather read a torus's columns as gathered chunks:
+// runs of the vector that MPI sends as a derived type segment by segment and shared memory
+// copies run by run. Segments smaller than a run and larger than several, both transports.
+TEST_CASE("torus2d_both reduce-scatter and all-gather across segments and transports",
+          "[collectives]") {
+  const int p = testing::world_size();
+  for (const std::string& shape : shapes(p)) {
+    const int x = std::stoi(shape);
+    if (x == 1 || x == p) continue;  // 2D shapes only: one dimension has nothing to split
+    for (Transport tr : {Transport::mpi, Transport::shm})
+      for (std::size_t seg : {std::size_t{64}, std::size_t{4096}, std::size_t{256 * 1024}}) {
+        if (tr == Transport::shm && seg != 256 * 1024) continue;  // shm cuts at its slots
+        Options o;
+        o.topology = shape;
+        o.transport = tr;
+        o.segment_bytes = seg;
+        Communicator comm(MPI_COMM_WORLD, o);
+        for (std::uint64_t n : {std::uint64_t{4099}, std::uint64_t{300007}})
+          for (Collective coll : {Collective::reduce_scatter, Collective::allgather})
+            for (bool ip : {false, true}) {
+              const Case c{Algorithm::torus2d_both, DataType::f32, ReduceOp::sum, n, ip};
+              const std::uint64_t wrong =
+                  run_case(coll, c, comm, reference(ReduceOp::sum, n, comm.rank(), p));
+              if (!all_ranks(wrong == 0))
+                FAIL(c.describe(std::string(toroid::to_string(coll)))
+                     << " on " << shape << " segment " << seg << ": " << wrong << " wrong");
+            }
+      }
+  }
+}
+
 TEST_CASE("hierarchical all-reduce on emulated unequal nodes", "[collectives]") {
   const int p = testing::world_size();
   // Node layouts that add up to p: one rank alone, then the rest together; and alternating sizes.

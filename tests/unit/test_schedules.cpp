@@ -239,9 +239,6 @@ TEST_CASE("an algorithm that cannot run a request says why", "[schedules]") {
       schedule::build(Algorithm::rabenseifner, {Collective::allgather, 8, false, false, {}}, ctx),
       Catch::Contains("algorithm rabenseifner cannot run allgather on topology 2x2: it only "
                       "implements allreduce"));
-  CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d_both,
-                                    {Collective::reduce_scatter, 8, false, false, {}}, ctx),
-                    Catch::Contains("use torus2d for the 2D reduce-scatter"));
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::swing, {Collective::reduce_scatter, 8, false, false, {}}, ctx),
       Catch::Contains("algorithm swing cannot run reduce_scatter on topology 2x2: it only "
