@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   int status = 0;
   for (Collective c : o.ops)
     for (Algorithm a : o.algos) {
-      if (!implements(a, c)) continue;  // e.g. torus2d_both: all-reduce only
+      if (!implements(a, c)) continue;  // e.g. swing: all-reduce only
       for (std::uint64_t bytes : o.sizes) {
         schedule::Request r;
         r.collective = c;

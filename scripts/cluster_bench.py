@@ -30,12 +30,24 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
 TOROID_ALGOS = ["ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical", "recursive_doubling", "rabenseifner",
                 "swing", "swing_latency"]
-# Stock configurations beyond the default: Open MPI 4.1 coll/tuned forced algorithms, and coll/han.
-STOCK = {
-    "mpi_ring": ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "4"],
-    "mpi_rabenseifner": ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm", "6"],
-    "mpi_han": ["--mca", "coll_han_priority", "100"],
+# Stock configurations beyond the default, per collective: Open MPI 4.1 coll/tuned forced
+# algorithms, and coll/han.
+def forced(param, number):
+    return ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", f"coll_tuned_{param}_algorithm", str(number)]
+
+
+STOCK_BY_OP = {
+    "allreduce": {"mpi_ring": forced("allreduce", 4), "mpi_rabenseifner": forced("allreduce", 6),
+                  "mpi_han": ["--mca", "coll_han_priority", "100"]},
+    # toroid-bench's reduce-scatter has equal blocks: MPI_Reduce_scatter_block.
+    "reduce_scatter": {"mpi_doubling": forced("reduce_scatter_block", 2),
+                       "mpi_halving": forced("reduce_scatter_block", 3),
+                       "mpi_butterfly": forced("reduce_scatter_block", 4),
+                       "mpi_han": ["--mca", "coll_han_priority", "100"]},
+    "allgather": {"mpi_ring": forced("allgather", 4), "mpi_neighbor": forced("allgather", 5),
+                  "mpi_han": ["--mca", "coll_han_priority", "100"]},
 }
+STOCK = STOCK_BY_OP["allreduce"]
 
 
 def rate_gbps(rate):
@@ -63,7 +75,7 @@ def bench(args, extra, algo, name):
     eager = ["--mca", "btl_tcp_eager_limit", str(args.eager), "--mca", "btl_tcp_max_send_size",
              str(args.eager)] if args.eager else []
     cmd = ["run", "-x", "TOROID_TIMEOUT=600", *eager, *extra, "--", os.path.join(args.build, "benchmarks", "toroid-bench"),
-           "--algo", algo, "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "--check", "1",
+           "--op", args.op, "--algo", algo, "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "--check", "1",
            "--format", "csv"]
     p = cluster(*cmd, timeout=3000)
     t1, i1, s1 = cpu_ticks()
@@ -90,7 +102,7 @@ def calibrate(args):
 
 
 def simulate(args, hop_us, link_gbps, reduce_gbps):
-    p = subprocess.run([os.path.join(args.build, "benchmarks", "toroid-sim"), "--topology", args.torus, "--algo",
+    p = subprocess.run([os.path.join(args.build, "benchmarks", "toroid-sim"), "--topology", args.torus, "--op", args.op, "--algo",
                         ",".join(TOROID_ALGOS), "--bytes", f"{args.b}:{args.e}", "--link-gbps", f"{link_gbps}",
                         "--hop-us", f"{hop_us}", "--reduce-gbps", f"{reduce_gbps}", "--format", "csv"],
                        capture_output=True, text=True, check=True)
@@ -103,7 +115,7 @@ def human(n):
 
 
 def main():
-    global TOROID_ALGOS
+    global TOROID_ALGOS, STOCK
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--torus", default="4x2")
     ap.add_argument("--rate", default="200mbit")
@@ -114,8 +126,11 @@ def main():
                                      "(default: Open MPI's own)")
     ap.add_argument("--build", default=os.environ.get("TOROID_BUILD_DIR", os.path.join(ROOT, "build")))
     ap.add_argument("--keep", action="store_true", help="leave the cluster up")
+    ap.add_argument("--op", default="allreduce", choices=sorted(STOCK_BY_OP),
+                    help="the collective (stock configurations forced for it)")
     ap.add_argument("--algos", default=",".join(TOROID_ALGOS), help="toroid algorithms to run (comma list)")
     args = ap.parse_args()
+    STOCK = STOCK_BY_OP[args.op]
     unknown = [a for a in args.algos.split(",") if a not in TOROID_ALGOS]
     if unknown:
         sys.exit(f"--algos: unknown {', '.join(unknown)} (valid: {', '.join(TOROID_ALGOS)})")
@@ -150,7 +165,7 @@ def main():
     x, y = (int(v) for v in args.torus.split("x"))
     print(f"# torus {args.torus} ({x * y} hosts, 1 rank each), every link direction {args.rate} = {link:.4f} GB/s; "
           f"ping-pong fit: {hop_us:.1f} us per message, {beta:.4f} GB/s for >= 1 MiB; "
-          f"{time.time() - started:.0f} s of runs; median of {args.n} iterations, f32 sum; "
+          f"{time.time() - started:.0f} s of runs; median of {args.n} iterations, f32 sum {args.op}; "
           f"btl_tcp_eager_limit {args.eager or 'Open MPI default'}")
     print("# CPU busy during the runs (all, of which kernel: TCP, forwarding, shaping): " +
           ", ".join(f"{k} {v[0]:.0f}% ({v[1]:.0f}%)" for k, v in busy_all.items()))

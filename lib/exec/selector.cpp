@@ -31,6 +31,14 @@ constexpr std::uint64_t kSwingBytesMesh = 1024 * 1024;
 // this, torus2d from it: the crossover is 32-64 KiB on 32x32 and 8-16 KiB on 128x32.
 constexpr std::uint64_t kScatterLatencyBytesTorus = 64 * 1024;
 constexpr std::uint64_t kScatterLatencyBytesMesh = 16 * 1024;
+// Reduce-scatter and all-gather on a 2D shape: torus2d_both (both dimensions' links at once, its
+// X-first part on gathered columns) from these sizes, torus2d below. toroid-sim, f32, 4 MiB -
+// 1 GiB by powers of two: on 32x32 both forms win from 32 MiB (1-3% slower below); on 128x32,
+// whose X-first part runs along the 128-long line, the reduce-scatter from 512 MiB and the
+// all-gather from 128 MiB.
+constexpr std::uint64_t kBothBytesTorus = 32u << 20;
+constexpr std::uint64_t kScatterBothBytesMesh = 512u << 20;
+constexpr std::uint64_t kGatherBothBytesMesh = 128u << 20;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 
 }  // namespace
@@ -54,11 +62,14 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
     if (t.size() == 1 || bytes < kBroadcastTreeBytes) return Algorithm::recursive_doubling;
     return two_d ? Algorithm::torus2d : Algorithm::ring;
   }
-  if (c == Collective::reduce_scatter && two_d) {
-    if (bytes < (mesh ? kScatterLatencyBytesMesh : kScatterLatencyBytesTorus))
-      return Algorithm::swing_latency;
-  }
-  return two_d ? Algorithm::torus2d : Algorithm::bidir_ring;
+  if (!two_d) return Algorithm::bidir_ring;
+  if (c == Collective::reduce_scatter &&
+      bytes < (mesh ? kScatterLatencyBytesMesh : kScatterLatencyBytesTorus))
+    return Algorithm::swing_latency;
+  const std::uint64_t both = !mesh                              ? kBothBytesTorus
+                             : c == Collective::reduce_scatter ? kScatterBothBytesMesh
+                                                               : kGatherBothBytesMesh;
+  return bytes < both ? Algorithm::torus2d : Algorithm::torus2d_both;
 }
 
 std::string size_text(std::uint64_t bytes) {

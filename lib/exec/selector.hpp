@@ -42,7 +42,9 @@ inline constexpr int kSizeClasses = 65;
 
 // The rule without a model (above kMaxModeledRanks): on a 2D shape swing_latency below
 // 128 KiB, swing below 32 MiB (1 MiB when a dimension is a line), then torus2d_both
-// (reduce-scatter: swing_latency below 64 KiB, 16 KiB with a line, then torus2d); otherwise
+// (reduce-scatter: swing_latency below 64 KiB, 16 KiB with a line, then torus2d; torus2d_both
+// from 32 MiB, 512 MiB with a line; all-gather: torus2d, torus2d_both from 32 MiB, 128 MiB
+// with a line); otherwise
 // recursive doubling below 128 KiB, Rabenseifner (2 ranks: recursive doubling) below 2 MiB, then
 // bidir_ring; broadcast: a binomial tree below 64 KiB, then chains.
 Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t);

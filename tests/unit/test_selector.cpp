@@ -248,4 +248,13 @@ TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_bot
   CHECK(fixed_rule(Collective::reduce_scatter, 64u << 10, pod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::reduce_scatter, 16u << 10, multipod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::allgather, 1024, pod) == Algorithm::torus2d);
+  // Large reduce-scatters and all-gathers use both dimensions at once; later with a line.
+  CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 32u << 20, pod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allgather, 32u << 20, pod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::reduce_scatter, 256u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 512u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allgather, 64u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 128u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allgather, 1u << 30, Torus2D(128, 1)) == Algorithm::bidir_ring);
 }
