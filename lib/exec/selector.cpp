@@ -66,7 +66,7 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   if (c == Collective::reduce_scatter &&
       bytes < (mesh ? kScatterLatencyBytesMesh : kScatterLatencyBytesTorus))
     return Algorithm::swing_latency;
-  const std::uint64_t both = !mesh                              ? kBothBytesTorus
+  const std::uint64_t both = !mesh                             ? kBothBytesTorus
                              : c == Collective::reduce_scatter ? kScatterBothBytesMesh
                                                                : kGatherBothBytesMesh;
   return bytes < both ? Algorithm::torus2d : Algorithm::torus2d_both;

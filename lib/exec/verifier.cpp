@@ -339,15 +339,13 @@ class Runner {
   // Empty, or what is wrong with the chunk (out of bounds; runs out of order or miscounted).
   std::string check_chunk(int r, const Chunk& c) {
     const std::uint64_t cap = capacity(r, c.buf);
-    if (!c.gathered())
-      return c.offset + c.count > cap ? "out of bounds" : "";
+    if (!c.gathered()) return c.offset + c.count > cap ? "out of bounds" : "";
     const auto& pieces = sched_[r].pieces;
     if (std::uint64_t{c.first_piece} + c.pieces > pieces.size()) return "with runs not listed";
     std::uint64_t total = 0, end = c.offset;
     for (std::uint32_t k = 0; k < c.pieces; ++k) {
       const Block& b = pieces[c.first_piece + k];
-      if (b.offset < end || (k == 0 && b.offset != c.offset))
-        return "with runs out of order";
+      if (b.offset < end || (k == 0 && b.offset != c.offset)) return "with runs out of order";
       total += b.count;
       end = b.offset + b.count;
     }

@@ -26,9 +26,8 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
   if (r.collective == Collective::broadcast && (r.root < 0 || r.root >= ctx.nranks()))
     return refuse("the root is outside the communicator");
   if (!implements(a, r.collective))
-    return refuse(
-        a == Algorithm::swing_latency ? "it only implements allreduce and reduce_scatter"
-                                        : "it only implements allreduce");
+    return refuse(a == Algorithm::swing_latency ? "it only implements allreduce and reduce_scatter"
+                                                : "it only implements allreduce");
   Schedule s;
   if (r.collective == Collective::broadcast && (a == Algorithm::automatic || a == Algorithm::mpi))
     return refuse("no schedule: resolved by the caller");

@@ -71,9 +71,9 @@ void derive_dependencies(Schedule& s) {
     };
     each_piece(spaces[r.space], r, [&](Piece& p) { note(p.writer, raw); });
     each_piece(spaces[w.space], w, [&](Piece& p) {
-        note(p.writer, waw);
-        for (std::uint32_t q : p.readers) note(q, war);
-      });
+      note(p.writer, waw);
+      for (std::uint32_t q : p.readers) note(q, war);
+    });
     std::sort(found.begin(), found.end());
     st.dep_begin = static_cast<std::uint32_t>(s.deps.size());
     for (std::size_t k = 0; k < found.size();) {
@@ -97,9 +97,9 @@ void derive_dependencies(Schedule& s) {
     each_piece(spaces[r.space], r,
                [&](Piece& p) { p.readers.push_back(static_cast<std::uint32_t>(j)); });
     each_piece(spaces[w.space], w, [&](Piece& p) {
-        p.writer = static_cast<std::int64_t>(j);
-        p.readers.clear();
-      });
+      p.writer = static_cast<std::int64_t>(j);
+      p.readers.clear();
+    });
   }
 }
 

@@ -8,7 +8,8 @@
 namespace toroid::schedule {
 
 std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, const Blocks& blocks,
-                                    int tag, const Source& from, Buf acc, Chunk result, std::uint32_t phase) {
+                                    int tag, const Source& from, Buf acc, Chunk result,
+                                    std::uint32_t phase) {
   switch (links) {
     case Links::ring:
       return append_ring_reduce_scatter(s, g, blocks, +1, tag, from, acc, result, phase);

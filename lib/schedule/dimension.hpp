@@ -17,7 +17,8 @@ enum class Links { ring, bidir_ring, line };
 inline Links links_of(bool wraps) { return wraps ? Links::bidir_ring : Links::line; }
 
 std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, const Blocks& blocks,
-                                    int tag, const Source& from, Buf acc, Chunk result, std::uint32_t phase);
+                                    int tag, const Source& from, Buf acc, Chunk result,
+                                    std::uint32_t phase);
 std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const Blocks& blocks,
                                int tag, Chunk own, Buf out, std::uint32_t phase);
 

@@ -23,7 +23,8 @@
 namespace toroid::schedule {
 
 std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks, int tag,
-                                         const Source& from, Buf acc, Chunk result, std::uint32_t phase) {
+                                         const Source& from, Buf acc, Chunk result,
+                                         std::uint32_t phase) {
   const int p = g.size(), i = g.position;
   if (p == 1) return phase + (append_move(s, from.chunk(s, blocks[0]), result, phase) ? 1 : 0);
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
@@ -37,7 +38,8 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
     // Rightward chain.
     if (right >= 0 && step >= i) {
       const int j = i + p - 1 - step;
-      add(Kind::send, right, rtag, ph, i == 0 ? from.chunk(s, blocks[j]) : chunk(acc, blocks[j]), {});
+      add(Kind::send, right, rtag, ph, i == 0 ? from.chunk(s, blocks[j]) : chunk(acc, blocks[j]),
+          {});
     }
     if (left >= 0 && step >= i - 1) {
       const int j = i - 1 + p - 1 - step;
@@ -51,8 +53,8 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
       // later, so it is sent a phase later too. Sending it in this phase would hold this rank
       // in phase p-2 until the neighbour reaches p-1, and that wait would ripple down the line.
       const bool deferred = j == i - 1 && i - 1 > 0;
-      add(Kind::send, left, ltag, deferred ? ph + 1 : ph, i == p - 1 ? from.chunk(s, blocks[j]) : chunk(acc, blocks[j]),
-          {});
+      add(Kind::send, left, ltag, deferred ? ph + 1 : ph,
+          i == p - 1 ? from.chunk(s, blocks[j]) : chunk(acc, blocks[j]), {});
     }
     if (right >= 0 && step >= p - 2 - i) {
       const int j = step - (p - 2 - i);

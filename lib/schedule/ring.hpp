@@ -10,8 +10,8 @@ namespace toroid::schedule {
 // kept in `acc` at the blocks' offsets, and the fully reduced own block is written to `result`.
 // Returns the first phase after the ring's steps.
 std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks,
-                                         int direction, int tag, const Source& from, Buf acc, Chunk result,
-                                         std::uint32_t phase);
+                                         int direction, int tag, const Source& from, Buf acc,
+                                         Chunk result, std::uint32_t phase);
 
 // All-gather `blocks` around the ring: every block ends in `out` at its offset; the own block
 // is read from `own` (and copied into place first when it lives elsewhere).

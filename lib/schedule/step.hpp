@@ -33,8 +33,8 @@ enum class Buf : std::uint8_t { input, output, scratch };
 
 struct Chunk {
   Buf buf = Buf::input;
-  std::uint64_t offset = 0;  // gathered: where the first piece starts
-  std::uint64_t count = 0;   // elements in all
+  std::uint64_t offset = 0;                   // gathered: where the first piece starts
+  std::uint64_t count = 0;                    // elements in all
   std::uint32_t first_piece = 0, pieces = 0;  // gathered: Schedule::pieces[first, first+pieces)
   std::uint64_t extent = 0;                   // gathered: from offset to the last piece's end
 

@@ -167,18 +167,18 @@ Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
     const Block own = l.global[ctx.rank];
     const Chunk result = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
     const bool x_first = my_x >= l.split;
-    s.scratch_count = base + (l.columns.runs.empty() ? 0
-                                                      : l.columns.runs.back().at +
-                                                            l.columns.runs.back().count - base);
+    s.scratch_count = base + (l.columns.runs.empty()
+                                  ? 0
+                                  : l.columns.runs.back().at + l.columns.runs.back().count - base);
     const int my_y = g.column.position;
     std::uint32_t end = append_reduce_scatter(s, g.column_links, g.column, l.row_part, 0,
                                               Buf::input, acc, chunk(acc, l.row_part[my_y]), 0);
     end = append_reduce_scatter(s, g.row_links, g.row, l.row_blocks, 2, acc, acc,
                                 x_first ? Chunk{Buf::output, own.offset, 0} : result, end);
     if (l.split < ctx.topology.x_dim()) {
-      std::uint32_t ph = append_reduce_scatter(s, g.row_links, g.row, l.column, 4,
-                                               Source(Buf::input, l.columns), Buf::scratch,
-                                               chunk(Buf::scratch, l.column[my_x]), 0);
+      std::uint32_t ph =
+          append_reduce_scatter(s, g.row_links, g.row, l.column, 4, Source(Buf::input, l.columns),
+                                Buf::scratch, chunk(Buf::scratch, l.column[my_x]), 0);
       ph = append_reduce_scatter(s, g.column_links, g.column, l.in_column, 6, Buf::scratch,
                                  Buf::scratch, x_first ? result : Chunk{Buf::output, 0, 0}, ph);
       end = std::max(end, ph);
