@@ -14,8 +14,17 @@ Progress::~Progress() {
   thread_.join();
 }
 
+namespace {
+thread_local bool progress_thread = false;
+}  // namespace
+
+bool on_progress_thread() noexcept { return progress_thread; }
+
 void Progress::start_thread() {
-  thread_ = std::thread([this] { run_thread(); });
+  thread_ = std::thread([this] {
+    progress_thread = true;
+    run_thread();
+  });
 }
 
 // Rounds while something is in flight; spinning a little between idle rounds, then yielding

@@ -21,6 +21,10 @@
 
 namespace toroid::api {
 
+// Whether the calling thread is a communicator's progress thread. Its MPI calls are toroid's
+// own; the preload (lib/pmpi) uses this to pass them straight to MPI.
+bool on_progress_thread() noexcept;
+
 class Progress {
  public:
   explicit Progress(MPI_Comm comm) : engine_(comm) {}

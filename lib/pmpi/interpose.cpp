@@ -3,7 +3,6 @@
 // (state.hpp) inside a ToroidScope (guard.hpp), so toroid's own MPI calls go to PMPI_.
 #include <mpi.h>
 
-#include <atomic>
 #include <cstring>
 #include <exception>
 #include <vector>
@@ -21,8 +20,6 @@ using namespace toroid::pmpi;
 
 namespace {
 
-std::atomic<unsigned long long> served_calls{0};
-
 // Runs `call` on comm's state. An exception becomes an MPI error code through comm's error
 // handler; the handler runs outside the ToroidScope, so MPI calls it makes are served normally.
 template <class Call>
@@ -32,7 +29,7 @@ int serve(MPI_Comm comm, const char* name, Call&& call) noexcept {
     ToroidScope inside;
     try {
       call(state_of(comm));
-      served_calls.fetch_add(1, std::memory_order_relaxed);
+      note_served();
       return MPI_SUCCESS;
     } catch (...) {
       failure = std::current_exception();
@@ -175,8 +172,6 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
 
 // Diagnostics: how many calls toroid has served in this process. Found with dlsym by programs
 // that know nothing of toroid (the tests), so they can tell a served call from a forwarded one.
-unsigned long long toroid_preload_calls(void) {
-  return served_calls.load(std::memory_order_relaxed);
-}
+unsigned long long toroid_preload_calls(void) { return served_count(); }
 
 }  // extern "C"

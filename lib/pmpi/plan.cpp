@@ -90,6 +90,14 @@ Decision plan_bcast(int count, MPI_Datatype type, int root, MPI_Comm comm) {
   return d;
 }
 
+Decision in_background(Decision d) {
+  if (!d) return d;
+  int provided = MPI_THREAD_SINGLE;
+  if (PMPI_Query_thread(&provided) != MPI_SUCCESS || provided < MPI_THREAD_MULTIPLE)
+    return Decision::forward(kNeedsThreadMultiple);
+  return d;
+}
+
 Decision plan_allgather(int count, MPI_Datatype type, MPI_Comm comm) {
   return counted(count, true, type, ReduceOp::sum, comm);
 }

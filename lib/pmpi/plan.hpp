@@ -47,6 +47,14 @@ inline constexpr const char* kNoTypeTwin = "the datatype has no toroid twin";
 inline constexpr const char* kSendSideDiffers =
     "the send side is described otherwise than the receive side";
 
+inline constexpr const char* kNeedsThreadMultiple =
+    "non-blocking calls need MPI_THREAD_MULTIPLE (a progress thread moves them)";
+
+// The non-blocking form of a call planned as `d`: served only where MPI provides
+// MPI_THREAD_MULTIPLE, because toroid's progress thread moves it while the program does
+// anything else (requests.hpp). Programs initialize every rank alike, so it is alike too.
+Decision in_background(Decision d);
+
 // MPI_Allreduce: `count` elements.
 Decision plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);
 // MPI_Reduce_scatter_block: `count` elements per rank.

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -27,7 +28,12 @@ std::string type_name(MPI_Datatype type) {
   return std::string(name, static_cast<std::size_t>(len));
 }
 
+std::atomic<unsigned long long> served_calls{0};
+
 }  // namespace
+
+void note_served() noexcept { served_calls.fetch_add(1, std::memory_order_relaxed); }
+unsigned long long served_count() noexcept { return served_calls.load(std::memory_order_relaxed); }
 
 void report(const char* call, const Decision& d, MPI_Datatype type) noexcept {
   if (!settings().log_info || (!d.plan && !d.why) || !world_root()) return;

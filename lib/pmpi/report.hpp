@@ -14,4 +14,8 @@ namespace toroid::pmpi {
 
 void report(const char* call, const Decision& decision, MPI_Datatype type) noexcept;
 
+// The served-call counter behind toroid_preload_calls: one more served call.
+void note_served() noexcept;
+unsigned long long served_count() noexcept;
+
 }  // namespace toroid::pmpi

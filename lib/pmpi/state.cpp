@@ -16,6 +16,7 @@
 #include "api/communicator_impl.hpp"
 #include "core/config_values.hpp"
 #include "pmpi/guard.hpp"
+#include "pmpi/requests.hpp"
 #include "pmpi/settings.hpp"
 #include "toroid/error.hpp"
 
@@ -44,6 +45,7 @@ int delete_state(MPI_Comm, int, void* value, void*) {
   // ~Communicator frees toroid's communicators; anything collective it did would be toroid's.
   ToroidScope inside;
   auto* s = static_cast<State*>(value);
+  drain_served_requests(s->user);  // MPI lets a communicator be freed with requests pending
   {
     std::lock_guard lock(registry_mutex);
     live.erase(s->created);
@@ -53,6 +55,7 @@ int delete_state(MPI_Comm, int, void* value, void*) {
 }
 
 int free_all_at_finalize(MPI_Comm, int, void*, void*) {
+  drain_served_requests();  // served requests the program never waited for
   std::vector<MPI_Comm> attached;
   {
     std::lock_guard lock(registry_mutex);
@@ -170,7 +173,16 @@ Options options_for(MPI_Comm c, std::string& emulated, std::string& unfit, int& 
 }  // namespace
 
 State::State(MPI_Comm c)
-    : user(c), comm(c, options_for(c, emulated_nodes, unfit_nodes, unfit_ranks)) {}
+    : user(c), options(options_for(c, emulated_nodes, unfit_nodes, unfit_ranks)), comm(c, options) {}
+
+Communicator& State::background() {
+  if (!background_) {
+    Options o = options;
+    o.progress = ProgressMode::thread;
+    background_ = std::make_unique<Communicator>(user, o);
+  }
+  return *background_;
+}
 
 std::optional<Algorithm> State::algorithm_for(Collective c) const {
   if (implements(comm.default_algorithm(), c)) return std::nullopt;

@@ -21,6 +21,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -34,11 +35,18 @@ struct State {
   // collective, else auto. A program's MPI_Allgather keeps working under TOROID_ALGO=rabenseifner.
   std::optional<Algorithm> algorithm_for(Collective c) const;
 
+  // The communicator the served non-blocking calls run on: the same options with a progress
+  // thread, built at the first one (every rank reaches it alike: plan.hpp). Blocking calls
+  // stay on `comm`, where they cost no thread hand-off.
+  Communicator& background();
+
   MPI_Comm user;               // the caller's communicator this state is attached to
   std::string emulated_nodes;  // TOROID_NODES where it fits this communicator's size
   std::string unfit_nodes;     // TOROID_NODES where it does not (the real nodes are used)
   int unfit_ranks = 0;         // what TOROID_NODES adds up to
+  Options options;
   Communicator comm;
+  std::unique_ptr<Communicator> background_;
   std::uint64_t created = 0;  // this process's count of states made before it
 };
 

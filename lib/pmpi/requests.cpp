@@ -1,0 +1,168 @@
+#include "pmpi/requests.hpp"
+
+#include <atomic>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "pmpi/errors.hpp"
+#include "pmpi/guard.hpp"
+#include "pmpi/report.hpp"
+
+namespace toroid::pmpi {
+namespace {
+
+struct Served {
+  MPI_Comm comm = MPI_COMM_NULL;
+  const char* name = "";
+  MPI_Request handle = MPI_REQUEST_NULL;
+  Request request;
+  std::function<void()> finish;
+  bool completed = false;  // MPI_Grequest_complete called
+  bool freed = false;      // the program called MPI_Request_free on it
+  int error = MPI_SUCCESS;
+};
+
+// The registry: every served request MPI has not freed yet, by handle. The mutex covers the
+// map only, never MPI or toroid calls (MPI calls `release` from inside its own functions).
+std::mutex registry_mutex;
+std::unordered_map<MPI_Request, std::unique_ptr<Served>> registry;
+std::atomic<int> alive{0};
+// Freed requests are settled by one sweeping thread at a time: MPI releases each as it is
+// completed, so two threads must never hold the same one.
+std::mutex sweep_mutex;
+
+// MPI's callbacks for the generalized request (MPI_Grequest_start).
+int query(void* extra, MPI_Status* status) {
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_ANY_SOURCE;
+  status->MPI_TAG = MPI_ANY_TAG;
+  return static_cast<Served*>(extra)->error;
+}
+int release(void* extra) {  // MPI frees the request: after completion, never before
+  ToroidScope inside;         // destroying toroid's request is toroid's business
+  std::unique_ptr<Served> gone;
+  {
+    std::lock_guard lock(registry_mutex);
+    auto it = registry.find(static_cast<Served*>(extra)->handle);
+    if (it != registry.end()) {
+      gone = std::move(it->second);
+      registry.erase(it);
+      alive.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
+  return MPI_SUCCESS;  // `gone` (a completed toroid request) is destroyed outside the lock
+}
+int cancel(void*, int) { return MPI_SUCCESS; }  // nothing to cancel: it completes as usual
+
+// Completes one served request once toroid's collective has finished (waiting for it when
+// `block`). Returns whether it is complete.
+bool settle_one(Served& s, bool block) noexcept {
+  if (s.completed) return true;
+  std::exception_ptr failure;
+  {
+    ToroidScope inside;
+    try {
+      if (!block && !(s.request.is_complete() && s.request.test())) return false;
+      if (block) s.request.wait();
+      if (s.finish) s.finish();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) s.error = report_error(s.comm, s.name, failure);
+  s.completed = true;
+  PMPI_Grequest_complete(s.handle);  // a freed request is released here (`release`)
+  return true;
+}
+
+// The served requests among `requests`, and (when `freed`) those the program freed.
+std::vector<Served*> find(const MPI_Request* requests, int count, bool freed,
+                          MPI_Comm only = MPI_COMM_NULL) {
+  std::vector<Served*> found;
+  std::lock_guard lock(registry_mutex);
+  for (int i = 0; i < count; ++i) {
+    if (requests[i] == MPI_REQUEST_NULL) continue;
+    auto it = registry.find(requests[i]);
+    if (it != registry.end() && !it->second->completed) found.push_back(it->second.get());
+  }
+  if (freed || only != MPI_COMM_NULL)
+    for (auto& [handle, s] : registry)
+      if (!s->completed && ((freed && s->freed) || s->comm == only)) found.push_back(s.get());
+  return found;
+}
+
+}  // namespace
+
+int start_served(MPI_Comm comm, const char* name, MPI_Request* request,
+                 const std::function<Started(Communicator&)>& start) noexcept {
+  auto s = std::make_unique<Served>();
+  s->comm = comm;
+  s->name = name;
+  std::exception_ptr failure;
+  {
+    ToroidScope inside;
+    try {
+      Started started = start(state_of(comm).background());
+      s->request = std::move(started.request);
+      s->finish = std::move(started.finish);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) return report_error(comm, name, failure);
+  if (const int rc = PMPI_Grequest_start(query, release, cancel, s.get(), request);
+      rc != MPI_SUCCESS) {
+    settle_one(*s, true);  // toroid's collective runs on the other ranks: finish it here too
+    return rc;
+  }
+  s->handle = *request;
+  {
+    std::lock_guard lock(registry_mutex);
+    registry.emplace(*request, std::move(s));
+    alive.fetch_add(1, std::memory_order_relaxed);
+  }
+  note_served();
+  return MPI_SUCCESS;
+}
+
+bool any_served() noexcept { return alive.load(std::memory_order_relaxed) > 0; }
+
+bool settle(MPI_Request* requests, int count, bool block) noexcept {
+  if (!any_served()) return false;
+  bool pending = false;
+  const std::vector<Served*> mine = find(requests, count, false);
+  for (Served* s : mine) pending = !settle_one(*s, block) || pending;
+  if (sweep_mutex.try_lock()) {
+    for (Served* s : find(nullptr, 0, true)) settle_one(*s, false);
+    sweep_mutex.unlock();
+  }
+  return pending;
+}
+
+bool forget_if_served(MPI_Request request) noexcept {
+  std::lock_guard lock(registry_mutex);
+  auto it = registry.find(request);
+  if (it == registry.end()) return false;
+  it->second->freed = true;
+  return true;
+}
+
+void drain_served_requests(MPI_Comm comm) noexcept {
+  if (!any_served()) return;
+  const std::vector<Served*> left = comm == MPI_COMM_NULL ? [] {
+    std::vector<Served*> all;
+    std::lock_guard lock(registry_mutex);
+    for (auto& [handle, s] : registry)
+      if (!s->completed) all.push_back(s.get());
+    return all;
+  }()
+                                                          : find(nullptr, 0, false, comm);
+  std::lock_guard sweeping(sweep_mutex);
+  for (Served* s : left) settle_one(*s, true);
+}
+
+}  // namespace toroid::pmpi

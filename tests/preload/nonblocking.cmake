@@ -1,0 +1,45 @@
+# nonblocking.c at NP ranks under the preload: every result exact, exactly the calls the rules
+# say served, every rank back from MPI_Finalize with the requests it left there settled, and the
+# log saying what was served (MODE=single: forwarded, and why). A hang ends at 120 s.
+# Inputs: MPIEXEC, PRELOAD, PROGRAM, NP, MODE (optional: single)
+execute_process(COMMAND ${MPIEXEC} -n ${NP} --oversubscribe -x LD_PRELOAD=${PRELOAD} -x TOROID_MIN_BYTES=0
+                        -x TOROID_LOG=info -x TOROID_TIMEOUT=60 ${PROGRAM} ${MODE}
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "exit '${rc}' (a hang ends as 'Process terminated due to timeout')\n${out}\n${err}")
+endif()
+if(NOT out MATCHES "served ([0-9]+) expected ([0-9]+) wrong 0")
+  message(FATAL_ERROR "results wrong:\n${out}\n${err}")
+endif()
+set(served ${CMAKE_MATCH_1})
+if(NOT served EQUAL CMAKE_MATCH_2)
+  message(FATAL_ERROR "toroid served ${served} calls, its rules say ${CMAKE_MATCH_2}:\n${out}\n${err}")
+endif()
+string(REGEX MATCHALL "rank [0-9]+ late 0" settled "${out}")
+list(LENGTH settled n_settled)
+if(NOT n_settled EQUAL NP)
+  message(FATAL_ERROR "${n_settled} of ${NP} ranks found the requests left to MPI_Finalize settled:\n${out}\n${err}")
+endif()
+if(MODE STREQUAL "single")
+  set(kinds "MPI_Iallreduce: forwarded to MPI: non-blocking calls need MPI_THREAD_MULTIPLE"
+            "MPI_Ibcast: forwarded to MPI: non-blocking calls need MPI_THREAD_MULTIPLE")
+  if(NOT served EQUAL 0)
+    message(FATAL_ERROR "served ${served} non-blocking calls without MPI_THREAD_MULTIPLE")
+  endif()
+else()
+  set(kinds "MPI_Iallreduce: served by toroid" "MPI_Ireduce_scatter_block: served by toroid"
+            "MPI_Ireduce_scatter: served by toroid" "MPI_Iallgather: served by toroid"
+            "MPI_Iallgatherv: served by toroid" "MPI_Ibcast: served by toroid"
+            "MPI_Iallreduce: forwarded to MPI: the datatype has no toroid twin \\(MPI_SHORT\\)")
+  if(served EQUAL 0)
+    message(FATAL_ERROR "nothing served:\n${out}\n${err}")
+  endif()
+endif()
+foreach(kind IN LISTS kinds)
+  string(REGEX MATCHALL "toroid: ${kind}" said "${err}")
+  list(LENGTH said n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "TOROID_LOG=info said '${kind}' ${n} times, not once:\n${err}")
+  endif()
+endforeach()
+message(STATUS "${NP} ranks ${MODE}: served ${served}, every result exact, every rank settled at MPI_Finalize")
