@@ -37,8 +37,7 @@ std::optional<Algorithm> algorithm(Communicator& c, Collective k) {
 
 // A reduce-scatter in MPI's layout (this rank's block at the start of recvbuf); in place,
 // toroid leaves the block at its own offset, and it is moved to the front on completion.
-Started reduce_scatter_started(const void* sendbuf, void* recvbuf, const Plan& p,
-                               Communicator& c) {
+Started reduce_scatter_started(const void* sendbuf, void* recvbuf, const Plan& p, Communicator& c) {
   const Block own = block_of(p.count, p.size, c.rank());
   const auto algo = algorithm(c, Collective::reduce_scatter);
   if (sendbuf != MPI_IN_PLACE)
@@ -68,12 +67,11 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   });
 }
 
-int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
-                              MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
+                              MPI_Op op, MPI_Comm comm, MPI_Request* request) {
   const Decision p = in_background(plan_reduce_scatter_block(recvcount, type, op, comm));
   report("MPI_Ireduce_scatter_block", p, type);
-  if (!p)
-    return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm, request);
+  if (!p) return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm, request);
   return start_served(comm, "MPI_Ireduce_scatter_block", request, [&](Communicator& c) {
     return reduce_scatter_started(sendbuf, recvbuf, *p, c);
   });
@@ -132,8 +130,8 @@ int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
     bool rule_layout = true;
     for (int r = 0; r < p->size; ++r) {
       places[static_cast<std::size_t>(r)] = static_cast<std::uint64_t>(displs[r]);
-      rule_layout = rule_layout && places[static_cast<std::size_t>(r)] ==
-                                       block_of(p->count, p->size, r).offset;
+      rule_layout = rule_layout &&
+                    places[static_cast<std::size_t>(r)] == block_of(p->count, p->size, r).offset;
     }
     const Block own = block_of(p->count, p->size, rank);
     auto* out = static_cast<std::byte*>(recvbuf);

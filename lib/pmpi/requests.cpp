@@ -43,7 +43,7 @@ int query(void* extra, MPI_Status* status) {
   return static_cast<Served*>(extra)->error;
 }
 int release(void* extra) {  // MPI frees the request: after completion, never before
-  ToroidScope inside;         // destroying toroid's request is toroid's business
+  ToroidScope inside;       // destroying toroid's request is toroid's business
   std::unique_ptr<Served> gone;
   {
     std::lock_guard lock(registry_mutex);

@@ -173,7 +173,9 @@ Options options_for(MPI_Comm c, std::string& emulated, std::string& unfit, int& 
 }  // namespace
 
 State::State(MPI_Comm c)
-    : user(c), options(options_for(c, emulated_nodes, unfit_nodes, unfit_ranks)), comm(c, options) {}
+    : user(c),
+      options(options_for(c, emulated_nodes, unfit_nodes, unfit_ranks)),
+      comm(c, options) {}
 
 Communicator& State::background() {
   if (!background_) {

@@ -105,6 +105,13 @@ grep -q "toroid: MPI_COMM_WORLD ($np ranks): .* $hosts nodes" "$log/results_prel
 echo "     $(grep 'toroid: MPI_COMM_WORLD' "$log/results_preload" | cut -c1-160)..."
 run finalize -x TOROID_MIN_BYTES=0 -x LD_PRELOAD="$preload" -- "$build/tests/preload/preload_finalize" some
 [ "$(grep -c 'returned from MPI_Finalize' "$log/finalize")" = "$np" ] || fail "finalize: not every rank returned"
+# Non-blocking collectives across hosts: the progress thread moves them over MPI (the program
+# asks for MPI_THREAD_MULTIPLE); every result against MPI's, requests left to MPI_Finalize.
+run nonblocking -x TOROID_MIN_BYTES=0 -x LD_PRELOAD="$preload" -- "$build/tests/preload/preload_nonblocking"
+grep -q "served [1-9][0-9]* expected [1-9][0-9]* wrong 0" "$log/nonblocking" ||
+  fail "nonblocking: $(grep -m1 'served\|differs' "$log/nonblocking")"
+[ "$(grep -c 'late 0' "$log/nonblocking")" = "$np" ] || fail "nonblocking: requests left to MPI_Finalize not settled"
+echo "     non-blocking across hosts: $(grep -o 'served [0-9]* expected [0-9]* wrong 0' "$log/nonblocking")"
 
 "$cluster" down >/dev/null
 leftover=$(ip netns list | grep -c '^toroid-' || true)

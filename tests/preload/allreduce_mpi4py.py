@@ -1,4 +1,6 @@
-"""comm.Allreduce and comm.Bcast on numpy arrays under the toroid preload: every result checked,
+"""comm.Allreduce, comm.Bcast, comm.Iallreduce and comm.Ibcast on numpy arrays under the toroid
+preload (mpi4py initializes MPI with MPI_THREAD_MULTIPLE, so the non-blocking ones are served
+too): every result checked,
 and toroid seen to serve the large calls and to leave the small ones to MPI (the counter the
 preload exports; the caller also checks the TOROID_LOG=info line)."""
 import numpy as np
@@ -41,7 +43,29 @@ flag = np.array([7 if rank == 0 else 0], dtype=np.int32)
 comm.Bcast(flag, root=0)
 assert flag[0] == 7, flag
 
+# Non-blocking, overlapped with work, completed with Wait, Waitall and Test.
+a = (np.arange(n) % 7 + rank).astype(np.float64)
+req = comm.Iallreduce(MPI.IN_PLACE, a, op=MPI.SUM)
+busy = float(np.sum(np.sqrt(np.arange(1 << 18, dtype=np.float64))))  # work while it runs
+req.Wait()
+assert np.array_equal(a, ((np.arange(n) % 7) * size + size * (size - 1) // 2).astype(np.float64)), a
+b = np.full(n, 5.0 if rank == 0 else -1.0, dtype=np.float32)
+c = np.arange(n, dtype=np.int32) * (rank + 1)
+token = np.array([rank], dtype=np.int32)
+got = np.empty(1, dtype=np.int32)
+reqs = [comm.Ibcast(b, root=0), comm.Irecv(got, source=(rank - 1) % size, tag=3),
+        comm.Iallreduce(MPI.IN_PLACE, c, op=MPI.MAX), comm.Isend(token, dest=(rank + 1) % size, tag=3)]
+MPI.Request.Waitall(reqs)
+assert (b == 5.0).all() and np.array_equal(c, np.arange(n, dtype=np.int32) * size), (b, c)
+assert got[0] == (rank - 1) % size, got
+d = np.ones(n, dtype=np.float32)
+req = comm.Iallreduce(MPI.IN_PLACE, d, op=MPI.SUM)
+while not req.Test():
+    pass
+assert (d == size).all(), d
+
 count = served() - before
-assert count == 5, f"toroid served {count} calls, expected the 5 large ones"
+assert count == 9, f"toroid served {count} calls, expected the 9 large ones"
 if rank == 0:
-    print(f"mpi4py {MPI.get_vendor()[0]}: 5 Allreduce and 2 Bcast calls correct, toroid served {count}")
+    print(f"mpi4py {MPI.get_vendor()[0]}: 5 Allreduce, 2 Bcast, 3 Iallreduce and 1 Ibcast calls correct, "
+          f"toroid served {count} (busy {busy:.0f})")

@@ -1,4 +1,4 @@
-# comm.Allreduce and comm.Bcast from mpi4py under the preload: the script checks results and which calls toroid
+# comm.Allreduce, comm.Bcast and their non-blocking forms from mpi4py under the preload: the script checks results and which calls toroid
 # served; here, that TOROID_LOG=info said so once for MPI_COMM_WORLD.
 # Inputs: MPIEXEC, PRELOAD, PYTHON, SCRIPT
 include(${CMAKE_CURRENT_LIST_DIR}/../bench/expect.cmake)
@@ -8,6 +8,6 @@ if(rc)
                       "scripts/setup.sh installs them):\n${err}")
 endif()
 # stdout (the script) comes before stderr (the log line) in what expect_run matches.
-expect_run(0 "toroid served 5.*toroid: MPI_COMM_WORLD \\(3 ranks\\): "
+expect_run(0 "toroid served 9.*toroid: MPI_COMM_WORLD \\(3 ranks\\): "
            ${MPIEXEC} -n 3 --oversubscribe -x LD_PRELOAD=${PRELOAD} -x TOROID_LOG=info ${PYTHON} ${SCRIPT})
 message(STATUS "${last_output}")
