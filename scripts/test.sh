@@ -25,8 +25,10 @@ if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
         -DTOROID_BUILD_PYTHON=OFF -DTOROID_BUILD_EXAMPLES=OFF -DTOROID_BUILD_BENCHMARKS=OFF \
         "-DTOROID_MPI_TEST_SPEC_NP3_UP=allreduce matches stock*,reduce_scatter matches*,allgather matches*,broadcast delivers*,transport: shared memory*,auto:*,bad TOROID*,argument errors*,a topology error*,misused requests*,16 collectives*" \
         >/dev/null
-  cmake --build "$mpich" -j"$jobs" --target toroid_unit_mpi_tests toroid_mpi_tests
-  ctest --test-dir "$mpich" --output-on-failure -j"$jobs" -R '^unit_mpi_layers$|^mpi_np[1-4]$'
+  cmake --build "$mpich" -j"$jobs" --target toroid_unit_mpi_tests toroid_mpi_tests toroid_preload \
+        preload_nonblocking
+  ctest --test-dir "$mpich" --output-on-failure -j"$jobs" \
+        -R '^unit_mpi_layers$|^mpi_np[1-4]$|^preload_nonblocking_(np[1-3]|single)$'
 fi
 if [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests (ASan + UBSan) =="

@@ -2,8 +2,21 @@
 # say served, every rank back from MPI_Finalize with the requests it left there settled, and the
 # log saying what was served (MODE=single: forwarded, and why). A hang ends at 120 s.
 # Inputs: MPIEXEC, PRELOAD, PROGRAM, NP, MODE (optional: single)
-execute_process(COMMAND ${MPIEXEC} -n ${NP} --oversubscribe -x LD_PRELOAD=${PRELOAD} -x TOROID_MIN_BYTES=0
-                        -x TOROID_LOG=info -x TOROID_TIMEOUT=60 ${PROGRAM} ${MODE}
+# Open MPI's mpirun passes variables with -x VAR=value; MPICH's mpiexec with -genv VAR value.
+set(vars LD_PRELOAD=${PRELOAD} TOROID_MIN_BYTES=0 TOROID_LOG=info TOROID_TIMEOUT=60)
+set(launch ${MPIEXEC} -n ${NP})
+if(MPIEXEC MATCHES "mpich")
+  foreach(v IN LISTS vars)
+    string(REGEX MATCH "^([^=]*)=(.*)$" pair "${v}")
+    list(APPEND launch -genv ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
+  endforeach()
+else()
+  list(APPEND launch --oversubscribe)
+  foreach(v IN LISTS vars)
+    list(APPEND launch -x ${v})
+  endforeach()
+endif()
+execute_process(COMMAND ${launch} ${PROGRAM} ${MODE}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "exit '${rc}' (a hang ends as 'Process terminated due to timeout')\n${out}\n${err}")
