@@ -17,6 +17,7 @@
 #include "pmpi/plan.hpp"
 #include "pmpi/report.hpp"
 #include "pmpi/requests.hpp"
+#include "pmpi/starts.hpp"
 #include "pmpi/state.hpp"
 #include "toroid/request.hpp"
 
@@ -30,26 +31,6 @@ bool straight_to_mpi() noexcept {
   return !any_served() || inside_toroid() || api::on_progress_thread();
 }
 
-std::optional<Algorithm> algorithm(Communicator& c, Collective k) {
-  if (implements(c.default_algorithm(), k)) return std::nullopt;
-  return Algorithm::automatic;
-}
-
-// A reduce-scatter in MPI's layout (this rank's block at the start of recvbuf); in place,
-// toroid leaves the block at its own offset, and it is moved to the front on completion.
-Started reduce_scatter_started(const void* sendbuf, void* recvbuf, const Plan& p, Communicator& c) {
-  const Block own = block_of(p.count, p.size, c.rank());
-  const auto algo = algorithm(c, Collective::reduce_scatter);
-  if (sendbuf != MPI_IN_PLACE)
-    return {ireduce_scatter(sendbuf, p.count, recvbuf, own.count, p.type, p.op, c, algo), {}};
-  const std::size_t es = size_of(p.type);
-  return {ireduce_scatter(recvbuf, p.count, recvbuf, p.count, p.type, p.op, c, algo),
-          [recvbuf, own, es] {
-            std::memmove(recvbuf, static_cast<std::byte*>(recvbuf) + own.offset * es,
-                         own.count * es);
-          }};
-}
-
 }  // namespace
 
 extern "C" {
@@ -59,11 +40,8 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
   const Decision p = in_background(plan_allreduce(count, type, op, comm));
   report("MPI_Iallreduce", p, type);
   if (!p) return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
-  return start_served(comm, "MPI_Iallreduce", request, [&](Communicator& c) -> Started {
-    const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    return {iallreduce(in, p->count, recvbuf, p->count, p->type, p->op, c,
-                       algorithm(c, Collective::allreduce)),
-            {}};
+  return start_served(comm, "MPI_Iallreduce", request, [&](Communicator& c) {
+    return allreduce_start(false, sendbuf, recvbuf, *p, c);
   });
 }
 
@@ -73,7 +51,7 @@ int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
   report("MPI_Ireduce_scatter_block", p, type);
   if (!p) return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm, request);
   return start_served(comm, "MPI_Ireduce_scatter_block", request, [&](Communicator& c) {
-    return reduce_scatter_started(sendbuf, recvbuf, *p, c);
+    return reduce_scatter_start(false, sendbuf, recvbuf, *p, c);
   });
 }
 
@@ -83,29 +61,21 @@ int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts
   report("MPI_Ireduce_scatter", p, type);
   if (!p) return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
   return start_served(comm, "MPI_Ireduce_scatter", request, [&](Communicator& c) {
-    return reduce_scatter_started(sendbuf, recvbuf, *p, c);
+    return reduce_scatter_start(false, sendbuf, recvbuf, *p, c);
   });
 }
 
 int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  const bool same_shape =
-      sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount);
   const Decision p =
-      in_background(same_shape ? plan_allgather(recvcount, recvtype, comm)
-                               : Decision::forward(inside_toroid() ? nullptr : kSendSideDiffers));
+      in_background(same_send_side(plan_allgather(recvcount, recvtype, comm), sendbuf, sendcount,
+                                   sendtype, recvcount, recvtype));
   report("MPI_Iallgather", p, recvtype);
   if (!p)
     return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                            request);
-  return start_served(comm, "MPI_Iallgather", request, [&](Communicator& c) -> Started {
-    const Block own = block_of(p->count, p->size, c.rank());
-    const void* in = sendbuf == MPI_IN_PLACE
-                         ? static_cast<std::byte*>(recvbuf) + own.offset * size_of(p->type)
-                         : sendbuf;
-    return {iallgather(in, own.count, recvbuf, p->count, p->type, c,
-                       algorithm(c, Collective::allgather)),
-            {}};
+  return start_served(comm, "MPI_Iallgather", request, [&](Communicator& c) {
+    return allgather_start(false, sendbuf, recvbuf, *p, c);
   });
 }
 
@@ -114,41 +84,15 @@ int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
                     MPI_Comm comm, MPI_Request* request) {
   Decision p = plan_allgatherv(recvcounts, recvtype, comm);
   int rank = 0;
-  if (p && (PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
-            (sendbuf != MPI_IN_PLACE && (sendtype != recvtype || sendcount != recvcounts[rank]))))
-    p = Decision::forward(kSendSideDiffers);
+  if (p && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS)
+    p = same_send_side(p, sendbuf, sendcount, sendtype, recvcounts[rank], recvtype);
   p = in_background(p);
   report("MPI_Iallgatherv", p, recvtype);
   if (!p)
     return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                             comm, request);
-  return start_served(comm, "MPI_Iallgatherv", request, [&](Communicator& c) -> Started {
-    // As MPI_Allgatherv: blocks the block rule does not place where this rank wants them are
-    // gathered into scratch and moved on completion.
-    const std::size_t es = size_of(p->type);
-    std::vector<std::uint64_t> places(static_cast<std::size_t>(p->size));
-    bool rule_layout = true;
-    for (int r = 0; r < p->size; ++r) {
-      places[static_cast<std::size_t>(r)] = static_cast<std::uint64_t>(displs[r]);
-      rule_layout = rule_layout &&
-                    places[static_cast<std::size_t>(r)] == block_of(p->count, p->size, r).offset;
-    }
-    const Block own = block_of(p->count, p->size, rank);
-    auto* out = static_cast<std::byte*>(recvbuf);
-    const void* in =
-        sendbuf == MPI_IN_PLACE ? out + static_cast<std::size_t>(displs[rank]) * es : sendbuf;
-    const auto algo = algorithm(c, Collective::allgather);
-    if (rule_layout) return {iallgather(in, own.count, recvbuf, p->count, p->type, c, algo), {}};
-    auto scratch = std::make_shared<std::vector<std::byte>>(p->count * es);
-    Request r = iallgather(in, own.count, scratch->data(), p->count, p->type, c, algo);
-    const Plan plan = *p;
-    return {std::move(r), [scratch, places = std::move(places), out, plan, es] {
-              for (int q = 0; q < plan.size; ++q) {
-                const Block b = block_of(plan.count, plan.size, q);
-                std::memcpy(out + places[static_cast<std::size_t>(q)] * es,
-                            scratch->data() + b.offset * es, b.count * es);
-              }
-            }};
+  return start_served(comm, "MPI_Iallgatherv", request, [&](Communicator& c) {
+    return allgatherv_start(false, sendbuf, recvbuf, displs, *p, c);
   });
 }
 
@@ -157,78 +101,221 @@ int MPI_Ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm co
   const Decision p = in_background(plan_bcast(count, type, root, comm));
   report("MPI_Ibcast", p, type);
   if (!p) return PMPI_Ibcast(buffer, count, type, root, comm, request);
-  return start_served(comm, "MPI_Ibcast", request, [&](Communicator& c) -> Started {
-    return {ibroadcast(buffer, p->count, p->type, root, c, algorithm(c, Collective::broadcast)),
-            {}};
-  });
+  return start_served(comm, "MPI_Ibcast", request,
+                      [&](Communicator& c) { return bcast_start(false, buffer, root, *p, c); });
 }
 
 // ---- Completion.
+//
+// Each function settles the served requests in its array, completes the preload's persistent
+// handles itself (requests.hpp) and gives MPI the array with those replaced by
+// MPI_REQUEST_NULL, which MPI skips.
+
+}  // extern "C"
+
+namespace {
+
+// The array as MPI sees it: the preload's persistent handles as MPI_REQUEST_NULL.
+struct Hidden {
+  std::vector<MPI_Request> mpi;
+  std::vector<int> ours;  // their indices, ascending
+  Hidden(const MPI_Request* r, int n) : mpi(r, r + n) {
+    for (int i = 0; i < n; ++i)
+      if (is_persistent(r[i])) {
+        ours.push_back(i);
+        mpi[static_cast<std::size_t>(i)] = MPI_REQUEST_NULL;
+      }
+  }
+  // MPI's updates (completed requests set to MPI_REQUEST_NULL) back into the caller's array.
+  void restore(MPI_Request* r) const {
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < mpi.size(); ++i) {
+      if (k < ours.size() && static_cast<std::size_t>(ours[k]) == i)
+        ++k;
+      else
+        r[i] = mpi[i];
+    }
+  }
+};
+
+MPI_Status* at(MPI_Status* statuses, int i) {
+  return statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : statuses + i;
+}
+
+int test_any(int n, MPI_Request r[], int* index, int* flag, MPI_Status* status, bool& pending) {
+  pending = settle(r, n, false);
+  const Hidden h(r, n);
+  for (int i : h.ours) {
+    const Outcome o = complete_persistent(r[i], false, status);
+    if (o == Outcome::completed) {
+      *index = i;
+      *flag = 1;
+      return status == MPI_STATUS_IGNORE ? MPI_SUCCESS : status->MPI_ERROR;
+    }
+    pending = pending || o == Outcome::running;
+  }
+  Hidden mine = h;
+  const int rc = PMPI_Testany(n, mine.mpi.data(), index, flag, status);
+  mine.restore(r);
+  if (rc == MPI_SUCCESS && *flag && *index == MPI_UNDEFINED && pending) *flag = 0;
+  return rc;
+}
+
+int test_some(int n, MPI_Request r[], int* outcount, int indices[], MPI_Status statuses[],
+              bool& pending) {
+  pending = settle(r, n, false);
+  Hidden h(r, n);
+  int k = 0;
+  for (int i : h.ours) {
+    const Outcome o = complete_persistent(r[i], false, at(statuses, k));
+    if (o == Outcome::completed) indices[k++] = i;
+    pending = pending || o == Outcome::running;
+  }
+  int theirs = 0;
+  const int rc = PMPI_Testsome(n, h.mpi.data(), &theirs, indices + k, at(statuses, k));
+  h.restore(r);
+  if (rc != MPI_SUCCESS) return rc;
+  if (theirs == MPI_UNDEFINED) theirs = 0;
+  *outcount = k + theirs;
+  if (*outcount == 0 && !pending) {
+    bool active = false;  // MPI_UNDEFINED only when nothing is active at all
+    for (int i = 0; i < n && !active; ++i)
+      active = h.mpi[static_cast<std::size_t>(i)] != MPI_REQUEST_NULL;
+    if (!active) *outcount = MPI_UNDEFINED;
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
 
 int MPI_Wait(MPI_Request* request, MPI_Status* status) {
-  if (!straight_to_mpi()) settle(request, 1, true);
+  if (straight_to_mpi()) return PMPI_Wait(request, status);
+  if (is_persistent(*request)) {
+    complete_persistent(*request, true, status);
+    return status == MPI_STATUS_IGNORE ? MPI_SUCCESS : status->MPI_ERROR;
+  }
+  settle(request, 1, true);
   return PMPI_Wait(request, status);
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[]) {
-  if (!straight_to_mpi()) settle(requests, count, true);
-  return PMPI_Waitall(count, requests, statuses);
+  if (straight_to_mpi()) return PMPI_Waitall(count, requests, statuses);
+  settle(requests, count, true);
+  Hidden h(requests, count);
+  for (int i : h.ours) complete_persistent(requests[i], true, MPI_STATUS_IGNORE);
+  const int rc = PMPI_Waitall(count, h.mpi.data(), statuses);  // empty statuses for ours
+  h.restore(requests);
+  return rc;
 }
 
 int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
-  if (!straight_to_mpi()) settle(request, 1, false);
+  if (straight_to_mpi()) return PMPI_Test(request, flag, status);
+  if (is_persistent(*request)) {
+    *flag = complete_persistent(*request, false, status) != Outcome::running;
+    return MPI_SUCCESS;
+  }
+  settle(request, 1, false);
   return PMPI_Test(request, flag, status);
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int* flag, MPI_Status statuses[]) {
-  if (!straight_to_mpi()) settle(requests, count, false);
-  return PMPI_Testall(count, requests, flag, statuses);
+  if (straight_to_mpi()) return PMPI_Testall(count, requests, flag, statuses);
+  settle(requests, count, false);
+  Hidden h(requests, count);
+  // MPI_Testall completes all or nothing: ours must have finished before MPI's are asked.
+  for (int i : h.ours)
+    if (!persistent_finished(requests[i])) return *flag = 0, MPI_SUCCESS;
+  const int rc = PMPI_Testall(count, h.mpi.data(), flag, statuses);
+  h.restore(requests);
+  if (rc == MPI_SUCCESS && *flag)
+    for (int i : h.ours) complete_persistent(requests[i], true, at(statuses, i));
+  return rc;
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int* index, int* flag, MPI_Status* status) {
-  if (!straight_to_mpi()) settle(requests, count, false);
-  return PMPI_Testany(count, requests, index, flag, status);
+  if (straight_to_mpi()) return PMPI_Testany(count, requests, index, flag, status);
+  bool pending = false;
+  return test_any(count, requests, index, flag, status, pending);
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
-  if (!straight_to_mpi()) settle(requests, incount, false);
-  return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  if (straight_to_mpi()) return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  bool pending = false;
+  return test_some(incount, requests, outcount, indices, statuses, pending);
 }
 
 // Waitany and Waitsome return as soon as one request completes, whichever kind it is: while a
-// served one is still running they poll (settle, then MPI's test), yielding the core between
-// rounds; once none is, MPI's own wait takes over.
+// served or persistent one is still running they poll (ours, then MPI's test), yielding the
+// core between rounds; once none is, MPI's own wait takes over.
 int MPI_Waitany(int count, MPI_Request requests[], int* index, MPI_Status* status) {
-  while (!straight_to_mpi() && settle(requests, count, false)) {
+  if (straight_to_mpi()) return PMPI_Waitany(count, requests, index, status);
+  for (;;) {
+    bool pending = false;
     int flag = 0;
-    const int rc = PMPI_Testany(count, requests, index, &flag, status);
+    const int rc = test_any(count, requests, index, &flag, status, pending);
     if (rc != MPI_SUCCESS || flag) return rc;
+    if (!pending) break;
     std::this_thread::yield();
   }
-  return PMPI_Waitany(count, requests, index, status);
+  Hidden h(requests, count);  // nothing of ours runs: MPI's wait on the rest
+  const int rc = PMPI_Waitany(count, h.mpi.data(), index, status);
+  h.restore(requests);
+  return rc;
 }
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int* outcount, int indices[],
                  MPI_Status statuses[]) {
-  while (!straight_to_mpi() && settle(requests, incount, false)) {
-    const int rc = PMPI_Testsome(incount, requests, outcount, indices, statuses);
+  if (straight_to_mpi()) return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  for (;;) {
+    bool pending = false;
+    const int rc = test_some(incount, requests, outcount, indices, statuses, pending);
     if (rc != MPI_SUCCESS || *outcount != 0) return rc;
+    if (!pending) break;
     std::this_thread::yield();
   }
-  return PMPI_Waitsome(incount, requests, outcount, indices, statuses);
+  Hidden h(requests, incount);  // nothing of ours runs: MPI's wait on the rest
+  const int rc = PMPI_Waitsome(incount, h.mpi.data(), outcount, indices, statuses);
+  h.restore(requests);
+  return rc;
 }
 
 int MPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* status) {
-  if (!straight_to_mpi()) settle(&request, 1, false);
+  if (straight_to_mpi()) return PMPI_Request_get_status(request, flag, status);
+  if (is_persistent(request)) {
+    *flag = persistent_finished(request);
+    if (*flag) empty_status(status);
+    return MPI_SUCCESS;
+  }
+  settle(&request, 1, false);
   return PMPI_Request_get_status(request, flag, status);
 }
 
 // A served request the program frees keeps running; the preload completes it later (MPI
-// releases it then), at MPI_Finalize at the latest.
+// releases it then), at MPI_Finalize at the latest. A persistent handle is freed.
 int MPI_Request_free(MPI_Request* request) {
-  if (!straight_to_mpi() && request) forget_if_served(*request);
+  if (!straight_to_mpi() && request) {
+    if (is_persistent(*request)) return free_persistent(request);
+    forget_if_served(*request);
+  }
   return PMPI_Request_free(request);
+}
+
+int MPI_Start(MPI_Request* request) {
+  if (!straight_to_mpi() && request && is_persistent(*request)) return start_persistent(*request);
+  return PMPI_Start(request);
+}
+
+int MPI_Startall(int count, MPI_Request requests[]) {
+  if (straight_to_mpi()) return PMPI_Startall(count, requests);
+  for (int i = 0; i < count; ++i)
+    if (const int rc =
+            is_persistent(requests[i]) ? start_persistent(requests[i]) : PMPI_Start(&requests[i]);
+        rc != MPI_SUCCESS)
+      return rc;
+  return MPI_SUCCESS;
 }
 
 }  // extern "C"

@@ -10,6 +10,7 @@
 #include "pmpi/errors.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/report.hpp"
+#include "toroid/error.hpp"
 
 namespace toroid::pmpi {
 namespace {
@@ -30,6 +31,52 @@ struct Served {
 std::mutex registry_mutex;
 std::unordered_map<MPI_Request, std::unique_ptr<Served>> registry;
 std::atomic<int> alive{0};
+// Persistent collectives, by handle (under registry_mutex too).
+struct Persistent {
+  MPI_Comm comm = MPI_COMM_NULL;
+  const char* name = "";
+  Request request;  // empty once retired (its communicator's state was freed)
+  std::function<void()> finish;
+  bool active = false;
+};
+std::unordered_map<MPI_Request, std::unique_ptr<Persistent>> persistent;
+std::atomic<int> handles{0};
+
+Persistent* persistent_of(MPI_Request r) {
+  if (handles.load(std::memory_order_relaxed) == 0 || r == MPI_REQUEST_NULL) return nullptr;
+  std::lock_guard lock(registry_mutex);
+  auto it = persistent.find(r);
+  return it == persistent.end() ? nullptr : it->second.get();
+}
+
+// The handle's callbacks: it is complete from the start and holds nothing of its own.
+int handle_query(void*, MPI_Status* status) {
+  empty_status(status);
+  return MPI_SUCCESS;
+}
+int handle_free(void*) { return MPI_SUCCESS; }
+
+// Completes an active persistent collective (waiting first when `block`); whether it is
+// inactive afterwards. Errors go through the communicator's handler; the code is returned in
+// `error`.
+bool complete(Persistent& p, bool block, int& error) noexcept {
+  if (!p.active) return true;
+  std::exception_ptr failure;
+  {
+    ToroidScope inside;
+    try {
+      if (!block && !(p.request.is_complete() && p.request.test())) return false;
+      if (block) p.request.wait();
+      if (p.finish) p.finish();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  p.active = false;
+  if (failure) error = report_error(p.comm, p.name, failure);
+  return true;
+}
+
 // Freed requests are settled by one sweeping thread at a time: MPI releases each as it is
 // completed, so two threads must never hold the same one.
 std::mutex sweep_mutex;
@@ -129,10 +176,12 @@ int start_served(MPI_Comm comm, const char* name, MPI_Request* request,
   return MPI_SUCCESS;
 }
 
-bool any_served() noexcept { return alive.load(std::memory_order_relaxed) > 0; }
+bool any_served() noexcept {
+  return alive.load(std::memory_order_relaxed) > 0 || handles.load(std::memory_order_relaxed) > 0;
+}
 
 bool settle(MPI_Request* requests, int count, bool block) noexcept {
-  if (!any_served()) return false;
+  if (alive.load(std::memory_order_relaxed) == 0) return false;
   bool pending = false;
   const std::vector<Served*> mine = find(requests, count, false);
   for (Served* s : mine) pending = !settle_one(*s, block) || pending;
@@ -161,8 +210,124 @@ void drain_served_requests(MPI_Comm comm) noexcept {
     return all;
   }()
                                                           : find(nullptr, 0, false, comm);
-  std::lock_guard sweeping(sweep_mutex);
-  for (Served* s : left) settle_one(*s, true);
+  {
+    std::lock_guard sweeping(sweep_mutex);
+    for (Served* s : left) settle_one(*s, true);
+  }
+  // Persistent ones: completed, then retired before the communicator goes.
+  std::vector<Persistent*> mine;
+  {
+    std::lock_guard lock(registry_mutex);
+    for (auto& [handle, p] : persistent)
+      if (comm == MPI_COMM_NULL || p->comm == comm) mine.push_back(p.get());
+  }
+  for (Persistent* p : mine) {
+    int error = MPI_SUCCESS;
+    complete(*p, true, error);
+    ToroidScope inside;
+    p->request = Request();
+    p->finish = nullptr;
+  }
+}
+
+void empty_status(MPI_Status* status) noexcept {
+  if (status == MPI_STATUS_IGNORE) return;
+  PMPI_Status_set_elements(status, MPI_BYTE, 0);
+  PMPI_Status_set_cancelled(status, 0);
+  status->MPI_SOURCE = MPI_ANY_SOURCE;
+  status->MPI_TAG = MPI_ANY_TAG;
+  status->MPI_ERROR = MPI_SUCCESS;
+}
+
+int init_persistent(MPI_Comm comm, const char* name, MPI_Request* request,
+                    const std::function<Started(Communicator&)>& init) noexcept {
+  auto p = std::make_unique<Persistent>();
+  p->comm = comm;
+  p->name = name;
+  std::exception_ptr failure;
+  {
+    ToroidScope inside;
+    try {
+      Started bound = init(state_of(comm).background());
+      p->request = std::move(bound.request);
+      p->finish = std::move(bound.finish);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) return report_error(comm, name, failure);
+  if (const int rc = PMPI_Grequest_start(handle_query, handle_free, cancel, nullptr, request);
+      rc != MPI_SUCCESS)
+    return rc;
+  PMPI_Grequest_complete(*request);
+  std::lock_guard lock(registry_mutex);
+  persistent.emplace(*request, std::move(p));
+  handles.fetch_add(1, std::memory_order_relaxed);
+  return MPI_SUCCESS;
+}
+
+bool is_persistent(MPI_Request request) noexcept { return persistent_of(request) != nullptr; }
+
+int start_persistent(MPI_Request request) noexcept {
+  Persistent& p = *persistent_of(request);
+  std::exception_ptr failure;
+  {
+    ToroidScope inside;
+    try {
+      if (p.active)
+        throw InvalidArgument("MPI_Start on a persistent collective that is still active");
+      if (!p.request.persistent())
+        throw InvalidArgument(
+            "MPI_Start on a persistent collective whose communicator has been freed");
+      p.request.start();
+      p.active = true;
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  if (failure) return report_error(p.comm, p.name, failure);
+  note_served();
+  return MPI_SUCCESS;
+}
+
+Outcome complete_persistent(MPI_Request request, bool block, MPI_Status* status) noexcept {
+  Persistent& p = *persistent_of(request);
+  const bool was_active = p.active;
+  int error = MPI_SUCCESS;
+  if (!complete(p, block, error)) return Outcome::running;
+  empty_status(status);
+  if (status != MPI_STATUS_IGNORE) status->MPI_ERROR = error;
+  return was_active ? Outcome::completed : Outcome::inactive;
+}
+
+bool persistent_finished(MPI_Request request) noexcept {
+  Persistent& p = *persistent_of(request);
+  ToroidScope inside;
+  try {
+    return !p.active || p.request.is_complete();
+  } catch (...) {
+    return true;  // its error comes out of the call that completes it
+  }
+}
+
+int free_persistent(MPI_Request* request) noexcept {
+  Persistent* p = persistent_of(*request);
+  int error = MPI_SUCCESS;
+  complete(*p, true, error);
+  std::unique_ptr<Persistent> gone;
+  {
+    std::lock_guard lock(registry_mutex);
+    auto it = persistent.find(*request);
+    gone = std::move(it->second);
+    persistent.erase(it);
+    handles.fetch_sub(1, std::memory_order_relaxed);
+  }
+  {
+    ToroidScope inside;
+    gone.reset();
+  }
+  const int rc = PMPI_Request_free(request);
+  return error != MPI_SUCCESS ? error : rc;
 }
 
 }  // namespace toroid::pmpi

@@ -45,7 +45,7 @@ struct Started {
 int start_served(MPI_Comm comm, const char* name, MPI_Request* request,
                  const std::function<Started(Communicator&)>& start) noexcept;
 
-// Whether any served request is alive (the interposed waits' fast path).
+// Whether any served request (or persistent handle) is alive: the interposed waits' fast path.
 bool any_served() noexcept;
 
 // Settles the served requests among `requests`: completes those toroid has finished, waiting
@@ -57,7 +57,34 @@ bool settle(MPI_Request* requests, int count, bool block) noexcept;
 bool forget_if_served(MPI_Request request) noexcept;
 
 // Waits for and completes every served request still alive (MPI_Finalize), or those of `comm`
-// (its toroid state is about to be freed).
+// (its toroid state is about to be freed); persistent ones are completed and retired (a later
+// MPI_Start on one is an error saying why).
 void drain_served_requests(MPI_Comm comm = MPI_COMM_NULL) noexcept;
+
+// ---- Persistent collectives (MPI_Allreduce_init & co; Open MPI: MPIX_Allreduce_init & co).
+//
+// A generalized request cannot be restarted, so a served persistent collective's handle is the
+// preload's own: a generalized request completed at once, kept as the handle's identity, and
+// never shown to MPI's waits. MPI_Start starts toroid's persistent request (bound once at init)
+// behind it; the interposed MPI_Wait*/MPI_Test* complete it themselves (an empty status; the
+// handle stays valid and inactive) and hand MPI the rest of the array with MPI_REQUEST_NULL in
+// its place. MPI_Request_free frees it.
+int init_persistent(MPI_Comm comm, const char* name, MPI_Request* request,
+                    const std::function<Started(Communicator&)>& init) noexcept;
+bool is_persistent(MPI_Request request) noexcept;
+// MPI_Start on one: an error (through comm's handler) when it is active or retired.
+int start_persistent(MPI_Request request) noexcept;
+// Completes an active one (`block`: waiting for it first). The status, when not
+// MPI_STATUS_IGNORE, is set for `completed` and `inactive` (the empty one, with the error code).
+enum class Outcome { inactive, completed, running };
+Outcome complete_persistent(MPI_Request request, bool block, MPI_Status* status) noexcept;
+// Whether it is inactive or its collective has finished (completes nothing).
+bool persistent_finished(MPI_Request request) noexcept;
+// MPI_Request_free on one: waits for it if active (freeing an active one is erroneous in MPI),
+// frees the handle and sets it to MPI_REQUEST_NULL.
+int free_persistent(MPI_Request* request) noexcept;
+
+// The empty status MPI gives a completed collective.
+void empty_status(MPI_Status* status) noexcept;
 
 }  // namespace toroid::pmpi

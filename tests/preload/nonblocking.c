@@ -1,7 +1,9 @@
 /* The non-blocking collectives through the preload: every served call against MPI's own
  * blocking call on the same inputs (PMPI_, which the preload never sees), requests completed
  * in every way MPI offers and mixed with point-to-point and forwarded ones, MPI_Cancel and
- * MPI_Request_free on served requests (both erroneous in MPI for a collective; the preload
+ * persistent collectives (MPI_<call>_init or MPIX_<call>_init, MPI_Start, MPI_Startall) run for
+ * several rounds with new inputs and completed every way, MPI_Request_free on served
+ * requests (both erroneous in MPI for a collective; the preload
  * gives them a defined outcome), a rank that blocks in MPI_Recv while the collective it
  * started must progress, and requests never waited for at MPI_Finalize. Built against MPI only.
  *
@@ -18,6 +20,14 @@
 #include <time.h>
 
 #include "common.h"
+
+/* The persistent collectives: MPI-4's names (MPICH 4), or Open MPI 4.1's MPIX_ extension. */
+#if MPI_VERSION >= 4
+#define PERSISTENT(call) MPI_##call##_init
+#elif defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#define PERSISTENT(call) MPIX_##call##_init
+#endif
 
 static int rank, size, threaded;
 static long long wrong, expected;
@@ -277,6 +287,191 @@ static void cancel_one(void) {
   compare("MPI_Iallreduce after MPI_Cancel", v, ref, sizeof v);
 }
 
+#ifdef PERSISTENT
+/* Six persistent collectives over buffers of n per rank, bound once; each round new inputs. */
+enum { NP = 6 };
+typedef struct {
+  int n;
+  MPI_Request r[NP];
+  float *ar_in, *ar_out, *rs_buf, *rsv_buf, *ag_in, *ag_out, *agv_in, *agv_out, *bc;
+  int *counts, *displs;
+} Bound;
+
+static void bind(Bound* b, int n) {
+  const int total = n * size;
+  b->n = n;
+  b->ar_in = calloc((size_t)n, sizeof(float)), b->ar_out = calloc((size_t)n, sizeof(float));
+  b->rs_buf = calloc((size_t)total, sizeof(float)),
+  b->rsv_buf = calloc((size_t)total, sizeof(float));
+  b->ag_in = calloc((size_t)n, sizeof(float)), b->ag_out = calloc((size_t)total, sizeof(float));
+  b->agv_in = calloc((size_t)n, sizeof(float)), b->agv_out = calloc((size_t)total, sizeof(float));
+  b->bc = calloc((size_t)n, sizeof(float));
+  b->counts = calloc((size_t)size, sizeof(int)), b->displs = calloc((size_t)size, sizeof(int));
+  const int uneven = total - 1 > 0 ? total - 1 : 1;
+  int at = 0;
+  for (int q = 0; q < size; ++q) b->counts[q] = uneven / size + (q < uneven % size);
+  for (int q = size - 1; q >= 0; --q) b->displs[q] = at, at += b->counts[q]; /* reversed */
+  must(PERSISTENT(Allreduce)(b->ar_in, b->ar_out, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                             MPI_INFO_NULL, &b->r[0]),
+       "Allreduce_init");
+  must(PERSISTENT(Reduce_scatter_block)(MPI_IN_PLACE, b->rs_buf, n, MPI_FLOAT, MPI_MAX,
+                                        MPI_COMM_WORLD, MPI_INFO_NULL, &b->r[1]),
+       "Reduce_scatter_block_init");
+  must(PERSISTENT(Reduce_scatter)(MPI_IN_PLACE, b->rsv_buf, b->counts, MPI_FLOAT, MPI_SUM,
+                                  MPI_COMM_WORLD, MPI_INFO_NULL, &b->r[2]),
+       "Reduce_scatter_init");
+  must(PERSISTENT(Allgather)(b->ag_in, n, MPI_FLOAT, b->ag_out, n, MPI_FLOAT, MPI_COMM_WORLD,
+                             MPI_INFO_NULL, &b->r[3]),
+       "Allgather_init");
+  must(PERSISTENT(Allgatherv)(b->agv_in, b->counts[rank], MPI_FLOAT, b->agv_out, b->counts,
+                              b->displs, MPI_FLOAT, MPI_COMM_WORLD, MPI_INFO_NULL, &b->r[4]),
+       "Allgatherv_init");
+  must(PERSISTENT(Bcast)(b->bc, n, MPI_FLOAT, size - 1, MPI_COMM_WORLD, MPI_INFO_NULL, &b->r[5]),
+       "Bcast_init");
+}
+
+static void refill(Bound* b, int round) {
+  const int total = b->n * size;
+  fill(b->ar_in, b->n, rank + round);
+  fill(b->rs_buf, total, rank * 3 + round);
+  fill(b->rsv_buf, total, rank * 5 + round);
+  fill(b->ag_in, b->n, rank + 2 * round);
+  fill(b->agv_in, b->counts[rank], rank + 3 * round);
+  fill(b->bc, b->n, rank == size - 1 ? 17 + round : -1);
+}
+
+/* Each result against MPI's blocking call on the same inputs (refilled again for it). */
+static void check_bound(const char* how, Bound* b, int round) {
+  const int total = b->n * size, n = b->n;
+  float* in = malloc(sizeof(float) * (size_t)total);
+  float* ref = malloc(sizeof(float) * (size_t)total);
+  fill(in, n, rank + round);
+  PMPI_Allreduce(in, ref, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  int bad = memcmp(b->ar_out, ref, sizeof(float) * (size_t)n) != 0;
+  fill(in, total, rank * 3 + round);
+  PMPI_Reduce_scatter_block(in, ref, n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD);
+  bad |= (memcmp(b->rs_buf, ref, sizeof(float) * (size_t)n) != 0) << 1;
+  fill(in, total, rank * 5 + round);
+  PMPI_Reduce_scatter(in, ref, b->counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  bad |= (memcmp(b->rsv_buf, ref, sizeof(float) * (size_t)b->counts[rank]) != 0) << 2;
+  fill(in, n, rank + 2 * round);
+  PMPI_Allgather(in, n, MPI_FLOAT, ref, n, MPI_FLOAT, MPI_COMM_WORLD);
+  bad |= (memcmp(b->ag_out, ref, sizeof(float) * (size_t)total) != 0) << 3;
+  fill(in, b->counts[rank], rank + 3 * round);
+  PMPI_Allgatherv(in, b->counts[rank], MPI_FLOAT, ref, b->counts, b->displs, MPI_FLOAT,
+                  MPI_COMM_WORLD);
+  bad |= (memcmp(b->agv_out, ref, sizeof(float) * (size_t)(total - 1 > 0 ? total - 1 : 1)) != 0)
+         << 4;
+  fill(ref, n, 17 + round);
+  bad |= (memcmp(b->bc, ref, sizeof(float) * (size_t)n) != 0) << 5;
+  for (int k = 0; k < NP; ++k) bad |= (b->r[k] == MPI_REQUEST_NULL) << 6; /* still bound */
+  if (bad)
+    ++wrong, fprintf(stderr, "rank %d: persistent round %d by %s: wrong (mask %d)\n", rank, round,
+                     how, bad);
+  free(in), free(ref);
+}
+
+static void persistent_calls(int n) {
+  Bound b;
+  bind(&b, n);
+  int flag = 0;
+  must(MPI_Request_get_status(b.r[0], &flag, MPI_STATUS_IGNORE), "MPI_Request_get_status");
+  /* MPI: an inactive persistent request is complete (MPICH 4.0's own says it is not) */
+  if (threaded && !flag)
+    ++wrong, fprintf(stderr, "rank %d: an inactive persistent request is not complete\n", rank);
+  for (int round = 0; round < 6; ++round) {
+    refill(&b, round);
+    /* Rounds alternate MPI_Start and MPI_Startall, and the ways to complete. */
+    if (round % 2 == 0)
+      for (int k = 0; k < NP; ++k) must(MPI_Start(&b.r[k]), "MPI_Start");
+    else
+      must(MPI_Startall(NP, b.r), "MPI_Startall");
+    serves(NP);
+    const char* how = "";
+    MPI_Status sts[NP];
+    /* Forwarded to stock MPI, only the two plain ways: MPICH 4.0's MPI_Waitany returns a
+     * completed persistent collective again once it is inactive (found here). */
+    switch (threaded ? round : round % 2) {
+      case 0:
+        how = "MPI_Wait each";
+        for (int k = 0; k < NP; ++k)
+          must(MPI_Wait(&b.r[k], &sts[k]), "MPI_Wait"), check_status(how, &sts[k]);
+        break;
+      case 1: {
+        how = "MPI_Waitall with others"; /* with a served request, a receive and a send */
+        static float extra[1000];
+        int token_in = -1, token_out = rank;
+        MPI_Request all[NP + 3];
+        memcpy(all, b.r, sizeof b.r);
+        fill(extra, 1000, rank);
+        must(
+            MPI_Iallreduce(MPI_IN_PLACE, extra, 1000, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &all[NP]),
+            "MPI_Iallreduce");
+        must(MPI_Irecv(&token_in, 1, MPI_INT, (rank + size - 1) % size, 8, MPI_COMM_WORLD,
+                       &all[NP + 1]),
+             "MPI_Irecv");
+        must(MPI_Isend(&token_out, 1, MPI_INT, (rank + 1) % size, 8, MPI_COMM_WORLD, &all[NP + 2]),
+             "MPI_Isend");
+        serves(1);
+        MPI_Status st[NP + 3];
+        must(MPI_Waitall(NP + 3, all, st), "MPI_Waitall");
+        for (int k = 0; k < NP; ++k) {
+          if (all[k] != b.r[k])
+            ++wrong, fprintf(stderr, "rank %d: MPI_Waitall changed a persistent handle\n", rank);
+          check_status(how, &st[k]);
+        }
+        if (token_in != (rank + size - 1) % size || all[NP] != MPI_REQUEST_NULL) ++wrong;
+        break;
+      }
+      case 2:
+        how = "MPI_Waitany";
+        for (int k = 0; k < NP; ++k) {
+          int index = -1;
+          must(MPI_Waitany(NP, b.r, &index, MPI_STATUS_IGNORE), "MPI_Waitany");
+          if (index == MPI_UNDEFINED)
+            ++wrong, fprintf(stderr, "rank %d: MPI_Waitany found none\n", rank);
+        }
+        break;
+      case 3:
+        how = "MPI_Testsome";
+        for (int done = 0; done < NP;) {
+          int out = 0, idx[NP];
+          must(MPI_Testsome(NP, b.r, &out, idx, sts), "MPI_Testsome");
+          if (out != MPI_UNDEFINED) done += out;
+        }
+        break;
+      case 4:
+        how = "MPI_Testall";
+        for (flag = 0; !flag;) must(MPI_Testall(NP, b.r, &flag, sts), "MPI_Testall");
+        break;
+      default:
+        how = "MPI_Test and MPI_Waitsome";
+        for (flag = 0; !flag;) must(MPI_Test(&b.r[0], &flag, MPI_STATUS_IGNORE), "MPI_Test");
+        for (int done = 1; done < NP;) {
+          int out = 0, idx[NP];
+          must(MPI_Waitsome(NP, b.r, &out, idx, sts), "MPI_Waitsome");
+          if (out == MPI_UNDEFINED) break;
+          done += out;
+        }
+        break;
+    }
+    check_bound(how, &b, round);
+  }
+  /* Every one inactive now: a wait on them all returns at once. */
+  int index = 0;
+  must(MPI_Waitany(NP, b.r, &index, MPI_STATUS_IGNORE), "MPI_Waitany");
+  if (threaded && index != MPI_UNDEFINED) /* MPICH 4.0's own returns one (see above) */
+    ++wrong,
+        fprintf(stderr, "rank %d: MPI_Waitany on inactive requests returned %d\n", rank, index);
+  for (int k = 0; k < NP; ++k) {
+    must(MPI_Request_free(&b.r[k]), "MPI_Request_free");
+    if (b.r[k] != MPI_REQUEST_NULL) ++wrong;
+  }
+  free(b.ar_in), free(b.ar_out), free(b.rs_buf), free(b.rsv_buf), free(b.ag_in), free(b.ag_out);
+  free(b.agv_in), free(b.agv_out), free(b.bc), free(b.counts), free(b.displs);
+}
+#endif
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -354,6 +549,10 @@ int main(int argc, char** argv) {
   const int sizes[] = {1, 1000, 30001};
   for (int k = 0; k < 3; ++k) each_call(sizes[k]);
   mixed_arrays();
+#ifdef PERSISTENT
+  persistent_calls(1000);
+  persistent_calls(7);
+#endif
   progress_while_blocked();
   if (threaded) cancel_one(); /* stock MPI may refuse to cancel a collective */
 

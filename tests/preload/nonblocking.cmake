@@ -35,7 +35,8 @@ if(NOT n_settled EQUAL NP)
 endif()
 if(MODE STREQUAL "single")
   set(kinds "MPI_Iallreduce: forwarded to MPI: non-blocking calls need MPI_THREAD_MULTIPLE"
-            "MPI_Ibcast: forwarded to MPI: non-blocking calls need MPI_THREAD_MULTIPLE")
+            "MPI_Ibcast: forwarded to MPI: non-blocking calls need MPI_THREAD_MULTIPLE"
+            "MPIX?_Allreduce_init: forwarded to MPI: non-blocking calls need MPI_THREAD_MULTIPLE")
   if(NOT served EQUAL 0)
     message(FATAL_ERROR "served ${served} non-blocking calls without MPI_THREAD_MULTIPLE")
   endif()
@@ -43,7 +44,10 @@ else()
   set(kinds "MPI_Iallreduce: served by toroid" "MPI_Ireduce_scatter_block: served by toroid"
             "MPI_Ireduce_scatter: served by toroid" "MPI_Iallgather: served by toroid"
             "MPI_Iallgatherv: served by toroid" "MPI_Ibcast: served by toroid"
-            "MPI_Iallreduce: forwarded to MPI: the datatype has no toroid twin \\(MPI_SHORT\\)")
+            "MPI_Iallreduce: forwarded to MPI: the datatype has no toroid twin \\(MPI_SHORT\\)"
+            "MPIX?_Allreduce_init: served by toroid" "MPIX?_Reduce_scatter_block_init: served by toroid"
+            "MPIX?_Reduce_scatter_init: served by toroid" "MPIX?_Allgather_init: served by toroid"
+            "MPIX?_Allgatherv_init: served by toroid" "MPIX?_Bcast_init: served by toroid")
   if(served EQUAL 0)
     message(FATAL_ERROR "nothing served:\n${out}\n${err}")
   endif()
