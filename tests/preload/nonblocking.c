@@ -14,6 +14,7 @@
  * Inputs are small integers, so every result is exact in any order of reduction: each element
  * is compared with the stock result. Output (rank 0): "served <n> expected <m> wrong <w>", and
  * after MPI_Finalize "late <w>" for the requests settled there. Exit 1 on anything wrong. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +140,56 @@ static void each_call(int n) {
   compare("MPI_Ibcast", out, ref, sizeof(float) * (size_t)n);
   serves(1);
   free(in), free(out), free(ref), free(counts), free(displs);
+}
+
+/* Every served type and op: MPI_Iallreduce and MPI_Ireduce_scatter_block, in place and not,
+ * against PMPI's blocking calls on the same exact small-integer inputs. */
+static void types_and_ops(void) {
+  const MPI_Datatype types[] = {MPI_FLOAT,     MPI_DOUBLE,  MPI_INT,    MPI_LONG,
+                                MPI_LONG_LONG, MPI_INT32_T, MPI_INT64_T};
+  const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
+  enum { N = 777 };
+  static char in[8 * N * 16], out[8 * N * 16], ref[8 * N * 16];
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; ++t)
+    for (int o = 0; o < 4; ++o)
+      for (int in_place = 0; in_place < 2; ++in_place) {
+        int es = 0;
+        MPI_Type_size(types[t], &es);
+        const int total = N * size;
+        for (int i = 0; i < total; ++i) {
+          const long long v = o == 0   ? (rank * 31 + i * 7) % 19 - 9
+                              : o == 1 ? ((rank + i) % 3 == 0   ? 2
+                                          : (rank + i) % 3 == 1 ? -1
+                                                                : 1)
+                                       : (rank * 13 + i * 5) % 101 - 50;
+          char* at = in + (size_t)i * (size_t)es;
+          if (types[t] == MPI_FLOAT)
+            *(float*)at = (float)v;
+          else if (types[t] == MPI_DOUBLE)
+            *(double*)at = (double)v;
+          else if (es == 4)
+            *(int32_t*)at = (int32_t)v;
+          else
+            *(int64_t*)at = (int64_t)v;
+        }
+        MPI_Request r;
+        memcpy(out, in, (size_t)total * (size_t)es);
+        must(MPI_Iallreduce(in_place ? MPI_IN_PLACE : in, out, N, types[t], ops[o], MPI_COMM_WORLD,
+                            &r),
+             "MPI_Iallreduce");
+        must(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+        must(PMPI_Allreduce(in, ref, N, types[t], ops[o], MPI_COMM_WORLD), "PMPI_Allreduce");
+        compare("MPI_Iallreduce (types and ops)", out, ref, (size_t)N * (size_t)es);
+        memcpy(out, in, (size_t)total * (size_t)es);
+        must(MPI_Ireduce_scatter_block(in_place ? MPI_IN_PLACE : in, out, N, types[t], ops[o],
+                                       MPI_COMM_WORLD, &r),
+             "MPI_Ireduce_scatter_block");
+        must(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+        must(PMPI_Reduce_scatter_block(in, ref, N, types[t], ops[o], MPI_COMM_WORLD),
+             "PMPI_Reduce_scatter_block");
+        compare("MPI_Ireduce_scatter_block (types and ops)", out, ref, (size_t)N * (size_t)es);
+        serves(2);
+      }
 }
 
 /* One array of five: a receive from the left, a served all-reduce, a send to the right, a served
@@ -548,6 +599,7 @@ int main(int argc, char** argv) {
   }
   const int sizes[] = {1, 1000, 30001};
   for (int k = 0; k < 3; ++k) each_call(sizes[k]);
+  types_and_ops();
   mixed_arrays();
 #ifdef PERSISTENT
   persistent_calls(1000);
