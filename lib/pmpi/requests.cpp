@@ -142,6 +142,20 @@ std::vector<Served*> find(const MPI_Request* requests, int count, bool freed,
   return found;
 }
 
+// Runs `start` on comm's background communicator, inside toroid; what it threw, if anything.
+std::exception_ptr begin(MPI_Comm comm, const std::function<Started(Communicator&)>& start,
+                         Request& request, std::function<void()>& finish) noexcept {
+  ToroidScope inside;
+  try {
+    Started started = start(state_of(comm).background());
+    request = std::move(started.request);
+    finish = std::move(started.finish);
+    return nullptr;
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
 }  // namespace
 
 int start_served(MPI_Comm comm, const char* name, MPI_Request* request,
@@ -149,18 +163,8 @@ int start_served(MPI_Comm comm, const char* name, MPI_Request* request,
   auto s = std::make_unique<Served>();
   s->comm = comm;
   s->name = name;
-  std::exception_ptr failure;
-  {
-    ToroidScope inside;
-    try {
-      Started started = start(state_of(comm).background());
-      s->request = std::move(started.request);
-      s->finish = std::move(started.finish);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  if (failure) return report_error(comm, name, failure);
+  if (auto failure = begin(comm, start, s->request, s->finish))
+    return report_error(comm, name, failure);
   if (const int rc = PMPI_Grequest_start(query, release, cancel, s.get(), request);
       rc != MPI_SUCCESS) {
     settle_one(*s, true);  // toroid's collective runs on the other ranks: finish it here too
@@ -244,18 +248,8 @@ int init_persistent(MPI_Comm comm, const char* name, MPI_Request* request,
   auto p = std::make_unique<Persistent>();
   p->comm = comm;
   p->name = name;
-  std::exception_ptr failure;
-  {
-    ToroidScope inside;
-    try {
-      Started bound = init(state_of(comm).background());
-      p->request = std::move(bound.request);
-      p->finish = std::move(bound.finish);
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  if (failure) return report_error(comm, name, failure);
+  if (auto failure = begin(comm, init, p->request, p->finish))
+    return report_error(comm, name, failure);
   if (const int rc = PMPI_Grequest_start(handle_query, handle_free, cancel, nullptr, request);
       rc != MPI_SUCCESS)
     return rc;

@@ -6,6 +6,7 @@
 # Inputs: MPIEXEC, NP, PROGRAM, PRELOAD, MIN_BYTES, SETTINGS (VAR=value|... for the preload run),
 #         LOG_TEXT (optional: a regular expression the log must also match)
 include(${CMAKE_CURRENT_LIST_DIR}/../bench/expect.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/log_lines.cmake)
 set(ENV{TOROID_MIN_BYTES} ${MIN_BYTES})
 set(launch ${MPIEXEC} -n ${NP} --oversubscribe)
 
@@ -35,17 +36,11 @@ if(n_self GREATER 1)
   message(FATAL_ERROR "TOROID_LOG=info reported MPI_COMM_SELF ${n_self} times (once is the rule):\n${err}")
 endif()
 # What it did with each kind of call, once per kind (rank 0 of MPI_COMM_WORLD).
-foreach(kind "MPI_Bcast: served by toroid"
-             "MPI_Allgatherv: served by toroid"
-             "MPI_Allreduce: forwarded to MPI: the datatype has no toroid twin \\(MPI_SHORT\\)"
-             "MPI_Allreduce: forwarded to MPI: the op has no toroid twin"
-             "MPI_Allgather: forwarded to MPI: the send side is described otherwise")
-  string(REGEX MATCHALL "toroid: ${kind}" said_kind "${err}")
-  list(LENGTH said_kind n_kind)
-  if(NOT n_kind EQUAL 1)
-    message(FATAL_ERROR "TOROID_LOG=info said '${kind}' ${n_kind} times, not once:\n${err}")
-  endif()
-endforeach()
+expect_said_once("${err}" "MPI_Bcast: served by toroid"
+                 "MPI_Allgatherv: served by toroid"
+                 "MPI_Allreduce: forwarded to MPI: the datatype has no toroid twin \\(MPI_SHORT\\)"
+                 "MPI_Allreduce: forwarded to MPI: the op has no toroid twin"
+                 "MPI_Allgather: forwarded to MPI: the send side is described otherwise")
 if(DEFINED LOG_TEXT AND NOT err MATCHES "${LOG_TEXT}")
   message(FATAL_ERROR "TOROID_LOG=info did not say '${LOG_TEXT}':\n${err}")
 endif()

@@ -2,6 +2,8 @@
 # say served, every rank back from MPI_Finalize with the requests it left there settled, and the
 # log saying what was served (MODE=single: forwarded, and why). A hang ends at 120 s.
 # Inputs: MPIEXEC, PRELOAD, PROGRAM, NP, MODE (optional: single)
+include(${CMAKE_CURRENT_LIST_DIR}/log_lines.cmake)
+
 # Open MPI's mpirun passes variables with -x VAR=value; MPICH's mpiexec with -genv VAR value.
 set(vars LD_PRELOAD=${PRELOAD} TOROID_MIN_BYTES=0 TOROID_LOG=info TOROID_TIMEOUT=60)
 set(launch ${MPIEXEC} -n ${NP})
@@ -52,11 +54,5 @@ else()
     message(FATAL_ERROR "nothing served:\n${out}\n${err}")
   endif()
 endif()
-foreach(kind IN LISTS kinds)
-  string(REGEX MATCHALL "toroid: ${kind}" said "${err}")
-  list(LENGTH said n)
-  if(NOT n EQUAL 1)
-    message(FATAL_ERROR "TOROID_LOG=info said '${kind}' ${n} times, not once:\n${err}")
-  endif()
-endforeach()
+expect_said_once("${err}" ${kinds})
 message(STATUS "${NP} ranks ${MODE}: served ${served}, every result exact, every rank settled at MPI_Finalize")
