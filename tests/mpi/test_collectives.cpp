@@ -128,7 +128,9 @@ TEST_CASE("torus2d_both reduce-scatter and all-gather across segments and transp
         o.transport = tr;
         o.segment_bytes = seg;
         Communicator comm(MPI_COMM_WORLD, o);
-        for (std::uint64_t n : {std::uint64_t{4099}, std::uint64_t{300007}})
+        // 64 B segments cut 4099 elements into many; the large vector runs at the others.
+        for (std::uint64_t n : {std::uint64_t{4099}, std::uint64_t{300007}}) {
+          if (seg == 64 && n > 4099) continue;
           for (Collective coll : {Collective::reduce_scatter, Collective::allgather})
             for (bool ip : {false, true}) {
               const Case c{Algorithm::torus2d_both, DataType::f32, ReduceOp::sum, n, ip};
@@ -138,6 +140,7 @@ TEST_CASE("torus2d_both reduce-scatter and all-gather across segments and transp
                 FAIL(c.describe(std::string(toroid::to_string(coll)))
                      << " on " << shape << " segment " << seg << ": " << wrong << " wrong");
             }
+        }
       }
   }
 }
