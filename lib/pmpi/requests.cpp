@@ -52,9 +52,26 @@ Persistent* persistent_of(MPI_Request r) {
 // The handle's callbacks: it is complete from the start and holds nothing of its own.
 int handle_query(void*, MPI_Status* status) {
   empty_status(status);
+  status->MPI_ERROR = MPI_SUCCESS;
   return MPI_SUCCESS;
 }
 int handle_free(void*) { return MPI_SUCCESS; }
+
+// Ends toroid's collective behind a request once it has finished (waiting for it when
+// `block`) and runs its completion step, inside toroid. False while it still runs; what it
+// threw goes to `failure` (the request has ended then too).
+bool end_collective(Request& r, const std::function<void()>& finish, bool block,
+                    std::exception_ptr& failure) noexcept {
+  ToroidScope inside;
+  try {
+    if (!block && !(r.is_complete() && r.test())) return false;
+    if (block) r.wait();
+    if (finish) finish();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  return true;
+}
 
 // Completes an active persistent collective (waiting first when `block`); whether it is
 // inactive afterwards. Errors go through the communicator's handler; the code is returned in
@@ -62,16 +79,7 @@ int handle_free(void*) { return MPI_SUCCESS; }
 bool complete(Persistent& p, bool block, int& error) noexcept {
   if (!p.active) return true;
   std::exception_ptr failure;
-  {
-    ToroidScope inside;
-    try {
-      if (!block && !(p.request.is_complete() && p.request.test())) return false;
-      if (block) p.request.wait();
-      if (p.finish) p.finish();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
+  if (!end_collective(p.request, p.finish, block, failure)) return false;
   p.active = false;
   if (failure) error = report_error(p.comm, p.name, failure);
   return true;
@@ -83,10 +91,7 @@ std::mutex sweep_mutex;
 
 // MPI's callbacks for the generalized request (MPI_Grequest_start).
 int query(void* extra, MPI_Status* status) {
-  PMPI_Status_set_elements(status, MPI_BYTE, 0);
-  PMPI_Status_set_cancelled(status, 0);
-  status->MPI_SOURCE = MPI_ANY_SOURCE;
-  status->MPI_TAG = MPI_ANY_TAG;
+  empty_status(status);
   return static_cast<Served*>(extra)->error;
 }
 int release(void* extra) {  // MPI frees the request: after completion, never before
@@ -110,16 +115,7 @@ int cancel(void*, int) { return MPI_SUCCESS; }  // nothing to cancel: it complet
 bool settle_one(Served& s, bool block) noexcept {
   if (s.completed) return true;
   std::exception_ptr failure;
-  {
-    ToroidScope inside;
-    try {
-      if (!block && !(s.request.is_complete() && s.request.test())) return false;
-      if (block) s.request.wait();
-      if (s.finish) s.finish();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
+  if (!end_collective(s.request, s.finish, block, failure)) return false;
   if (failure) s.error = report_error(s.comm, s.name, failure);
   s.completed = true;
   PMPI_Grequest_complete(s.handle);  // a freed request is released here (`release`)
@@ -240,7 +236,6 @@ void empty_status(MPI_Status* status) noexcept {
   PMPI_Status_set_cancelled(status, 0);
   status->MPI_SOURCE = MPI_ANY_SOURCE;
   status->MPI_TAG = MPI_ANY_TAG;
-  status->MPI_ERROR = MPI_SUCCESS;
 }
 
 int init_persistent(MPI_Comm comm, const char* name, MPI_Request* request,

@@ -84,7 +84,7 @@ bool persistent_finished(MPI_Request request) noexcept;
 // frees the handle and sets it to MPI_REQUEST_NULL.
 int free_persistent(MPI_Request* request) noexcept;
 
-// The empty status MPI gives a completed collective.
+// The empty status MPI gives a completed collective (its error field is the caller's).
 void empty_status(MPI_Status* status) noexcept;
 
 }  // namespace toroid::pmpi
