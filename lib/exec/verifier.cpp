@@ -356,14 +356,17 @@ class Runner {
   void deliver(int from, const Step& send, int to, const Step& recv) {
     const BufferSet rb = buffers(to);
     const std::size_t bytes = recv.dst.count * esize_;
-    // Stage first: the sender's chunk may alias nothing of ours, but keep MPI semantics.
-    gather(from, send.src, staging_);
+    // A reduction stages the message first (the sender's chunk aliases nothing of ours, but
+    // MPI's semantics are kept); a gathered one is packed. A plain one is copied straight.
+    const std::byte* sent = buffers(from).readable(send.src);
+    if (recv.kind != Kind::recv || send.src.gathered())
+      gather(from, send.src, staging_), sent = staging_.data();
     if (recv.kind == Kind::recv) {
-      std::memcpy(rb.writable(recv.dst), staging_.data(), bytes);
+      std::memcpy(rb.writable(recv.dst), sent, bytes);
     } else {
       const std::byte* local = rb.readable(recv.src);
       if (recv.src.gathered()) gather(to, recv.src, packed_), local = packed_.data();
-      reduce_(rb.writable(recv.dst), local, staging_.data(), recv.dst.count);
+      reduce_(rb.writable(recv.dst), local, sent, recv.dst.count);
     }
     if (traffic_) {
       traffic_->links.insert({from, to});
