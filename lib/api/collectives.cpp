@@ -275,18 +275,29 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
     return;
   }
   auto op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params);
-  if (!m.config.check && !p.single_copy) m.last_call = {key, op};
+  if (!m.config.check && !p.single_copy) m.last_call = {key, op, p.params.what};
   m.progress->run(op);
 }
 
 Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bool persistent) {
   Communicator::Impl& m = comm.impl();
-  const char* form = persistent ? "persistent " : "non-blocking ";
-  const Prepared p = prepare(c, comm, requested, form);
   auto state = std::make_shared<Request::State>();
   state->progress = m.progress;
   state->persistent = persistent;
   state->rank = m.rank;
+  // The same non-blocking call as the last, whose request is gone and whose op has finished:
+  // started again as it is, without prepare() (an op a request still holds is never shared).
+  const auto key = key_of(c, requested.value_or(m.config.algorithm));
+  if (!persistent && m.last_start.op && m.last_start.key == key &&
+      m.last_start.op.use_count() == 1 && m.progress->finished(*m.last_start.op)) {
+    state->what = m.last_start.what;
+    state->op = m.last_start.op;
+    m.progress->start(state->op);
+    state->started = true;
+    return Request(std::move(state));
+  }
+  const char* form = persistent ? "persistent " : "non-blocking ";
+  const Prepared p = prepare(c, comm, requested, form);
   state->what = p.params.what;
   if (p.stock) {
     // MPI's own non-blocking collective; MPI moves it (inside test/wait, or its own progress).
@@ -301,6 +312,8 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
   state->op = p.single_copy ? single_copy_op(m, p, false)
                             : m.progress->acquire(p.schedule->schedule, p.schedule->serial,
                                                   p.buffers, p.params, persistent);
+  if (!persistent && !m.config.check && !p.single_copy)
+    m.last_start = {key, state->op, state->what};
   if (!persistent) {
     m.progress->start(state->op);
     state->started = true;

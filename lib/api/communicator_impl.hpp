@@ -52,6 +52,7 @@ class ScheduleCache {
 struct RepeatedCall {
   std::array<std::uint64_t, 6> key{};
   std::shared_ptr<exec::Op> op;
+  exec::CallName what;  // a request's name (non-blocking starts)
   void forget() { op.reset(); }
 };
 
@@ -64,7 +65,8 @@ struct Communicator::Impl {
   Torus2D topology{1, 1};
   topology::NodeLayout nodes;
   ScheduleCache schedules;
-  RepeatedCall last_call;
+  RepeatedCall last_call;   // the last blocking call: repeated, it skips prepare()
+  RepeatedCall last_start;  // the same for the last non-blocking start
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi
   std::unique_ptr<exec::Selector> selector;  // `auto`

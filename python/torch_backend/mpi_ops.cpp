@@ -103,7 +103,7 @@ int MpiWork::sourceRank() const {
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::completed(c10d::OpType type,
                                                              std::vector<at::Tensor> outputs) {
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), type, std::move(outputs));
+  auto work = c10::make_intrusive<ToroidWork>(*this, type, std::move(outputs));
   work->complete(nullptr);
   return work;
 }

@@ -20,6 +20,17 @@ namespace {
 // MPI_Comm_create_group's tag: torch makes groups one at a time, in the same order everywhere.
 constexpr int kGroupTag = 7411;
 
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+// The completer polls while calls came within kPollFor instead of being woken for each work:
+// every kPollMin at first, twice as long after each poll that found nothing left to it (the
+// callers drove their works), up to kPollMax. It leaves a work younger than kCallerGrace to a
+// caller who may be about to wait on it (torch's synchronous calls are start + wait, a few
+// microseconds of Python apart).
+constexpr auto kPollFor = 50ms;
+constexpr std::chrono::microseconds kPollMin{100}, kPollMax{1000};
+constexpr auto kCallerGrace = 50us;
+
 std::vector<uint8_t> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
 
 DataType type_of(const at::Tensor& t, const char* op) {
@@ -76,12 +87,9 @@ std::uint64_t count_of(const at::Tensor& t) { return static_cast<std::uint64_t>(
 
 // ---- ToroidWork
 
-ToroidWork::ToroidWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
-    : c10d::Work(rank, type),
-      outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-}
+ToroidWork::ToroidWork(ProcessGroupToroid& group, c10d::OpType type,
+                       std::vector<at::Tensor> outputs)
+    : c10d::Work(group.getRank(), type), group_(group), outputs_(std::move(outputs)) {}
 
 bool ToroidWork::isCompleted() {
   std::lock_guard lock(mutex_);
@@ -102,6 +110,12 @@ std::vector<at::Tensor> ToroidWork::result() { return outputs_; }
 
 bool ToroidWork::wait(std::chrono::milliseconds timeout) {
   ReleaseGilIfHeld gil;  // the completer may need it to complete this work
+  // The oldest work, not yet taken by the completer: drive it here, with no hand-off. (While
+  // the work is incomplete its group is alive: the group's destructor completes every work.)
+  if (!isCompleted() && group_.claim_oldest(*this)) {
+    drive(true);
+    group_.retire(*this);
+  }
   std::unique_lock lock(mutex_);
   if (timeout == kNoTimeout) {
     done_cv_.wait(lock, [&] { return done_; });
@@ -112,25 +126,63 @@ bool ToroidWork::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-c10::intrusive_ptr<c10::ivalue::Future> ToroidWork::getFuture() { return future_; }
+// Made when asked for (DDP and communication hooks ask; a synchronous call does not), and
+// completed at once when the work already is.
+c10::intrusive_ptr<c10::ivalue::Future> ToroidWork::getFuture() {
+  static const c10::TypePtr list_of_tensors = c10::ListType::create(c10::TensorType::get());
+  c10::intrusive_ptr<c10::ivalue::Future> made;
+  {
+    std::lock_guard lock(mutex_);
+    if (future_) return future_;
+    future_ = c10::make_intrusive<c10::ivalue::Future>(list_of_tensors);
+    if (!done_) return future_;
+    made = future_;
+  }
+  settle(*made);
+  return made;
+}
+
+void ToroidWork::settle(c10::ivalue::Future& future) {
+  if (error_)
+    future.setError(error_);
+  else
+    future.markCompleted(c10::IValue(outputs_));
+}
+
+void ToroidWork::drive(bool caller) {
+  std::exception_ptr error;
+  try {
+    for (auto& r : requests) {
+      if (caller) {
+        r.wait();  // the caller has nothing else to do: toroid's own wait, as a blocking call
+        continue;
+      }
+      while (!r.test())
+        sched_yield();  // one round per test: the caller may start a collective between
+    }
+    if (finish) finish();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  complete(error);
+}
 
 void ToroidWork::complete(std::exception_ptr error) {
   std::vector<at::Tensor> release;
+  c10::intrusive_ptr<c10::ivalue::Future> future;
   {
     std::lock_guard lock(mutex_);
     done_ = true;
     error_ = error;
     release.swap(keep);
+    future = future_;
   }
   // Dropped outside the lock: the last reference to a tensor may free its Python object, which
   // takes the GIL, and a thread holding the GIL may be waiting for this lock (is_completed).
   release.clear();
   done_cv_.notify_all();
-  // The future's callbacks (DDP's, a communication hook's) run here, on the completer thread.
-  if (error)
-    future_->setError(error);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
+  // The future's callbacks (DDP's, a communication hook's) run here, on the driving thread.
+  if (future) settle(*future);
 }
 
 // ---- ProcessGroupToroid
@@ -217,39 +269,83 @@ ProcessGroupToroid::~ProcessGroupToroid() {
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::enqueue(c10::intrusive_ptr<ToroidWork> work) {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
+    // Behind another work (async use: nobody may wait soon) or with the completer asleep for
+    // good, wake it; while it polls, a work alone is left to the caller's wait.
+    wake = !pending_.empty() || completer_state_ == Completer::asleep;
     pending_.push_back(work);
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
   return work;
 }
 
+bool ProcessGroupToroid::claim_oldest(ToroidWork& work) {
+  std::lock_guard lock(mutex_);
+  return !pending_.empty() && pending_.front().get() == &work && work.claim();
+}
+
+void ProcessGroupToroid::retire(ToroidWork& work) {
+  c10::intrusive_ptr<ToroidWork> done;  // dropped outside the lock (tensors may need the GIL)
+  {
+    std::lock_guard lock(mutex_);
+    // `work` is the front: claimed by its caller there, and only a work's claimer pops it.
+    (void)work;
+    done = std::move(pending_.front());
+    pending_.pop_front();
+    last_active_ = Clock::now();
+    if (pending_.empty()) return;  // the completer finds out when it polls
+  }
+  wake_.notify_one();  // works behind this one are the completer's
+}
+
 void ProcessGroupToroid::run_completer() {
+  std::unique_lock lock(mutex_);
+  std::chrono::microseconds poll_every = kPollMin;
   for (;;) {
-    c10::intrusive_ptr<ToroidWork> work;
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
-      if (pending_.empty()) return;  // stopping, nothing left
-      work = pending_.front();
+    if (pending_.empty()) {
+      if (stop_) return;
+      if (Clock::now() - last_active_ < kPollFor) {
+        completer_state_ = Completer::polling;
+        wake_.wait_for(lock, poll_every);
+        // Nothing left to it (the callers drove their works): poll less often.
+        if (pending_.empty() || pending_.front()->claimed())
+          poll_every = std::min(2 * poll_every, kPollMax);
+      } else {
+        completer_state_ = Completer::asleep;
+        wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+      }
+      completer_state_ = Completer::busy;
+      continue;
     }
-    std::exception_ptr error;
-    try {
-      for (auto& r : work->requests)
-        while (!r.test())
-          sched_yield();  // one round per test: the caller's thread gets the engine between
-      if (work->finish) work->finish();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    work->complete(error);
-    {
-      std::lock_guard lock(mutex_);
+    c10::intrusive_ptr<ToroidWork> work = pending_.front();
+    const auto moved_on = [&] { return stop_ || pending_.empty() || pending_.front() != work; };
+    // Young and alone: its caller may be about to wait on it and drive it itself. Taken by a
+    // caller: it is driven. Either way look again later (retire() does not wake us for it,
+    // so the caller pays no wake-up).
+    const auto grace_ends = work->started + kCallerGrace;
+    const bool young = pending_.size() == 1 && Clock::now() < grace_ends;
+    if ((young && !stop_) || work->claimed()) {
+      completer_state_ = Completer::polling;
+      if (young)
+        wake_.wait_until(lock, grace_ends, moved_on);
+      else
+        wake_.wait_for(lock, poll_every, moved_on);
+      completer_state_ = Completer::busy;
+    } else if (work->claim()) {
+      poll_every = kPollMin;  // a work left to the completer: poll sooner while calls come
+      lock.unlock();
+      work->drive(false);
+      lock.lock();
       pending_.pop_front();
+      last_active_ = Clock::now();
     }
-    // `work` goes at the end of this iteration, outside every lock (it may hold the last
-    // references to tensors, whose Python objects need the GIL to be freed).
+    // `work` goes outside every lock (it may hold the last references to tensors, whose
+    // Python objects need the GIL to be freed).
+    lock.unlock();
+    work.reset();
+    lock.lock();
   }
 }
 
@@ -263,7 +359,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::start_allreduce(std::vector<a
   const DataType element = type_of(t, name);
   const ReduceOp op = op_of(reduce_op, name);
   at::Tensor out = in_place ? t : at::empty_like(t);
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), type, tensors);
+  auto work = c10::make_intrusive<ToroidWork>(*this, type, tensors);
   work->keep = {t, out};
   work->requests.push_back(
       iallreduce(t.data_ptr(), count_of(t), out.data_ptr(), count_of(out), element, op, *comm_));
@@ -284,8 +380,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce_coalesced(
     types.push_back(type_of(t, "allreduce_coalesced"));
   }
   // One request per tensor, all in flight at once: no copy into a flat buffer.
-  auto work =
-      c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::ALLREDUCE_COALESCED, tensors);
   work->keep = tensors;
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     at::Tensor& t = tensors[i];
@@ -300,7 +395,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::broadcast(std::vector<at::Ten
   require_one(tensors, "broadcast");
   at::Tensor& t = tensors[0];
   require_dense(t, "broadcast", "the tensor");
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::BROADCAST, tensors);
+  auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::BROADCAST, tensors);
   work->keep = tensors;
   work->requests.push_back(ibroadcast(t.data_ptr(), count_of(t), type_of(t, "broadcast"),
                                       static_cast<int>(opts.rootRank), *comm_));
@@ -318,7 +413,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::_allgather_base(at::Tensor& o
         fmt::format("toroid backend: _allgather_base: output has {} elements, expected {} (input "
                     "{} x {} ranks)",
                     count_of(output), count_of(input) * getSize(), count_of(input), getSize()));
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::_ALLGATHER_BASE,
+  auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::_ALLGATHER_BASE,
                                               std::vector<at::Tensor>{output});
   work->keep = {input, output};
   work->requests.push_back(iallgather(input.data_ptr(), count_of(input), output.data_ptr(),
@@ -344,7 +439,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather(
   }
   // Gathered into one flat tensor (toroid's layout), then copied into the list.
   at::Tensor flat = at::empty({in.numel() * getSize()}, in.options());
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::ALLGATHER, outputs[0]);
+  auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::ALLGATHER, outputs[0]);
   work->keep = {in, flat};
   work->requests.push_back(iallgather(in.data_ptr(), count_of(in), flat.data_ptr(), count_of(flat),
                                       type_of(in, "allgather"), *comm_));
@@ -368,7 +463,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::_reduce_scatter_base(
                     "(output {} x {} ranks)",
                     count_of(input), count_of(output) * getSize(), count_of(output), getSize()));
   const ReduceOp op = op_of(opts.reduceOp, "_reduce_scatter_base");
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::_REDUCE_SCATTER_BASE,
+  auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::_REDUCE_SCATTER_BASE,
                                               std::vector<at::Tensor>{output});
   work->keep = {input, output};
   work->requests.push_back(ireduce_scatter(input.data_ptr(), count_of(input), output.data_ptr(),
@@ -398,7 +493,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::reduce_scatter(
   std::vector<at::Tensor> flat_parts;
   for (const auto& i : inputs[0]) flat_parts.push_back(i.reshape({-1}));
   at::Tensor flat = at::cat(flat_parts);
-  auto work = c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::REDUCE_SCATTER, outputs);
+  auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::REDUCE_SCATTER, outputs);
   work->keep = {flat, out};
   work->requests.push_back(ireduce_scatter(flat.data_ptr(), count_of(flat), out.data_ptr(),
                                            count_of(out), type_of(out, "reduce_scatter"), op,
@@ -418,7 +513,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::barrier(const c10d::BarrierOp
   // Every rank has joined once a one-element all-reduce has completed.
   at::Tensor one = at::ones({1}, at::kInt);
   auto work =
-      c10::make_intrusive<ToroidWork>(getRank(), c10d::OpType::BARRIER, std::vector<at::Tensor>{});
+      c10::make_intrusive<ToroidWork>(*this, c10d::OpType::BARRIER, std::vector<at::Tensor>{});
   work->keep = {one};
   work->requests.push_back(
       iallreduce(one.data_ptr(), 1, one.data_ptr(), 1, DataType::i32, ReduceOp::sum, *comm_));

@@ -7,9 +7,18 @@
 // request behind it has (one per tensor for coalesced all-reduces), after any copy from a
 // staging buffer into the caller's output tensors (list forms of all-gather and reduce-scatter).
 // Its future (getFuture, which DDP's communication hooks chain on) completes at the same time.
-// The completer thread drives toroid's progress while works are pending (one round per test,
-// so the caller's thread can start the next collective between rounds) and sleeps otherwise;
-// it calls MPI beside the caller's thread, so MPI must run with MPI_THREAD_MULTIPLE.
+// Works complete in the order they were started, by one of two threads:
+//  - the caller's, when it waits on the oldest pending work before the completer has taken it
+//    (a synchronous dist.all_reduce is start + wait): it drives the requests itself, with no
+//    thread hand-off. While calls keep coming the completer polls (every 0.1-1 ms) instead of
+//    being woken for each work, and leaves a work alone for kCallerGrace after its start, so
+//    a synchronous call costs no futex wake and no context switch;
+//  - the completer thread otherwise: it drives toroid's progress while works are pending (one
+//    round per test, so the caller's thread can start the next collective between rounds) and
+//    sleeps when none is. A work started behind another, or while the completer sleeps for
+//    good (no call for kPollFor), wakes it at once; an async work started alone while it polls
+//    waits at most a poll interval (1 ms) for it.
+// Both call MPI beside each other, so MPI must run with MPI_THREAD_MULTIPLE.
 //
 // Written against torch 1.13 (Debian's): c10d::ProcessGroup is the base class there (later
 // releases moved collectives to c10d::Backend).
@@ -17,6 +26,8 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -30,9 +41,11 @@
 
 namespace toroid::torch_backend {
 
+class ProcessGroupToroid;
+
 class ToroidWork : public c10d::Work {
  public:
-  ToroidWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  ToroidWork(ProcessGroupToroid& group, c10d::OpType type, std::vector<at::Tensor> outputs);
   bool isCompleted() override;
   bool isSuccess() const override;
   std::exception_ptr exception() const override;
@@ -45,11 +58,21 @@ class ToroidWork : public c10d::Work {
   std::function<void()> finish;  // copies out of staging buffers, if any
   std::vector<at::Tensor> keep;  // staging buffers and inputs the requests read or write
 
+  // Drive the requests to the end (the caller: toroid's wait; the completer: one round per
+  // test), copy out, complete (the future's callbacks run on this thread).
+  void drive(bool caller);
   void complete(std::exception_ptr error);
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  // Which thread drives this work: the first to claim it (the completer, or a waiting caller).
+  bool claim() { return !claimed_.exchange(true); }
+  bool claimed() const { return claimed_.load(); }
 
  private:
+  ProcessGroupToroid& group_;
+  std::atomic<bool> claimed_{false};
+  void settle(c10::ivalue::Future& future);  // complete it as this work completed
   std::vector<at::Tensor> outputs_;
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;  // made by getFuture
   mutable std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
@@ -128,6 +151,11 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
 
   Communicator& communicator() { return *comm_; }
 
+  // A caller about to wait on `work`: true when it is the oldest pending work and nobody drives
+  // it yet, and then the caller drives it and calls retire(work) when it is complete.
+  bool claim_oldest(ToroidWork& work);
+  void retire(ToroidWork& work);
+
  private:
   c10::intrusive_ptr<c10d::Work> enqueue(c10::intrusive_ptr<ToroidWork> work);
   void run_completer();
@@ -146,6 +174,10 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
   std::condition_variable wake_;
   std::deque<c10::intrusive_ptr<ToroidWork>> pending_;
   bool stop_ = false;
+  // What the completer does while it holds no work: each state says whether a change of the
+  // queue must wake it (notify) or it will see it itself.
+  enum class Completer { busy, polling, asleep } completer_state_ = Completer::busy;
+  std::chrono::steady_clock::time_point last_active_{};
   std::thread completer_;
 };
 

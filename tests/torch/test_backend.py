@@ -105,6 +105,38 @@ def test_async_works_and_futures():
     assert agree(ok)
 
 
+def test_works_driven_by_callers_and_completer():
+    # A synchronous call is driven by its caller; an async work nobody waits on is the
+    # completer's (it polls while calls come, or sleeps and is woken): it completes alone.
+    import time
+    ok = True
+    for k in range(200):
+        t = torch.full((1024,), float(R + k))
+        dist.all_reduce(t)
+        ok = ok and torch.equal(t, torch.full((1024,), float(sum(r + k for r in range(P)))))
+    for pause in (0.0, 0.2):  # while the completer polls, and after it has gone to sleep
+        time.sleep(pause)
+        t = torch.full((4099,), float(R))
+        w = dist.all_reduce(t, async_op=True)
+        deadline = time.monotonic() + 30
+        while not w.is_completed() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        ok = ok and w.is_completed() and torch.equal(t, torch.full((4099,), float(sum(range(P)))))
+        f = w.get_future()  # made after completion: completed at once
+        ok = ok and f.done() and torch.equal(f.value()[0], t)
+    # Async works waited on out of order, with synchronous calls between.
+    ts = [torch.full((3001,), float(R * k)) for k in range(4)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts[:2]]
+    mid = torch.ones(5)
+    dist.all_reduce(mid)
+    works += [dist.all_reduce(t, async_op=True) for t in ts[2:]]
+    for w in reversed(works):
+        w.wait()
+    ok = ok and torch.equal(mid, torch.full((5,), float(P)))
+    ok = ok and all(torch.equal(t, torch.full((3001,), float(k * sum(range(P))))) for k, t in enumerate(ts))
+    assert agree(ok)
+
+
 def test_refused():
     def message(f):
         try:
