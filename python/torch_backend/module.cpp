@@ -15,5 +15,11 @@ PYBIND11_MODULE(_toroid_c10d, m) {
                                                                                    size);
            }),
            py::arg("store"), py::arg("rank"), py::arg("size"),
-           py::call_guard<py::gil_scoped_release>());
+           py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly(
+          "topology",
+          [](toroid::torch_backend::ProcessGroupToroid& g) {
+            return g.communicator().topology().to_string();
+          },
+          "The group's torus, e.g. \"4x2\" or a row's \"4x1\" (\":wrap=none\" where it is a line)");
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,40 @@ void require_same(const at::Tensor& a, const at::Tensor& b, const char* op) {
 }
 
 std::uint64_t count_of(const at::Tensor& t) { return static_cast<std::uint64_t>(t.numel()); }
+
+// The torus of the job's world group (the first group torch makes), which sub-groups are cut
+// from.
+std::mutex world_torus_mutex;
+std::optional<Torus2D> world_torus;
+
+// A sub-group's torus: where its members, in group-rank order, are a w x h block of the
+// world's torus in its own row-major order (a row, a column, several whole rows, ...), that
+// block, wrapping along a dimension where the world wraps and the block spans all of it; a
+// column (w = 1) is laid along x, as a ring or line of h. Anything else: "auto" (the most
+// square grid of its size, as for any communicator).
+std::string sub_group_topology(const std::vector<int>& members) {
+  std::lock_guard lock(world_torus_mutex);
+  if (!world_torus) return "auto";
+  const Torus2D& t = *world_torus;
+  for (int m : members)
+    if (m >= t.size()) return "auto";
+  const Coord first = t.coord_of(members.front());
+  int w = 1;
+  while (w < static_cast<int>(members.size()) && first.x + w < t.x_dim() &&
+         members[w] == t.rank_of({first.x + w, first.y}))
+    ++w;
+  if (members.size() % static_cast<std::size_t>(w) != 0) return "auto";
+  const int h = static_cast<int>(members.size()) / w;
+  if (first.y + h > t.y_dim()) return "auto";
+  for (int i = 0; i < static_cast<int>(members.size()); ++i)
+    if (members[i] != t.rank_of({first.x + i % w, first.y + i / w})) return "auto";
+  const bool wrap_x = t.wraps(Axis::x) && w == t.x_dim();
+  const bool wrap_y = t.wraps(Axis::y) && h == t.y_dim();
+  // One row or one column: a ring ("4x1") or a line ("4x1:wrap=none") along x.
+  if (w == 1) return Torus2D(h, 1, wrap_y, wrap_y).to_string();
+  if (h == 1) return Torus2D(w, 1, wrap_x, wrap_x).to_string();
+  return Torus2D(w, h, wrap_x, wrap_y).to_string();
+}
 
 }  // namespace
 
@@ -228,6 +263,8 @@ ProcessGroupToroid::ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& st
   std::iota(identity.begin(), identity.end(), 0);
   if (members == identity) {
     comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD);
+    std::lock_guard lock(world_torus_mutex);
+    if (!world_torus) world_torus = comm_->topology();
   } else {
     // A sub-group (dist.new_group, new_subgroups) or another order: an MPI communicator of
     // exactly those ranks in that order, made by its members only (MPI_Comm_create_group).
@@ -241,7 +278,9 @@ ProcessGroupToroid::ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& st
     if (rc != MPI_SUCCESS || sub == MPI_COMM_NULL)
       throw MpiError("toroid backend: MPI_Comm_create_group for a sub-group failed", rc);
     try {
-      comm_ = std::make_unique<Communicator>(sub);  // keeps a duplicate
+      toroid::Options options;
+      options.topology = sub_group_topology(members);
+      comm_ = std::make_unique<Communicator>(sub, options);  // keeps a duplicate
     } catch (...) {
       MPI_Comm_free(&sub);
       throw;
@@ -448,6 +487,63 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather(
   work->finish = [outs, flat, n]() mutable {
     for (std::size_t r = 0; r < outs.size(); ++r)
       outs[r].copy_(flat.narrow(0, static_cast<int64_t>(r) * n, n).view(outs[r].sizes()));
+  };
+  return enqueue(work);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions&) {
+  const char* name = "allgather_coalesced";
+  if (inputs.empty())
+    throw InvalidArgument("toroid backend: allgather_coalesced: no input tensors");
+  if (outputs.size() != static_cast<std::size_t>(getSize()))
+    throw InvalidArgument(fmt::format(
+        "toroid backend: allgather_coalesced: {} output lists, expected one per rank ({})",
+        outputs.size(), getSize()));
+  const DataType element = type_of(inputs[0], name);
+  int64_t total = 0;
+  for (const auto& in : inputs) {
+    require_dense(in, name, "an input");
+    require_same(inputs[0], in, name);
+    total += in.numel();
+  }
+  for (std::size_t r = 0; r < outputs.size(); ++r) {
+    if (outputs[r].size() != inputs.size())
+      throw InvalidArgument(fmt::format(
+          "toroid backend: allgather_coalesced: output list {} has {} tensors, the input list {}",
+          r, outputs[r].size(), inputs.size()));
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      require_same(inputs[i], outputs[r][i], name);
+      if (outputs[r][i].numel() != inputs[i].numel())
+        throw InvalidArgument(fmt::format(
+            "toroid backend: allgather_coalesced: output {} of list {} has {} elements, input {} "
+            "has {}",
+            i, r, outputs[r][i].numel(), i, inputs[i].numel()));
+    }
+  }
+  // The inputs packed into one block, gathered in one collective (toroid's layout: rank r's
+  // block at r x total), then unpacked into every rank's list.
+  std::vector<at::Tensor> parts;
+  for (const auto& in : inputs) parts.push_back(in.reshape({-1}));
+  at::Tensor packed = at::cat(parts);
+  at::Tensor flat = at::empty({total * getSize()}, packed.options());
+  std::vector<at::Tensor> all_outputs;
+  for (const auto& list : outputs) all_outputs.insert(all_outputs.end(), list.begin(), list.end());
+  auto work =
+      c10::make_intrusive<ToroidWork>(*this, c10d::OpType::ALLGATHER_COALESCED, all_outputs);
+  work->keep = {packed, flat};
+  work->requests.push_back(iallgather(packed.data_ptr(), count_of(packed), flat.data_ptr(),
+                                      count_of(flat), element, *comm_));
+  std::vector<std::vector<at::Tensor>> outs = outputs;
+  work->finish = [outs, flat, total]() mutable {
+    for (std::size_t r = 0; r < outs.size(); ++r) {
+      int64_t at = static_cast<int64_t>(r) * total;
+      for (auto& o : outs[r]) {
+        o.copy_(flat.narrow(0, at, o.numel()).view(o.sizes()));
+        at += o.numel();
+      }
+    }
   };
   return enqueue(work);
 }

@@ -89,6 +89,22 @@ def test_coalesced_and_multidimensional():
     assert agree(ok)
 
 
+@pytest.mark.filterwarnings("ignore:torch.distributed.all_gather_coalesced")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64])
+def test_all_gather_coalesced(dtype):
+    # Rank r's list of tensors (sizes 1, 5 and 2x3) lands in output list r on every rank.
+    shapes = [(1,), (5,), (2, 3)]
+    mine = [make(int(np.prod(s)), dtype, "sum", R + 10 * i).reshape(s) for i, s in enumerate(shapes)]
+    outs = [[torch.empty(s, dtype=dtype) for s in shapes] for _ in range(P)]
+    for async_op in (False, True):
+        w = dist.all_gather_coalesced(outs, mine, async_op=async_op)
+        if async_op:
+            w.wait()
+        ok = all(torch.equal(outs[r][i], make(int(np.prod(s)), dtype, "sum", r + 10 * i).reshape(s))
+                 for r in range(P) for i, s in enumerate(shapes))
+        assert agree(ok)
+
+
 def test_async_works_and_futures():
     ts = [make(4099, torch.float32, "sum", R) * (k + 1) for k in range(6)]
     works = [dist.all_reduce(t, async_op=True) for t in ts]
@@ -148,7 +164,10 @@ def test_refused():
     ok = ok and "tensors of type Bool are not supported" in message(lambda: dist.all_reduce(torch.zeros(3, dtype=torch.bool)))
     ok = ok and "reduce op" in message(lambda: dist.all_reduce(torch.zeros(3, dtype=torch.int32), op=dist.ReduceOp.BAND))
     ok = ok and "the output list has 1 tensors" in message(lambda: dist.gather(torch.zeros(3), [torch.zeros(3)] if R == 0 else None)) if P > 1 else ok
-    ok = ok and "does not support" in message(lambda: dist.all_gather_coalesced([[torch.zeros(3)] * P], [torch.zeros(3)]))
+    ok = ok and f"{P + 1} output lists, expected one per rank" in message(
+        lambda: dist.all_gather_coalesced([[torch.zeros(3)] for _ in range(P + 1)], [torch.zeros(3)]))
+    ok = ok and "output 1 of list 0 has 2 elements, input 1 has 3" in message(
+        lambda: dist.all_gather_coalesced([[torch.zeros(1), torch.zeros(2)] for _ in range(P)], [torch.zeros(1), torch.zeros(3)]))
     ok = ok and "output has" in message(lambda: dist.all_gather_into_tensor(torch.zeros(P * 3 + 1), torch.zeros(3)))
     # The group still works after the refusals.
     t = torch.ones(3)
@@ -202,6 +221,34 @@ def test_sub_groups():
         dist.all_reduce(b, group=column)
         ok = ok and torch.equal(b, torch.full((300,), float(R % cols + (R % cols + cols))))
     assert agree(ok)
+
+
+def test_sub_group_topology():
+    # A group that is a block of the world's torus (a row, a column, a segment of a line) gets
+    # that block as its torus, wrapping only where the world wraps across the whole dimension;
+    # any other group the most square grid of its size (auto). The test command runs this with
+    # the world as a ring (auto on one node: P x 1) and, at 4 ranks, as a 2x2 torus.
+    world = dist.distributed_c10d._get_default_group().topology
+    groups = {"rest": list(range(1, P)), "ends": [0, P - 1], "first two": [0, 1]}
+    if world == f"{P}x1" and P > 2:
+        want = {"rest": f"{P - 1}x1:wrap=none", "first two": "2x1:wrap=none", "ends": "2x1"}
+    elif world == "2x2":
+        groups.update({"row 1": [2, 3], "column 1": [1, 3]})
+        want = {"rest": "3x1", "ends": "2x1", "first two": "2x1", "row 1": "2x1", "column 1": "2x1"}
+    else:
+        want = {}
+    got = {}
+    for name, members in groups.items():
+        g = dist.new_group(members, backend="toroid") if P > 1 else None
+        if g is not None and R in members:
+            got[name] = g.topology
+            t = torch.ones(7)
+            dist.all_reduce(t, group=g)  # the group runs on that torus
+            got[name + " sum"] = float(t[0])
+    ok = all(got[k] == v for k, v in want.items() if k in got)
+    ok = ok and all(got[k + " sum"] == len(groups[k]) for k in groups if k in got)
+    ok = ok and (P < 3 or world != f"{P}x1" or R not in groups["rest"] or "rest" in got)
+    assert agree(ok), (world, got)
 
 
 def test_reduce_gather_scatter_all_to_all_send_recv():
