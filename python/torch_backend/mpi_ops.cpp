@@ -2,7 +2,9 @@
 // communicator: gather, scatter and all-to-all run on the caller's thread (collectives are
 // called in the same order on every rank, so blocking there cannot cross another rank's wait)
 // and return completed works; send and recv are non-blocking, so an isend/irecv pair in either
-// order completes. Their tensors move as bytes: every dtype torch has is served.
+// order completes. Their tensors move as bytes: every dtype torch has is served. So do
+// broadcast and all-gather of the dtypes toroid has no type for (uint8, int8, int16, bool,
+// complex: broadcast_object_list and all_gather_object send uint8).
 #include <fmt/format.h>
 
 #include <climits>
@@ -135,6 +137,45 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::gather(
       std::memcpy(outputs[0][r].data_ptr(), static_cast<char*>(staging.data_ptr()) + r * bytes,
                   bytes);
   return completed(c10d::OpType::GATHER, root ? outputs[0] : std::vector<at::Tensor>{});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::broadcast_bytes(at::Tensor& t, int root) {
+  int bytes = 0;
+  api::run_agreed(mpi_, [&] {
+    require_dense(t, "broadcast", "the tensor");
+    bytes = bytes_of(t, "broadcast");
+  });
+  {
+    ReleaseGilIfHeld gil;
+    mpi_check(MPI_Bcast(t.data_ptr(), bytes, MPI_BYTE, root, mpi_), "toroid backend: MPI_Bcast");
+  }
+  return completed(c10d::OpType::BROADCAST, {t});
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather_bytes(const at::Tensor& in,
+                                                                   std::vector<at::Tensor> outputs,
+                                                                   c10d::OpType type) {
+  const char* op = type == c10d::OpType::_ALLGATHER_BASE ? "_allgather_base" : "allgather";
+  int bytes = 0;
+  api::run_agreed(mpi_, [&] {
+    require_dense(in, op, "the input");
+    bytes = bytes_of(in, op);
+    (void)bytes_of(outputs[0], op);
+  });
+  // One flat output (_allgather_base, checked by the caller) is written in place; a list
+  // through a staging buffer.
+  const bool flat = type == c10d::OpType::_ALLGATHER_BASE;
+  at::Tensor staging = flat ? outputs[0] : at::empty({getSize() * in.numel()}, in.options());
+  {
+    ReleaseGilIfHeld gil;
+    mpi_check(
+        MPI_Allgather(in.data_ptr(), bytes, MPI_BYTE, staging.data_ptr(), bytes, MPI_BYTE, mpi_),
+        "toroid backend: MPI_Allgather");
+  }
+  if (!flat)
+    for (int r = 0; r < getSize(); ++r)
+      std::memcpy(outputs[r].data_ptr(), static_cast<char*>(staging.data_ptr()) + r * bytes, bytes);
+  return completed(type, outputs);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::scatter(

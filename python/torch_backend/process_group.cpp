@@ -75,6 +75,21 @@ ReduceOp op_of(const c10d::ReduceOp& op, const char* call) {
   }
 }
 
+// Whether toroid has a type for the tensor's dtype (type_of would not throw).
+bool toroid_has(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kFloat:
+    case at::kDouble:
+    case at::kBFloat16:
+    case at::kHalf:
+    case at::kInt:
+    case at::kLong:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void require_same(const at::Tensor& a, const at::Tensor& b, const char* op) {
   if (a.scalar_type() != b.scalar_type())
     throw InvalidArgument(fmt::format("toroid backend: {}: input is {} and output {}", op,
@@ -433,6 +448,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::broadcast(std::vector<at::Ten
                                                              const c10d::BroadcastOptions& opts) {
   require_one(tensors, "broadcast");
   at::Tensor& t = tensors[0];
+  if (!toroid_has(t)) return broadcast_bytes(t, static_cast<int>(opts.rootRank));
   require_dense(t, "broadcast", "the tensor");
   auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::BROADCAST, tensors);
   work->keep = tensors;
@@ -452,6 +468,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::_allgather_base(at::Tensor& o
         fmt::format("toroid backend: _allgather_base: output has {} elements, expected {} (input "
                     "{} x {} ranks)",
                     count_of(output), count_of(input) * getSize(), count_of(input), getSize()));
+  if (!toroid_has(input)) return allgather_bytes(input, {output}, c10d::OpType::_ALLGATHER_BASE);
   auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::_ALLGATHER_BASE,
                                               std::vector<at::Tensor>{output});
   work->keep = {input, output};
@@ -476,6 +493,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather(
           fmt::format("toroid backend: allgather: an output has {} elements, the input {}",
                       o.numel(), in.numel()));
   }
+  if (!toroid_has(in)) return allgather_bytes(in, outputs[0], c10d::OpType::ALLGATHER);
   // Gathered into one flat tensor (toroid's layout), then copied into the list.
   at::Tensor flat = at::empty({in.numel() * getSize()}, in.options());
   auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::ALLGATHER, outputs[0]);

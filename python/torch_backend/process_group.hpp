@@ -169,6 +169,12 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
                                                  const c10d::ReduceOp& reduce_op, bool in_place,
                                                  c10d::OpType type, const char* name);
   c10::intrusive_ptr<c10d::Work> completed(c10d::OpType type, std::vector<at::Tensor> outputs);
+  // Movement of a dtype toroid has no type for, as bytes on MPI (mpi_ops.cpp). `outputs`: the
+  // flat output (_allgather_base) or one tensor per rank.
+  c10::intrusive_ptr<c10d::Work> broadcast_bytes(at::Tensor& t, int root);
+  c10::intrusive_ptr<c10d::Work> allgather_bytes(const at::Tensor& in,
+                                                 std::vector<at::Tensor> outputs,
+                                                 c10d::OpType type);
   c10::intrusive_ptr<c10d::Work> point_to_point(std::vector<at::Tensor>& tensors, int peer, int tag,
                                                 bool sending, const char* op);
 

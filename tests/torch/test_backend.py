@@ -77,6 +77,33 @@ def test_gather_scatter_broadcast(dtype):
     assert agree(ok)
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.bool, torch.complex64])
+def test_movement_of_other_dtypes(dtype):
+    # Types toroid has none for move as bytes on MPI: broadcast and all-gather in every form,
+    # odd byte counts included, and the object collectives that send uint8.
+    def mine(r, n):
+        v = (torch.arange(n) * 3 + r * 5) % 7
+        return (v % 2 == 1) if dtype == torch.bool else v.to(dtype)
+    ok = True
+    for n in (1, 5, 1001):
+        for root in range(P):
+            t = mine(root, n) if R == root else torch.zeros(n, dtype=dtype)
+            dist.broadcast(t, src=root)
+            ok = ok and torch.equal(t, mine(root, n))
+        outs = [torch.zeros(n, dtype=dtype) for _ in range(P)]
+        dist.all_gather(outs, mine(R, n))
+        ok = ok and all(torch.equal(o, mine(r, n)) for r, o in enumerate(outs))
+        flat = torch.zeros(n * P, dtype=dtype)
+        dist.all_gather_into_tensor(flat, mine(R, n))
+        ok = ok and torch.equal(flat, torch.cat([mine(r, n) for r in range(P)]))
+    objs = [{"from": 0, "x": list(range(7))}, "text"] if R == 0 else [None, None]
+    dist.broadcast_object_list(objs, src=0)
+    everyone = [None] * P
+    dist.all_gather_object(everyone, ("rank", R))
+    ok = ok and objs == [{"from": 0, "x": list(range(7))}, "text"] and everyone == [("rank", r) for r in range(P)]
+    assert agree(ok)
+
+
 @pytest.mark.filterwarnings("ignore:torch.distributed.all_reduce_coalesced")
 def test_coalesced_and_multidimensional():
     ts = [make(n, torch.float32, "sum", R).reshape(-1, 1) if n % 2 else make(n, torch.float32, "sum", R)
