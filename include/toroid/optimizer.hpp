@@ -108,6 +108,18 @@ struct StepReport {
   double reduce_seconds = 0, update_seconds = 0, gather_seconds = 0;
 };
 
+// The whole optimizer state, the same on every rank and independent of the rank count and the
+// bucket layout (what a torch-style state_dict holds).
+struct OptimizerState {
+  std::int64_t steps = 0;
+  std::vector<std::string> names;  // state_names(kind); empty in set_state: not checked
+  // Per name, every tensor's elements end to end in registration order.
+  std::vector<std::vector<float>> arrays;
+};
+// The state arrays of a kind, in torch's names: {"momentum"} (sgd, lars), {"exp_avg",
+// "exp_avg_sq"} (adam, adamw, lamb).
+std::vector<std::string> state_names(OptimizerKind kind);
+
 class ShardedOptimizer {
  public:
   // Collective over comm. Throws InvalidArgument on every rank for an empty parameter list,
@@ -148,6 +160,11 @@ class ShardedOptimizer {
   // `load` verifies them all before it sets anything and names the first damaged one.
   void save(const std::string& path);
   void load(const std::string& path);
+  // Collective. The whole state (steps and every state array) on every rank, and setting it
+  // from such a state taken at any rank count or layout (the weights are the caller's). A
+  // state of another kind or size is an InvalidArgument on every rank.
+  OptimizerState state() const;
+  void set_state(const OptimizerState& state);
 
   struct Impl;
 

@@ -16,6 +16,7 @@
 #include "api/agreement.hpp"
 #include "optimizer/config.hpp"
 #include "optimizer/impl.hpp"
+#include "optimizer/whole_state.hpp"
 #include "toroid/collectives.hpp"
 
 namespace toroid {
@@ -74,26 +75,12 @@ void optimizer::gather_weights(ShardedOptimizer::Impl& s) {
 namespace {
 
 // The optimizer state after the buckets were re-cut: every element's state moves from the
-// part that owned it in `old` to the part that owns it now (one all-reduce of each state array
-// in registration order, where exactly one part contributes each element; once per run).
+// part that owned it in `old` to the part that owns it now (through the whole array: one
+// all-reduce of each state array, once per run).
 void move_state(ShardedOptimizer::Impl& s, const Layout& old) {
-  const Layout& now = s.layout();
-  const std::vector<std::size_t> starts = s.registration_starts();
-  std::vector<float> flat(now.total);
-  for (auto& array : s.state) {
-    std::fill(flat.begin(), flat.end(), 0.0f);
-    for (const auto& b : old.buckets)
-      for (const auto& piece : b.own)
-        std::copy_n(array.data() + b.state_offset + piece.offset, piece.count,
-                    flat.data() + starts[piece.tensor] + piece.tensor_offset);
-    if (s.sharded()) allreduce(std::span<float>(flat), ReduceOp::sum, s.comm);
-    array.assign(now.state_elements, 0.0f);
-    for (const auto& b : now.buckets)
-      for (const auto& piece : b.own)
-        std::copy_n(flat.data() + starts[piece.tensor] + piece.tensor_offset, piece.count,
-                    array.data() + b.state_offset + piece.offset);
-  }
-  if (!s.direction.empty()) s.direction.assign(now.state_elements, 0.0f);
+  for (auto& array : s.state)
+    optimizer::place_array(s, s.layout(), optimizer::whole_array(s, old, array), array);
+  if (!s.direction.empty()) s.direction.assign(s.layout().state_elements, 0.0f);
 }
 
 }  // namespace

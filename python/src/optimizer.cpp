@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 #include <pybind11/functional.h>
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
 #include <string>
@@ -215,6 +216,44 @@ void bind_optimizer(py::module_& m) {
              py::gil_scoped_release nogil;
              o.opt->load(path);
            })
+      .def(
+          "state",
+          [](PyOptimizer& o) {
+            OptimizerState st;
+            {
+              py::gil_scoped_release nogil;
+              st = o.opt->state();
+            }
+            py::dict arrays;
+            for (std::size_t a = 0; a < st.arrays.size(); ++a)
+              arrays[py::str(st.names[a])] = py::array_t<float>(
+                  static_cast<py::ssize_t>(st.arrays[a].size()), st.arrays[a].data());
+            py::dict d;
+            d["steps"] = st.steps;
+            d["arrays"] = arrays;
+            return d;
+          },
+          "Collective: {'steps': n, 'arrays': {name: float32 array}}, every tensor's state end "
+          "to end in registration order, the same at any rank count")
+      .def(
+          "set_state",
+          [](PyOptimizer& o, std::int64_t steps, const py::dict& arrays) {
+            OptimizerState st;
+            st.steps = steps;
+            for (const auto& [k, v] : arrays) {
+              st.names.push_back(py::str(k));
+              auto a = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(v);
+              if (!a)
+                throw InvalidArgument(fmt::format(
+                    "ShardedOptimizer.set_state: state array '{}' is not a float32 array",
+                    st.names.back()));
+              st.arrays.emplace_back(a.data(), a.data() + a.size());
+            }
+            py::gil_scoped_release nogil;
+            o.opt->set_state(st);
+          },
+          py::arg("steps"), py::arg("arrays"),
+          "Collective: set the state from state()'s form, taken at any rank count")
       .def_property_readonly("steps_taken",
                              [](const PyOptimizer& o) { return o.opt->steps_taken(); })
       .def_property_readonly("state_bytes",

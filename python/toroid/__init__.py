@@ -230,6 +230,17 @@ class ShardedOptimizer:
     def buckets(self):
         return self._o.buckets()
 
+    def state(self):
+        """Collective: {"steps": n, "arrays": {name: float32 array}}, each array every
+        tensor's state end to end in registration order: the same on every rank and at any
+        rank count (names: "momentum" for sgd and lars, "exp_avg" and "exp_avg_sq" for the
+        Adam family)."""
+        return self._o.state()
+
+    def set_state(self, steps, arrays):
+        """Collective: the state from state()'s form, taken at any rank count or layout."""
+        self._o.set_state(int(steps), dict(arrays))
+
     steps_taken = property(lambda self: self._o.steps_taken)
     state_bytes = property(lambda self: self._o.state_bytes)
     shard_elements = property(lambda self: self._o.shard_elements)
