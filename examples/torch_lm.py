@@ -21,7 +21,8 @@ communication (the part of the reduce-scatters and all-gathers step() waits for)
 --compare instead runs three set-ups in one job, a step of each in turn on its own copy of
 the model: the sharded optimizer on toroid, DDP on toroid with torch's AdamW, DDP on gloo
 with torch's AdamW (DDP's exposed communication: its backward minus the same backward under
-no_sync(), timed on extra steps).
+no_sync(), timed on extra steps). A barrier after each backward takes the ranks' skew apart
+(one rank's backward ending later), which would otherwise count as communication.
 """
 import argparse
 import statistics
@@ -148,8 +149,8 @@ def compare(a, corpus, p, r):
             opt = torch.optim.AdamW(model.parameters(), lr=a.lr / 10, weight_decay=0.01)
         else:
             net, opt = model, sharded_optimizer(model, a)
-        setups[name] = (net, opt, {"forward": [], "backward": [], "exposed communication": [], "update": [],
-                                   "backward alone": []})
+        setups[name] = (net, opt, {"forward": [], "backward": [], "skew": [], "exposed communication": [],
+                                   "update": [], "backward alone": []})
     lo, hi = r * (a.batch // p), (r + 1) * (a.batch // p)
     for step in range(1, a.steps + 1):
         x, y = batches(corpus, step, lo, hi, a.context, a.seed)
@@ -159,13 +160,18 @@ def compare(a, corpus, p, r):
             t1 = time.perf_counter()
             opt.zero_grad()
             loss.backward()
+            # Waiting for the slowest rank's backward, apart: otherwise it shows in the first
+            # wait for a collective (DDP's inside backward, the sharded step's in step()).
+            tb = time.perf_counter()
+            dist.barrier()
             t2 = time.perf_counter()
             opt.step()
             t3 = time.perf_counter()
             if step <= 2:
                 continue  # buckets being built and re-cut
             t["forward"].append(t1 - t0)
-            t["backward"].append(t2 - t1)
+            t["backward"].append(tb - t1)
+            t["skew"].append(t2 - tb)
             if name.startswith("DDP"):
                 t["update"].append(t3 - t2)
                 with net.no_sync():  # the same backward without communication
@@ -181,15 +187,16 @@ def compare(a, corpus, p, r):
     if r == 0:
         print(f"{p} ranks, {sum(q.numel() for q in setups['DDP, gloo'][0].parameters())} parameters, "
               f"global batch {a.batch} x {a.context} tokens; ms per step, median over {a.steps - 2} steps, slowest rank")
-        print(f"{'set-up':<18} {'forward':>8} {'backward':>9} {'exposed comm':>13} {'update':>8} {'step':>8}")
+        print(f"{'set-up':<18} {'forward':>8} {'backward':>9} {'rank skew':>10} {'exposed comm':>13} {'update':>8} "
+              f"{'step':>8}")
     for name, (net, opt, t) in setups.items():
         if name.startswith("DDP"):
             t["exposed communication"] = [max(0.0, b - b0) for b, b0 in zip(t["backward"], t["backward alone"])]
             t["backward"] = t["backward alone"]
-        keys = ["forward", "backward", "exposed communication", "update"]
-        f, b, c, u = slowest([statistics.median(t[k]) * 1e3 for k in keys])
+        keys = ["forward", "backward", "skew", "exposed communication", "update"]
+        f, b, k, c, u = slowest([statistics.median(t[k]) * 1e3 for k in keys])
         if r == 0:
-            print(f"{name:<18} {f:>8.1f} {b:>9.1f} {c:>13.1f} {u:>8.1f} {f + b + c + u:>8.1f}", flush=True)
+            print(f"{name:<18} {f:>8.1f} {b:>9.1f} {k:>10.1f} {c:>13.1f} {u:>8.1f} {f + b + k + c + u:>8.1f}", flush=True)
 
 
 def main():

@@ -276,3 +276,49 @@ TEST_CASE("a save onto a full file system", "[.checkpoint_full]") {
   d.load(path);
   CHECK(all_ranks(back.weights == small.weights && d.steps_taken() == 1));
 }
+
+TEST_CASE("the whole state in memory: the same at any layout, set into another", "[optimizer]") {
+  const int p = world_size(), r = world_rank();
+  Communicator comm(MPI_COMM_WORLD);
+  for (OptimizerKind kind : {OptimizerKind::adamw, OptimizerKind::sgd}) {
+    CAPTURE(to_string(kind));
+    OptimizerConfig c = adamw();
+    c.kind = kind;
+    Model first(kSizes), second(kSizes);
+    ShardedOptimizer a(comm, first.parameters(), c);
+    for (int step = 1; step <= 4; ++step) first.set_gradients(step, r, p), a.step();
+    const OptimizerState whole = a.state();
+    std::size_t total = 0;
+    for (std::size_t n : kSizes) total += n;
+    CHECK(whole.steps == 4);
+    CHECK(whole.names == state_names(kind));
+    REQUIRE(whole.arrays.size() == whole.names.size());
+    CHECK(whole.arrays[0].size() == total);
+    // The same on every rank, and not all zero (every shard took part).
+    std::vector<float> root = whole.arrays[0];
+    MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    CHECK(all_ranks(root == whole.arrays[0]));
+    CHECK(std::count(root.begin(), root.end(), 0.0f) == 0);
+    // Into a replicated optimizer with other buckets: the same state back, the same steps on.
+    OptimizerConfig other = c;
+    other.shard = false, other.bucket_bytes = 4096, other.first_bucket_bytes = 4096;
+    second.weights = first.weights;
+    ShardedOptimizer b(comm, second.parameters(), other);
+    b.set_state(whole);
+    CHECK(b.steps_taken() == 4);
+    CHECK(all_ranks(b.state().arrays == whole.arrays));
+    for (int step = 5; step <= 7; ++step) {
+      first.set_gradients(step, r, p), second.set_gradients(step, r, p);
+      a.step(), b.step();
+    }
+    CHECK(all_ranks(max_relative(second.weights, first.weights) <= 1e-5));
+    // Another kind's or size's state: an error on every rank, naming it.
+    OptimizerState wrong = whole;
+    wrong.arrays[0].pop_back();
+    CHECK_THROWS_WITH(b.set_state(wrong), Contains("has " + std::to_string(total - 1) + " elements"));
+    wrong = whole;
+    wrong.arrays.emplace_back(total);
+    wrong.names.clear();
+    CHECK_THROWS_WITH(b.set_state(wrong), Contains("state arrays"));
+  }
+}
