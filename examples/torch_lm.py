@@ -87,6 +87,16 @@ def sharded_optimizer(model, a):
                                          bf16_gradients=a.bf16_grads, bucket_bytes=4 << 20, first_bucket_bytes=1 << 20)
 
 
+def forward_backward(net, opt, x, y):
+    """One pass: the loss, and the seconds its forward and its backward took."""
+    t0 = time.perf_counter()
+    loss = F.cross_entropy(net(x).flatten(0, 1), y.flatten())
+    t1 = time.perf_counter()
+    opt.zero_grad()
+    loss.backward()
+    return loss, t1 - t0, time.perf_counter() - t1
+
+
 def slowest(values):
     t = torch.tensor(values, dtype=torch.float64)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
@@ -107,19 +117,14 @@ def train(a, corpus, p, r):
     split = {"forward": [], "backward": [], "exposed communication": [], "update": []}
     for step in range(first, first + a.steps):
         x, y = batches(corpus, step, lo, hi, a.context, a.seed)
-        t0 = time.perf_counter()
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        t1 = time.perf_counter()
-        opt.zero_grad()
-        loss.backward()
-        t2 = time.perf_counter()
+        loss, forward, backward = forward_backward(model, opt, x, y)
         opt.step()
         rep = opt.last_reports[0]
         total = loss.detach().clone()
         dist.all_reduce(total)
         if step > first:  # the first step re-cuts the buckets in the order autograd gave them
-            split["forward"].append(t1 - t0)
-            split["backward"].append(t2 - t1)
+            split["forward"].append(forward)
+            split["backward"].append(backward)
             split["exposed communication"].append(rep["reduce_seconds"] + rep["gather_seconds"])
             split["update"].append(rep["update_seconds"])
         if r == 0:
@@ -155,11 +160,7 @@ def compare(a, corpus, p, r):
     for step in range(1, a.steps + 1):
         x, y = batches(corpus, step, lo, hi, a.context, a.seed)
         for name, (net, opt, t) in setups.items():
-            t0 = time.perf_counter()
-            loss = F.cross_entropy(net(x).flatten(0, 1), y.flatten())
-            t1 = time.perf_counter()
-            opt.zero_grad()
-            loss.backward()
+            loss, forward, backward = forward_backward(net, opt, x, y)
             # Waiting for the slowest rank's backward, apart: otherwise it shows in the first
             # wait for a collective (DDP's inside backward, the sharded step's in step()).
             tb = time.perf_counter()
@@ -169,8 +170,8 @@ def compare(a, corpus, p, r):
             t3 = time.perf_counter()
             if step <= 2:
                 continue  # buckets being built and re-cut
-            t["forward"].append(t1 - t0)
-            t["backward"].append(tb - t1)
+            t["forward"].append(forward)
+            t["backward"].append(backward)
             t["skew"].append(t2 - tb)
             if name.startswith("DDP"):
                 t["update"].append(t3 - t2)

@@ -315,7 +315,8 @@ TEST_CASE("the whole state in memory: the same at any layout, set into another",
     // Another kind's or size's state: an error on every rank, naming it.
     OptimizerState wrong = whole;
     wrong.arrays[0].pop_back();
-    CHECK_THROWS_WITH(b.set_state(wrong), Contains("has " + std::to_string(total - 1) + " elements"));
+    CHECK_THROWS_WITH(b.set_state(wrong),
+                      Contains("has " + std::to_string(total - 1) + " elements"));
     wrong = whole;
     wrong.arrays.emplace_back(total);
     wrong.names.clear();
