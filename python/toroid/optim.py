@@ -132,13 +132,22 @@ class ShardedOptimizer(torch.optim.Optimizer):
             self._fixed.append({k: g[k] for k in _FIXED_KEYS})
             self._opts.append(toroid.ShardedOptimizer(comm, entries, **self._group_settings(g)))
         if self._overlap:
-            for gi, g in enumerate(self.param_groups):
-                for i, p in enumerate(g["params"]):
-                    acc = p.expand_as(p).grad_fn.next_functions[0][0]  # p's AccumulateGrad
-                    handle = acc.register_hook(self._make_hook(gi, i))
-                    self._hooks.append((acc, handle))
+            with torch.enable_grad():  # the graph node exists only with grad mode on
+                for gi, g in enumerate(self.param_groups):
+                    for i, p in enumerate(g["params"]):
+                        acc = p.expand_as(p).grad_fn.next_functions[0][0]  # p's AccumulateGrad
+                        handle = acc.register_hook(self._make_hook(gi, i))
+                        self._hooks.append((acc, handle))
+        self._built = True
 
     # ---- torch.optim.Optimizer
+
+    def add_param_group(self, param_group):
+        """Only while constructing: each group is a toroid optimizer made collectively then."""
+        if getattr(self, "_built", False):
+            raise ValueError("ShardedOptimizer: param groups are fixed at construction (each is a toroid "
+                             "optimizer built by every rank together); pass them all to the constructor")
+        super().add_param_group(param_group)
 
     @torch.no_grad()
     def step(self, closure=None):

@@ -194,6 +194,11 @@ def test_refused():
     opt2 = toroid.optim.ShardedOptimizer(model().parameters(), "adam", overlap=False)
     opt2.param_groups[0]["betas"] = (0.5, 0.9)
     ok = ok and "betas changed" in message(lambda: opt2.step())
+    ok = ok and "param groups are fixed at construction" in message(
+        lambda: opt2.add_param_group({"params": [torch.nn.Parameter(torch.ones(2))]}))
+    with torch.no_grad():  # built under no_grad: the hooks still go on
+        built = toroid.optim.ShardedOptimizer(model().parameters(), "sgd")
+    ok = ok and len(built._hooks) == 6
     small = torch.nn.Linear(2, 2)
     sd = toroid.optim.ShardedOptimizer(small.parameters(), "adam").state_dict()
     ok = ok and "group 0 has 2 parameters, this optimizer's 6" in message(
