@@ -1,7 +1,7 @@
 # toroid-bench end to end under mpirun:
 #   MODE=sweep : a short checked sweep of every op and algorithm; CSV and JSON written and read
 #                back; the CSV plotted to a PNG when matplotlib is there; every call mode
-#                (blocking, non-blocking, persistent); the overlap benchmark
+#                (blocking, non-blocking, persistent); the overlap benchmark; run_spread.py
 #   MODE=bad   : each bad input exits with status 2 and a message naming it
 # Inputs: MPIEXEC, BENCH, OVERLAP (sweep), NP, WORK_DIR, SOURCE_DIR, PYTHON
 file(MAKE_DIRECTORY ${WORK_DIR})
@@ -84,6 +84,11 @@ if(MODE STREQUAL "sweep")
     message(FATAL_ERROR "plot_bench.py (${PYTHON}) failed: ${rc}\n${out}${err}\n"
                         "(it needs python3-matplotlib: scripts/setup.sh installs it)")
   endif()
+  # scripts/run_spread.py: fresh runs, the spread of each row's medians, stock as the yardstick.
+  expect_run(0 "2 fresh runs at ${NP} ranks.*allreduce +ring +4096.*# widest toroid row: .* max/min [0-9.]+.*toroid slower than the same run's stock row"
+             ${PYTHON} ${SOURCE_DIR}/scripts/run_spread.py -np ${NP} --runs 2 --algo ring,auto -b 4K -e 16K -n 2
+             --bench ${BENCH} --csv ${WORK_DIR}/spread${NP}.csv)
+  expect_run(2 "--runs must be at least 2" ${PYTHON} ${SOURCE_DIR}/scripts/run_spread.py --runs 1 --bench ${BENCH})
   file(REMOVE ${WORK_DIR}/bound${NP}.png)
   execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/scripts/plot_bench.py ${bound_csv} -o ${WORK_DIR}/bound${NP}.png
                           --title "copy bound and cold caches"
