@@ -112,7 +112,7 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
   reduce_ = kernels::reduce_fn(params.type, params.op);
   reduce_copy_ = kernels::reduce_copy_fn(params.type, params.op);
   const std::size_t es = user.elem_size;
-  scratch_.reserve(s.scratch_count * es);
+  if (scratch_.size() < s.scratch_count * es) scratch_.resize(s.scratch_count * es);
   buf_ = user;
   buf_.scratch = scratch_.data();
   buf_.pieces = s.pieces.data();
@@ -123,7 +123,7 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
   std::size_t staged = 0;
   for (const Step& st : s.steps)
     if (st.kind == Kind::recv_reduce && !(links && links->carries(st.peer, st.tag))) ++staged;
-  staging_.reserve(staged * depth * seg);
+  if (staging_.size() < staged * depth * seg) staging_.resize(staged * depth * seg);
 
   tasks_.assign(s.steps.size(), Task{});
   shm_tasks_ = 0;

@@ -14,7 +14,6 @@
 
 #include "exec/buffers.hpp"
 #include "exec/mpi_transfer.hpp"
-#include "exec/page_buffer.hpp"
 #include "exec/params.hpp"
 #include "exec/shm_transfer.hpp"
 #include "exec/single_copy.hpp"
@@ -80,7 +79,7 @@ class Op {
   kernels::ReduceCopyFn reduce_copy_ = nullptr;
   std::vector<Task> tasks_;
   std::unique_ptr<SingleCopy> direct_;  // set: a single-copy op (no tasks)
-  PageBuffer scratch_, staging_;        // mapped pages: the same placement in every job
+  std::vector<std::byte> scratch_, staging_;
   std::size_t first_open_ = 0, shm_tasks_ = 0;
   State state_ = State::idle;
   std::exception_ptr error_;
