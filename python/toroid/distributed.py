@@ -6,11 +6,13 @@
     torch.distributed.all_reduce(t)                  # toroid's all-reduce
 
 Served by toroid: all_reduce (SUM, AVG, PRODUCT, MIN, MAX), all_reduce_coalesced, reduce (an
-all-reduce kept on the root), reduce_scatter and _reduce_scatter_base, all_gather and
-_all_gather_base, broadcast, barrier, on contiguous CPU tensors of float32, float64, bfloat16,
-float16, int32, int64; each returns a Work whose future DDP chains on. On MPI, any dtype:
-gather, scatter, all_to_all, all_to_all_single (and so gather_object and the like), send/recv
-and isend/irecv, recv from any source. Anything else raises an error naming the operation. The backend serves the world
+all-reduce kept on the root), reduce_scatter and _reduce_scatter_base, all_gather,
+all_gather_coalesced and _all_gather_base, broadcast, barrier, on contiguous CPU tensors of
+float32, float64, bfloat16, float16, int32, int64; each returns a Work whose future DDP chains
+on; a synchronous call runs on the caller's thread. On MPI, any dtype: broadcast and all-gather
+of the other dtypes, gather, scatter, all_to_all, all_to_all_single (and so the object
+collectives), send/recv and isend/irecv, recv from any source. A sub-group that is a row or
+column of the world's torus runs on it (group.topology). Anything else raises an error naming the operation. The backend serves the world
 group of an mpirun job and its sub-groups (dist.new_group(ranks, backend="toroid"): an MPI
 communicator of the members), each process one MPI rank. torch 1.13 (docs/torch.md).
 """
