@@ -4,7 +4,8 @@
 // and return completed works; send and recv are non-blocking, so an isend/irecv pair in either
 // order completes. Their tensors move as bytes: every dtype torch has is served. So do
 // broadcast and all-gather of the dtypes toroid has no type for (uint8, int8, int16, bool,
-// complex: broadcast_object_list and all_gather_object send uint8).
+// complex: broadcast_object_list and all_gather_object send uint8), and all-reduce and reduce
+// where toroid has no type or no op (uint8, int8, int16; the bitwise ops on integers).
 #include <fmt/format.h>
 
 #include <climits>
@@ -176,6 +177,83 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather_bytes(const at::Ten
     for (int r = 0; r < getSize(); ++r)
       std::memcpy(outputs[r].data_ptr(), static_cast<char*>(staging.data_ptr()) + r * bytes, bytes);
   return completed(type, outputs);
+}
+
+namespace {
+
+// MPI's type for a dtype toroid has no type for (or any integer or float one), null if none.
+MPI_Datatype mpi_type_of(const at::Tensor& t) {
+  switch (t.scalar_type()) {
+    case at::kByte:
+      return MPI_UINT8_T;
+    case at::kChar:
+      return MPI_INT8_T;
+    case at::kShort:
+      return MPI_INT16_T;
+    case at::kInt:
+      return MPI_INT32_T;
+    case at::kLong:
+      return MPI_INT64_T;
+    case at::kFloat:
+      return MPI_FLOAT;
+    case at::kDouble:
+      return MPI_DOUBLE;
+    default:
+      return MPI_DATATYPE_NULL;
+  }
+}
+
+MPI_Op mpi_op_of(const c10d::ReduceOp& op, bool integer) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return MPI_SUM;
+    case c10d::ReduceOp::PRODUCT:
+      return MPI_PROD;
+    case c10d::ReduceOp::MIN:
+      return MPI_MIN;
+    case c10d::ReduceOp::MAX:
+      return MPI_MAX;
+    case c10d::ReduceOp::BAND:
+      return integer ? MPI_BAND : MPI_OP_NULL;
+    case c10d::ReduceOp::BOR:
+      return integer ? MPI_BOR : MPI_OP_NULL;
+    case c10d::ReduceOp::BXOR:
+      return integer ? MPI_BXOR : MPI_OP_NULL;
+    default:
+      return MPI_OP_NULL;
+  }
+}
+
+}  // namespace
+
+bool ProcessGroupToroid::mpi_reduces(const at::Tensor& t, const c10d::ReduceOp& op) {
+  const MPI_Datatype type = mpi_type_of(t);
+  return type != MPI_DATATYPE_NULL &&
+         mpi_op_of(op, !at::isFloatingType(t.scalar_type())) != MPI_OP_NULL;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce_on_mpi(
+    at::Tensor& t, const c10d::ReduceOp& op, bool in_place, c10d::OpType type, const char* name) {
+  int count = 0;
+  api::run_agreed(mpi_, [&] {
+    require_dense(t, name, "the tensor");
+    if (t.numel() > INT_MAX)
+      throw InvalidArgument(
+          fmt::format("toroid backend: {}: {} elements is more than one MPI "
+                      "call reduces ({})",
+                      name, t.numel(), INT_MAX));
+    count = static_cast<int>(t.numel());
+  });
+  const MPI_Datatype dtype = mpi_type_of(t);
+  const MPI_Op mop = mpi_op_of(op, !at::isFloatingType(t.scalar_type()));
+  at::Tensor scratch = in_place ? at::Tensor() : at::empty_like(t);
+  {
+    ReleaseGilIfHeld gil;
+    mpi_check(MPI_Allreduce(in_place ? MPI_IN_PLACE : t.data_ptr(),
+                            in_place ? t.data_ptr() : scratch.data_ptr(), count, dtype, mop, mpi_),
+              "toroid backend: MPI_Allreduce");
+  }
+  return completed(type, {t});
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::scatter(

@@ -49,10 +49,10 @@ DataType type_of(const at::Tensor& t, const char* op) {
     case at::kLong:
       return DataType::i64;
     default:
-      throw InvalidArgument(
-          fmt::format("toroid backend: {}: tensors of type {} are not supported (float32, float64, "
-                      "bfloat16, float16, int32, int64)",
-                      op, c10::toString(t.scalar_type())));
+      throw InvalidArgument(fmt::format(
+          "toroid backend: {}: tensors of type {} are not supported (float32, float64, "
+          "bfloat16, float16, int32, int64; reductions of uint8, int8, int16 through MPI)",
+          op, c10::toString(t.scalar_type())));
   }
 }
 
@@ -70,8 +70,9 @@ ReduceOp op_of(const c10d::ReduceOp& op, const char* call) {
       return ReduceOp::max;
     default:
       throw InvalidArgument(fmt::format(
-          "toroid backend: {}: reduce op {} is not supported (SUM, AVG, PRODUCT, MIN, MAX)", call,
-          static_cast<int>(op.op_)));
+          "toroid backend: {}: reduce op {} is not supported (SUM, AVG, PRODUCT, MIN, MAX; BAND, "
+          "BOR, BXOR on integers)",
+          call, static_cast<int>(op.op_)));
   }
 }
 
@@ -410,6 +411,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::start_allreduce(std::vector<a
   require_one(tensors, name);
   at::Tensor& t = tensors[0];
   require_dense(t, name, "the tensor");
+  // Through toroid where it has the dtype and the op, else through MPI where it has them.
+  const bool toroid_op =
+      reduce_op.op_ == c10d::ReduceOp::SUM || reduce_op.op_ == c10d::ReduceOp::AVG ||
+      reduce_op.op_ == c10d::ReduceOp::PRODUCT || reduce_op.op_ == c10d::ReduceOp::MIN ||
+      reduce_op.op_ == c10d::ReduceOp::MAX;
+  if ((!toroid_has(t) || !toroid_op) && mpi_reduces(t, reduce_op))
+    return allreduce_on_mpi(t, reduce_op, in_place, type, name);
+  if (!toroid_has(t) && mpi_reduces(t, c10d::ReduceOp::SUM))  // the dtype is MPI's, not the op
+    throw InvalidArgument(fmt::format(
+        "toroid backend: {}: reduce op {} on {} is not supported (through MPI: SUM, PRODUCT, MIN, "
+        "MAX, BAND, BOR, BXOR)",
+        name, static_cast<int>(reduce_op.op_), c10::toString(t.scalar_type())));
   const DataType element = type_of(t, name);
   const ReduceOp op = op_of(reduce_op, name);
   at::Tensor out = in_place ? t : at::empty_like(t);

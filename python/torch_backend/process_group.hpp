@@ -172,6 +172,12 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
   // Movement of a dtype toroid has no type for, as bytes on MPI (mpi_ops.cpp). `outputs`: the
   // flat output (_allgather_base) or one tensor per rank.
   c10::intrusive_ptr<c10d::Work> broadcast_bytes(at::Tensor& t, int root);
+  // An all-reduce toroid cannot do (its dtype or op) that MPI can: on the caller's thread;
+  // `in_place` false leaves the tensor as it was (reduce, off the root).
+  static bool mpi_reduces(const at::Tensor& t, const c10d::ReduceOp& op);
+  c10::intrusive_ptr<c10d::Work> allreduce_on_mpi(at::Tensor& t, const c10d::ReduceOp& op,
+                                                  bool in_place, c10d::OpType type,
+                                                  const char* name);
   c10::intrusive_ptr<c10d::Work> allgather_bytes(const at::Tensor& in,
                                                  std::vector<at::Tensor> outputs,
                                                  c10d::OpType type);

@@ -104,6 +104,34 @@ def test_movement_of_other_dtypes(dtype):
     assert agree(ok)
 
 
+def test_reductions_on_mpi():
+    # Reductions toroid has no type or op for, through MPI: small integer dtypes (a flag, a
+    # count) and the bitwise ops on integers; reduce keeps the other ranks' tensors.
+    ok = True
+    for dtype in (torch.uint8, torch.int8, torch.int16):
+        for name in ("sum", "min", "max"):
+            t = make(37, torch.int64, name, R).abs().to(dtype)
+            dist.all_reduce(t, op=OPS[name])
+            xs = torch.stack([make(37, torch.int64, name, r).abs() for r in range(P)])
+            want = {"sum": xs.sum(0), "min": xs.min(0).values, "max": xs.max(0).values}[name].to(dtype)
+            ok = ok and torch.equal(t, want)
+        t = torch.full((5,), R + 1, dtype=dtype)
+        mine = t.clone()
+        dist.reduce(t, dst=P - 1)
+        ok = ok and torch.equal(t, torch.full((5,), P * (P + 1) // 2, dtype=dtype) if R == P - 1 else mine)
+    for dtype in (torch.int32, torch.int64):
+        bits = torch.tensor([1 << R, 0b1011 ^ R, -1], dtype=dtype)
+        for op, fold in ((dist.ReduceOp.BAND, lambda a, b: a & b), (dist.ReduceOp.BOR, lambda a, b: a | b),
+                         (dist.ReduceOp.BXOR, lambda a, b: a ^ b)):
+            t = bits.clone()
+            dist.all_reduce(t, op=op)
+            want = torch.tensor([1 << 0, 0b1011 ^ 0, -1], dtype=dtype)
+            for r in range(1, P):
+                want = fold(want, torch.tensor([1 << r, 0b1011 ^ r, -1], dtype=dtype))
+            ok = ok and torch.equal(t, want)
+    assert agree(ok)
+
+
 @pytest.mark.filterwarnings("ignore:torch.distributed.all_reduce_coalesced")
 def test_coalesced_and_multidimensional():
     ts = [make(n, torch.float32, "sum", R).reshape(-1, 1) if n % 2 else make(n, torch.float32, "sum", R)
@@ -189,7 +217,9 @@ def test_refused():
         return ""
     ok = "allreduce: the tensor is not contiguous" in message(lambda: dist.all_reduce(torch.zeros(4, 4).t()))
     ok = ok and "tensors of type Bool are not supported" in message(lambda: dist.all_reduce(torch.zeros(3, dtype=torch.bool)))
-    ok = ok and "reduce op" in message(lambda: dist.all_reduce(torch.zeros(3, dtype=torch.int32), op=dist.ReduceOp.BAND))
+    ok = ok and "reduce op 5 is not supported" in message(lambda: dist.all_reduce(torch.zeros(3), op=dist.ReduceOp.BAND))
+    ok = ok and "reduce op 1 on Char is not supported (through MPI" in message(
+        lambda: dist.all_reduce(torch.zeros(3, dtype=torch.int8), op=dist.ReduceOp.AVG))
     ok = ok and "the output list has 1 tensors" in message(lambda: dist.gather(torch.zeros(3), [torch.zeros(3)] if R == 0 else None)) if P > 1 else ok
     ok = ok and f"{P + 1} output lists, expected one per rank" in message(
         lambda: dist.all_gather_coalesced([[torch.zeros(3)] for _ in range(P + 1)], [torch.zeros(3)]))
