@@ -34,7 +34,8 @@ constexpr auto kCallerGrace = 50us;
 
 std::vector<uint8_t> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
 
-DataType type_of(const at::Tensor& t, const char* op) {
+// toroid's type for a tensor's dtype, and its op for a c10d op; nothing where it has none.
+std::optional<DataType> toroid_type(const at::Tensor& t) {
   switch (t.scalar_type()) {
     case at::kFloat:
       return DataType::f32;
@@ -49,14 +50,11 @@ DataType type_of(const at::Tensor& t, const char* op) {
     case at::kLong:
       return DataType::i64;
     default:
-      throw InvalidArgument(fmt::format(
-          "toroid backend: {}: tensors of type {} are not supported (float32, float64, "
-          "bfloat16, float16, int32, int64; reductions of uint8, int8, int16 through MPI)",
-          op, c10::toString(t.scalar_type())));
+      return std::nullopt;
   }
 }
 
-ReduceOp op_of(const c10d::ReduceOp& op, const char* call) {
+std::optional<ReduceOp> toroid_op(const c10d::ReduceOp& op) {
   switch (op.op_) {
     case c10d::ReduceOp::SUM:
       return ReduceOp::sum;
@@ -69,26 +67,26 @@ ReduceOp op_of(const c10d::ReduceOp& op, const char* call) {
     case c10d::ReduceOp::MAX:
       return ReduceOp::max;
     default:
-      throw InvalidArgument(fmt::format(
-          "toroid backend: {}: reduce op {} is not supported (SUM, AVG, PRODUCT, MIN, MAX; BAND, "
-          "BOR, BXOR on integers)",
-          call, static_cast<int>(op.op_)));
+      return std::nullopt;
   }
 }
 
-// Whether toroid has a type for the tensor's dtype (type_of would not throw).
-bool toroid_has(const at::Tensor& t) {
-  switch (t.scalar_type()) {
-    case at::kFloat:
-    case at::kDouble:
-    case at::kBFloat16:
-    case at::kHalf:
-    case at::kInt:
-    case at::kLong:
-      return true;
-    default:
-      return false;
-  }
+bool toroid_has(const at::Tensor& t) { return toroid_type(t).has_value(); }
+
+DataType type_of(const at::Tensor& t, const char* op) {
+  if (const auto type = toroid_type(t)) return *type;
+  throw InvalidArgument(
+      fmt::format("toroid backend: {}: tensors of type {} are not supported (float32, float64, "
+                  "bfloat16, float16, int32, int64; reductions of uint8, int8, int16 through MPI)",
+                  op, c10::toString(t.scalar_type())));
+}
+
+ReduceOp op_of(const c10d::ReduceOp& op, const char* call) {
+  if (const auto ours = toroid_op(op)) return *ours;
+  throw InvalidArgument(
+      fmt::format("toroid backend: {}: reduce op {} is not supported (SUM, AVG, PRODUCT, MIN, "
+                  "MAX; BAND, BOR, BXOR on integers)",
+                  call, static_cast<int>(op.op_)));
 }
 
 void require_same(const at::Tensor& a, const at::Tensor& b, const char* op) {
@@ -412,11 +410,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::start_allreduce(std::vector<a
   at::Tensor& t = tensors[0];
   require_dense(t, name, "the tensor");
   // Through toroid where it has the dtype and the op, else through MPI where it has them.
-  const bool toroid_op =
-      reduce_op.op_ == c10d::ReduceOp::SUM || reduce_op.op_ == c10d::ReduceOp::AVG ||
-      reduce_op.op_ == c10d::ReduceOp::PRODUCT || reduce_op.op_ == c10d::ReduceOp::MIN ||
-      reduce_op.op_ == c10d::ReduceOp::MAX;
-  if ((!toroid_has(t) || !toroid_op) && mpi_reduces(t, reduce_op))
+  if ((!toroid_has(t) || !toroid_op(reduce_op)) && mpi_reduces(t, reduce_op))
     return allreduce_on_mpi(t, reduce_op, in_place, type, name);
   if (!toroid_has(t) && mpi_reduces(t, c10d::ReduceOp::SUM))  // the dtype is MPI's, not the op
     throw InvalidArgument(fmt::format(

@@ -43,10 +43,8 @@ import toroid
 __all__ = ["ShardedOptimizer"]
 
 _KINDS = ("sgd", "adam", "adamw", "lamb", "lars")
-# Hyper-parameters a param group may set, with their toroid names; lr is read every step.
-_GROUP_KEYS = {"lr": "learning_rate", "betas": None, "eps": "epsilon", "weight_decay": "weight_decay",
-               "momentum": "momentum", "nesterov": "nesterov", "trust_coefficient": "lars_trust_coefficient"}
-_FIXED_KEYS = [k for k in _GROUP_KEYS if k != "lr"]
+# Hyper-parameters a param group may set besides lr (read every step), fixed at construction.
+_FIXED_KEYS = ["betas", "eps", "weight_decay", "momentum", "nesterov", "trust_coefficient"]
 
 
 def _split_names(params):
