@@ -151,6 +151,10 @@ void ready(T& target, const py::object& which) {
 }  // namespace
 
 void bind_optimizer(py::module_& m) {
+  m.def(
+      "state_names",
+      [](const std::string& kind) { return state_names(parse_optimizer_kind(kind)); },
+      py::arg("kind"), "The state arrays a kind keeps, in torch's names (state()'s keys)");
   py::class_<PyOptimizer>(m, "ShardedOptimizer")
       .def(py::init([](PyCommunicator& c, const py::object& params, py::kwargs kw) {
              auto& comm = c.get();

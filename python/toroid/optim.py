@@ -216,7 +216,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
                     raise ValueError(f"ShardedOptimizer.load_state_dict: group {gi}'s {k} is {s[k]}, this "
                                      f"optimizer was built with {self._fixed[gi][k]}")
         for gi, (s, g, opt) in enumerate(zip(saved, self.param_groups, self._opts)):
-            names = ["momentum"] if self.kind in ("sgd", "lars") else ["exp_avg", "exp_avg_sq"]
+            names = toroid._toroid.state_names(self.kind)
             arrays = {n: [] for n in names}
             steps = 0
             for index, p in zip(s["params"], g["params"]):
