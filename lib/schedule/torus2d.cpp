@@ -63,7 +63,8 @@ Grid grid_of(const Context& ctx) {
 // All-reduce of [offset, offset+count): reduce-scatter along `first`, all-reduce along the
 // other axis on the shard, all-gather along `first`. Returns the next phase.
 std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block region, int tag,
-                           bool average, std::uint32_t divisor, std::uint32_t phase) {
+                           bool average, std::uint32_t divisor, std::uint32_t phase,
+                           std::uint32_t gather_from = 0) {
   const Group& a = x_first ? g.row : g.column;
   const Group& b = x_first ? g.column : g.row;
   const Links la = x_first ? g.row_links : g.column_links;
@@ -78,16 +79,79 @@ std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block regio
                                 chunk(Buf::output, piece), phase);
   phase = append_average(s, average, chunk(Buf::output, piece), divisor, phase);
   phase = append_allgather(s, lb, b, inner, tag + 2, chunk(Buf::output, piece), Buf::output, phase);
-  return append_allgather(s, la, a, outer, tag, chunk(Buf::output, shard), Buf::output, phase);
+  return append_allgather(s, la, a, outer, tag, chunk(Buf::output, shard), Buf::output,
+                          std::max(phase, gather_from));
+}
+
+// The phases a part spends before its last all-gather (its reduce-scatter and middle).
+std::uint32_t phases_before_gather(const Grid& g, bool x_first, Block region) {
+  Schedule dry;
+  const Group& a = x_first ? g.row : g.column;
+  const Group& b = x_first ? g.column : g.row;
+  const Links la = x_first ? g.row_links : g.column_links;
+  const Links lb = x_first ? g.column_links : g.row_links;
+  const Blocks outer = even_blocks(region.offset, region.count, a.size());
+  const Block shard = outer[a.position];
+  const Blocks inner = even_blocks(shard.offset, shard.count, b.size());
+  std::uint32_t phase = append_reduce_scatter(dry, la, a, outer, 0, Buf::input, Buf::output,
+                                              chunk(Buf::output, shard), 0);
+  phase = append_reduce_scatter(dry, lb, b, inner, 2, Buf::output, Buf::output,
+                                chunk(Buf::output, inner[b.position]), phase);
+  phase = append_average(dry, true, chunk(Buf::output, inner[b.position]), 2, phase);
+  return append_allgather(dry, lb, b, inner, 2, chunk(Buf::output, inner[b.position]), Buf::output,
+                          phase);
+}
+
+// One part of torus2d_both cut into `chunks` pipelined pieces (the block comment above).
+void allreduce_2d_pipelined(Schedule& s, const Grid& g, bool x_first, Block region, int tag,
+                            bool average, std::uint32_t divisor, int chunks, int lag) {
+  if (chunks <= 1) {
+    allreduce_2d(s, g, x_first, region, tag, average, divisor, 0);
+    return;
+  }
+  const std::uint32_t before = phases_before_gather(g, x_first, region);
+  const auto d = static_cast<std::uint32_t>(lag);
+  const std::uint32_t stride = (before + d - 1) / d;
+  const Blocks parts = even_blocks(region.offset, region.count, chunks);
+  // Piece k's phase f becomes f * (d + 1) + k mod (d + 1): the pieces that share a channel in
+  // one phase (a gather and the scatter d pieces later) get distinct phases, in order.
+  for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(chunks); ++k) {
+    const std::size_t first = s.steps.size();
+    allreduce_2d(s, g, x_first, parts[k], tag, average, divisor, k * stride, (k + d) * stride);
+    for (std::size_t i = first; i < s.steps.size(); ++i)
+      s.steps[i].phase = s.steps[i].phase * (d + 1) + k % (d + 1);
+  }
+}
+
+// How many pipelined pieces torus2d_both's all-reduce cuts each part into: 1 on a torus; with a
+// line, enough that a piece's line blocks stay >= kLineBlock elements (at most kMaxPieces).
+constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
+constexpr int kMaxPieces = 4;
+int pieces_for(const Context& ctx, std::uint64_t count) {
+  const Torus2D& t = ctx.topology;
+  const int X = t.x_dim(), Y = t.y_dim();
+  const int line = !t.wraps(Axis::x) && X > 2 ? X : !t.wraps(Axis::y) && Y > 2 ? Y : 0;
+  if (line == 0 || X < 2 || Y < 2) return 1;
+  const double k =
+      std::round(static_cast<double>(count / 2) / (line * static_cast<double>(kLineBlock)));
+  return static_cast<int>(std::clamp(k, 1.0, static_cast<double>(kMaxPieces)));
+}
+
+// What a dimension carries per direction, relative to its link rate: a ring of more than 2
+// moves its halves both ways (2); a line one way at a time (1), or, cut into k pipelined
+// pieces, both ways less the pipeline's fill and drain (2k / (k + 2)).
+double carries(bool wraps, int size, int pieces) {
+  if (wraps && size > 2) return 2;
+  return pieces > 1 ? 2.0 * pieces / (pieces + 2) : 1;
 }
 
 // The X-first share of torus2d_both (the block comment above); 1/2 when a dimension is 1 long.
-double x_first_share(const Context& ctx) {
+double x_first_share(const Context& ctx, int pieces) {
   const Torus2D& t = ctx.topology;
   const double X = t.x_dim(), Y = t.y_dim();
   if (X < 2 || Y < 2) return 0.5;
-  const double cx = ctx.link_rate[0] * (t.wraps(Axis::x) && X > 2 ? 2 : 1);
-  const double cy = ctx.link_rate[1] * (t.wraps(Axis::y) && Y > 2 ? 2 : 1);
+  const double cx = ctx.link_rate[0] * carries(t.wraps(Axis::x), t.x_dim(), pieces);
+  const double cy = ctx.link_rate[1] * carries(t.wraps(Axis::y), t.y_dim(), pieces);
   const double a = (1 / cy - 1 / (Y * cx)) / ((1 - 1 / Y) / cx + (1 - 1 / X) / cy);
   return std::clamp(a, 0.0, 1.0);
 }
@@ -112,7 +176,7 @@ BlockLayout layout_of(const Request& r, const Context& ctx, const Grid& g, bool 
   l.global = even_blocks(0, r.count, t.size());
   l.split = X;
   if (both && X > 1 && Y > 1)
-    l.split = std::clamp(static_cast<int>(std::lround(x_first_share(ctx) * X)), 1, X - 1),
+    l.split = std::clamp(static_cast<int>(std::lround(x_first_share(ctx, 1) * X)), 1, X - 1),
     l.split = X - l.split;
   const int my_x = g.row.position, my_y = g.column.position;
   l.row_part.resize(Y);
@@ -150,10 +214,13 @@ Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
     if (!both) {
       allreduce_2d(s, g, true, {0, r.count}, 0, r.average, divisor, 0);
     } else {
-      const auto x_first = static_cast<std::uint64_t>(
-          std::llround(x_first_share(ctx) * static_cast<double>(r.count)));
-      allreduce_2d(s, g, true, {0, x_first}, 0, r.average, divisor, 0);
-      allreduce_2d(s, g, false, {x_first, r.count - x_first}, 4, r.average, divisor, 0);
+      const auto x_first = static_cast<std::uint64_t>(std::llround(
+          x_first_share(ctx, pieces_for(ctx, r.count)) * static_cast<double>(r.count)));
+      const int k = pieces_for(ctx, r.count);
+      const bool x_line = !ctx.topology.wraps(Axis::x), y_line = !ctx.topology.wraps(Axis::y);
+      allreduce_2d_pipelined(s, g, true, {0, x_first}, 0, r.average, divisor, k, y_line ? 2 : 1);
+      allreduce_2d_pipelined(s, g, false, {x_first, r.count - x_first}, 4, r.average, divisor, k,
+                             x_line ? 2 : 1);
     }
     return s;
   }

@@ -285,3 +285,27 @@ TEST_CASE("broadcast refuses what it cannot run", "[schedules]") {
                                     {Collective::broadcast, 8, false, false, std::nullopt, 4}, ctx),
                     Catch::Contains("root is outside"));
 }
+
+TEST_CASE("torus2d_both pipelines its parts in pieces when a dimension is a line", "[schedules]") {
+  // A line's reduce-scatter loads one end's links and its all-gather the other's, so with a line
+  // the all-reduce cuts each part into pieces whose gathers overlap the next pieces' scatters.
+  // Counts from 3 * line * 64Ki elements (half the vector per part) give 2 to 4 pieces.
+  for (const Shape& s : {shape(3, 2, false, true), shape(2, 3, true, false),
+                         shape(4, 3, false, false), shape(5, 2, false, true)}) {
+    const int line = s.topology.wraps(Axis::x) ? s.topology.y_dim() : s.topology.x_dim();
+    for (std::uint64_t n : {std::uint64_t(3 * line) << 16, (std::uint64_t(8 * line) << 16) + 7}) {
+      schedule::Context ctx{0, s.topology, {}};
+      const auto one = schedule::build(Algorithm::torus2d_both,
+                                       {Collective::allreduce, n, false, false, {}}, ctx);
+      const auto small = schedule::build(Algorithm::torus2d_both,
+                                         {Collective::allreduce, 1000, false, false, {}}, ctx);
+      INFO(s.topology.to_string() << " n=" << n);
+      CHECK(one.phase_count() > small.phase_count());  // the pieces follow each other
+      for (bool in_place : {false, true}) {
+        INFO("in_place=" << in_place);
+        REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, in_place,
+                      DataType::f32) == "");
+      }
+    }
+  }
+}
