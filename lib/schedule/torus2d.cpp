@@ -21,6 +21,21 @@
 //
 // a = 1/2 on a square torus; 0.32 on 128x32 with X a line (its links carry half a ring's).
 //
+// Pipelined pieces (torus2d_both all-reduce with a line dimension of more than 2): a line's
+// reduce-scatter loads the links leaving one end ((p-1)/p of the data on m0 -> m1) and its
+// all-gather those leaving the other, so in turn each half of the line idles. Each part is cut
+// into k pieces (k = 2 or 4, from the vector's size) that follow each other on the same
+// channels; piece i's all-gather is placed beside piece i+d's reduce-scatter (d = 1, or 2 when
+// the middle phase runs on the line, so that middle has a piece's time to finish):
+//
+//     X links   | RS 0 | RS 1 + AG 0 | RS 2 + AG 1 | RS 3 + AG 2 | AG 3 |      (d = 1)
+//               m0 -> m1 busy with RS, m(p-2) -> m(p-1) with AG, the middle with both
+//
+// so k pieces take about k + 2 piece-times where one unpipelined pass takes 2k, and the line
+// carries 2k/(k+2) of its link rate each way (the share formula's c). Piece i's phase f is
+// numbered f * (d+1) + i mod (d+1): the scatter and the gather that share a channel are
+// ordered as they run, never in one phase.
+//
 // reduce-scatter (torus2d) with the global block rule (rank r = y*X + x ends with block r):
 // first along Y with Y-block y = global blocks [y*X, y*X + X) (contiguous), then along X inside
 // it, where member x's piece is global block y*X + x. all-gather is the reverse (X, then Y).
@@ -61,10 +76,12 @@ Grid grid_of(const Context& ctx) {
 }
 
 // All-reduce of [offset, offset+count): reduce-scatter along `first`, all-reduce along the
-// other axis on the shard, all-gather along `first`. Returns the next phase.
+// other axis on the shard, all-gather along `first`, that last one from phase `gather_from` at
+// the earliest. Returns the next phase; `before_gather` (when given) gets the phase the last
+// all-gather would start in without `gather_from`.
 std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block region, int tag,
                            bool average, std::uint32_t divisor, std::uint32_t phase,
-                           std::uint32_t gather_from = 0) {
+                           std::uint32_t gather_from = 0, std::uint32_t* before_gather = nullptr) {
   const Group& a = x_first ? g.row : g.column;
   const Group& b = x_first ? g.column : g.row;
   const Links la = x_first ? g.row_links : g.column_links;
@@ -79,27 +96,9 @@ std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block regio
                                 chunk(Buf::output, piece), phase);
   phase = append_average(s, average, chunk(Buf::output, piece), divisor, phase);
   phase = append_allgather(s, lb, b, inner, tag + 2, chunk(Buf::output, piece), Buf::output, phase);
+  if (before_gather) *before_gather = phase;
   return append_allgather(s, la, a, outer, tag, chunk(Buf::output, shard), Buf::output,
                           std::max(phase, gather_from));
-}
-
-// The phases a part spends before its last all-gather (its reduce-scatter and middle).
-std::uint32_t phases_before_gather(const Grid& g, bool x_first, Block region) {
-  Schedule dry;
-  const Group& a = x_first ? g.row : g.column;
-  const Group& b = x_first ? g.column : g.row;
-  const Links la = x_first ? g.row_links : g.column_links;
-  const Links lb = x_first ? g.column_links : g.row_links;
-  const Blocks outer = even_blocks(region.offset, region.count, a.size());
-  const Block shard = outer[a.position];
-  const Blocks inner = even_blocks(shard.offset, shard.count, b.size());
-  std::uint32_t phase = append_reduce_scatter(dry, la, a, outer, 0, Buf::input, Buf::output,
-                                              chunk(Buf::output, shard), 0);
-  phase = append_reduce_scatter(dry, lb, b, inner, 2, Buf::output, Buf::output,
-                                chunk(Buf::output, inner[b.position]), phase);
-  phase = append_average(dry, true, chunk(Buf::output, inner[b.position]), 2, phase);
-  return append_allgather(dry, lb, b, inner, 2, chunk(Buf::output, inner[b.position]), Buf::output,
-                          phase);
 }
 
 // One part of torus2d_both cut into `chunks` pipelined pieces (the block comment above).
@@ -109,7 +108,9 @@ void allreduce_2d_pipelined(Schedule& s, const Grid& g, bool x_first, Block regi
     allreduce_2d(s, g, x_first, region, tag, average, divisor, 0);
     return;
   }
-  const std::uint32_t before = phases_before_gather(g, x_first, region);
+  std::uint32_t before = 0;  // the phases a piece spends before its last all-gather
+  Schedule dry;
+  allreduce_2d(dry, g, x_first, region, tag, average, divisor, 0, 0, &before);
   const auto d = static_cast<std::uint32_t>(lag);
   const std::uint32_t stride = (before + d - 1) / d;
   const Blocks parts = even_blocks(region.offset, region.count, chunks);
@@ -124,17 +125,19 @@ void allreduce_2d_pipelined(Schedule& s, const Grid& g, bool x_first, Block regi
 }
 
 // How many pipelined pieces torus2d_both's all-reduce cuts each part into: 1 on a torus; with a
-// line, enough that a piece's line blocks stay >= kLineBlock elements (at most kMaxPieces).
+// line, by the half vector a part holds against line x 64Ki elements (a piece's line block):
+// 2 from 1x, 4 from 8x. The thresholds are toroid-sim's on 128x32 and 64x16 with X a line
+// (docs/simulator.md): 2 pieces win from 128 MiB, 4 only from 512 MiB (at 256 MiB 2, 3 and 4
+// pieces take 2.83, 3.04 and 3.27 ms: more pieces, shorter line blocks, each step's hop a
+// larger part of it).
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
-constexpr int kMaxPieces = 4;
 int pieces_for(const Context& ctx, std::uint64_t count) {
   const Torus2D& t = ctx.topology;
   const int X = t.x_dim(), Y = t.y_dim();
   const int line = !t.wraps(Axis::x) && X > 2 ? X : !t.wraps(Axis::y) && Y > 2 ? Y : 0;
   if (line == 0 || X < 2 || Y < 2) return 1;
-  const double k =
-      std::round(static_cast<double>(count / 2) / (line * static_cast<double>(kLineBlock)));
-  return static_cast<int>(std::clamp(k, 1.0, static_cast<double>(kMaxPieces)));
+  const std::uint64_t blocks = count / 2 / (static_cast<std::uint64_t>(line) * kLineBlock);
+  return blocks >= 8 ? 4 : blocks >= 1 ? 2 : 1;
 }
 
 // What a dimension carries per direction, relative to its link rate: a ring of more than 2
