@@ -126,8 +126,9 @@ void allreduce_2d_pipelined(Schedule& s, const Grid& g, bool x_first, Block regi
 
 // How many pipelined pieces torus2d_both's all-reduce cuts each part into: 1 on a torus; with a
 // line, by the half vector a part holds against line x 64Ki elements (a piece's line block):
-// 2 from 1x, 4 from 8x. The thresholds are toroid-sim's on 128x32 and 64x16 with X a line
-// (docs/simulator.md): 2 pieces win from 128 MiB, 4 only from 512 MiB (at 256 MiB 2, 3 and 4
+// 2 from 2x, 4 from 8x. The thresholds are toroid-sim's on 128x32 and 64x16 with X a line
+// (docs/simulator.md): on 128x32 2 pieces lose at 64 MiB (1.23 against 1.11 ms) and win from
+// 128 MiB, 4 only from 512 MiB (at 256 MiB 2, 3 and 4
 // pieces take 2.83, 3.04 and 3.27 ms: more pieces, shorter line blocks, each step's hop a
 // larger part of it).
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
@@ -137,7 +138,7 @@ int pieces_for(const Context& ctx, std::uint64_t count) {
   const int line = !t.wraps(Axis::x) && X > 2 ? X : !t.wraps(Axis::y) && Y > 2 ? Y : 0;
   if (line == 0 || X < 2 || Y < 2) return 1;
   const std::uint64_t blocks = count / 2 / (static_cast<std::uint64_t>(line) * kLineBlock);
-  return blocks >= 8 ? 4 : blocks >= 1 ? 2 : 1;
+  return blocks >= 8 ? 4 : blocks >= 2 ? 2 : 1;
 }
 
 // What a dimension carries per direction, relative to its link rate: a ring of more than 2

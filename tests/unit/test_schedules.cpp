@@ -289,11 +289,11 @@ TEST_CASE("broadcast refuses what it cannot run", "[schedules]") {
 TEST_CASE("torus2d_both pipelines its parts in pieces when a dimension is a line", "[schedules]") {
   // A line's reduce-scatter loads one end's links and its all-gather the other's, so with a line
   // the all-reduce cuts each part into pieces whose gathers overlap the next pieces' scatters.
-  // 3 * line * 64Ki elements give 2 pieces, 16 * line * 64Ki + 7 give 4.
+  // 5 * line * 64Ki elements give 2 pieces, 16 * line * 64Ki + 7 give 4.
   for (const Shape& s : {shape(3, 2, false, true), shape(2, 3, true, false),
                          shape(4, 3, false, false), shape(5, 2, false, true)}) {
     const int line = s.topology.wraps(Axis::x) ? s.topology.y_dim() : s.topology.x_dim();
-    for (std::uint64_t n : {std::uint64_t(3 * line) << 16, (std::uint64_t(16 * line) << 16) + 7}) {
+    for (std::uint64_t n : {std::uint64_t(5 * line) << 16, (std::uint64_t(16 * line) << 16) + 7}) {
       schedule::Context ctx{0, s.topology, {}};
       const auto one = schedule::build(Algorithm::torus2d_both,
                                        {Collective::allreduce, n, false, false, {}}, ctx);
