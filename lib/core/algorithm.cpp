@@ -60,7 +60,7 @@ bool implements(Algorithm a, Collective c) noexcept {
     case Algorithm::swing:
       return c == Collective::allreduce;
     case Algorithm::swing_latency:
-      return c == Collective::allreduce || c == Collective::reduce_scatter;
+      return true;
     default:
       return true;
   }

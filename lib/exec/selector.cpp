@@ -31,6 +31,11 @@ constexpr std::uint64_t kSwingBytesMesh = 1024 * 1024;
 // this, torus2d from it: the crossover is 32-64 KiB on 32x32 and 8-16 KiB on 128x32.
 constexpr std::uint64_t kScatterLatencyBytesTorus = 64 * 1024;
 constexpr std::uint64_t kScatterLatencyBytesMesh = 16 * 1024;
+// All-gather on a 2D shape: swing_latency (recursive doubling with Swing's peers) below this,
+// torus2d from it: the crossover is 1-2 MiB on 32x32 (59.7 against 68.5 us at 1 MiB, 77.4
+// against 75.1 at 2 MiB) and 512 KiB-1 MiB on 128x32.
+constexpr std::uint64_t kGatherLatencyBytesTorus = 2 * 1024 * 1024;
+constexpr std::uint64_t kGatherLatencyBytesMesh = 1024 * 1024;
 // Reduce-scatter and all-gather on a 2D shape: torus2d_both (both dimensions' links at once, its
 // X-first part on gathered columns) from these sizes, torus2d below. toroid-sim, f32, 4 MiB -
 // 1 GiB by powers of two: on 32x32 both forms win from 32 MiB (1-3% slower below); on 128x32,
@@ -65,6 +70,9 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   if (!two_d) return Algorithm::bidir_ring;
   if (c == Collective::reduce_scatter &&
       bytes < (mesh ? kScatterLatencyBytesMesh : kScatterLatencyBytesTorus))
+    return Algorithm::swing_latency;
+  if (c == Collective::allgather &&
+      bytes < (mesh ? kGatherLatencyBytesMesh : kGatherLatencyBytesTorus))
     return Algorithm::swing_latency;
   const std::uint64_t both = !mesh                             ? kBothBytesTorus
                              : c == Collective::reduce_scatter ? kScatterBothBytesMesh

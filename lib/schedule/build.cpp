@@ -25,9 +25,7 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
     return refuse("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto");
   if (r.collective == Collective::broadcast && (r.root < 0 || r.root >= ctx.nranks()))
     return refuse("the root is outside the communicator");
-  if (!implements(a, r.collective))
-    return refuse(a == Algorithm::swing_latency ? "it only implements allreduce and reduce_scatter"
-                                                : "it only implements allreduce");
+  if (!implements(a, r.collective)) return refuse("it only implements allreduce");
   Schedule s;
   if (r.collective == Collective::broadcast && (a == Algorithm::automatic || a == Algorithm::mpi))
     return refuse("no schedule: resolved by the caller");

@@ -28,6 +28,19 @@
 // step never writes what it sends. Its reduce-scatter is the same all-reduce, each rank keeping
 // its block (of the block rule) and handing the ranks that folded into it theirs: log2(p2)
 // steps of the whole vector where a ring takes p-1, for small vectors.
+//
+// swing_latency all-gather: recursive doubling with the same peers, the farthest move first.
+// After moves M-1 … m a rank holds the blocks of its class T(r, m) (its own, and the blocks of
+// every rank folded into a member); at move m it sends what it holds and receives its peer's
+// class, which completes T(r, m - 1):
+//
+//     move M-1: {r} <-> {q}            held {r, q}
+//     move M-2: {r, q} <-> {u, w}      held {r, q, u, w}   ... log2(p2) moves, then unfold
+//
+// A class's blocks lie apart in the output (rank order is not class order), so a rank sends
+// them as a gathered chunk of the output, receives into scratch and copies the peer's blocks
+// out to their places.
+#include <algorithm>
 #include <bit>
 
 #include "schedule/build.hpp"
@@ -66,9 +79,104 @@ struct Grid {
   Coord virtual_of(Coord c) const { return {x.virtual_of(c.x), y.virtual_of(c.y)}; }
 };
 
+// The swing_latency all-gather (the block comment above).
+Schedule build_swing_allgather(const Request& r, const Context& ctx) {
+  Schedule s;
+  const Torus2D& t = ctx.topology;
+  const int p = ctx.nranks(), rank = ctx.rank;
+  const std::uint64_t n = r.count;
+  const Block own = block_of(n, p, rank);
+  const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
+  Builder b{s};
+  if (append_move(s, own_src, chunk(Buf::output, own), b.phase)) ++b.phase;
+  if (p == 1) return s;
+  const Grid g(t);
+  const Coord me = t.coord_of(rank);
+  s.scratch_count = n;
+  // The output's runs of a set of ranks' blocks (ascending), as one gathered chunk.
+  auto blocks_of = [&](std::vector<int> ranks) {
+    std::sort(ranks.begin(), ranks.end());
+    std::vector<Block> runs;
+    for (int q : ranks) runs.push_back(block_of(n, p, q));
+    return gathered_chunk(s, Buf::output, runs);
+  };
+  // Send `mine`, receive `theirs` from `peer` (into scratch, then copied to their places).
+  auto exchange = [&](int peer, const std::vector<int>& mine, const std::vector<int>& theirs) {
+    const Chunk out = blocks_of(mine), in = blocks_of(theirs);
+    if (!mine.empty()) b.add(Kind::send, peer, 0, out, {});
+    const Chunk landing{Buf::scratch, 0, in.count};
+    if (!theirs.empty()) b.add(Kind::recv, peer, 0, {}, landing);
+    ++b.phase;
+    if (in.count > 0) s.steps.push_back({Kind::copy, -1, 0, b.phase++, landing, in});
+  };
+  const int rx = me.x + (g.x.sends(me.x) ? 1 : -1), ry = me.y + (g.y.sends(me.y) ? 1 : -1);
+  // The real ranks behind each virtual coordinate: itself and those folded into it.
+  auto folded_into = [&](Coord real) {
+    std::vector<int> ranks{t.rank_of(real)};
+    if (g.x.receives(real.x)) ranks.push_back(t.rank_of({real.x - 1, real.y}));
+    if (g.y.receives(real.y)) {
+      ranks.push_back(t.rank_of({real.x, real.y - 1}));
+      if (g.x.receives(real.x)) ranks.push_back(t.rank_of({real.x - 1, real.y - 1}));
+    }
+    return ranks;
+  };
+  std::vector<int> held{rank};
+  // Fold X, then Y: the ranks that sit out hand over what they hold and wait for the whole.
+  if (g.x.sends(me.x)) {
+    exchange(t.rank_of({rx, me.y}), held, {});
+    b.add(Kind::recv, t.rank_of({rx, me.y}), 0, {}, {Buf::output, 0, n});
+    return s;
+  }
+  if (g.x.receives(me.x)) {
+    exchange(t.rank_of({rx, me.y}), {}, {t.rank_of({rx, me.y})});
+    held.push_back(t.rank_of({rx, me.y}));
+  }
+  if (g.y.sends(me.y)) {
+    exchange(t.rank_of({me.x, ry}), held, {});
+    b.add(Kind::recv, t.rank_of({me.x, ry}), 0, {}, {Buf::output, 0, n});
+    ++b.phase;
+    if (g.x.receives(me.x)) b.add(Kind::send, t.rank_of({rx, me.y}), 0, {Buf::output, 0, n}, {});
+    return s;
+  }
+  if (g.y.receives(me.y)) {
+    std::vector<int> theirs{t.rank_of({me.x, ry})};
+    if (g.x.receives(me.x)) theirs.push_back(t.rank_of({me.x - 1, ry}));
+    exchange(t.rank_of({me.x, ry}), {}, theirs);
+    held.insert(held.end(), theirs.begin(), theirs.end());
+  }
+  // Recursive doubling over the virtual grid: T(v, m) is the aligned range of 2^(M - m)
+  // positions around v's.
+  const SwingPattern pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
+                             g.x.k2 > 1 ? Axis::x : Axis::y, false);
+  const int moves = static_cast<int>(pattern.moves().size());
+  std::vector<Coord> at_position(static_cast<std::size_t>(pattern.size()));
+  for (int vy = 0; vy < g.y.k2; ++vy)
+    for (int vx = 0; vx < g.x.k2; ++vx) at_position[pattern.position({vx, vy})] = {vx, vy};
+  auto class_of = [&](Coord v, int level) {  // the real ranks of T(v, level)
+    const std::uint32_t size = 1u << (moves - level), first = pattern.position(v) & ~(size - 1);
+    std::vector<int> ranks;
+    for (std::uint32_t q = first; q < first + size; ++q) {
+      const Coord u = at_position[q];
+      const std::vector<int> behind = folded_into({g.x.real_of(u.x), g.y.real_of(u.y)});
+      ranks.insert(ranks.end(), behind.begin(), behind.end());
+    }
+    return ranks;
+  };
+  const Coord v = g.virtual_of(me);
+  for (int m = moves - 1; m >= 0; --m) {  // the farthest move first
+    const Coord q = pattern.peer(v, m);
+    exchange(g.rank_of_virtual(q), class_of(v, m + 1), class_of(q, m + 1));
+  }
+  // Unfold: the whole output back to the ranks that sat out.
+  if (g.y.receives(me.y)) b.add(Kind::send, t.rank_of({me.x, ry}), 0, {Buf::output, 0, n}, {});
+  if (g.x.receives(me.x)) b.add(Kind::send, t.rank_of({rx, me.y}), 0, {Buf::output, 0, n}, {});
+  return s;
+}
+
 }  // namespace
 
 Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
+  if (r.collective == Collective::allgather) return build_swing_allgather(r, ctx);
   Schedule s;
   const Torus2D& t = ctx.topology;
   const int p = ctx.nranks(), rank = ctx.rank;

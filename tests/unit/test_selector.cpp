@@ -240,14 +240,18 @@ TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_bot
   // A line dimension: Swing's XOR peers load it, so torus2d_both takes over from 1 MiB.
   CHECK(fixed_rule(Collective::allreduce, 512u << 10, multipod) == Algorithm::swing);
   CHECK(fixed_rule(Collective::allreduce, 1u << 20, multipod) == Algorithm::torus2d_both);
-  // 1D: unchanged. Small reduce-scatters take swing_latency (an all-reduce keeping one block);
-  // all-gather keeps the torus algorithm.
+  // 1D: unchanged. Small reduce-scatters take swing_latency (an all-reduce keeping one block),
+  // and small all-gathers its recursive doubling.
   CHECK(fixed_rule(Collective::allreduce, 1024, Torus2D(128, 1)) == Algorithm::recursive_doubling);
   CHECK(fixed_rule(Collective::reduce_scatter, 1024, pod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::reduce_scatter, 32u << 10, pod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::reduce_scatter, 64u << 10, pod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::reduce_scatter, 16u << 10, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::allgather, 1024, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 1024, pod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allgather, 1u << 20, pod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allgather, 2u << 20, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 512u << 10, multipod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allgather, 1u << 20, multipod) == Algorithm::torus2d);
   // Large reduce-scatters and all-gathers use both dimensions at once; later with a line.
   CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, pod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::reduce_scatter, 32u << 20, pod) == Algorithm::torus2d_both);
