@@ -162,7 +162,7 @@ def main():
     sizes = sorted({int(r["size"]) for r in rows})
     t = {(r["algo"], int(r["size"])): float(r["time_us"]) for r in rows}
     bus = {(r["algo"], int(r["size"])): float(r["busbw"]) for r in rows}
-    x, y = (int(v) for v in args.torus.split("x"))
+    x, y = (int(v) for v in args.torus.split(":")[0].split("x"))  # XxY[:wrap=...]
     print(f"# torus {args.torus} ({x * y} hosts, 1 rank each), every link direction {args.rate} = {link:.4f} GB/s; "
           f"ping-pong fit: {hop_us:.1f} us per message, {beta:.4f} GB/s for >= 1 MiB; "
           f"{time.time() - started:.0f} s of runs; median of {args.n} iterations, f32 sum {args.op}; "
