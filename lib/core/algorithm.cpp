@@ -59,8 +59,6 @@ bool implements(Algorithm a, Collective c) noexcept {
     case Algorithm::rabenseifner:
     case Algorithm::swing:
       return c == Collective::allreduce;
-    case Algorithm::swing_latency:
-      return true;
     default:
       return true;
   }

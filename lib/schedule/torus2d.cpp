@@ -128,9 +128,8 @@ void allreduce_2d_pipelined(Schedule& s, const Grid& g, bool x_first, Block regi
 // line, by the half vector a part holds against line x 64Ki elements (a piece's line block):
 // 2 from 2x, 4 from 8x. The thresholds are toroid-sim's on 128x32 and 64x16 with X a line
 // (docs/simulator.md): on 128x32 2 pieces lose at 64 MiB (1.23 against 1.11 ms) and win from
-// 128 MiB, 4 only from 512 MiB (at 256 MiB 2, 3 and 4
-// pieces take 2.83, 3.04 and 3.27 ms: more pieces, shorter line blocks, each step's hop a
-// larger part of it).
+// 128 MiB, 4 only from 512 MiB (at 256 MiB 2, 3 and 4 pieces take 2.83, 3.04 and 3.27 ms: more
+// pieces, shorter line blocks, each step's hop a larger part of it).
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
 int pieces_for(const Context& ctx, std::uint64_t count) {
   const Torus2D& t = ctx.topology;
@@ -218,9 +217,9 @@ Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
     if (!both) {
       allreduce_2d(s, g, true, {0, r.count}, 0, r.average, divisor, 0);
     } else {
-      const auto x_first = static_cast<std::uint64_t>(std::llround(
-          x_first_share(ctx, pieces_for(ctx, r.count)) * static_cast<double>(r.count)));
       const int k = pieces_for(ctx, r.count);
+      const auto x_first = static_cast<std::uint64_t>(
+          std::llround(x_first_share(ctx, k) * static_cast<double>(r.count)));
       const bool x_line = !ctx.topology.wraps(Axis::x), y_line = !ctx.topology.wraps(Axis::y);
       allreduce_2d_pipelined(s, g, true, {0, x_first}, 0, r.average, divisor, k, y_line ? 2 : 1);
       allreduce_2d_pipelined(s, g, false, {x_first, r.count - x_first}, 4, r.average, divisor, k,
