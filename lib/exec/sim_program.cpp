@@ -6,11 +6,11 @@
 
 namespace toroid::exec::sim {
 
-Program compile(const schedule::Schedule& s, std::size_t elem_size, bool keep_phase_numbers) {
+void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
   using schedule::Kind;
-  Program p;
-  p.ops.reserve(s.steps.size());
-  p.deps.reserve(s.deps.size());
+  const bool first_rank = p.ranks() == 0;
+  if (p.deps.size() + s.deps.size() > UINT32_MAX)
+    throw InvalidArgument("simulator: more than 2^32 dependencies in all");
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     const schedule::Step& st = s.steps[i];
     if (i > 0 && st.phase < s.steps[i - 1].phase)
@@ -50,11 +50,12 @@ Program compile(const schedule::Schedule& s, std::size_t elem_size, bool keep_ph
     for (std::uint32_t k = 0; k < st.dep_count; ++k) {
       const schedule::Dep& d = s.deps[st.dep_begin + k];
       p.deps.push_back(d.step | (d.wait == schedule::Wait::follow ? kFollow : 0u));
+      if (d.wait == schedule::Wait::follow) op.follows = op.follows == kNone ? d.step : kMany;
     }
-    if (keep_phase_numbers) p.phase_numbers.push_back(st.phase);
+    if (first_rank) p.phase_numbers.push_back(st.phase);
     p.ops.push_back(op);
   }
-  return p;
+  p.begin.push_back(p.ops.size());
 }
 
 }  // namespace toroid::exec::sim

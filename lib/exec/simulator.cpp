@@ -4,17 +4,26 @@
 // its channel (direction, peer, tag). Events are "op j of rank r has its first segment final"
 // (a receive: the steps that follow it may start) and "op j of rank r is done". When an op has
 // nothing left to wait for it is posted at the event's time: a local op runs on the chip's
-// reducer; a remote op is matched against the peer's posted op of the same channel, and the
+// reducer; a remote op meets its partner, the op on the peer's side of the same channel with the
+// same place in that channel's order (paired before the run), and once both are posted the
 // match is a transfer whose links are reserved at once, which fixes both ends' times. Events
 // are handled in time order, so links are reserved in the order transfers become ready (FIFO
-// per link dir).
+// per link dir). An event nobody waits for is not queued: its op's end is counted when it is
+// fixed.
+//
+// Cost: the run is bound by reaching memory (4096 ranks of ring: 33 M ops), not by arithmetic.
+// Ranks advance together, so each event lands on another rank's ops: what an event needs of an
+// op is one record (sim::Op) in one array over all ranks, on huge pages where the kernel allows
+// it.
 #include "exec/simulator.hpp"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <exception>
 #include <limits>
-#include <queue>
+#include <thread>
 #include <unordered_map>
 
 #include "exec/sim_network.hpp"
@@ -24,21 +33,33 @@
 namespace toroid::exec {
 namespace {
 
+using sim::kDoneWanted;
+using sim::kFirstWanted;
 using sim::kFollow;
+using sim::kMany;
+using sim::kNone;
+using sim::kPosted;
 using sim::Op;
 using sim::OpKind;
-using sim::Program;
+using sim::Programs;
 
 constexpr std::uint32_t kIndex = schedule::WaitGraph::kIndex;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 using schedule::channel_key;
 
+// Asks for huge pages under a large array before its pages are first touched: the engine
+// touches its arrays at 4096 ranks' frontiers at once, and 4 KiB pages cost a page walk each.
+template <class T>
+void reserve_huge(std::vector<T>& v, std::size_t n) {
+  v.reserve(n);
+  constexpr std::uintptr_t kHuge = 2u << 20;
+  const auto lo = (reinterpret_cast<std::uintptr_t>(v.data()) + kHuge - 1) & ~(kHuge - 1);
+  const auto hi = (reinterpret_cast<std::uintptr_t>(v.data() + n)) & ~(kHuge - 1);
+  if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);  // a hint only
+}
+
 struct RankState {
-  std::vector<double> done;       // per op: when it ends (kNever while unknown)
-  schedule::WaitGraph graph;      // per op: conditions not met yet, and who waits for it
-  std::vector<double> posted_at;  // rank 0 only
-  std::unordered_map<std::uint64_t, std::uint32_t> pending;  // channel -> posted op not yet matched
   double reducer_free = 0, finish = 0;
   std::size_t remaining = 0;
 };
@@ -46,32 +67,41 @@ struct RankState {
 struct Event {
   double t;
   std::uint64_t seq;
-  int rank;
-  std::uint32_t op;
-  bool first;  // first segment final (else: done)
+  std::uint32_t rank;
+  std::uint32_t op;  // | kFollow: the first segment is final (else: done)
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
 class Engine {
  public:
-  Engine(const SimModel& m, const std::vector<Program>& programs)
-      : m_(m), prog_(programs), st_(programs.size()), net_(m), sent_(programs.size(), 0) {}
+  // `parts`: the ranks' programs, rank after rank across the parts (built apart, on threads).
+  Engine(const SimModel& m, std::vector<Programs>& parts) : m_(m), parts_(parts), net_(m) {
+    for (Programs& part : parts)
+      for (int r = 0; r < part.ranks(); ++r)
+        ranks_.push_back({part.ops.data() + part.begin[static_cast<std::size_t>(r)],
+                          part.deps.data(), static_cast<std::uint32_t>(part.size(r)), 0});
+    st_.resize(ranks_.size());
+    sent_.assign(ranks_.size(), 0);
+  }
 
   SimResult run() {
     SimResult res;
-    const int p = static_cast<int>(prog_.size());
+    const int p = ranks();
     if (p != m_.topology.size()) {
       res.error = fmt::format("{} schedules for topology {} ({} chips)", p, m_.topology.to_string(),
                               m_.topology.size());
       return res;
     }
-    for (int r = 0; r < p; ++r) prepare(r);
+    prepare();
+    if (error_.empty()) pair();
     for (int r = 0; r < p && error_.empty(); ++r)
-      for (std::uint32_t j = 0; j < prog_[r].ops.size() && error_.empty(); ++j)
-        if (st_[r].graph.waits[j] == 0) post(r, j, 0.0);
+      for (std::uint32_t j = 0; j < size(r) && error_.empty(); ++j)
+        if (op(r, j).waits == 0) post(r, j, 0.0);
     while (!queue_.empty() && error_.empty()) {
-      const Event e = queue_.top();
-      queue_.pop();
+      std::pop_heap(queue_.begin(), queue_.end(), std::greater<>{});
+      const Event e = queue_.back();
+      queue_.pop_back();
+      prefetch_next();
       handle(e);
     }
     res.error = error_;
@@ -92,102 +122,205 @@ class Engine {
   }
 
  private:
-  // Wait counts and the reverse edges of rank r's ops (schedule/wait_graph.hpp).
-  void prepare(int r) {
-    RankState& s = st_[r];
-    const Program& pg = prog_[r];
-    const std::size_t n = pg.ops.size();
-    s.done.assign(n, kNever);
-    s.remaining = n;
-    if (r == 0) s.posted_at.assign(n, 0.0);
-    s.graph = schedule::wait_graph(
-        n,
-        [&](std::uint32_t j, auto&& f) {
-          const Op& op = pg.ops[j];
-          for (std::uint32_t k = 0; k < op.dep_count; ++k) {
-            const std::uint32_t d = pg.deps[op.dep_begin + k];
-            f(d & kIndex, (d & kFollow) != 0);
-          }
-        },
-        [&](std::uint32_t j, std::uint64_t& key) {
-          const Op& op = pg.ops[j];
-          if (op.kind == OpKind::local) return false;
-          key = schedule::channel_key(op.kind == OpKind::send, op.peer, op.tag);
-          return true;
-        });
+  // Rank r's ops, its dependencies (Op::dep_begin counts from `deps`), and where its last op's
+  // waiters end.
+  struct RankView {
+    Op* ops;
+    const std::uint32_t* deps;
+    std::uint32_t size;
+    std::uint32_t waiters_end;
+  };
+  int ranks() const { return static_cast<int>(ranks_.size()); }
+  std::uint32_t size(int r) const { return ranks_[static_cast<std::size_t>(r)].size; }
+  Op& op(int r, std::uint32_t j) { return ranks_[static_cast<std::size_t>(r)].ops[j]; }
+  const Op& op(int r, std::uint32_t j) const { return ranks_[static_cast<std::size_t>(r)].ops[j]; }
+  std::uint32_t dep(int r, const Op& o, std::uint32_t k) const {
+    return ranks_[static_cast<std::size_t>(r)].deps[o.dep_begin + k];
+  }
+  // Where op j's waiters end: where the next op's begin.
+  std::uint32_t waiters_end(int r, std::uint32_t j) const {
+    const RankView& v = ranks_[static_cast<std::size_t>(r)];
+    return j + 1 < v.size ? v.ops[j + 1].waiters : v.waiters_end;
+  }
+
+  // Every op's wait count, its waiters (schedule/wait_graph.hpp, rank by rank) and which of its
+  // events anyone waits for.
+  void prepare() {
+    std::size_t n = 0, deps = 0;
+    for (const Programs& part : parts_) {
+      n += part.ops.size();
+      deps += part.deps.size();
+    }
+    reserve_huge(waiters_, deps + n);  // deps plus one channel successor each
+    posted_at_.assign(ranks() > 0 ? size(0) : 0, 0.0);
+    for (int r = 0; r < ranks(); ++r) {
+      RankView& v = ranks_[static_cast<std::size_t>(r)];
+      st_[static_cast<std::size_t>(r)].remaining = v.size;
+      const schedule::WaitGraph g = schedule::wait_graph(
+          v.size,
+          [&](std::uint32_t j, auto&& f) {
+            const Op& o = v.ops[j];
+            for (std::uint32_t k = 0; k < o.dep_count; ++k) {
+              const std::uint32_t d = v.deps[o.dep_begin + k];
+              f(d & kIndex, (d & kFollow) != 0);
+            }
+          },
+          [&](std::uint32_t j, std::uint64_t& key) {
+            const Op& o = v.ops[j];
+            if (o.kind == OpKind::local) return false;
+            key = channel_key(o.kind == OpKind::send, o.peer, o.tag);
+            return true;
+          });
+      if (waiters_.size() + g.waiters.size() > UINT32_MAX) {
+        error_ = "simulator: more than 2^32 waits in all";
+        return;
+      }
+      const auto offset = static_cast<std::uint32_t>(waiters_.size());
+      waiters_.insert(waiters_.end(), g.waiters.begin(), g.waiters.end());
+      for (std::uint32_t j = 0; j < v.size; ++j) {
+        Op& o = v.ops[j];
+        o.waits = g.waits[j];
+        o.waiters = offset + g.begin[j];
+        for (std::uint32_t k = g.begin[j]; k < g.begin[j + 1]; ++k)
+          o.flags |= (g.waiters[k] & kFollow) ? kFirstWanted : kDoneWanted;
+      }
+      v.waiters_end = static_cast<std::uint32_t>(waiters_.size());
+    }
+  }
+
+  // Pairs each send with the receive on the other side of its channel: the k-th send from r to
+  // q with tag t meets q's k-th receive from r with tag t.
+  void pair() {
+    const int p = ranks();
+    std::vector<std::unordered_map<std::uint64_t, std::vector<std::uint32_t>>> receives(
+        static_cast<std::size_t>(p));
+    for (int r = 0; r < p && error_.empty(); ++r)
+      for (std::uint32_t j = 0; j < size(r); ++j) {
+        const Op& o = op(r, j);
+        if (o.kind == OpKind::local) continue;
+        if (o.peer < 0 || o.peer >= p || o.peer == r) {
+          error_ = fmt::format("rank {}: bad peer {}", r, o.peer);
+          return;
+        }
+        if (o.kind != OpKind::send)
+          receives[static_cast<std::size_t>(r)][channel_key(false, o.peer, o.tag)].push_back(j);
+      }
+    std::unordered_map<std::uint64_t, std::uint32_t> sent;  // per channel of rank r: sends so far
+    for (int r = 0; r < p && error_.empty(); ++r) {
+      sent.clear();
+      for (std::uint32_t j = 0; j < size(r); ++j) {
+        Op& o = op(r, j);
+        if (o.kind != OpKind::send) continue;
+        const std::uint32_t k = sent[channel_key(true, o.peer, o.tag)]++;
+        const auto& theirs = receives[static_cast<std::size_t>(o.peer)];
+        const auto it = theirs.find(channel_key(false, r, o.tag));
+        if (it == theirs.end() || k >= it->second.size()) continue;  // never met: a deadlock
+        const std::uint32_t other = it->second[k];
+        Op& q = op(o.peer, other);
+        if (q.bytes != o.bytes) {
+          error_ = fmt::format(
+              "size mismatch: rank {} sends {} bytes, rank {} receives {} bytes (tag {})", r,
+              o.bytes, o.peer, q.bytes, o.tag);
+          return;
+        }
+        o.partner = other;
+        q.partner = j;
+      }
+    }
   }
 
   void handle(const Event& e) {
-    RankState& s = st_[e.rank];
-    if (!e.first) {
-      s.finish = std::max(s.finish, e.t);
-      --s.remaining;
-    }
-    schedule::WaitGraph& g = s.graph;
-    for (std::uint32_t k = g.begin[e.op]; k < g.begin[e.op + 1] && error_.empty(); ++k) {
-      const std::uint32_t d = g.waiters[k];
-      if (((d & kFollow) != 0) != e.first)
+    const bool first = (e.op & kFollow) != 0;
+    const std::uint32_t i = e.op & kIndex;
+    const int r = static_cast<int>(e.rank);
+    Op* ops = ranks_[e.rank].ops;
+    const std::uint32_t end = waiters_end(r, i);
+    for (std::uint32_t k = ops[i].waiters; k < end && error_.empty(); ++k) {
+      const std::uint32_t d = waiters_[k];
+      if (((d & kFollow) != 0) != first)
         continue;  // follow waits for the first segment, the rest for the end
       const std::uint32_t j = d & kIndex;
-      if (--g.waits[j] == 0) post(e.rank, j, e.t);
+      if (--ops[j].waits == 0) post(r, j, e.t);
     }
   }
 
-  void push(double t, int r, std::uint32_t op, bool first) {
-    queue_.push({t, seq_++, r, op, first});
+  void push(const Event& e) {
+    queue_.push_back(e);
+    std::push_heap(queue_.begin(), queue_.end(), std::greater<>{});
+  }
+
+  // Asks for what the next events will touch while this one is handled: most of the run is
+  // waiting for memory, and the heap names the next events. The op records of the two after
+  // next (heap slots 1 and 2), and for the next one (slot 0, whose record was asked for one
+  // event ago) its waiter list, the op after it (its usual waiter) and that op's partner.
+  void prefetch_next() const {
+    for (std::size_t i = 0; i < 3 && i < queue_.size(); ++i) {
+      const RankView& v = ranks_[queue_[i].rank];
+      const std::uint32_t j = queue_[i].op & kIndex;
+      __builtin_prefetch(&v.ops[j]);
+      if (j + 1 < v.size) __builtin_prefetch(&v.ops[j + 1]);
+      if (i == 0 && !waiters_.empty()) {
+        __builtin_prefetch(&waiters_[std::min<std::size_t>(v.ops[j].waiters, waiters_.size() - 1)]);
+        if (j + 1 < v.size) {
+          const Op& next = v.ops[j + 1];
+          if (next.kind != OpKind::local && next.partner != kNone)
+            __builtin_prefetch(&op(next.peer, next.partner));
+        }
+      }
+    }
+  }
+
+  // Op j of rank r ends at t: counted now, and queued when some op waits for it.
+  void ends(int r, std::uint32_t j, double t) {
+    RankState& s = st_[static_cast<std::size_t>(r)];
+    Op& o = op(r, j);
+    o.done = t;
+    s.finish = std::max(s.finish, t);
+    --s.remaining;
+    if (o.flags & kDoneWanted) push({t, seq_++, static_cast<std::uint32_t>(r), j});
+  }
+  // Op j of rank r's first segment is final at t.
+  void first_final(int r, std::uint32_t j, double t) {
+    if (op(r, j).flags & kFirstWanted)
+      push({t, seq_++, static_cast<std::uint32_t>(r), j | kFollow});
   }
 
   // When the latest `follow` source of op j is all final (0: it follows nothing).
   double source_done(int r, std::uint32_t j) const {
-    const Program& pg = prog_[r];
-    const Op& op = pg.ops[j];
+    const Op& o = op(r, j);
+    if (o.follows == kNone) return 0;
+    if (o.follows != kMany) return op(r, o.follows).done;
     double t = 0;
-    for (std::uint32_t k = 0; k < op.dep_count; ++k) {
-      const std::uint32_t d = pg.deps[op.dep_begin + k];
-      if (d & kFollow) t = std::max(t, st_[r].done[d & kIndex]);
+    for (std::uint32_t k = 0; k < o.dep_count; ++k) {
+      const std::uint32_t d = dep(r, o, k);
+      if (d & kFollow) t = std::max(t, op(r, d & kIndex).done);
     }
     return t;
   }
 
   void post(int r, std::uint32_t j, double t) {
-    RankState& s = st_[r];
-    const Op& op = prog_[r].ops[j];
-    if (r == 0) s.posted_at[j] = t;
-    if (op.kind == OpKind::local) {  // copies and scales run on the chip's reducer
+    RankState& s = st_[static_cast<std::size_t>(r)];
+    Op& o = op(r, j);
+    if (r == 0) posted_at_[j] = t;
+    if (o.kind == OpKind::local) {  // copies and scales run on the chip's reducer
       s.reducer_free =
-          std::max(t, s.reducer_free) + static_cast<double>(op.bytes) / m_.reduce_bytes_per_s;
-      s.done[j] = s.reducer_free;
-      push(s.done[j], r, j, false);
+          std::max(t, s.reducer_free) + static_cast<double>(o.bytes) / m_.reduce_bytes_per_s;
+      ends(r, j, s.reducer_free);
       return;
     }
-    if (op.peer < 0 || op.peer >= static_cast<int>(prog_.size()) || op.peer == r) {
-      error_ = fmt::format("rank {}: bad peer {}", r, op.peer);
+    if (o.partner == kNone || !(op(o.peer, o.partner).flags & kPosted)) {
+      o.flags |= kPosted;
       return;
     }
-    const bool sending = op.kind == OpKind::send;
-    auto& theirs = st_[op.peer].pending;
-    auto it = theirs.find(channel_key(!sending, r, op.tag));
-    if (it == theirs.end()) {
-      s.pending.emplace(channel_key(sending, op.peer, op.tag), j);
-      return;
-    }
-    const std::uint32_t other = it->second;
-    theirs.erase(it);
-    const Op& o = prog_[op.peer].ops[other];
-    if (o.bytes != op.bytes) {
-      error_ = fmt::format("size mismatch: rank {} {} {} bytes, rank {} {} {} bytes (tag {})", r,
-                           sending ? "sends" : "receives", op.bytes, op.peer,
-                           sending ? "receives" : "sends", o.bytes, op.tag);
-      return;
-    }
-    if (sending)
-      transfer(r, j, op.peer, other, t);
+    op(o.peer, o.partner).flags &= static_cast<std::uint8_t>(~kPosted);
+    if (o.kind == OpKind::send)
+      transfer(r, j, o.peer, o.partner, t);
     else
-      transfer(op.peer, other, r, j, t);
+      transfer(o.peer, o.partner, r, j, t);
   }
 
   void transfer(int from, std::uint32_t send, int to, std::uint32_t recv, double ready) {
-    const Op& rop = prog_[to].ops[recv];
+    const Op& rop = op(to, recv);
     const std::uint64_t bytes = rop.bytes;
     const sim::Reservation res =
         net_.reserve(from, to, bytes, m_.segment_bytes, ready, source_done(from, send));
@@ -197,33 +330,32 @@ class Engine {
       // The reducer starts on the first segment and must also finish the last one after it
       // lands, and after the local operand's last segment when that is still arriving.
       const double rbw = m_.reduce_bytes_per_s;
-      RankState& q = st_[to];
+      RankState& q = st_[static_cast<std::size_t>(to)];
       const double begin = std::max(res.first_segment, q.reducer_free);
       q.reducer_free = begin + static_cast<double>(bytes) / rbw;
       received =
           std::max({res.arrive + seg / rbw, q.reducer_free, source_done(to, recv) + seg / rbw});
       first = begin + seg / rbw;
     }
-    sent_[from] += bytes;
+    sent_[static_cast<std::size_t>(from)] += bytes;
     ++transfers_;
     max_hops_ = std::max<std::uint64_t>(max_hops_, static_cast<std::uint64_t>(res.hops));
-    st_[from].done[send] = res.arrive;
-    st_[to].done[recv] = received;
-    push(res.arrive, from, send, false);
-    push(std::min(first, received), to, recv, true);
-    push(received, to, recv, false);
+    ends(from, send, res.arrive);
+    first_final(to, recv, std::min(first, received));
+    ends(to, recv, received);
   }
 
   // Rank 0's phases: from the first of its steps posted to the last one done.
   std::vector<SimPhase> rank0_phases() const {
     std::vector<SimPhase> out;
-    const Program& pg = prog_[0];
-    for (std::size_t j = 0; j < pg.phase_numbers.size(); ++j) {
-      const double end = st_[0].done[j] == kNever ? st_[0].posted_at[j] : st_[0].done[j];
-      if (out.empty() || out.back().phase != pg.phase_numbers[j]) {
-        out.push_back({pg.phase_numbers[j], st_[0].posted_at[j], end});
+    const auto& phases = parts_.front().phase_numbers;
+    for (std::size_t j = 0; j < phases.size(); ++j) {
+      const double done = op(0, static_cast<std::uint32_t>(j)).done;
+      const double end = done == kNever ? posted_at_[j] : done;
+      if (out.empty() || out.back().phase != phases[j]) {
+        out.push_back({phases[j], posted_at_[j], end});
       } else {
-        out.back().start_s = std::min(out.back().start_s, st_[0].posted_at[j]);
+        out.back().start_s = std::min(out.back().start_s, posted_at_[j]);
         out.back().end_s = std::max(out.back().end_s, end);
       }
     }
@@ -233,32 +365,37 @@ class Engine {
   std::string stuck() const {
     std::string out;
     int shown = 0;
-    for (std::size_t r = 0; r < st_.size(); ++r) {
-      if (st_[r].remaining == 0) continue;
+    for (int r = 0; r < ranks(); ++r) {
+      if (st_[static_cast<std::size_t>(r)].remaining == 0) continue;
       if (shown++ == 8) {
         out += "\n  ...";
         break;
       }
-      const auto& ps = st_[r].pending;
-      if (ps.empty()) {
+      std::uint32_t waiting = kNone;
+      for (std::uint32_t j = 0; j < size(r) && waiting == kNone; ++j)
+        if (op(r, j).flags & kPosted) waiting = j;
+      if (waiting == kNone) {
         out += fmt::format("\n  rank {} stuck", r);
         continue;
       }
-      const Op& op = prog_[r].ops[ps.begin()->second];
-      const bool send = op.kind == OpKind::send;
-      out +=
-          fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", r,
-                      send ? "send" : "receive", op.bytes, send ? "to" : "from", op.peer, op.tag);
+      const Op& o = op(r, waiting);
+      const bool send = o.kind == OpKind::send;
+      out += fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", r,
+                         send ? "send" : "receive", o.bytes, send ? "to" : "from", o.peer, o.tag);
     }
     return out.empty() ? "" : "deadlock:" + out;
   }
 
   const SimModel& m_;
-  const std::vector<Program>& prog_;
+  std::vector<Programs>& parts_;
+  std::vector<RankView> ranks_;
   std::vector<RankState> st_;
   sim::Network net_;
   std::vector<std::uint64_t> sent_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::vector<std::uint32_t> waiters_;  // rank-local op index | kFollow | kChannel
+  std::uint32_t waiters_end_ = 0;       // where the last op's waiters end
+  std::vector<double> posted_at_;       // rank 0's ops only
+  std::vector<Event> queue_;            // a heap, earliest first (std::push_heap with greater)
   std::uint64_t seq_ = 0, transfers_ = 0, max_hops_ = 0;
   std::string error_;
 };
@@ -272,7 +409,8 @@ bool endpoints_valid(const EndpointLinks& e, int ranks) {
   return true;
 }
 
-SimResult run_programs(const SimModel& m, const std::vector<Program>& programs) {
+// `parts`: every rank's program, rank after rank across the parts.
+SimResult run_programs(const SimModel& m, std::vector<Programs>& parts) {
   if (!(m.link_bytes_per_s[0] > 0 && m.link_bytes_per_s[1] > 0 && m.reduce_bytes_per_s > 0 &&
         m.hop_latency_s[0] >= 0 && m.hop_latency_s[1] >= 0 && m.segment_bytes > 0) ||
       (m.endpoints && !endpoints_valid(*m.endpoints, m.topology.size()))) {
@@ -283,18 +421,16 @@ SimResult run_programs(const SimModel& m, const std::vector<Program>& programs) 
         "one node index in [0, ranks) per rank)";
     return r;
   }
-  return Engine(m, programs).run();
+  return Engine(m, parts).run();
 }
 
 }  // namespace
 
 SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& schedules,
                    std::size_t elem_size) {
-  std::vector<Program> programs;
-  programs.reserve(schedules.size());
-  for (std::size_t r = 0; r < schedules.size(); ++r)
-    programs.push_back(sim::compile(schedules[r], elem_size, r == 0));
-  return run_programs(m, programs);
+  std::vector<Programs> parts(1);
+  for (const schedule::Schedule& s : schedules) sim::append(parts[0], s, elem_size);
+  return run_programs(m, parts);
 }
 
 SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Request& r,
@@ -304,13 +440,48 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Re
   schedule::Context ctx{0, m.topology, node_of_rank};
   ctx.link_rate[0] = m.link_bytes_per_s[0];
   ctx.link_rate[1] = m.link_bytes_per_s[1];
-  std::vector<Program> programs;
-  programs.reserve(static_cast<std::size_t>(p));
-  for (int q = 0; q < p; ++q) {
-    ctx.rank = q;
-    programs.push_back(sim::compile(schedule::build(a, r, ctx), es, q == 0));
+  // Ranks [lo, hi) into `into`.
+  const auto build_ranks = [&](Programs& into, int lo, int hi) {
+    schedule::Context c = ctx;
+    for (int q = lo; q < hi; ++q) {
+      c.rank = q;
+      const schedule::Schedule s = schedule::build(a, r, c);
+      if (q == lo) {  // most algorithms give every rank about as many steps as the first
+        const auto ranks = static_cast<std::size_t>(hi - lo) + 1;
+        reserve_huge(into.ops, s.steps.size() * ranks);
+        reserve_huge(into.deps, s.deps.size() * ranks);
+      }
+      sim::append(into, s, es);
+    }
+  };
+  // Building the schedules is half the time of a large simulation and each rank's is its own:
+  // above kThreadsFrom ranks they are built on all cores, each thread's ranks into a part of
+  // their own that the engine reads in place (never below: `auto` simulates up to 64 ranks
+  // inside an application's process, which should not see threads start).
+  constexpr int kThreadsFrom = 512;
+  const int threads = p < kThreadsFrom
+                          ? 1
+                          : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
+  std::vector<Programs> parts(static_cast<std::size_t>(threads));
+  std::vector<std::exception_ptr> failed(parts.size());
+  std::vector<std::thread> workers;
+  for (int t = 1; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      try {
+        build_ranks(parts[static_cast<std::size_t>(t)], p * t / threads, p * (t + 1) / threads);
+      } catch (...) {
+        failed[static_cast<std::size_t>(t)] = std::current_exception();
+      }
+    });
+  try {
+    build_ranks(parts[0], 0, p / threads);
+  } catch (...) {
+    failed[0] = std::current_exception();
   }
-  SimResult res = run_programs(m, programs);
+  for (std::thread& w : workers) w.join();
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
+  SimResult res = run_programs(m, parts);
   res.vector_bytes = r.count * es;
   if (res.time_s > 0) {
     const double factor = r.collective == Collective::allreduce   ? 2.0 * (p - 1) / p

@@ -15,8 +15,8 @@
 //      phase 1:  send         acc[B2] -> right       follow (offset 0): forwards each segment
 //      phase 3:  recv         out[B2] <- left        done: overwrites what the send reads
 //
-// Only the last writer and the readers since are tracked per byte range (an interval map per
-// buffer), so the cost is about linear in the steps; older conflicts are ordered through those
+// Only the last writer and the readers since are tracked per piece (each buffer cut at every
+// offset where a step's range begins or ends), so the cost is about linear in the steps; older conflicts are ordered through those
 // (a writer waits for the previous writer and its readers). Steps of one phase never wait for
 // each other: the builders keep a phase hazard-free, and the verifier checks it.
 #pragma once
