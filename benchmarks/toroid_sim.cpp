@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "exec/selector.hpp"
+#include "exec/timeline.hpp"
 #include "sim/calibrate.hpp"
 #include "sim/options.hpp"
 #include "sim/report.hpp"
@@ -86,6 +87,12 @@ int main(int argc, char** argv) {
     }
     write_links_header(links, o);
   }
+  std::FILE* trace = nullptr;
+  if (!o.trace.empty() && !(trace = std::fopen(o.trace.c_str(), "w"))) {
+    fmt::print(stderr, "toroid-sim: --trace: cannot open '{}' for writing\n", o.trace);
+    return 2;
+  }
+  std::vector<exec::RankTimeline> timeline;
   Report report(out, o);
   report.begin();
   int status = 0;
@@ -101,7 +108,8 @@ int main(int argc, char** argv) {
         if (a == Algorithm::automatic)
           row.result = simulate_auto(o, r, nodes, row.picked);
         else
-          row.result = exec::simulate_collective(o.model, a, r, o.type, nodes);
+          row.result =
+              exec::simulate_collective(o.model, a, r, o.type, nodes, trace ? &timeline : nullptr);
         row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (!row.result.error.empty()) status = 1;
         report.row(row);
@@ -110,6 +118,14 @@ int main(int argc, char** argv) {
       }
     }
   report.end();
+  if (trace) {
+    std::vector<std::string> events;
+    events.reserve(timeline.size());
+    for (const exec::RankTimeline& t : timeline) events.push_back(exec::chrome_trace_events(t));
+    const std::string file = exec::chrome_trace_file(events, "toroid-sim, modeled", 0);
+    std::fwrite(file.data(), 1, file.size(), trace);
+    std::fclose(trace);
+  }
   if (links) std::fclose(links);
   if (out != stdout) std::fclose(out);
   return status;

@@ -119,6 +119,10 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "(scripts/plot_links.py draws it)")("format", po::value(&o.format)->default_value(o.format),
                                           "table | csv | json")(
       "output", po::value(&o.output), "write to this file instead of stdout")(
+      "trace", po::value(&o.trace),
+      "write the simulated timeline of every rank's steps to this file, in the Chrome trace "
+      "format Perfetto opens, as TOROID_TRACE writes a measured one (one --op, one --algo, "
+      "one --bytes)")(
       "calibrate",
       "under mpirun -np 2: fit latency and bandwidth from an MPI ping-pong, measure the "
       "reduction, then predict toroid-bench's all-reduce at 2 and 4 ranks")(
@@ -188,6 +192,12 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
         fmt::format("--calibrate-iters {} must be at least 1", o.calibrate_iters));
   o.compare = cli::split_list(compare);
   if (!o.compare.empty() && !o.calibrate) throw InvalidArgument("--compare: only with --calibrate");
+  if (!o.trace.empty() && (o.ops.size() != 1 || o.algos.size() != 1 || o.sizes.size() != 1 ||
+                           o.algos[0] == Algorithm::automatic))
+    throw InvalidArgument(fmt::format(
+        "--trace {}: a timeline is of one call: give one --op, one --algo (not auto) and one "
+        "--bytes (here {} ops, {} algorithms, {} sizes)",
+        o.trace, o.ops.size(), o.algos.size(), o.sizes.size()));
   return o;
 }
 

@@ -23,6 +23,7 @@ struct Options {
   std::string output;
   bool phases = false;  // rank 0's per-phase breakdown too
   std::string links;    // set: every link direction's bytes and busy time of every row, as CSV
+  std::string trace;    // set: the one row's timeline (exec/timeline.hpp), Chrome trace JSON
   // --calibrate (under mpirun -np 2)
   bool calibrate = false;
   std::uint64_t calibrate_max = 64ull << 20;

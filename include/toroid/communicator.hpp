@@ -60,6 +60,11 @@ struct Options {
   std::optional<Transport> transport;
   // Empty: TOROID_PROGRESS, else caller.
   std::optional<ProgressMode> progress;
+  // A timeline of every collective, written at the communicator's end to this file (Chrome trace
+  // JSON, which Perfetto and chrome://tracing open; docs/performance.md, "Timelines"): each
+  // rank's calls and steps with their start, end, peer, bytes and transport. A process's later
+  // communicators write FILE.2, FILE.3, ... Empty: TOROID_TRACE, else none.
+  std::string trace;
 };
 
 inline constexpr std::size_t default_segment_bytes = 256 * 1024;

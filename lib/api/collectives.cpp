@@ -208,6 +208,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   const Algorithm algo = resolve(c, m);
   // Named for messages (a request's errors, the watchdog's), formatted only when one is shown.
   p.params.what = {form, along(c), c.collective, algo, true};
+  p.params.bytes = p.count * size_of(c.type);
   if (algo == Algorithm::mpi) {
     p.stock = true;
     p.on = !c.axis ? m.comm : *c.axis == Axis::x ? m.row : m.column;
@@ -271,7 +272,10 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
     if (!op->fell_back()) return;
   }
   if (p.stock) {
+    const std::uint32_t traced =
+        m.tracer ? m.tracer->begin_call(p.params.what.text(), p.params.bytes) : 0;
     exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root);
+    if (m.tracer) m.tracer->end_call(traced);  // a stock call is one slice: MPI's steps are its own
     return;
   }
   auto op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params);

@@ -82,6 +82,14 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
       api::run_agreed(m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.comm); });
     m.selector = api::make_selector(m);
     m.progress = std::make_shared<api::Progress>(m.comm);
+    if (!m.config.trace.empty()) {
+      const std::string path = exec::Tracer::path_for(m.config.trace);
+      api::run_agreed(m.comm, [&] {
+        if (m.rank == 0) exec::Tracer::check_writable(path);
+      });
+      m.tracer = std::make_unique<exec::Tracer>(m.comm, path);
+      m.progress->set_tracer(m.tracer.get());
+    }
     if (m.config.progress == ProgressMode::thread) {
       int level = MPI_THREAD_SINGLE;
       mpi_check(MPI_Query_thread(&level), "MPI_Query_thread");
@@ -101,6 +109,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     }
   } catch (...) {
     m.progress.reset();
+    m.tracer.reset();
     m.memory.reset();
     m.links.reset();
     free_comm(m.row);
@@ -113,7 +122,11 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
 Communicator::~Communicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized || !impl_) return;
+  if (!impl_) return;
+  if (finalized) {
+    if (impl_->tracer) impl_->tracer->write(MPI_COMM_NULL);  // each rank its own file
+    return;
+  }
   if (impl_->progress) {
     try {
       impl_->progress->wait_all();
@@ -122,6 +135,10 @@ Communicator::~Communicator() {
           stderr,
           "toroid: rank {}: a collective still in flight at the communicator's end failed: {}\n",
           impl_->rank, e.what());
+    }
+    if (impl_->tracer) {
+      impl_->progress->set_tracer(nullptr);
+      impl_->tracer->write(impl_->comm);
     }
     impl_->progress.reset();
   }

@@ -12,6 +12,7 @@
 #include "exec/selector.hpp"
 #include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
+#include "exec/tracer.hpp"
 #include "schedule/step.hpp"
 #include "topology/nodes.hpp"
 #include "toroid/communicator.hpp"
@@ -70,6 +71,7 @@ struct Communicator::Impl {
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi
   std::unique_ptr<exec::Selector> selector;  // `auto`
+  std::unique_ptr<exec::Tracer> tracer;      // TOROID_TRACE: the timeline; null: none
   std::shared_ptr<api::Progress> progress;  // after links: destroyed first; requests hold it weakly
   // The node's control block and the memory handed to the program (Communicator::allocate):
   // made at construction where the whole communicator is on one node, else by the first allocate.

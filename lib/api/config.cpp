@@ -90,6 +90,10 @@ Config resolve_config(const Options& options) {
   } else if (const char* v = env("TOROID_PROGRESS")) {
     c.progress = parse_env("TOROID_PROGRESS", v, parse_progress_mode);
   }
+  if (!options.trace.empty())
+    c.trace = options.trace;
+  else if (const char* v = env("TOROID_TRACE"))
+    c.trace = v;
   return c;
 }
 
@@ -104,6 +108,7 @@ std::vector<const char*> variables_read(const Options& o) {
   if (o.nodes.empty()) names.push_back("TOROID_NODES");
   if (!o.transport) names.push_back("TOROID_TRANSPORT");
   if (!o.progress) names.push_back("TOROID_PROGRESS");
+  if (o.trace.empty()) names.push_back("TOROID_TRACE");
   return names;
 }
 

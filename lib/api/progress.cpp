@@ -20,6 +20,11 @@ thread_local bool progress_thread = false;
 
 bool on_progress_thread() noexcept { return progress_thread; }
 
+void Progress::set_tracer(exec::Tracer* t) {
+  Hold hold(*this);
+  engine_.set_tracer(t);
+}
+
 void Progress::start_thread() {
   thread_ = std::thread([this] {
     progress_thread = true;

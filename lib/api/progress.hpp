@@ -33,6 +33,8 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   void start_thread();
+  // Records a timeline of what the engine runs (null: stop); exec/tracer.hpp.
+  void set_tracer(exec::Tracer* t);
   bool threaded() const noexcept { return thread_.joinable(); }
 
   // An op bound to (s, user, params): a reusable one already bound so when there is, else a

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "exec/stuck.hpp"
+#include "exec/tracer.hpp"
 #include "schedule/wait_graph.hpp"
 #include "toroid/error.hpp"
 
@@ -23,6 +24,7 @@ void Engine::start(const std::shared_ptr<Op>& op, bool move_now) {
   op->state_ = Op::State::active;
   op->error_ = nullptr;
   op->first_open_ = 0;
+  if (tracer_) op->trace_call_ = tracer_->begin_call(op->params_.what.text(), op->params_.bytes);
   if (op->direct_) {
     op->direct_->restart();
     single_copies_.push_back(op.get());
@@ -75,12 +77,15 @@ std::size_t Engine::follow_limit(const Op& op, const Task& t) const {
   return limit;
 }
 
+template <bool kTrace>
 void Engine::start_task(Op& op, Task& t) {
   t.started = true;
+  if constexpr (kTrace) t.trace_start_us = tracer_->now_us();
   switch (t.via) {
     case Via::local:
       run_local_step(*t.step, op.buf_, op.params_.type);
       t.finished = true;
+      if constexpr (kTrace) trace_step(op, t);
       break;
     case Via::mpi:
       t.mpi.start(requests_, comm_);
@@ -90,13 +95,25 @@ void Engine::start_task(Op& op, Task& t) {
   }
 }
 
-bool Engine::advance(Op& op) {
+void Engine::trace_step(const Op& op, const Task& t) {
+  const schedule::Step& st = *t.step;
+  tracer_->step({t.trace_start_us, tracer_->now_us(), op.trace_call_,
+                 static_cast<std::uint32_t>(&t - op.tasks_.data()), st.phase, st.peer, st.tag,
+                 t.bytes, schedule::to_string(st.kind).data(),
+                 t.via == Via::shm   ? "shm"
+                 : t.via == Via::mpi ? "mpi"
+                                     : "local"});
+}
+
+template <bool kTrace>
+bool Engine::advance_as(Op& op) {
   if (op.direct_) {
     if (single_copies_.front() != &op) return false;  // an earlier one first
     const bool moved = op.direct_->advance();
     if (op.direct_->finished()) {
       op.state_ = Op::State::done;
       single_copies_.pop_front();
+      if constexpr (kTrace) tracer_->end_call(op.trace_call_);
     }
     return moved;
   }
@@ -107,7 +124,7 @@ bool Engine::advance(Op& op) {
     if (t.finished) continue;
     if (!t.started) {
       if (!can_start(op, t)) continue;
-      start_task(op, t);
+      start_task<kTrace>(op, t);
       moved = true;
       if (t.finished) continue;
     }
@@ -119,7 +136,7 @@ bool Engine::advance(Op& op) {
         ShmTransfer* relay = nullptr;
         if (t.relay >= 0) {
           Task& r = tasks[static_cast<std::size_t>(t.relay)];
-          if (!r.started && can_start(op, r)) start_task(op, r);
+          if (!r.started && can_start(op, r)) start_task<kTrace>(op, r);
           if (r.started && !r.finished) relay = &r.shm;
         }
         moved |= t.shm.pop(op.reduce_, limit, relay, op.reduce_copy_);
@@ -127,10 +144,14 @@ bool Engine::advance(Op& op) {
       if (t.shm.finished()) {
         t.finished = true;
         --shm_open_;
+        if constexpr (kTrace) trace_step(op, t);
       }
     } else {
       moved |= t.mpi.advance(requests_, comm_, limit, op.reduce_);
-      if (t.mpi.finished()) t.finished = true;
+      if (t.mpi.finished()) {
+        t.finished = true;
+        if constexpr (kTrace) trace_step(op, t);
+      }
     }
     if (t.channel && t.channel->head == &t && t.issued()) {
       t.channel->head = t.next_on_channel;
@@ -140,7 +161,10 @@ bool Engine::advance(Op& op) {
   // Relays finished inside a receive's pop, and MPI steps finished by completions, are noticed
   // above on the next round; the op ends when every task has.
   while (op.first_open_ < tasks.size() && tasks[op.first_open_].finished) ++op.first_open_;
-  if (op.first_open_ == tasks.size()) op.state_ = Op::State::done;
+  if (op.first_open_ == tasks.size()) {
+    op.state_ = Op::State::done;
+    if constexpr (kTrace) tracer_->end_call(op.trace_call_);
+  }
   return moved;
 }
 

@@ -32,6 +32,8 @@
 
 namespace toroid::exec {
 
+class Tracer;
+
 struct Channel {
   Task* head = nullptr;  // the step that may run now; null: none queued
   Task* tail = nullptr;
@@ -61,10 +63,17 @@ class Engine {
 
   Channel& channel(bool sends, int peer, int tag);
 
+  // Records a timeline of every call and step from now on (null: none); exec/tracer.hpp.
+  void set_tracer(Tracer* t) noexcept { tracer_ = t; }
+
  private:
-  bool advance(Op& op);
+  bool advance(Op& op) { return tracer_ ? advance_as<true>(op) : advance_as<false>(op); }
+  template <bool kTrace>
+  bool advance_as(Op& op);
   bool can_start(const Op& op, const Task& t) const;
+  template <bool kTrace>
   void start_task(Op& op, Task& t);
+  void trace_step(const Op& op, const Task& t);
   std::size_t follow_limit(const Op& op, const Task& t) const;
   void fail_all(std::exception_ptr e);
   std::string waiting_lines() const;
@@ -78,6 +87,7 @@ class Engine {
   std::deque<Op*> single_copies_;
   RequestTable requests_;
   std::size_t shm_open_ = 0;  // shared-memory tasks not finished, over every op in flight
+  Tracer* tracer_ = nullptr;
 };
 
 }  // namespace toroid::exec

@@ -36,6 +36,7 @@ struct Task {
   int relay = -1;  // shared memory: the send that forwards exactly what this receive brings
   MpiTransfer mpi;
   ShmTransfer shm;
+  double trace_start_us = 0;  // when it started, while a timeline is recorded
 
   // Bytes of the destination that are final (a receive's prefix); all of them once finished.
   std::size_t ready() const noexcept {
@@ -83,6 +84,7 @@ class Op {
   std::size_t first_open_ = 0, shm_tasks_ = 0;
   State state_ = State::idle;
   std::exception_ptr error_;
+  std::uint32_t trace_call_ = UINT32_MAX;  // its call in the timeline being recorded
 };
 
 // A copy or scale step (local: no peer), run at once.

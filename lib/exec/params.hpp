@@ -33,7 +33,8 @@ struct ExecParams {
   // Watchdog: when > 0 and nothing moves for this many seconds while a caller waits, the rank
   // prints what it waits for (collective, algorithm, step, peer, bytes done) and aborts the job.
   double timeout_s = 0;
-  CallName what;  // for the watchdog's message
+  CallName what;            // for the watchdog's message
+  std::uint64_t bytes = 0;  // the call's vector (a timeline names the call with it)
   // Shared-memory channels to the ranks on this node; null: every step goes over MPI.
   const ShmLinks* links = nullptr;
 };

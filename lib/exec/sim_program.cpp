@@ -8,7 +8,7 @@ namespace toroid::exec::sim {
 
 void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
   using schedule::Kind;
-  const bool first_rank = p.ranks() == 0;
+  const bool keep_phases = p.ranks() == 0 || p.every_phase;
   if (p.deps.size() + s.deps.size() > UINT32_MAX)
     throw InvalidArgument("simulator: more than 2^32 dependencies in all");
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
@@ -41,6 +41,7 @@ void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
       case Kind::copy:
       case Kind::scale:
         op.kind = OpKind::local;
+        if (st.kind == Kind::scale) op.flags = kScale;
         op.peer = -1;
         op.bytes = st.dst.count * elem_size;
         break;
@@ -52,7 +53,7 @@ void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
       p.deps.push_back(d.step | (d.wait == schedule::Wait::follow ? kFollow : 0u));
       if (d.wait == schedule::Wait::follow) op.follows = op.follows == kNone ? d.step : kMany;
     }
-    if (first_rank) p.phase_numbers.push_back(st.phase);
+    if (keep_phases) p.phase_numbers.push_back(st.phase);
     p.ops.push_back(op);
   }
   p.begin.push_back(p.ops.size());

@@ -26,6 +26,7 @@ enum : std::uint8_t {
   kPosted = 1,       // posted, its partner not yet
   kFirstWanted = 2,  // some op follows its first segment
   kDoneWanted = 4,   // some op waits for its end
+  kScale = 8,        // set by append: a local op that is a scale (else a copy)
 };
 
 struct Op {
@@ -55,6 +56,7 @@ struct Programs {
   std::vector<std::uint32_t> deps;           // grouped by op (Op::dep_begin)
   std::vector<std::uint64_t> begin{0};       // per rank + 1: where its ops start in `ops`
   std::vector<std::uint32_t> phase_numbers;  // rank 0's, per op (its per-phase breakdown)
+  bool every_phase = false;  // set before append: phase_numbers for every rank (a timeline)
 
   int ranks() const { return static_cast<int>(begin.size()) - 1; }
   std::size_t size(int r) const {

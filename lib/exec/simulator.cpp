@@ -69,19 +69,28 @@ struct Event {
   std::uint64_t seq;
   std::uint32_t rank;
   std::uint32_t op;  // | kFollow: the first segment is final (else: done)
+  // The op's waiters, waiters_[begin, end): copied from its record while that is at hand, so
+  // handling the event does not reach for the record again.
+  std::uint32_t begin, end;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
 class Engine {
  public:
   // `parts`: the ranks' programs, rank after rank across the parts (built apart, on threads).
-  Engine(const SimModel& m, std::vector<Programs>& parts) : m_(m), parts_(parts), net_(m) {
+  // `timeline`: when given, filled with every rank's steps (the parts keep every phase).
+  Engine(const SimModel& m, std::vector<Programs>& parts, std::vector<RankTimeline>* timeline)
+      : m_(m), parts_(parts), timeline_(timeline), net_(m) {
     for (Programs& part : parts)
       for (int r = 0; r < part.ranks(); ++r)
         ranks_.push_back({part.ops.data() + part.begin[static_cast<std::size_t>(r)],
                           part.deps.data(), static_cast<std::uint32_t>(part.size(r)), 0});
     st_.resize(ranks_.size());
     sent_.assign(ranks_.size(), 0);
+    if (timeline_) {
+      started_.resize(ranks_.size());
+      for (std::size_t r = 0; r < ranks_.size(); ++r) started_[r].assign(ranks_[r].size, 0.0);
+    }
   }
 
   SimResult run() {
@@ -108,6 +117,7 @@ class Engine {
     if (res.error.empty()) res.error = stuck();
     for (int r = 0; r < p; ++r) res.time_s = std::max(res.time_s, st_[r].finish);
     if (p > 0) res.rank0_phases = rank0_phases();
+    if (timeline_) write_timeline();
     res.link_bytes = net_.bytes();
     res.link_busy_s = net_.busy();
     res.chip_sent_bytes = sent_;
@@ -231,11 +241,9 @@ class Engine {
 
   void handle(const Event& e) {
     const bool first = (e.op & kFollow) != 0;
-    const std::uint32_t i = e.op & kIndex;
     const int r = static_cast<int>(e.rank);
     Op* ops = ranks_[e.rank].ops;
-    const std::uint32_t end = waiters_end(r, i);
-    for (std::uint32_t k = ops[i].waiters; k < end && error_.empty(); ++k) {
+    for (std::uint32_t k = e.begin; k < e.end && error_.empty(); ++k) {
       const std::uint32_t d = waiters_[k];
       if (((d & kFollow) != 0) != first)
         continue;  // follow waits for the first segment, the rest for the end
@@ -244,30 +252,24 @@ class Engine {
     }
   }
 
-  void push(const Event& e) {
-    queue_.push_back(e);
+  void push(double t, int r, std::uint32_t j, bool first) {
+    queue_.push_back({t, seq_++, static_cast<std::uint32_t>(r), j | (first ? kFollow : 0u),
+                      op(r, j).waiters, waiters_end(r, j)});
     std::push_heap(queue_.begin(), queue_.end(), std::greater<>{});
   }
 
   // Asks for what the next events will touch while this one is handled: most of the run is
-  // waiting for memory, and the heap names the next events. The op records of the two after
-  // next (heap slots 1 and 2), and for the next one (slot 0, whose record was asked for one
-  // event ago) its waiter list, the op after it (its usual waiter) and that op's partner.
+  // waiting for memory, and the heap names the next events. For the two after next (heap
+  // slots 1 and 2) their waiter lists; for the next one (slot 0, whose list was asked for one
+  // event ago) the records of its waiters.
   void prefetch_next() const {
-    for (std::size_t i = 0; i < 3 && i < queue_.size(); ++i) {
-      const RankView& v = ranks_[queue_[i].rank];
-      const std::uint32_t j = queue_[i].op & kIndex;
-      __builtin_prefetch(&v.ops[j]);
-      if (j + 1 < v.size) __builtin_prefetch(&v.ops[j + 1]);
-      if (i == 0 && !waiters_.empty()) {
-        __builtin_prefetch(&waiters_[std::min<std::size_t>(v.ops[j].waiters, waiters_.size() - 1)]);
-        if (j + 1 < v.size) {
-          const Op& next = v.ops[j + 1];
-          if (next.kind != OpKind::local && next.partner != kNone)
-            __builtin_prefetch(&op(next.peer, next.partner));
-        }
-      }
-    }
+    for (std::size_t i = 1; i < 3 && i < queue_.size(); ++i)
+      if (queue_[i].begin < queue_[i].end) __builtin_prefetch(&waiters_[queue_[i].begin]);
+    if (queue_.empty()) return;
+    const Event& e = queue_[0];
+    const Op* ops = ranks_[e.rank].ops;
+    for (std::uint32_t k = e.begin; k < e.end && k < e.begin + 4; ++k)
+      __builtin_prefetch(&ops[waiters_[k] & kIndex]);
   }
 
   // Op j of rank r ends at t: counted now, and queued when some op waits for it.
@@ -277,12 +279,11 @@ class Engine {
     o.done = t;
     s.finish = std::max(s.finish, t);
     --s.remaining;
-    if (o.flags & kDoneWanted) push({t, seq_++, static_cast<std::uint32_t>(r), j});
+    if (o.flags & kDoneWanted) push(t, r, j, false);
   }
   // Op j of rank r's first segment is final at t.
   void first_final(int r, std::uint32_t j, double t) {
-    if (op(r, j).flags & kFirstWanted)
-      push({t, seq_++, static_cast<std::uint32_t>(r), j | kFollow});
+    if (op(r, j).flags & kFirstWanted) push(t, r, j, true);
   }
 
   // When the latest `follow` source of op j is all final (0: it follows nothing).
@@ -303,6 +304,7 @@ class Engine {
     Op& o = op(r, j);
     if (r == 0) posted_at_[j] = t;
     if (o.kind == OpKind::local) {  // copies and scales run on the chip's reducer
+      if (timeline_) started_[static_cast<std::size_t>(r)][j] = std::max(t, s.reducer_free);
       s.reducer_free =
           std::max(t, s.reducer_free) + static_cast<double>(o.bytes) / m_.reduce_bytes_per_s;
       ends(r, j, s.reducer_free);
@@ -340,9 +342,52 @@ class Engine {
     sent_[static_cast<std::size_t>(from)] += bytes;
     ++transfers_;
     max_hops_ = std::max<std::uint64_t>(max_hops_, static_cast<std::uint64_t>(res.hops));
+    if (timeline_) {
+      started_[static_cast<std::size_t>(from)][send] = res.start;
+      started_[static_cast<std::size_t>(to)][recv] = res.start;
+    }
     ends(from, send, res.arrive);
     first_final(to, recv, std::min(first, received));
     ends(to, recv, received);
+  }
+
+  // Every rank's steps that ran, in microseconds, as one call from its first start to its end
+  // (the caller names the call).
+  void write_timeline() const {
+    timeline_->assign(ranks_.size(), {});
+    std::size_t first_op = 0;  // rank r's ops in its part's phase_numbers
+    const Programs* part = parts_.empty() ? nullptr : &parts_.front();
+    std::size_t part_index = 0, rank_in_part = 0;
+    for (int r = 0; r < ranks(); ++r) {
+      while (part && rank_in_part == static_cast<std::size_t>(part->ranks())) {
+        part = ++part_index < parts_.size() ? &parts_[part_index] : nullptr;
+        rank_in_part = 0;
+        first_op = 0;
+      }
+      RankTimeline& t = (*timeline_)[static_cast<std::size_t>(r)];
+      t.rank = r;
+      double begin = kNever;
+      for (std::uint32_t j = 0; j < size(r); ++j) {
+        const Op& o = op(r, j);
+        if (o.done == kNever) continue;
+        const double start = started_[static_cast<std::size_t>(r)][j];
+        begin = std::min(begin, start);
+        const bool local = o.kind == OpKind::local;
+        const char* kind = local                    ? ((o.flags & sim::kScale) ? "scale" : "copy")
+                           : o.kind == OpKind::send ? "send"
+                           : o.kind == OpKind::recv ? "recv"
+                                                    : "recv_reduce";
+        const std::uint32_t phase = part && first_op + j < part->phase_numbers.size()
+                                        ? part->phase_numbers[first_op + j]
+                                        : 0;
+        t.steps.push_back({start * 1e6, o.done * 1e6, 0, j, phase, local ? -1 : o.peer,
+                           local ? 0 : o.tag, o.bytes, kind, local ? "local" : "link"});
+      }
+      const double finish = st_[static_cast<std::size_t>(r)].finish;
+      t.calls.push_back({begin == kNever ? 0 : begin * 1e6, finish * 1e6, "", 0});
+      first_op += size(r);
+      ++rank_in_part;
+    }
   }
 
   // Rank 0's phases: from the first of its steps posted to the last one done.
@@ -388,6 +433,8 @@ class Engine {
 
   const SimModel& m_;
   std::vector<Programs>& parts_;
+  std::vector<RankTimeline>* timeline_;
+  std::vector<std::vector<double>> started_;  // with a timeline: when each op took its links
   std::vector<RankView> ranks_;
   std::vector<RankState> st_;
   sim::Network net_;
@@ -410,7 +457,8 @@ bool endpoints_valid(const EndpointLinks& e, int ranks) {
 }
 
 // `parts`: every rank's program, rank after rank across the parts.
-SimResult run_programs(const SimModel& m, std::vector<Programs>& parts) {
+SimResult run_programs(const SimModel& m, std::vector<Programs>& parts,
+                       std::vector<RankTimeline>* timeline = nullptr) {
   if (!(m.link_bytes_per_s[0] > 0 && m.link_bytes_per_s[1] > 0 && m.reduce_bytes_per_s > 0 &&
         m.hop_latency_s[0] >= 0 && m.hop_latency_s[1] >= 0 && m.segment_bytes > 0) ||
       (m.endpoints && !endpoints_valid(*m.endpoints, m.topology.size()))) {
@@ -421,7 +469,7 @@ SimResult run_programs(const SimModel& m, std::vector<Programs>& parts) {
         "one node index in [0, ranks) per rank)";
     return r;
   }
-  return Engine(m, parts).run();
+  return Engine(m, parts, timeline).run();
 }
 
 }  // namespace
@@ -434,7 +482,8 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
 }
 
 SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Request& r,
-                              DataType type, const std::vector<int>& node_of_rank) {
+                              DataType type, const std::vector<int>& node_of_rank,
+                              std::vector<RankTimeline>* timeline) {
   const int p = m.topology.size();
   const std::size_t es = size_of(type);
   schedule::Context ctx{0, m.topology, node_of_rank};
@@ -442,6 +491,7 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Re
   ctx.link_rate[1] = m.link_bytes_per_s[1];
   // Ranks [lo, hi) into `into`.
   const auto build_ranks = [&](Programs& into, int lo, int hi) {
+    into.every_phase = timeline != nullptr;
     schedule::Context c = ctx;
     for (int q = lo; q < hi; ++q) {
       c.rank = q;
@@ -481,8 +531,14 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Re
   for (std::thread& w : workers) w.join();
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
-  SimResult res = run_programs(m, parts);
+  SimResult res = run_programs(m, parts, timeline);
   res.vector_bytes = r.count * es;
+  if (timeline)
+    for (RankTimeline& t : *timeline)
+      for (TraceCall& call : t.calls) {
+        call.name = fmt::format("{} ({})", toroid::to_string(r.collective), to_string(a));
+        call.bytes = res.vector_bytes;
+      }
   if (res.time_s > 0) {
     const double factor = r.collective == Collective::allreduce   ? 2.0 * (p - 1) / p
                           : r.collective == Collective::broadcast ? 1.0

@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/timeline.hpp"
 #include "exec/tuning.hpp"
 #include "schedule/build.hpp"
 #include "schedule/step.hpp"
@@ -110,8 +111,11 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
 
 // Builds and simulates every rank's schedule of one collective; schedules are compacted as they
 // are built, so 4096 ranks of `ring` (8190 steps each) fit in about 1 GB. Throws what build throws.
+// `timeline`: when given, filled with every rank's steps as the model ran them (a transfer's
+// steps from when its links were taken to their ends; exec/timeline.hpp), one entry per rank.
 SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Request& r,
-                              DataType type, const std::vector<int>& node_of_rank = {});
+                              DataType type, const std::vector<int>& node_of_rank = {},
+                              std::vector<RankTimeline>* timeline = nullptr);
 
 // Link dirs a message from chip a to chip b crosses, in order (dimension order, X then Y).
 std::vector<int> route(const Torus2D& t, int a, int b);
