@@ -23,11 +23,14 @@ struct FileCloser {
 };
 using File = std::unique_ptr<std::FILE, FileCloser>;
 
+[[noreturn]] void cannot_write(const std::string& path) {
+  throw InvalidArgument(fmt::format("trace (TOROID_TRACE or Options::trace): cannot write {}: {}",
+                                    path, std::strerror(errno)));
+}
+
 File open_for_writing(const std::string& path) {
   File f(std::fopen(path.c_str(), "w"));
-  if (!f)
-    throw InvalidArgument(fmt::format("trace (TOROID_TRACE or Options::trace): cannot write {}: {}",
-                                      path, std::strerror(errno)));
+  if (!f) cannot_write(path);
   return f;
 }
 
@@ -46,7 +49,16 @@ std::string Tracer::path_for(const std::string& base) {
   return n == 1 ? base : fmt::format("{}.{}", base, n);
 }
 
-void Tracer::check_writable(const std::string& path) { open_for_writing(path); }
+void Tracer::check_writable(const std::string& path) {
+  // Appending creates nothing that was not there: a communicator that fails later leaves no
+  // empty file behind.
+  std::FILE* existing = std::fopen(path.c_str(), "r");
+  if (existing) std::fclose(existing);
+  File f(std::fopen(path.c_str(), "a"));
+  if (!f) cannot_write(path);
+  f.reset();
+  if (!existing) std::remove(path.c_str());
+}
 
 Tracer::Tracer(MPI_Comm comm, std::string path) : path_(std::move(path)) {
   int rank = 0;
