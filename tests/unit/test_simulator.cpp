@@ -229,6 +229,26 @@ TEST_CASE(
   CHECK_THAT(exec::simulate(two, s, 4).error, Catch::Contains("size mismatch"));
 }
 
+TEST_CASE("sim: schedules built on several threads simulate as when built in one part",
+          "[simulator][scale]") {
+  // From 512 ranks simulate_collective builds on every core, each thread's ranks in a part of
+  // their own that the engine reads in place; simulate() takes one part.
+  const SimModel m = model(Torus2D(32, 16), 80e9, 1e-6, 300e9);
+  schedule::Request req;
+  req.count = 1 << 20;
+  std::vector<schedule::Schedule> all;
+  for (int r = 0; r < m.topology.size(); ++r)
+    all.push_back(schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}}));
+  const SimResult one = exec::simulate(m, all, 4);
+  const SimResult parts = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
+  REQUIRE(one.error == "");
+  REQUIRE(parts.error == "");
+  CHECK(one.time_s == parts.time_s);
+  CHECK(one.transfers == parts.transfers);
+  CHECK(one.link_bytes == parts.link_bytes);
+  CHECK(one.link_busy_s == parts.link_busy_s);
+}
+
 TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes", "[simulator][scale]") {
   SimModel m = model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
   const std::uint64_t count = std::uint64_t{1} << 28, M = count * 4, N = 4096;
