@@ -393,8 +393,9 @@ class Engine {
   // Rank 0's phases: from the first of its steps posted to the last one done.
   std::vector<SimPhase> rank0_phases() const {
     std::vector<SimPhase> out;
+    // The first size(0) phase numbers are rank 0's (with a timeline, every rank's follow).
     const auto& phases = parts_.front().phase_numbers;
-    for (std::size_t j = 0; j < phases.size(); ++j) {
+    for (std::size_t j = 0; j < std::min<std::size_t>(phases.size(), size(0)); ++j) {
       const double done = op(0, static_cast<std::uint32_t>(j)).done;
       const double end = done == kNever ? posted_at_[j] : done;
       if (out.empty() || out.back().phase != phases[j]) {

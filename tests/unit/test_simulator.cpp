@@ -249,6 +249,43 @@ TEST_CASE("sim: schedules built on several threads simulate as when built in one
   CHECK(one.link_busy_s == parts.link_busy_s);
 }
 
+TEST_CASE("sim: a timeline holds every rank's steps and changes nothing else", "[simulator]") {
+  const SimModel m = model(Torus2D(2, 2), 80e9, 1e-6, 300e9);
+  schedule::Request req;
+  req.count = 1 << 18;
+  std::vector<exec::RankTimeline> timeline;
+  const SimResult plain = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
+  const SimResult traced =
+      simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32, {}, &timeline);
+  REQUIRE(traced.error == "");
+  CHECK(traced.time_s == plain.time_s);
+  REQUIRE(traced.rank0_phases.size() == plain.rank0_phases.size());
+  for (std::size_t i = 0; i < plain.rank0_phases.size(); ++i) {
+    CHECK(traced.rank0_phases[i].phase == plain.rank0_phases[i].phase);
+    CHECK(traced.rank0_phases[i].end_s == plain.rank0_phases[i].end_s);
+  }
+  REQUIRE(timeline.size() == 4);
+  std::uint64_t steps = 0;
+  double last_end = 0;
+  for (int r = 0; r < 4; ++r) {
+    const exec::RankTimeline& t = timeline[static_cast<std::size_t>(r)];
+    const schedule::Schedule s = schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}});
+    CHECK(t.rank == r);
+    REQUIRE(t.steps.size() == s.steps.size());
+    for (std::size_t j = 0; j < s.steps.size(); ++j) {
+      CHECK(t.steps[j].step == j);
+      CHECK(t.steps[j].phase == s.steps[j].phase);
+      CHECK(t.steps[j].peer == (schedule::is_local(s.steps[j].kind) ? -1 : s.steps[j].peer));
+      CHECK(t.steps[j].start_us <= t.steps[j].end_us);
+    }
+    REQUIRE(t.calls.size() == 1);
+    last_end = std::max(last_end, t.calls[0].end_us);
+    steps += t.steps.size();
+  }
+  CHECK(last_end == Approx(traced.time_s * 1e6).epsilon(1e-9));  // the call ends with the last rank
+  CHECK(steps == 2 * traced.transfers);
+}
+
 TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes", "[simulator][scale]") {
   SimModel m = model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
   const std::uint64_t count = std::uint64_t{1} << 28, M = count * 4, N = 4096;
