@@ -11,10 +11,10 @@
 // per link dir). An event nobody waits for is not queued: its op's end is counted when it is
 // fixed.
 //
-// Cost: the run is bound by reaching memory (4096 ranks of ring: 33 M ops), not by arithmetic.
+// Cost: the run is bound by reaching memory (4096 ranks of ring: 67 M ops), not by arithmetic.
 // Ranks advance together, so each event lands on another rank's ops: what an event needs of an
-// op is one record (sim::Op) in one array over all ranks, on huge pages where the kernel allows
-// it.
+// op is one record (sim::Op), in one array per building thread (a rank's ops lie together), on
+// huge pages where the kernel allows it; docs/simulator.md "Speed" has the numbers.
 #include "exec/simulator.hpp"
 
 #include <fmt/format.h>
