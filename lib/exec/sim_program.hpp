@@ -3,8 +3,9 @@
 // waits for (the schedule's dependencies), and beside them the run's state of the step. 48
 // bytes a step plus 4 a dependency (a Step is ~80), so 4096 ranks of `ring` (16380 steps each)
 // take about 3.2 GB. One record and one array (or one per building thread), rather than a
-// program per rank and the run's state apart: the run is bound by reaching memory, ranks advance together so each event lands
-// on another rank's steps, and one line then holds what an event needs of a step.
+// program per rank and the run's state apart: the run is bound by reaching memory, ranks
+// advance together so each event lands on another rank's steps, and one line then holds what
+// an event needs of a step.
 #pragma once
 
 #include <cstdint>
@@ -52,22 +53,19 @@ static_assert(sizeof(Op) == 48);
 inline constexpr std::uint32_t kFollow = schedule::WaitGraph::kFollow;
 
 struct Programs {
-  std::vector<Op> ops;                       // every rank's, rank after rank
-  std::vector<std::uint32_t> deps;           // grouped by op (Op::dep_begin)
-  std::vector<std::uint64_t> begin{0};       // per rank + 1: where its ops start in `ops`
-  std::vector<std::uint32_t> phase_numbers;  // rank 0's, per op (its per-phase breakdown)
-  bool every_phase = false;  // set before append: phase_numbers for every rank (a timeline)
+  std::vector<Op> ops;                  // every rank's, rank after rank
+  std::vector<std::uint32_t> deps;      // grouped by op (Op::dep_begin)
+  std::vector<std::uint64_t> begin{0};  // per rank + 1: where its ops start in `ops`
+  // Per op, of the first rank appended (rank 0's per-phase breakdown), or of every rank when
+  // `every_phase` is set before the first append (a timeline).
+  std::vector<std::uint32_t> phase_numbers;
+  bool every_phase = false;
 
   int ranks() const { return static_cast<int>(begin.size()) - 1; }
   std::size_t size(int r) const {
     return static_cast<std::size_t>(begin[static_cast<std::size_t>(r) + 1] -
                                     begin[static_cast<std::size_t>(r)]);
   }
-  std::size_t at(int r, std::uint32_t j) const {
-    return static_cast<std::size_t>(begin[static_cast<std::size_t>(r)]) + j;
-  }
-  const Op& op(int r, std::uint32_t j) const { return ops[at(r, j)]; }
-  Op& op(int r, std::uint32_t j) { return ops[at(r, j)]; }
 };
 
 // Appends the next rank's schedule. Throws InvalidArgument for a tag outside 0..65535, steps

@@ -82,9 +82,13 @@ class Engine {
   Engine(const SimModel& m, std::vector<Programs>& parts, std::vector<RankTimeline>* timeline)
       : m_(m), parts_(parts), timeline_(timeline), net_(m) {
     for (Programs& part : parts)
-      for (int r = 0; r < part.ranks(); ++r)
-        ranks_.push_back({part.ops.data() + part.begin[static_cast<std::size_t>(r)],
-                          part.deps.data(), static_cast<std::uint32_t>(part.size(r)), 0});
+      for (int r = 0; r < part.ranks(); ++r) {
+        const auto first = static_cast<std::size_t>(part.begin[static_cast<std::size_t>(r)]);
+        const bool phases = part.phase_numbers.size() >= first + part.size(r);
+        ranks_.push_back({part.ops.data() + first, part.deps.data(),
+                          phases ? part.phase_numbers.data() + first : nullptr,
+                          static_cast<std::uint32_t>(part.size(r)), 0});
+      }
     st_.resize(ranks_.size());
     sent_.assign(ranks_.size(), 0);
     if (timeline_) {
@@ -110,7 +114,6 @@ class Engine {
       std::pop_heap(queue_.begin(), queue_.end(), std::greater<>{});
       const Event e = queue_.back();
       queue_.pop_back();
-      prefetch_next();
       handle(e);
     }
     res.error = error_;
@@ -132,11 +135,12 @@ class Engine {
   }
 
  private:
-  // Rank r's ops, its dependencies (Op::dep_begin counts from `deps`), and where its last op's
-  // waiters end.
+  // Rank r's ops, its dependencies (Op::dep_begin counts from `deps`), its ops' phase numbers
+  // (null where they were not kept), and where its last op's waiters end.
   struct RankView {
     Op* ops;
     const std::uint32_t* deps;
+    const std::uint32_t* phases;
     std::uint32_t size;
     std::uint32_t waiters_end;
   };
@@ -258,20 +262,6 @@ class Engine {
     std::push_heap(queue_.begin(), queue_.end(), std::greater<>{});
   }
 
-  // Asks for what the next events will touch while this one is handled: most of the run is
-  // waiting for memory, and the heap names the next events. For the two after next (heap
-  // slots 1 and 2) their waiter lists; for the next one (slot 0, whose list was asked for one
-  // event ago) the records of its waiters.
-  void prefetch_next() const {
-    for (std::size_t i = 1; i < 3 && i < queue_.size(); ++i)
-      if (queue_[i].begin < queue_[i].end) __builtin_prefetch(&waiters_[queue_[i].begin]);
-    if (queue_.empty()) return;
-    const Event& e = queue_[0];
-    const Op* ops = ranks_[e.rank].ops;
-    for (std::uint32_t k = e.begin; k < e.end && k < e.begin + 4; ++k)
-      __builtin_prefetch(&ops[waiters_[k] & kIndex]);
-  }
-
   // Op j of rank r ends at t: counted now, and queued when some op waits for it.
   void ends(int r, std::uint32_t j, double t) {
     RankState& s = st_[static_cast<std::size_t>(r)];
@@ -355,20 +345,13 @@ class Engine {
   // (the caller names the call).
   void write_timeline() const {
     timeline_->assign(ranks_.size(), {});
-    std::size_t first_op = 0;  // rank r's ops in its part's phase_numbers
-    const Programs* part = parts_.empty() ? nullptr : &parts_.front();
-    std::size_t part_index = 0, rank_in_part = 0;
     for (int r = 0; r < ranks(); ++r) {
-      while (part && rank_in_part == static_cast<std::size_t>(part->ranks())) {
-        part = ++part_index < parts_.size() ? &parts_[part_index] : nullptr;
-        rank_in_part = 0;
-        first_op = 0;
-      }
+      const RankView& v = ranks_[static_cast<std::size_t>(r)];
       RankTimeline& t = (*timeline_)[static_cast<std::size_t>(r)];
       t.rank = r;
       double begin = kNever;
-      for (std::uint32_t j = 0; j < size(r); ++j) {
-        const Op& o = op(r, j);
+      for (std::uint32_t j = 0; j < v.size; ++j) {
+        const Op& o = v.ops[j];
         if (o.done == kNever) continue;
         const double start = started_[static_cast<std::size_t>(r)][j];
         begin = std::min(begin, start);
@@ -377,26 +360,23 @@ class Engine {
                            : o.kind == OpKind::send ? "send"
                            : o.kind == OpKind::recv ? "recv"
                                                     : "recv_reduce";
-        const std::uint32_t phase = part && first_op + j < part->phase_numbers.size()
-                                        ? part->phase_numbers[first_op + j]
-                                        : 0;
-        t.steps.push_back({start * 1e6, o.done * 1e6, 0, j, phase, local ? -1 : o.peer,
-                           local ? 0 : o.tag, o.bytes, kind, local ? "local" : "link"});
+        t.steps.push_back({start * 1e6, o.done * 1e6, 0, j, v.phases ? v.phases[j] : 0,
+                           local ? -1 : o.peer, local ? 0 : o.tag, o.bytes, kind,
+                           local ? "local" : "link"});
       }
       const double finish = st_[static_cast<std::size_t>(r)].finish;
       t.calls.push_back({begin == kNever ? 0 : begin * 1e6, finish * 1e6, "", 0});
-      first_op += size(r);
-      ++rank_in_part;
     }
   }
 
   // Rank 0's phases: from the first of its steps posted to the last one done.
   std::vector<SimPhase> rank0_phases() const {
     std::vector<SimPhase> out;
-    // The first size(0) phase numbers are rank 0's (with a timeline, every rank's follow).
-    const auto& phases = parts_.front().phase_numbers;
-    for (std::size_t j = 0; j < std::min<std::size_t>(phases.size(), size(0)); ++j) {
-      const double done = op(0, static_cast<std::uint32_t>(j)).done;
+    const RankView& v = ranks_.front();
+    if (!v.phases) return out;
+    const std::uint32_t* phases = v.phases;
+    for (std::uint32_t j = 0; j < v.size; ++j) {
+      const double done = v.ops[j].done;
       const double end = done == kNever ? posted_at_[j] : done;
       if (out.empty() || out.back().phase != phases[j]) {
         out.push_back({phases[j], posted_at_[j], end});
@@ -441,7 +421,6 @@ class Engine {
   sim::Network net_;
   std::vector<std::uint64_t> sent_;
   std::vector<std::uint32_t> waiters_;  // rank-local op index | kFollow | kChannel
-  std::uint32_t waiters_end_ = 0;       // where the last op's waiters end
   std::vector<double> posted_at_;       // rank 0's ops only
   std::vector<Event> queue_;            // a heap, earliest first (std::push_heap with greater)
   std::uint64_t seq_ = 0, transfers_ = 0, max_hops_ = 0;

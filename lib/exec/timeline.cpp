@@ -6,6 +6,8 @@
 #include <map>
 #include <numeric>
 
+#include "exec/selector.hpp"
+
 namespace toroid::exec {
 namespace {
 
@@ -21,13 +23,6 @@ std::string escaped(std::string_view s) {
     out += c;
   }
   return out;
-}
-
-std::string bytes_text(std::uint64_t b) {
-  if (b >= (1u << 30) && b % (1u << 30) == 0) return fmt::format("{} GiB", b >> 30);
-  if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{} MiB", b >> 20);
-  if (b >= (1u << 10) && b % (1u << 10) == 0) return fmt::format("{} KiB", b >> 10);
-  return fmt::format("{} B", b);
 }
 
 bool sends(std::string_view kind) { return kind == "send"; }
@@ -59,7 +54,7 @@ std::string chrome_trace_events(const RankTimeline& t) {
     const TraceCall& call = t.calls[c];
     add(fmt::format(
         R"({{"name":"{} {}","cat":"call","ph":"X","pid":{},"tid":0,"ts":{:.3f},"dur":{:.3f},"args":{{"call":{},"bytes":{}}}}})",
-        escaped(call.name), bytes_text(call.bytes), t.rank, call.start_us,
+        escaped(call.name), size_text(call.bytes), t.rank, call.start_us,
         std::max(0.0, call.end_us - call.start_us), c, call.bytes));
   }
   // Tracks: one per channel in the order they are first used, more where slices would overlap.
@@ -97,8 +92,8 @@ std::string chrome_trace_events(const RankTimeline& t) {
           t.rank, lane->tid, lane->tid));
     }
     lane->free_at = std::max(s.end_us, s.start_us);
-    const std::string what = local(s.kind) ? fmt::format("{} {}", s.kind, bytes_text(s.bytes))
-                                           : fmt::format("{} {} {} {}", s.kind, bytes_text(s.bytes),
+    const std::string what = local(s.kind) ? fmt::format("{} {}", s.kind, size_text(s.bytes))
+                                           : fmt::format("{} {} {} {}", s.kind, size_text(s.bytes),
                                                          sends(s.kind) ? "->" : "<-", s.peer);
     add(fmt::format(
         R"({{"name":"{}","cat":"step","ph":"X","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{"call":{},"step":{},"phase":{},"kind":"{}","peer":{},"tag":{},"bytes":{},"transport":"{}"}}}})",
@@ -108,9 +103,17 @@ std::string chrome_trace_events(const RankTimeline& t) {
   return out;
 }
 
+std::string_view chrome_trace_head() { return "{\"traceEvents\":[\n"; }
+
+std::string chrome_trace_tail(std::string_view source, std::uint64_t dropped) {
+  return fmt::format(
+      "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{{\"source\":\"{}\",\"dropped\":{}}}}}\n",
+      escaped(source), dropped);
+}
+
 std::string chrome_trace_file(const std::vector<std::string>& rank_events, std::string_view source,
                               std::uint64_t dropped) {
-  std::string out = "{\"traceEvents\":[\n";
+  std::string out(chrome_trace_head());
   bool first = true;
   for (const std::string& events : rank_events) {
     if (events.empty()) continue;
@@ -118,10 +121,7 @@ std::string chrome_trace_file(const std::vector<std::string>& rank_events, std::
     out += events;
     first = false;
   }
-  out += fmt::format(
-      "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{{\"source\":\"{}\",\"dropped\":{}}}}}\n",
-      escaped(source), dropped);
-  return out;
+  return out + chrome_trace_tail(source, dropped);
 }
 
 }  // namespace toroid::exec

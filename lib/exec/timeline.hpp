@@ -58,8 +58,11 @@ struct RankTimeline {
 // the one that writes the file.
 std::string chrome_trace_events(const RankTimeline& t);
 // The whole file from the ranks' events; `source` says where it came from ("toroid, measured",
-// "toroid-sim, modeled").
+// "toroid-sim, modeled"). It is the head, the ranks' events joined by ",\n", and the tail: a
+// writer that streams the ranks' events writes those parts itself.
 std::string chrome_trace_file(const std::vector<std::string>& rank_events, std::string_view source,
                               std::uint64_t dropped);
+std::string_view chrome_trace_head();
+std::string chrome_trace_tail(std::string_view source, std::uint64_t dropped);
 
 }  // namespace toroid::exec

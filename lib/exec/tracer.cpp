@@ -127,9 +127,7 @@ void Tracer::write(MPI_Comm comm) noexcept {
     }
     // Rank 0 writes as the parts arrive: the head, each rank's events, the tail.
     File f = open_for_writing(path_);
-    const std::string whole = chrome_trace_file({mine}, kSource, dropped);
-    const std::size_t cut = whole.find("\n],\n\"displayTimeUnit\"");
-    bool ok = put(f.get(), std::string_view(whole).substr(0, cut));
+    bool ok = put(f.get(), chrome_trace_head()) && put(f.get(), mine);
     std::string theirs;
     for (int r = 1; r < size; ++r) {
       unsigned long long n = 0;
@@ -143,7 +141,7 @@ void Tracer::write(MPI_Comm comm) noexcept {
             "MPI_Recv");
       if (n > 0) ok = ok && put(f.get(), ",\n") && put(f.get(), theirs);
     }
-    ok = ok && put(f.get(), std::string_view(whole).substr(cut));
+    ok = ok && put(f.get(), chrome_trace_tail(kSource, dropped));
     if (!ok || std::fflush(f.get()) != 0)
       fmt::print(stderr, "toroid: rank 0: writing the trace {} failed: {}\n", path_,
                  std::strerror(errno));
