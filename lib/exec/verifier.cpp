@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "core/element.hpp"
 #include "exec/buffers.hpp"
@@ -56,12 +58,75 @@ class Finished {
   std::vector<std::uint64_t> bits_;
 };
 
-// The pairwise part of the dependency check is quadratic in the steps: it runs on schedules of
-// at most this many steps, on every rank up to kPairwiseRanks ranks and on ranks 0, 1, p/2 and
-// p-1 beyond (one builder makes every rank's schedule; 4096 ranks of ring, each checked, took
-// 45 s of the unit tests).
+// The pairwise part of the dependency check (every two steps that touch a common element, the
+// transitive order between them quadratic in the steps): it runs on schedules of at most this
+// many steps, on every rank up to kPairwiseRanks ranks and on ranks 0, 1, p/2 and p-1 beyond (one
+// builder makes every rank's schedule; 4096 ranks of ring, each checked, took 45 s of the unit
+// tests).
 constexpr std::size_t kPairwiseSteps = 4096;
 constexpr int kPairwiseRanks = 64;
+
+// Two steps of one rank that touch a common element, the later one reading what the earlier
+// wrote (raw) or writing what the earlier read or wrote (other).
+struct Hazard {
+  std::uint32_t later, earlier;
+  bool raw, other;
+};
+
+// Every hazard of a schedule, ordered by the later step, then the earlier. The steps' touched
+// ranges, sorted by buffer and start, are swept left to right; a range stays open until a start
+// passes its end, and each new range is compared with the open ones only, so the cost is the
+// pairs that meet rather than all pairs of steps:
+//
+//   output   [--1 write--)   [--3 read--)
+//               [--2 read--------)          1-2 meet (raw), 2-3 meet (two reads: none),
+//   scratch  [--4 write----------------)    1-3 never compared; 4 is another buffer
+std::vector<Hazard> hazards(const std::vector<Step>& steps, bool ip, const Block* pieces) {
+  struct Touch {
+    ChunkRange range;
+    std::uint32_t step;
+    bool write;
+  };
+  std::vector<Touch> touches;
+  touches.reserve(2 * steps.size());
+  for (std::uint32_t j = 0; j < steps.size(); ++j) {
+    const ChunkRange rd = read_range(steps[j], ip, pieces), wr = write_range(steps[j], ip, pieces);
+    if (!rd.empty()) touches.push_back({rd, j, false});
+    if (!wr.empty()) touches.push_back({wr, j, true});
+  }
+  std::sort(touches.begin(), touches.end(), [](const Touch& x, const Touch& y) {
+    return x.range.space != y.range.space ? x.range.space < y.range.space
+                                          : x.range.lo < y.range.lo;
+  });
+  std::vector<Hazard> found;
+  std::vector<const Touch*> open;  // touches of this buffer that may still meet the next ones
+  for (const Touch& t : touches) {
+    std::erase_if(open, [&](const Touch* o) {
+      return o->range.space != t.range.space || o->range.hi <= t.range.lo;
+    });
+    for (const Touch* o : open) {
+      if (o->step == t.step || !overlaps(o->range, t.range)) continue;
+      const Touch &e = o->step < t.step ? *o : t, &l = o->step < t.step ? t : *o;
+      if (!e.write && !l.write) continue;  // two reads
+      found.push_back({l.step, e.step, e.write && !l.write, l.write});
+    }
+    open.push_back(&t);
+  }
+  std::sort(found.begin(), found.end(), [](const Hazard& x, const Hazard& y) {
+    return x.later != y.later ? x.later < y.later : x.earlier < y.earlier;
+  });
+  // One entry per pair of steps (a scale, or two touches of each, may meet more than once).
+  std::vector<Hazard> pairs;
+  for (const Hazard& h : found) {
+    if (!pairs.empty() && pairs.back().later == h.later && pairs.back().earlier == h.earlier) {
+      pairs.back().raw |= h.raw;
+      pairs.back().other |= h.other;
+    } else {
+      pairs.push_back(h);
+    }
+  }
+  return pairs;
+}
 
 struct RankState {
   std::vector<bool> finished;  // per step
@@ -218,26 +283,19 @@ class Runner {
     if (steps.size() > kPairwiseSteps) return "";
     if (p > kPairwiseRanks && r != 0 && r != 1 && r != p / 2 && r != p - 1) return "";
     const Finished finished(s);
-    for (std::size_t j = 0; j < steps.size(); ++j) {
-      const Step& b = steps[j];
-      const ChunkRange br = read_range(b, ip, pieces), bw = write_range(b, ip, pieces);
-      for (std::size_t i = 0; i < j; ++i) {
-        const Step& a = steps[i];
-        if (a.phase == b.phase) continue;
-        const ChunkRange ar = read_range(a, ip, pieces), aw = write_range(a, ip, pieces);
-        const bool raw = overlaps(aw, br), other = overlaps(ar, bw) || overlaps(aw, bw);
-        if (!raw && !other) continue;
-        if (finished.before(i, j)) continue;
-        bool followed = false;
-        for (std::uint32_t k = 0; k < b.dep_count && !followed; ++k) {
-          const schedule::Dep& d = s.deps[b.dep_begin + k];
-          followed = d.step == i && d.wait == schedule::Wait::follow;
-        }
-        if (followed && !other) continue;
-        return fmt::format("rank {}: missing dependency: '{}' {} '{}' but does not wait for it", r,
-                           schedule::describe(b), raw ? "reads what" : "overwrites what",
-                           schedule::describe(a));
+    for (const Hazard& h : hazards(steps, ip, pieces)) {
+      const Step &a = steps[h.earlier], &b = steps[h.later];
+      if (a.phase == b.phase) continue;
+      if (finished.before(h.earlier, h.later)) continue;
+      bool followed = false;
+      for (std::uint32_t k = 0; k < b.dep_count && !followed; ++k) {
+        const schedule::Dep& d = s.deps[b.dep_begin + k];
+        followed = d.step == h.earlier && d.wait == schedule::Wait::follow;
       }
+      if (followed && !h.other) continue;
+      return fmt::format("rank {}: missing dependency: '{}' {} '{}' but does not wait for it", r,
+                         schedule::describe(b), h.raw ? "reads what" : "overwrites what",
+                         schedule::describe(a));
     }
     return "";
   }
