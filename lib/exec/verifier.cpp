@@ -95,8 +95,7 @@ std::vector<Hazard> hazards(const std::vector<Step>& steps, bool ip, const Block
     if (!wr.empty()) touches.push_back({wr, j, true});
   }
   std::sort(touches.begin(), touches.end(), [](const Touch& x, const Touch& y) {
-    return x.range.space != y.range.space ? x.range.space < y.range.space
-                                          : x.range.lo < y.range.lo;
+    return x.range.space != y.range.space ? x.range.space < y.range.space : x.range.lo < y.range.lo;
   });
   std::vector<Hazard> found;
   std::vector<const Touch*> open;  // touches of this buffer that may still meet the next ones
