@@ -7,12 +7,16 @@
 //   mpi      the same pairs                           TOROID_TRANSPORT=mpi (MPI's own path)
 //   network  local rank 0 of node 0 and of node 1     MPI between the nodes
 //   reduce   every rank at once                       the f32 sum kernel, 16 MiB operands
+//   choose   the communicator of this job's layout    every algorithm and stock per size class
+//                                                     (tune/choices.hpp)
 //
 // Each link is timed with an in-place 2-rank ring all-gather of n bytes (one exchange of n/2
 // bytes each way: what the model calls one message), median over iterations of the slower rank
 // of the pair, then fitted to t = alpha + (n/2) / bandwidth (fit_regimes).
 //
 //   mpirun -np 4 toroid-tune --out toroid-tuning.txt
+//   (the file keeps the choices it held for other layouts: run it at 2 and at 4 ranks, and
+//   both layouts' choices are there)
 //   (hosts wired as a torus, one rank each: --network-links torus, so the network parameters
 //   are priced per link and hop; scripts/cluster.sh up torus makes such hosts)
 #include <fmt/format.h>
@@ -24,6 +28,7 @@
 #include <ctime>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,6 +37,7 @@
 #include "exec/tuning.hpp"
 #include "sim/fit.hpp"  // reduce_throughput
 #include "toroid/toroid.hpp"
+#include "tune/choices.hpp"
 
 namespace {
 
@@ -41,7 +47,8 @@ struct Settings {
   std::string out = "toroid-tuning.txt";
   std::uint64_t max_bytes = 16u << 20;
   int iters = 20;
-  bool network_torus = false;  // --network-links torus
+  bool network_torus = false;              // --network-links torus
+  std::uint64_t choose_up_to = 64u << 20;  // --choose-up-to; 0: no measured choices
 };
 
 // Every rank parses the same argv, so every rank reaches the same verdict; rank 0 speaks.
@@ -54,7 +61,7 @@ struct Settings {
 Settings parse(int argc, char** argv, int rank) {
   namespace po = boost::program_options;
   Settings s;
-  std::string max_bytes = "16M", links = "switch";
+  std::string max_bytes = "16M", links = "switch", choose = "64M";
   po::options_description d(
       "toroid-tune: measures auto's link parameters\n"
       "  mpirun -np N toroid-tune [options]");
@@ -65,7 +72,10 @@ Settings parse(int argc, char** argv, int rank) {
       "iters", po::value(&s.iters)->default_value(s.iters), "timed exchanges per size (>= 3)")(
       "network-links", po::value(&links)->default_value(links),
       "switch | torus: torus when the nodes are wired as the communicator's torus, one rank "
-      "per node");
+      "per node")(
+      "choose-up-to", po::value(&choose)->default_value(choose),
+      "measure which algorithm (stock included) is fastest per size class up to this size on "
+      "this job's layout, for auto to follow (0: do not)");
   try {
     bool help = false;
     std::string help_text;
@@ -78,6 +88,7 @@ Settings parse(int argc, char** argv, int rank) {
     if (links != "switch" && links != "torus")
       throw InvalidArgument(fmt::format("--network-links {}: switch or torus", links));
     s.network_torus = links == "torus";
+    s.choose_up_to = parse_size(choose, "--choose-up-to");
   } catch (const InvalidArgument& e) {
     finish_early(rank, 2, fmt::format("toroid-tune: {}\n", e.what()));
   }
@@ -177,6 +188,25 @@ std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Set
   return result;
 }
 
+// The choices `out` already holds for layouts other than this run's are kept (a file that does
+// not parse keeps nothing, and is replaced whole).
+void keep_other_layouts(const std::string& out, exec::Tuning& t) {
+  std::ifstream in(out);
+  if (!in) return;
+  std::ostringstream text;
+  text << in.rdbuf();
+  try {
+    const exec::Tuning old = exec::parse_tuning(text.str(), out);
+    for (const exec::MeasuredChoices& m : old.choices)
+      if (!t.choices_for(m.layout)) {
+        t.choices.push_back(m);
+        fmt::print("toroid-tune: kept the choices of {} from {}\n", m.layout, out);
+      }
+  } catch (const InvalidArgument& e) {
+    fmt::print("toroid-tune: {} is replaced whole ({})\n", out, e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -213,6 +243,14 @@ int main(int argc, char** argv) {
       if (local == 0 && node < 2) across = 0;
       t[exec::LinkClass::network] = measure(across, s, std::nullopt, "network", rank);
     }
+    if (s.choose_up_to > 0) {
+      // This job's layout as every communicator over it sees it (the environment's topology,
+      // transport and nodes), not the real-node view the links were measured with.
+      Communicator comm(MPI_COMM_WORLD);
+      tune::ChoiceSettings cs;
+      cs.up_to = s.choose_up_to;
+      t.choices = {tune::measure_choices(comm, cs, rank == 0)};
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     const double reduce = sim_cli::reduce_throughput();
     std::vector<double> reduces(static_cast<std::size_t>(size));
@@ -225,6 +263,7 @@ int main(int argc, char** argv) {
       const std::time_t now = std::time(nullptr);
       char when[64];
       std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+      keep_other_layouts(s.out, t);
       const std::string text = exec::format_tuning(
           t, fmt::format(
                  "toroid-tune on {}, {}: {} ranks on {} node(s), at most {} per node\n"

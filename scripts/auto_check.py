@@ -7,6 +7,11 @@
   scripts/mpirun.sh -np 4 build/benchmarks/toroid-bench --op all --algo all -b 8 -e 64M \
       --format csv --output np4.csv
   scripts/auto_check.py np4.csv [--within 1.10]
+  scripts/auto_check.py --median run1.csv run2.csv run3.csv    (runs of one layout: each row's
+                                                                median over the runs)
+
+The best row is the fastest of every fixed algorithm, stock `mpi` included: a candidate `auto`
+may pick when toroid-tune's measured choices are in its tuning file (--no-stock: toroid's only).
 
 Exit status 0 always: the goal (auto within 10% of the best) is reported, not enforced, since
 times on a shared machine are noisy; the numbers go in the docs.
@@ -41,13 +46,28 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("csv", nargs="+")
     ap.add_argument("--within", type=float, default=1.10, help="auto/best ratio counted as a hit")
+    ap.add_argument("--median", action="store_true", help="the files are runs of one layout: median per row")
+    ap.add_argument("--no-stock", action="store_true", help="the best row among toroid's algorithms only")
     a = ap.parse_args()
-    for path in a.csv:
-        header, rows = read(path)
-        print(f"## {path}: {run_label(header)}\n")
-        by = defaultdict(dict)  # (collective, size) -> algo -> row
-        for r in rows:
-            by[(r["collective"], int(r["size"]))][r["algo"]] = r
+    groups = [a.csv] if a.median else [[p] for p in a.csv]
+    excluded = ("auto", "copy_bound") + (("mpi",) if a.no_stock else ())
+    for paths in groups:
+        runs = []
+        for path in paths:
+            header, rows = read(path)
+            runs.append(rows)
+        print(f"## {', '.join(paths)}: {run_label(header)}" +
+              (f" (median of {len(paths)} runs)" if len(paths) > 1 else "") + "\n")
+        by = defaultdict(dict)  # (collective, size) -> algo -> row (time_us: the runs' median)
+        times = defaultdict(list)
+        for rows in runs:
+            for r in rows:
+                key = (r["collective"], int(r["size"]), r["algo"])
+                times[key].append(float(r["time_us"]))
+                by[key[:2]].setdefault(r["algo"], dict(r))
+        for (coll, size, algo), ts in times.items():
+            ts.sort()
+            by[(coll, size)][algo]["time_us"] = ts[len(ts) // 2]
         # auto/best compares two separately timed rows, so it carries the run's noise (the same
         # algorithm timed twice differs by up to 2x at small sizes on oversubscribed cores);
         # pick/best compares the picked algorithm's own row: the cost of the choice alone.
@@ -55,7 +75,7 @@ def main():
         print("|---|---:|---|---:|---|---:|---:|---:|---:|")
         misses, total, pick_hits = [], 0, 0
         for (coll, size), algos in sorted(by.items()):
-            fixed = {k: float(v["time_us"]) for k, v in algos.items() if k not in ("auto", "mpi", "copy_bound")}
+            fixed = {k: float(v["time_us"]) for k, v in algos.items() if k not in excluded}
             if not fixed or "auto" not in algos:
                 continue
             best = min(fixed, key=fixed.get)

@@ -40,7 +40,9 @@ std::string line_for(const Communicator::Impl& m, const exec::Selector& s, Colle
                      const exec::Choice& ch) {
   const std::uint64_t low = exec::Selector::class_low(k), high = exec::Selector::class_low(k + 1);
   std::string why;
-  if (ch.rule)
+  if (ch.measured)
+    why = fmt::format("measured fastest by toroid-tune: {}", ch.rule->text);
+  else if (ch.rule)
     why = fmt::format("by rule {}", ch.rule->text);
   else if (!ch.modeled)
     why =

@@ -122,6 +122,15 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
       uses_[static_cast<int>(e.shm_inside_node ? LinkClass::shm : LinkClass::mpi)] = true;
   }
   if (nodes > 1) uses_[static_cast<int>(LinkClass::network)] = true;
+  std::vector<bool> seen(static_cast<std::size_t>(p), false);
+  int schedule_nodes = 0;
+  for (int n : in_.node_of_rank)
+    if (!seen[static_cast<std::size_t>(n)])
+      seen[static_cast<std::size_t>(n)] = true, ++schedule_nodes;
+  layout_ = fmt::format("{} ranks, {}, {} node(s), {}", p, in_.topology.to_string(), nodes,
+                        in_.shm_inside_node ? "shm" : "mpi");
+  if (schedule_nodes != nodes) layout_ += fmt::format(", {} emulated nodes", schedule_nodes);
+  if (const auto* m = in_.tuning.choices_for(layout_)) measured_ = *m;
   for (int c = 0; c < kLinkClasses; ++c)
     if (uses_[c] && !in_.tuning.links[static_cast<std::size_t>(c)])
       throw InvalidArgument(fmt::format(
@@ -176,6 +185,10 @@ const Choice& Selector::choice(Collective c, int k) {
   if (const AlgorithmRule* rule = find_rule(in_.rules, c, at)) {
     ch.algorithm = rule->algorithm;
     ch.rule = rule;
+  } else if (const AlgorithmRule* m = find_rule(measured_, c, at)) {
+    ch.algorithm = m->algorithm;
+    ch.rule = m;
+    ch.measured = true;
   } else if (in_.topology.size() > kMaxModeledRanks) {
     ch.algorithm = fixed_rule(c, at, in_.topology);
   } else if (in_.topology.size() == 1) {

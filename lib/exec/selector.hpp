@@ -5,8 +5,9 @@
 // simulator, on the communicator's own links (simulator.hpp, EndpointLinks: shared memory or MPI
 // inside a node, the network between nodes, each with its measured alpha and bandwidth from
 // tuning.hpp), at the class's middle size, and picks the fastest. A TOROID_ALGO rule covering
-// the size comes first. Each class is priced once, on its first call; after that a choice is an
-// array lookup. Every rank computes the same table from the same inputs (the tuning comes from
+// the size comes first, then a choice toroid-tune measured on a communicator of this very layout
+// (Tuning::choices, stock `mpi` among its candidates), then the model. Each class is decided
+// once, on its first call; after that a choice is an array lookup. Every rank computes the same table from the same inputs (the tuning comes from
 // rank 0), so every rank runs the same algorithm.
 //
 //   size class   4 KiB-8 KiB    ...   4 MiB-8 MiB
@@ -63,7 +64,8 @@ struct SelectorInputs {
 
 struct Choice {
   Algorithm algorithm = Algorithm::ring;
-  const AlgorithmRule* rule = nullptr;  // the TOROID_ALGO rule that decided, if one did
+  const AlgorithmRule* rule = nullptr;  // the rule that decided, if one did
+  bool measured = false;                // that rule is the tuning's measured choice
   bool modeled = false;                 // false: fixed_rule decided (too many ranks)
   std::vector<std::pair<Algorithm, double>>
       predicted;  // seconds per candidate priced, in candidate order
@@ -94,12 +96,18 @@ class Selector {
   // Link classes this communicator's transfers use, and what they are priced with.
   std::string describe_links() const;
 
+  // What a measured choice must have been measured on to apply here: "4 ranks, 4x1, 1 node(s),
+  // shm" (", 2 emulated nodes" under TOROID_NODES). toroid-tune writes it; equal text applies.
+  const std::string& layout() const noexcept { return layout_; }
+
   static int size_class(std::uint64_t bytes) noexcept;  // 0 for 0 bytes, else bit_width
   static std::uint64_t class_low(int k) noexcept;       // the smallest size in class k
   static std::uint64_t class_middle(int k) noexcept;    // where class k is priced
 
  private:
   SelectorInputs in_;
+  std::string layout_;
+  std::vector<AlgorithmRule> measured_;  // the tuning's measured choices for this layout
   bool uses_[kLinkClasses] = {};
   SimModel model_;  // the links every candidate is priced on, built once
   std::array<std::array<std::optional<Choice>, kSizeClasses>, 4> table_;

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "toroid/error.hpp"
@@ -17,6 +19,16 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
     s.remove_suffix(1);
   return s;
+}
+
+constexpr std::uint64_t kNoEnd = std::numeric_limits<std::uint64_t>::max();
+
+// A size as parse_size reads it back: "48", "3K", "96M" (exact multiples only).
+std::string size_token(std::uint64_t b) {
+  if (b >= (1u << 30) && b % (1u << 30) == 0) return fmt::format("{}G", b >> 30);
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return fmt::format("{}M", b >> 20);
+  if (b >= (1u << 10) && b % (1u << 10) == 0) return fmt::format("{}K", b >> 10);
+  return std::to_string(b);
 }
 
 }  // namespace
@@ -65,6 +77,34 @@ Tuning parse_tuning(std::string_view text, std::string_view source) {
         fail(fmt::format("'{}' is not the header 'toroid-tuning 1' (a file written by toroid-tune)",
                          line));
       header = true;
+      continue;
+    }
+    if (line.starts_with("choose ")) {
+      // "choose <layout> = <rules>": the rules hold '=' too, so the first " = " splits.
+      const auto sep = line.find(" = ");
+      if (sep == std::string_view::npos)
+        fail(fmt::format("'{}' is not 'choose <layout> = <rules>'", line));
+      MeasuredChoices m;
+      m.layout = std::string(trim(line.substr(7, sep - 7)));
+      if (m.layout.empty()) fail(fmt::format("'{}' names no layout", line));
+      try {
+        m.rules = parse_algorithm_rules(trim(line.substr(sep + 3)));
+      } catch (const InvalidArgument& e) {
+        fail(fmt::format("choose {}: {}", m.layout, e.what()));
+      }
+      auto same = std::find_if(t.choices.begin(), t.choices.end(),
+                               [&](const MeasuredChoices& o) { return o.layout == m.layout; });
+      if (same == t.choices.end()) {
+        t.choices.push_back(std::move(m));
+        continue;
+      }
+      // Several lines for one layout (one per collective) join; a collective twice is an error.
+      for (const AlgorithmRule& r : m.rules)
+        for (const AlgorithmRule& o : same->rules)
+          if (o.collective == r.collective && r.low < o.high && o.low < r.high)
+            fail(fmt::format("choose {}: '{}' overlaps '{}' of an earlier line", m.layout, r.text,
+                             o.text));
+      same->rules.insert(same->rules.end(), m.rules.begin(), m.rules.end());
       continue;
     }
     const auto eq = line.find('=');
@@ -135,7 +175,30 @@ std::string format_tuning(const Tuning& t, std::string_view header) {
   }
   if (t.network_torus) out += "network.links = torus\n";
   out += fmt::format("reduce.gbps = {:.4g}\n", t.reduce_bytes_per_s / 1e9);
+  // One line per layout and collective, its ranges in order ("allreduce:0-48=mpi,48-3K=...").
+  for (const MeasuredChoices& m : t.choices)
+    for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                         Collective::broadcast}) {
+      std::vector<const AlgorithmRule*> mine;
+      for (const AlgorithmRule& r : m.rules)
+        if (r.collective == c) mine.push_back(&r);
+      if (mine.empty()) continue;
+      std::sort(mine.begin(), mine.end(),
+                [](const AlgorithmRule* a, const AlgorithmRule* b) { return a->low < b->low; });
+      std::string ranges;
+      for (const AlgorithmRule* r : mine)
+        ranges += fmt::format("{}{}-{}={}", ranges.empty() ? "" : ",", size_token(r->low),
+                              r->high == kNoEnd ? std::string("inf") : size_token(r->high),
+                              to_string(r->algorithm));
+      out += fmt::format("choose {} = {}:{}\n", m.layout, to_string(c), ranges);
+    }
   return out;
+}
+
+const std::vector<AlgorithmRule>* Tuning::choices_for(std::string_view layout) const noexcept {
+  for (const MeasuredChoices& m : choices)
+    if (m.layout == layout) return &m.rules;
+  return nullptr;
 }
 
 }  // namespace toroid::exec

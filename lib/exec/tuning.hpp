@@ -15,6 +15,11 @@
 //   network.links = torus     (optional; default switch: one port per node. torus: the nodes
 //                              are wired as the communicator's torus, one rank per node, and
 //                              the network.* parameters are per link and hop, as in toroid-sim)
+//   choose 4 ranks, 4x1 ring, 1 node, shm = allreduce:0-48=mpi,48-3K=recursive_doubling,...
+//                             (optional, any number: the algorithm toroid-tune measured fastest
+//                              per size range on that layout, TOROID_ALGO's rule syntax; `auto`
+//                              follows them on a communicator of exactly that layout, where
+//                              the model alone cannot tell, and prices the rest)
 // A class may be missing (measured on one node: no network.*); a communicator that needs it
 // is then refused with a message saying so.
 #pragma once
@@ -23,6 +28,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "exec/algorithm_rules.hpp"
 
 namespace toroid::exec {
 
@@ -35,11 +43,21 @@ struct LinkParams {
   double bytes_per_s = 1e9;  // one way
 };
 
+// Measured choices for one layout: what `auto` runs there, per collective and size range.
+struct MeasuredChoices {
+  std::string layout;  // Selector::layout() of the communicator measured on
+  std::vector<AlgorithmRule> rules;
+};
+
 struct Tuning {
   std::array<std::optional<LinkParams>, kLinkClasses> links;
+  std::vector<MeasuredChoices> choices;  // at most one entry per layout
   double reduce_bytes_per_s = 8e9;
   bool network_torus = false;                // network.links = torus
   std::string source = "built-in defaults";  // the file's path, for messages
+
+  // The measured rules for a communicator of this layout; null when none were measured.
+  const std::vector<AlgorithmRule>* choices_for(std::string_view layout) const noexcept;
 
   const std::optional<LinkParams>& operator[](LinkClass c) const {
     return links[static_cast<int>(c)];

@@ -262,3 +262,87 @@ TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_bot
   CHECK(fixed_rule(Collective::allgather, 128u << 20, multipod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 1u << 30, Torus2D(128, 1)) == Algorithm::bidir_ring);
 }
+
+TEST_CASE("tuning file: measured choices per layout, read back, applied to that layout only",
+          "[auto]") {
+  using Catch::Contains;
+  const std::string layout = "2 ranks, 2x1, 1 node(s), shm";
+  const std::string text =
+      "toroid-tuning 1\nshm.alpha_us = 0.4\nshm.gbps = 8\nmpi.alpha_us = 1\nmpi.gbps = 6\n"
+      "reduce.gbps = 7\n"
+      "choose " +
+      layout +
+      " = allreduce:0-48=mpi,48-4K=recursive_doubling,4K-64M=ring\n"
+      "choose " +
+      layout +
+      " = broadcast:0-64M=mpi\n"
+      "choose 4 ranks, 4x1, 1 node(s), shm = allreduce:0-64M=bidir_ring\n";
+  const exec::Tuning t = exec::parse_tuning(text, "t.txt");
+  REQUIRE(t.choices.size() == 2);
+  REQUIRE(t.choices_for(layout));
+  CHECK(t.choices_for(layout)->size() == 4);  // two lines of one layout join
+  CHECK_FALSE(t.choices_for("3 ranks, 3x1, 1 node(s), shm"));
+  // Written back as read: one line per layout and collective, ranges in order.
+  const exec::Tuning back = exec::parse_tuning(exec::format_tuning(t, ""), "again");
+  REQUIRE(back.choices.size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(back.choices[i].layout == t.choices[i].layout);
+    REQUIRE(back.choices[i].rules.size() == t.choices[i].rules.size());
+    for (const exec::AlgorithmRule& r : t.choices[i].rules) {
+      const exec::AlgorithmRule* b = exec::find_rule(back.choices[i].rules, r.collective, r.low);
+      REQUIRE(b);
+      CHECK((b->low == r.low && b->high == r.high && b->algorithm == r.algorithm));
+    }
+  }
+
+  // A communicator of that layout follows them (stock included); TOROID_ALGO's rules still come
+  // first; sizes above the measured ones are the model's.
+  SelectorInputs in = inputs(Torus2D(2, 1));
+  in.tuning = t;
+  Selector s(in);
+  CHECK(s.layout() == layout);
+  CHECK(s.choose(Collective::allreduce, 16) == Algorithm::mpi);
+  CHECK(s.choose(Collective::allreduce, 1024) == Algorithm::recursive_doubling);
+  CHECK(s.choose(Collective::allreduce, 1u << 20) == Algorithm::ring);
+  CHECK(s.choose(Collective::broadcast, 1u << 20) == Algorithm::mpi);
+  const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(16));
+  CHECK(c.measured);
+  CHECK_FALSE(c.modeled);
+  CHECK(s.choice(Collective::allreduce, Selector::size_class(1u << 30)).modeled);
+  CHECK(s.choice(Collective::allgather, Selector::size_class(1024)).modeled);  // none measured
+  in.rules = exec::parse_algorithm_rules("allreduce:0-1K=swing_latency");
+  Selector ruled(in);
+  CHECK(ruled.choose(Collective::allreduce, 16) == Algorithm::swing_latency);
+  CHECK_FALSE(ruled.choice(Collective::allreduce, Selector::size_class(16)).measured);
+  // Another layout (4 ranks; the same 2 ranks over MPI; emulated nodes) does not.
+  SelectorInputs four = inputs(Torus2D(4, 1));
+  four.tuning = t;
+  Selector f(four);
+  CHECK(f.layout() == "4 ranks, 4x1, 1 node(s), shm");
+  CHECK(f.choose(Collective::allreduce, 16) == Algorithm::bidir_ring);
+  SelectorInputs over_mpi = inputs(Torus2D(2, 1));
+  over_mpi.tuning = t;
+  over_mpi.shm_inside_node = false;
+  Selector m(over_mpi);
+  CHECK(m.layout() == "2 ranks, 2x1, 1 node(s), mpi");
+  CHECK(m.choice(Collective::allreduce, Selector::size_class(16)).modeled);
+  SelectorInputs emulated = inputs(Torus2D(2, 1), {0, 1});
+  emulated.link_node_of_rank = {0, 0};
+  emulated.tuning = t;
+  CHECK(Selector(emulated).layout() == "2 ranks, 2x1, 1 node(s), shm, 2 emulated nodes");
+
+  // Malformed lines are named, with the layout.
+  const std::string head = "toroid-tuning 1\nreduce.gbps = 7\n";
+  CHECK_THROWS_WITH(exec::parse_tuning(head + "choose 2 ranks allreduce:0-1K=ring\n", "f"),
+                    Contains("f:3: 'choose 2 ranks allreduce:0-1K=ring' is not 'choose <layout> "
+                             "= <rules>'"));
+  CHECK_THROWS_WITH(exec::parse_tuning(head + "choose  = allreduce:0-1K=ring\n", "f"),
+                    Contains("names no layout"));
+  CHECK_THROWS_WITH(exec::parse_tuning(head + "choose L = allreduce:0-1K=warp\n", "f"),
+                    Contains("f:3: choose L: 'allreduce:0-1K=warp'"));
+  CHECK_THROWS_WITH(exec::parse_tuning(head + "choose L = allreduce:0-1K=ring\n"
+                                              "choose L = allreduce:512-2K=mpi\n",
+                                       "f"),
+                    Contains("f:4: choose L: 'allreduce:512-2K=mpi' overlaps 'allreduce:0-1K=ring' "
+                             "of an earlier line"));
+}
