@@ -106,12 +106,17 @@ int run(const Settings& s, int rank) {
       // The copy bound first, so that every row can say how close it comes.
       std::optional<Row> bound;
       if (s.bound) bound = measure_copy_bound(c, s, bytes, comm);
+      // Every row of this size: (algorithm, transport, mode, memory, kernel level).
+      struct Spec {
+        Algorithm a;
+        std::size_t t;
+        Settings::Mode mode;
+        Settings::Memory memory;
+        std::string level;
+      };
+      std::vector<Spec> specs;
       for (Algorithm a : s.algos) {
-        ++done;
         if (!implements(a, c)) continue;  // e.g. rabenseifner: all-reduce only
-        if (progress)
-          fmt::print(stderr, "\r[{}/{}] {} {} B {}        ", done, total, to_string(c), bytes,
-                     to_string(a));
         // The stock collective runs once; toroid's algorithms once per requested kernel level.
         const std::vector<std::string> levels =
             a == Algorithm::mpi || s.isas.empty() ? std::vector<std::string>{""} : s.isas;
@@ -124,26 +129,42 @@ int run(const Settings& s, int rank) {
         for (std::size_t t = 0; t < transports; ++t)
           for (Settings::Mode mode : modes)
             for (Settings::Memory memory : memories)
-              for (const std::string& level : levels) {
-                // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
-                kernels::use_isa(level.empty() ? default_isa : kernels::select_isa(level));
-                Row row = measure(c, s, bytes, a, *comms[t], mode, memory);
-                predict(row, c, a, *comms[t], memory);
-                if (comms.size() > 1 && a != Algorithm::mpi)
-                  row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[t]));
-                if (s.modes.size() > 1 && a != Algorithm::mpi)
-                  row.algo = fmt::format("{}:{}", row.algo, to_string(mode));
-                if (memory == Settings::Memory::toroid && a != Algorithm::mpi) row.algo += "+owned";
-                if (!level.empty())
-                  row.algo = fmt::format("{}@{}", row.algo,
-                                         kernels::to_string(kernels::active_kernels().isa));
-                if (a == Algorithm::mpi) stock_us = row.median_us;
-                row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
-                if (bound) row.of_copy = bound->median_us / row.median_us;
-                wrong += row.wrong;
-                if (rank == 0)
-                  for (Report& r : reports) r.row(row, stock_us > 0);
-              }
+              for (const std::string& level : levels) specs.push_back({a, t, mode, memory, level});
+      }
+      // --rounds: the rows take turns, each timed once per round; a row reports the median of
+      // its rounds' medians, so a slow spell of the machine hits every row alike.
+      std::vector<std::vector<Row>> rounds(specs.size());
+      for (int round = 0; round < s.rounds; ++round)
+        for (std::size_t i = 0; i < specs.size(); ++i) {
+          const Spec& sp = specs[i];
+          if (round == 0) ++done;
+          if (progress)
+            fmt::print(stderr, "\r[{}/{}] {} {} B {}        ", done, total, to_string(c), bytes,
+                       to_string(sp.a));
+          // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
+          kernels::use_isa(sp.level.empty() ? default_isa : kernels::select_isa(sp.level));
+          rounds[i].push_back(measure(c, s, bytes, sp.a, *comms[sp.t], sp.mode, sp.memory));
+        }
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        const Spec& sp = specs[i];
+        const Algorithm a = sp.a;
+        kernels::use_isa(sp.level.empty() ? default_isa : kernels::select_isa(sp.level));
+        Row row = median_of_rounds(rounds[i]);
+        predict(row, c, a, *comms[sp.t], sp.memory);
+        if (comms.size() > 1 && a != Algorithm::mpi)
+          row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[sp.t]));
+        if (s.modes.size() > 1 && a != Algorithm::mpi)
+          row.algo = fmt::format("{}:{}", row.algo, to_string(sp.mode));
+        if (sp.memory == Settings::Memory::toroid && a != Algorithm::mpi) row.algo += "+owned";
+        if (!sp.level.empty())
+          row.algo =
+              fmt::format("{}@{}", row.algo, kernels::to_string(kernels::active_kernels().isa));
+        if (a == Algorithm::mpi) stock_us = row.median_us;
+        row.vs_mpi = stock_us > 0 ? stock_us / row.median_us : 0.0;
+        if (bound) row.of_copy = bound->median_us / row.median_us;
+        wrong += row.wrong;
+        if (rank == 0)
+          for (Report& r : reports) r.row(row, stock_us > 0);
       }
       if (bound) {
         bound->vs_mpi = stock_us > 0 ? stock_us / bound->median_us : 0.0;

@@ -272,6 +272,19 @@ Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Com
           {}};
 }
 
+Row median_of_rounds(std::vector<Row> rounds) {
+  std::sort(rounds.begin(), rounds.end(),
+            [](const Row& a, const Row& b) { return a.median_us < b.median_us; });
+  Row row = rounds[rounds.size() / 2];
+  for (const Row& r : rounds) {
+    row.min_us = std::min(row.min_us, r.min_us);
+    row.max_us = std::max(row.max_us, r.max_us);
+  }
+  row.wrong = 0;
+  for (const Row& r : rounds) row.wrong += r.wrong;
+  return row;
+}
+
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo,
             Communicator& comm, Settings::Mode mode, Settings::Memory memory) {
   const std::size_t es = size_of(s.type);

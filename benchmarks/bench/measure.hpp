@@ -1,6 +1,8 @@
 // One measured row of toroid-bench: a collective, a size, an algorithm.
 #pragma once
 
+#include <vector>
+
 #include "bench/settings.hpp"
 
 namespace toroid::bench {
@@ -30,6 +32,10 @@ std::uint64_t last_level_cache_bytes();
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo,
             Communicator& comm, Settings::Mode mode = Settings::Mode::blocking,
             Settings::Memory memory = Settings::Memory::user);
+// One row from the same row timed in several rounds: the median of the rounds' medians (its
+// bandwidths scaled to it), the least minimum, the largest maximum, every round's wrong
+// elements.
+Row median_of_rounds(std::vector<Row> rounds);
 // The memory-traffic bound of a collective of `bytes` per rank: every rank memcpy's its vector
 // at the same time (timed like the collectives). An all-reduce must at least read its input and
 // write its output, so no algorithm on one node beats this row.

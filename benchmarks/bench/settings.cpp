@@ -51,6 +51,9 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       ",f", po::value(&s.factor)->default_value(s.factor), "size multiplication factor (>= 2)")(
       ",n", po::value(&s.iters)->default_value(s.iters), "timed iterations per size")(
       ",w", po::value(&s.warmup)->default_value(s.warmup), "warm-up iterations per size")(
+      "rounds", po::value(&s.rounds)->default_value(s.rounds),
+      "time every row this many times, the rows of a size taking turns, and report the median "
+      "of the rounds' medians (a slow spell of the machine then hits every row alike)")(
       "check", po::value(&check)->default_value(check), "verify every element (0|1)")(
       "inplace", po::value(&inplace)->default_value(inplace), "in-place collectives (0|1)")(
       "no-baseline", "do not add the stock MPI collective as a baseline")(
@@ -107,6 +110,7 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
   if (s.factor < 2) throw InvalidArgument(fmt::format("-f {} must be at least 2", s.factor));
   if (s.iters < 1) throw InvalidArgument(fmt::format("-n {} must be at least 1", s.iters));
   if (s.warmup < 0) throw InvalidArgument(fmt::format("-w {} must not be negative", s.warmup));
+  if (s.rounds < 1) throw InvalidArgument(fmt::format("--rounds {} must be at least 1", s.rounds));
   if (s.format != "table" && s.format != "csv" && s.format != "json")
     throw InvalidArgument("--format: '" + s.format + "' is not table, csv or json");
   if (s.op == ReduceOp::avg && !is_floating(s.type))

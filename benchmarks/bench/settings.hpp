@@ -18,6 +18,7 @@ struct Settings {
   ReduceOp op = ReduceOp::sum;
   std::uint64_t min_bytes = 4096, max_bytes = 64ull << 20, factor = 4;
   int iters = 20, warmup = 3;
+  int rounds = 1;  // --rounds: each row timed this many times, the rows of a size taking turns
   bool check = true, in_place = false, baseline = true;
   std::string format = "table";  // table | csv | json
   std::string output;            // file for the results; empty: stdout

@@ -22,6 +22,14 @@ if(MODE STREQUAL "sweep")
     message(FATAL_ERROR "TOROID_TIMEOUT=$ENV{TOROID_TIMEOUT} is not the run's timeout:\n${last_output}")
   endif()
   run_bench(0 "timeout_s 9 " --op allreduce --algo ring -b 8 -e 8 -n 1 -w 0 --timeout 9)
+  # Rows in rounds (taking turns): one row per algorithm and size still, each checked.
+  run_bench(0 "vs_mpi" --op allreduce --algo ring,auto,mpi -b 8 -e 64K -f 64 -n 2 -w 1 --rounds 3
+            --check 1 --format csv)
+  string(REGEX MATCHALL "\n(8|512|32768),[0-9]+,f32,sum,(ring|auto|mpi)," rows "${last_output}")
+  list(LENGTH rows nrows)
+  if(NOT nrows EQUAL 9)
+    message(FATAL_ERROR "--rounds 3: expected 9 rows (3 sizes x ring, auto, mpi), got ${nrows}:\n${last_output}")
+  endif()
   # Every call mode, checked; rows named ALGO:MODE, the stock rows once.
   run_bench(0 "torus2d:persistent" --op all --algo ring,torus2d,mpi --mode blocking,nonblocking,persistent
             -b 8 -e 64K -f 8 -n 2 -w 1 --check 1)
@@ -106,6 +114,7 @@ elseif(MODE STREQUAL "bad")
   run_bench(2 "--op: unknown collective 'bcast'" --op bcast)
   run_bench(2 "--mode: 'async' is not blocking, nonblocking or persistent" --mode blocking,async)
   run_bench(2 "--redop avg needs a floating --dtype" --redop avg --dtype i32)
+  run_bench(2 "--rounds 0 must be at least 1" --rounds 0)
   run_bench(2 "unrecognised option" --frobnicate)
 else()
   message(FATAL_ERROR "MODE must be sweep or bad")
