@@ -7,8 +7,9 @@
 // tuning.hpp), at the class's middle size, and picks the fastest. A TOROID_ALGO rule covering
 // the size comes first, then a choice toroid-tune measured on a communicator of this very layout
 // (Tuning::choices, stock `mpi` among its candidates), then the model. Each class is decided
-// once, on its first call; after that a choice is an array lookup. Every rank computes the same table from the same inputs (the tuning comes from
-// rank 0), so every rank runs the same algorithm.
+// once, on its first call; after that a choice is an array lookup. Every rank computes the same
+// table from the same inputs (the tuning comes from rank 0), so every rank runs the same
+// algorithm.
 //
 //   size class   4 KiB-8 KiB    ...   4 MiB-8 MiB
 //   priced at    6 KiB                6 MiB
