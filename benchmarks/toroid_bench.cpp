@@ -141,7 +141,8 @@ int run(const Settings& s, int rank) {
           if (progress)
             fmt::print(stderr, "\r[{}/{}] {} {} B {}        ", done, total, to_string(c), bytes,
                        to_string(sp.a));
-          // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's kernels).
+          // The stock row runs with the default level too (its f16/bf16 MPI_Ops use toroid's
+          // kernels).
           kernels::use_isa(sp.level.empty() ? default_isa : kernels::select_isa(sp.level));
           rounds[i].push_back(measure(c, s, bytes, sp.a, *comms[sp.t], sp.mode, sp.memory));
         }
