@@ -177,6 +177,7 @@ std::shared_ptr<void> Communicator::allocate_bytes(std::size_t count, std::size_
   Impl& m = *impl_;
   m.last_call.forget();  // on every rank alike: allocate is collective
   m.last_start.forget();
+  m.allocated = true;
   std::shared_ptr<exec::NodeAllocation> a;
   // First the arguments (no MPI inside), then the collective part: a rank that stopped at a bad
   // count must not leave the others inside the node's collectives.

@@ -52,6 +52,7 @@ class ScheduleCache {
 // call), and none survive an allocate (memory that becomes toroid's changes a call's path).
 struct RepeatedCall {
   std::array<std::uint64_t, 6> key{};
+  bool in_place = false;  // the call's form, which a call on other buffers must share
   std::shared_ptr<exec::Op> op;
   exec::CallName what;  // a request's name (non-blocking starts)
   void forget() { op.reset(); }
@@ -66,7 +67,10 @@ struct Communicator::Impl {
   Torus2D topology{1, 1};
   topology::NodeLayout nodes;
   ScheduleCache schedules;
-  RepeatedCall last_call;   // the last blocking call: repeated, it skips prepare()
+  RepeatedCall last_call;  // the last blocking call: repeated, it skips prepare()
+  // Whether Communicator::allocate ever ran: then a call's new buffers may be toroid's, whose
+  // path (single-copy) differs, so a call on new buffers is prepared afresh.
+  bool allocated = false;
   RepeatedCall last_start;  // the same for the last non-blocking start
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi

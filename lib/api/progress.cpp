@@ -95,6 +95,13 @@ void Progress::run(const std::shared_ptr<exec::Op>& op) {
   engine_.wait(*op);
 }
 
+void Progress::run_on(const std::shared_ptr<exec::Op>& op, const exec::BufferSet& user) {
+  Hold hold(*this);
+  op->rebind(user);
+  engine_.start(op, true);
+  engine_.wait(*op);
+}
+
 void Progress::wait(exec::Op& op) {
   Hold hold(*this);
   engine_.wait(op);

@@ -47,6 +47,8 @@ class Progress {
   void wait(exec::Op& op);
   // A blocking call: start and wait under one hold of the mutex (the caller moves it all).
   void run(const std::shared_ptr<exec::Op>& op);
+  // run(op) with op first bound to other buffers of the same sizes (exec::Op::rebind).
+  void run_on(const std::shared_ptr<exec::Op>& op, const exec::BufferSet& user);
   bool test(exec::Op& op);
   void wait_all();
   bool finished(const exec::Op& op);  // not active any more; moves nothing

@@ -127,7 +127,6 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
 
   tasks_.assign(s.steps.size(), Task{});
   shm_tasks_ = 0;
-  std::size_t slot = 0;
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
     Task& t = tasks_[i];
@@ -136,12 +135,34 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
     const bool sends = st.kind == Kind::send;
     t.bytes = (sends ? st.src.count : st.dst.count) * es;
     t.channel = &engine.channel(sends, st.peer, st.tag);
-    if (links && links->carries(st.peer, st.tag)) {
-      t.via = Via::shm;
-      t.shm = shm_transfer_for(st, *links, buf_);
-      ++shm_tasks_;
+    t.via = links && links->carries(st.peer, st.tag) ? Via::shm : Via::mpi;
+    shm_tasks_ += t.via == Via::shm;
+  }
+  bind_addresses();
+  state_ = State::idle;
+}
+
+void Op::rebind(const BufferSet& user) {
+  user_ = user;
+  buf_ = user;
+  buf_.scratch = scratch_.data();
+  buf_.pieces = schedule_->pieces.data();
+  bind_addresses();
+}
+
+void Op::bind_addresses() {
+  const std::size_t es = buf_.elem_size;
+  const std::size_t seg = std::max<std::size_t>(1, params_.segment_bytes / es) * es;
+  const auto depth = static_cast<std::uint32_t>(std::max(1, params_.depth));
+  std::size_t slot = 0;
+  for (Task& t : tasks_) {
+    const Step& st = *t.step;
+    if (schedule::is_local(st.kind)) continue;
+    const bool sends = st.kind == Kind::send;
+    if (t.via == Via::shm) {
+      t.shm = shm_transfer_for(st, *params_.links, buf_);
+      t.relay = -1;
     } else {
-      t.via = Via::mpi;
       std::byte* staging = nullptr;
       if (st.kind == Kind::recv_reduce) staging = staging_.data() + (slot++) * depth * seg;
       t.mpi.bind(st, sends || st.kind == Kind::recv_reduce ? buf_.operand(st.src) : Operand{},
@@ -149,7 +170,6 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
     }
   }
   if (shm_tasks_ > 0) mark_shared_memory_hints();
-  state_ = State::idle;
 }
 
 void Op::bind_single_copy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,

@@ -55,6 +55,10 @@ class Op {
   // op's own) and resolves each step's transport and channel on `engine`.
   void bind(std::shared_ptr<const schedule::Schedule> s, const BufferSet& user,
             const ExecParams& params, Engine& engine);
+  // The bound schedule on other buffers of the same sizes and in-place form (a call repeated
+  // on new vectors): only what depends on their addresses is bound again; the steps' transports
+  // and channels stay. Only while bound to a schedule and not running.
+  void rebind(const BufferSet& user);
   // Whether bind(s, user, params) would bind the same thing again.
   bool bound_to(const schedule::Schedule& s, std::uint64_t serial, const BufferSet& user,
                 const ExecParams& params) const noexcept;
@@ -70,6 +74,7 @@ class Op {
 
  private:
   friend class Engine;
+  void bind_addresses();  // each step's transfer on buf_ (its transport chosen)
   void mark_shared_memory_hints();
 
   std::shared_ptr<const schedule::Schedule> schedule_;

@@ -354,3 +354,68 @@ TEST_CASE("repeated blocking calls reuse their op, never across an allocate or w
     CHECK(all_ranks(ok));
   }
 }
+
+TEST_CASE("blocking calls on other buffers of the last call's shape rebind its op, exactly",
+          "[single_copy]") {
+  const int p = world_size(), me = world_rank();
+  for (const char* transport : {"auto", "mpi"}) {
+    Options o;
+    o.transport = parse_transport(transport);
+    Communicator comm(MPI_COMM_WORLD, o);  // never allocates: new buffers cannot be toroid's
+    // Small and small-staged sizes at 2 ranks, and one over several shared-memory slots and MPI
+    // segments (relayed receives, staging, streamed stores none of which may keep old addresses).
+    for (const std::size_t n : {std::size_t{37}, std::size_t{300'007}}) {
+      for (const Algorithm a :
+           {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d,
+            Algorithm::recursive_doubling, Algorithm::swing, Algorithm::automatic}) {
+        INFO(transport << ", n = " << n << ", " << to_string(a));
+        const Block own = block_of(n, p, me);
+        // Three buffer pairs; calls A, B, C, A, then B in place (another form: the full path),
+        // then C in place (rebinding the in-place op), each with new inputs.
+        std::vector<std::vector<float>> in(3, std::vector<float>(n)), out(3, std::vector<float>(n));
+        bool ok = true, rebound = true;
+        const std::pair<int, bool> calls[] = {{0, false}, {1, false}, {2, false},
+                                              {0, false}, {1, true},  {2, true}};
+        const exec::Op* first_op = nullptr;
+        for (int it = 0; it < 6; ++it) {
+          const auto [k, ip] = calls[it];
+          for (std::size_t i = 0; i < n; ++i) in[k][i] = value(me, i, it);
+          if (ip) out[k] = in[k];
+          const std::span<const float> src(ip ? out[k] : in[k]);
+          allreduce(src, std::span<float>(out[k]), ReduceOp::sum, comm, a);
+          for (std::size_t i = 0; i < n; ++i) ok = ok && out[k][i] == sum_of(i, it);
+          // Every call after the first of a form ran the op the first one bound.
+          const exec::Op* op = comm.impl().last_call.op.get();
+          if (it == 0 || it == 4) first_op = op;
+          rebound = rebound && op == first_op;
+        }
+        // The other collectives: A then B, out of place.
+        for (int it = 0; it < 2; ++it) {
+          for (std::size_t i = 0; i < n; ++i) in[it][i] = value(me, i, it);
+          if (implements(a, Collective::reduce_scatter)) {
+            std::vector<float> rs(own.count);
+            reduce_scatter(std::span<const float>(in[it]), std::span<float>(rs), ReduceOp::sum,
+                           comm, a);
+            for (std::size_t i = 0; i < own.count; ++i)
+              ok = ok && rs[i] == sum_of(own.offset + i, it);
+            allgather(std::span<const float>(in[it]).subspan(own.offset, own.count),
+                      std::span<float>(out[it]), comm, a);
+            for (int r = 0; r < p; ++r) {
+              const Block b = block_of(n, p, r);
+              for (std::size_t i = b.offset; i < b.offset + b.count; ++i)
+                ok = ok && out[it][i] == value(r, i, it);
+            }
+          }
+          if (implements(a, Collective::broadcast)) {
+            std::vector<float>& data = out[it];
+            for (std::size_t i = 0; i < n; ++i) data[i] = me == 0 ? value(0, i, it) : -1.0f;
+            broadcast(std::span<float>(data), 0, comm, a);
+            for (std::size_t i = 0; i < n; ++i) ok = ok && data[i] == value(0, i, it);
+          }
+        }
+        CHECK(all_ranks(ok));
+        CHECK(all_ranks(rebound));
+      }
+    }
+  }
+}
