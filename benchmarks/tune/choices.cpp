@@ -18,9 +18,6 @@ using exec::Selector;
 
 constexpr double kKeep = 1.03;
 
-constexpr Collective kCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
-                                       Collective::allgather, Collective::broadcast};
-
 // Every algorithm auto could run for c, and stock.
 std::vector<Algorithm> candidates(Collective c) {
   std::vector<Algorithm> out;
@@ -58,7 +55,7 @@ exec::MeasuredChoices measure_choices(Communicator& comm, const ChoiceSettings& 
   out.layout = comm.impl().selector->layout();
   const int p = comm.size();
   const int first = Selector::size_class(4), last = Selector::size_class(s.up_to);
-  for (Collective c : kCollectives) {
+  for (Collective c : exec::kRuleCollectives) {
     const std::vector<Algorithm> algos = candidates(c);
     Algorithm current = Algorithm::automatic, best = Algorithm::automatic;
     std::uint64_t from = 0, measured_bytes = 0;

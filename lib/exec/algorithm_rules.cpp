@@ -2,17 +2,11 @@
 
 #include <fmt/format.h>
 
-#include <limits>
-
 #include "core/parse_size.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::exec {
 namespace {
-
-constexpr std::uint64_t kNoEnd = std::numeric_limits<std::uint64_t>::max();
-constexpr Collective kCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
-                                       Collective::allgather, Collective::broadcast};
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
   std::vector<std::string_view> parts;
@@ -24,7 +18,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
   }
 }
 
-std::string bytes_text(std::uint64_t b) { return b == kNoEnd ? "inf" : std::to_string(b); }
+std::string bytes_text(std::uint64_t b) { return b == kRuleNoEnd ? "inf" : std::to_string(b); }
 
 }  // namespace
 
@@ -42,7 +36,7 @@ std::vector<AlgorithmRule> parse_algorithm_rules(std::string_view text) {
           "'{}' has no 'collective:' (e.g. allreduce:0-64K=recursive_doubling)", group));
     const std::string_view name = group.substr(0, colon);
     std::optional<Collective> c;
-    for (Collective k : kCollectives)
+    for (Collective k : kRuleCollectives)
       if (name == to_string(k)) c = k;
     if (!c)
       throw InvalidArgument(fmt::format(
@@ -61,7 +55,7 @@ std::vector<AlgorithmRule> parse_algorithm_rules(std::string_view text) {
       const std::string_view low = item.substr(0, dash),
                              high = item.substr(dash + 1, eq - dash - 1);
       r.low = parse_size(low, fmt::format("'{}': low end", whole));
-      r.high = high == "inf" ? kNoEnd : parse_size(high, fmt::format("'{}': high end", whole));
+      r.high = high == "inf" ? kRuleNoEnd : parse_size(high, fmt::format("'{}': high end", whole));
       if (r.high <= r.low)
         throw InvalidArgument(fmt::format(
             "'{}': the range is empty (high end {} is not above low end {})", whole, high, low));

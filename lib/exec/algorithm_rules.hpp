@@ -17,9 +17,15 @@
 
 namespace toroid::exec {
 
+// The collectives a rule may name, in the order rules are written.
+inline constexpr Collective kRuleCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
+                                                  Collective::allgather, Collective::broadcast};
+// A rule's high end when it has none ("inf").
+inline constexpr std::uint64_t kRuleNoEnd = UINT64_MAX;
+
 struct AlgorithmRule {
   Collective collective = Collective::allreduce;
-  std::uint64_t low = 0, high = 0;  // bytes, [low, high); high = UINT64_MAX: no end
+  std::uint64_t low = 0, high = 0;  // bytes, [low, high); high = kRuleNoEnd: no end
   Algorithm algorithm = Algorithm::ring;
   std::string text;  // as written, for messages ("allreduce:0-64K=recursive_doubling")
 };

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <limits>
 #include <sstream>
 
 #include "toroid/error.hpp"
@@ -20,8 +19,6 @@ std::string_view trim(std::string_view s) {
     s.remove_suffix(1);
   return s;
 }
-
-constexpr std::uint64_t kNoEnd = std::numeric_limits<std::uint64_t>::max();
 
 // A size as parse_size reads it back: "48", "3K", "96M" (exact multiples only).
 std::string size_token(std::uint64_t b) {
@@ -177,8 +174,7 @@ std::string format_tuning(const Tuning& t, std::string_view header) {
   out += fmt::format("reduce.gbps = {:.4g}\n", t.reduce_bytes_per_s / 1e9);
   // One line per layout and collective, its ranges in order ("allreduce:0-48=mpi,48-3K=...").
   for (const MeasuredChoices& m : t.choices)
-    for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
-                         Collective::broadcast}) {
+    for (Collective c : kRuleCollectives) {
       std::vector<const AlgorithmRule*> mine;
       for (const AlgorithmRule& r : m.rules)
         if (r.collective == c) mine.push_back(&r);
@@ -188,7 +184,7 @@ std::string format_tuning(const Tuning& t, std::string_view header) {
       std::string ranges;
       for (const AlgorithmRule* r : mine)
         ranges += fmt::format("{}{}-{}={}", ranges.empty() ? "" : ",", size_token(r->low),
-                              r->high == kNoEnd ? std::string("inf") : size_token(r->high),
+                              r->high == kRuleNoEnd ? std::string("inf") : size_token(r->high),
                               to_string(r->algorithm));
       out += fmt::format("choose {} = {}:{}\n", m.layout, to_string(c), ranges);
     }
