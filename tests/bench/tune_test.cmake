@@ -15,7 +15,7 @@ endif()
 # Measured choices for this layout, every collective, from 0 to the class above 4K.
 set(layout "${NP} ranks, ${NP}x1, 1 node\\(s\\), shm")
 foreach(coll allreduce reduce_scatter allgather broadcast)
-  if(NOT text MATCHES "choose ${layout} = ${coll}:0-([^\n]*-)?8K=[a-z_]+\n")
+  if(NOT text MATCHES "choose ${layout} = ${coll}:0-([^\n]*-)?8K=[a-z0-9_]+\n")
     message(FATAL_ERROR "tuning file lacks the measured ${coll} choices of ${layout}:\n${text}")
   endif()
 endforeach()
@@ -23,7 +23,7 @@ endforeach()
 # at 4 KiB (TOROID_LOG=info names it).
 set(ENV{TOROID_TUNING} ${file})
 set(ENV{TOROID_LOG} info)
-expect_run(0 "auto allreduce of 4 KiB - 8 KiB on ${NP} ranks .*: [a-z_]+ \\(measured fastest by toroid-tune: allreduce:"
+expect_run(0 "auto allreduce of 4 KiB - 8 KiB on ${NP} ranks .*: [a-z0-9_]+ \\(measured fastest by toroid-tune: allreduce:"
            ${launch} ${BENCH} --algo auto -b 4K -e 4K -n 2 -w 0 --format csv)
 unset(ENV{TOROID_LOG})
 unset(ENV{TOROID_TUNING})
