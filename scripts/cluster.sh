@@ -4,8 +4,10 @@
 # links are veth pairs whose every direction is shaped with tc. mpirun reaches the hosts without
 # ssh, through scripts/cluster-rsh.sh, which enters a host's namespaces. Needs root.
 #
-#   scripts/cluster.sh up switch [--hosts N] [--rate R] [--delay D]
-#   scripts/cluster.sh up torus XxY[:wrap=xy|x|y|none] [--rate R] [--delay D]
+#   scripts/cluster.sh up switch [--hosts N] [--rate R] [--delay D] [--share DIR]...
+#   scripts/cluster.sh up torus XxY[:wrap=xy|x|y|none] [--rate R] [--delay D] [--share DIR]...
+#            (the hosts see the repository, $TOROID_BUILD_DIR and each --share DIR, as on a
+#            shared file system; their /tmp and /dev/shm are their own)
 #   scripts/cluster.sh run [--ranks-per-host K] [--np N] [mpirun options...] -- program args...
 #                          (N defaults to hosts x K; ranks fill h0 first, then h1, ...)
 #   scripts/cluster.sh exec HOST -- command args...     (inside one host, e.g. to cut a link)
@@ -93,19 +95,22 @@ make_host() {
   ip -n "$ns" link set lo up
   ip netns exec "$ns" sysctl -qw net.ipv4.tcp_retries2=5 net.ipv4.ip_forward=1 \
     net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0
-  mkdir -p "$state/h$i/keep"
-  # The repository stays visible inside (a shared file system), also when it lives under /tmp.
+  mkdir -p "$state/h$i"
+  # The shared folders (the repository, the build tree, --share) stay visible inside, as a
+  # shared file system would keep them, also when they live under the private /tmp: each is
+  # bound aside before /tmp is replaced, then bound back at its own path.
   ip netns exec "$ns" unshare --uts --mount --propagation private -- /bin/sh -c '
     set -e
-    hostname "$1"
-    mount --rbind "$3" "$2/keep"
+    hostname "$1"; dir=$2; hosts=$3; shift 3
+    k=0
+    for p in "$@"; do mkdir -p "$dir/keep$k"; mount --rbind "$p" "$dir/keep$k"; k=$((k + 1)); done
     mount -t tmpfs -o mode=1777 tmpfs /dev/shm
     mount -t tmpfs -o mode=1777 tmpfs /tmp
-    mkdir -p "$3"
-    mount --rbind "$2/keep" "$3"
-    mount --bind "$4" /etc/hosts
-    echo ready > "$2/ready"
-    exec sleep infinity' sh "h$i" "$state/h$i" "$root" "$state/etc-hosts" </dev/null >/dev/null 2>"$state/h$i/log" &
+    k=0
+    for p in "$@"; do mkdir -p "$p"; mount --rbind "$dir/keep$k" "$p"; k=$((k + 1)); done
+    mount --bind "$hosts" /etc/hosts
+    echo ready > "$dir/ready"
+    exec sleep infinity' sh "h$i" "$state/h$i" "$state/etc-hosts" "${shared[@]}" </dev/null >/dev/null 2>"$state/h$i/log" &
   echo $! >"$state/h$i/pid"
   for _ in $(seq 100); do [ -f "$state/h$i/ready" ] && break; sleep 0.05; done
   [ -f "$state/h$i/ready" ] || die "host h$i did not start: $(cat "$state/h$i/log")"
@@ -200,6 +205,8 @@ cmd_up() {
   [ ! -e "$state/hosts" ] || die "a cluster is already up ($state); 'scripts/cluster.sh down' first"
   layout=${1:-}; shift || true
   n=2 rate=1gbit delay="" X=0 Y=0 wrap_x=1 wrap_y=1
+  shared=("$root")
+  [ -z "${TOROID_BUILD_DIR:-}" ] || [ ! -d "$TOROID_BUILD_DIR" ] || shared+=("$(cd "$TOROID_BUILD_DIR" && pwd -P)")
   case "$layout" in
     switch) ;;
     torus)
@@ -219,6 +226,9 @@ cmd_up() {
       --hosts) [ "$layout" = switch ] || die "--hosts is for the switch layout (a torus has X*Y hosts)"; n=$2; shift 2 ;;
       --rate) rate=$2; shift 2 ;;
       --delay) delay=$2; shift 2 ;;
+      --share)
+        [ -d "${2:-}" ] || die "--share '${2:-}': not a folder on this machine"
+        shared+=("$(cd "$2" && pwd -P)"); shift 2 ;;
       *) die "up: unknown option '$1'" ;;
     esac
   done
@@ -231,11 +241,21 @@ cmd_up() {
   printf '127.0.0.1 localhost\n' >>"$state/etc-hosts"
   for ((i = 0; i < n; ++i)); do printf '%s h%d\n' "$(addr $i)" $i >>"$state/etc-hosts"; done
   echo "$n" >"$state/hosts"
+  printf '%s\n' "${shared[@]}" >"$state/shared"
   for ((i = 0; i < n; ++i)); do make_host $i; done
   if [ "$layout" = switch ]; then up_switch; else up_torus; fi
   echo "$layout ${shape_text:-$n hosts} rate=$rate${delay:+ delay=$delay}" >"$state/layout"
   trap - ERR
   echo "cluster.sh: up: $(cat "$state/layout"): hosts h0..h$((n - 1)) at $subnet.1-$n"
+}
+
+# Each host has a private /tmp and /dev/shm: a path there is not on the hosts unless it lies in
+# a shared folder. Refuse before launching, rather than let mpirun fail on every host with
+# "could not access or execute an executable".
+visible_on_hosts() {
+  local path=$1 what=$2
+  nsenter -t "$(cat "$state/h0/pid")" -m -- test -e "$path" && return 0
+  die "run: $what $path is not visible on the emulated hosts: each host has its own /tmp and /dev/shm, and only these folders are shared: $(tr '\n' ' ' <"$state/shared")(the repository, \$TOROID_BUILD_DIR and each --share). Bring the cluster up with --share <folder> (or TOROID_BUILD_DIR=<build tree>), or build inside the repository."
 }
 
 cmd_run() {
@@ -252,10 +272,17 @@ cmd_run() {
   done
   [ "${1:-}" = -- ] || die "run: expected '--' before the program"
   shift
+  [ $# -gt 0 ] || die "run: no program after '--'"
+  visible_on_hosts "$PWD" "the working folder"
+  [[ "$1" != */* ]] || visible_on_hosts "$1" "the program"
   : >"$state/hostfile"
   for ((i = 0; i < n; ++i)); do echo "h$i slots=$per" >>"$state/hostfile"; done
   local launcher
   launcher=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "${TOROID_BUILD_DIR:-$root/build}/CMakeCache.txt" 2>/dev/null || true)
+  # The same job on real hosts (docs/hosts.md): what this emulation stands in for.
+  local shown=()
+  for a in "${opts[@]}" "$@"; do shown+=("$(printf '%q' "$a")"); done
+  echo "cluster.sh: on real hosts: mpirun --hostfile HOSTS -np ${np:-$((n * per))} ${shown[*]}   (HOSTS: one line 'NAME slots=$per' per host)" >&2
   # mpirun runs on h0, like a login node that is also the first compute node.
   TOROID_CLUSTER_DIR=$state OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     nsenter -t "$(cat "$state/h0/pid")" -n -u -m --wd="$PWD" -- "${launcher:-mpirun}" \

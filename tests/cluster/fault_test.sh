@@ -42,6 +42,17 @@ fault() {
 probe=$build/tests/toroid_fault_probe
 bench=$build/benchmarks/toroid-bench
 "$cluster" up switch --hosts 2
+
+# A program under this machine's /tmp, outside the shared folders, is not on the hosts (each has
+# a private /tmp): run refuses before launching and names the folders it shares.
+outside=$(mktemp -d)
+cp "$build/benchmarks/toroid-bench" "$outside/"
+rc=0
+"$cluster" run -- "$outside/toroid-bench" >"$log/outside" 2>&1 || rc=$?
+rm -rf "$outside"
+((rc == 2)) && grep -q "is not visible on the emulated hosts.*--share" "$log/outside" ||
+  fail "a program outside the shared folders: exit $rc: $(cat "$log/outside")"
+echo "ok   a program outside the shared folders is refused before launch"
 # A killed rank's sockets close: its TCP peers fail first ("Connection reset by peer"), or
 # mpirun reports the signal, whichever comes first.
 fault kill_rank "sends itself SIGKILL" "exited on signal 9|Connection reset by peer" "" -- --map-by node -- "$probe" kill 2
