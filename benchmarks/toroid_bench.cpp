@@ -33,7 +33,7 @@ namespace {
 // or "single_copy" where auto's call goes through the node's control block instead, which the
 // model does not price).
 void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::Memory memory) {
-  exec::Selector& sel = *comm.impl().selector;
+  model::Selector& sel = *comm.impl().selector;
   const std::size_t es = size_of(parse_data_type(row.type));
   const std::uint64_t bytes = row.count * es;
   if (a == Algorithm::automatic && c != Collective::broadcast &&

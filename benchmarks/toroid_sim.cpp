@@ -1,5 +1,5 @@
 // toroid-sim: toroid's schedules, exactly as the MPI executor would run them, costed on a model
-// of a 2D torus of chips (lib/exec/simulator.hpp; docs/simulator.md).
+// of a 2D torus of chips (lib/model/simulator.hpp; docs/simulator.md).
 //
 //   toroid-sim --preset tpu-v3-multipod --op allreduce --algo torus2d,ring --bytes 1K:1G
 //   scripts/mpirun.sh -np 2 toroid-sim --calibrate --compare np2.csv,np4.csv
@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "exec/selector.hpp"
-#include "exec/timeline.hpp"
+#include "model/selector.hpp"
+#include "model/timeline.hpp"
 #include "sim/calibrate.hpp"
 #include "sim/options.hpp"
 #include "sim/report.hpp"
@@ -24,21 +24,21 @@ using namespace toroid::sim_cli;
 namespace {
 
 // `auto` on the modeled torus: above kMaxModeledRanks chips the rule the library follows at
-// that scale (exec::fixed_rule), else what the selector does (every candidate priced, the
+// that scale (model::fixed_rule), else what the selector does (every candidate priced, the
 // fastest wins; here on the torus's own links).
-exec::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Request& r,
+model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Request& r,
                               const std::vector<int>& nodes, Algorithm& picked) {
   const Torus2D& t = o.model.topology;
-  if (t.size() > exec::kMaxModeledRanks) {
-    picked = exec::fixed_rule(r.collective, r.count * size_of(o.type), t);
-    return exec::simulate_collective(o.model, picked, r, o.type, nodes);
+  if (t.size() > model::kMaxModeledRanks) {
+    picked = model::fixed_rule(r.collective, r.count * size_of(o.type), t);
+    return model::simulate_collective(o.model, picked, r, o.type, nodes);
   }
-  std::optional<exec::SimResult> best;
+  std::optional<model::SimResult> best;
   for (Algorithm a : all_algorithms) {
     if (a == Algorithm::automatic || a == Algorithm::mpi || !implements(a, r.collective)) continue;
-    exec::SimResult res;
+    model::SimResult res;
     try {
-      res = exec::simulate_collective(o.model, a, r, o.type, nodes);
+      res = model::simulate_collective(o.model, a, r, o.type, nodes);
     } catch (const InvalidArgument&) {
       continue;  // cannot run on this shape
     }
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "toroid-sim: --trace: cannot open '{}' for writing\n", o.trace);
     return 2;
   }
-  std::vector<exec::RankTimeline> timeline;
+  std::vector<model::RankTimeline> timeline;
   Report report(out, o);
   report.begin();
   int status = 0;
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
           row.result = simulate_auto(o, r, nodes, row.picked);
         else
           row.result =
-              exec::simulate_collective(o.model, a, r, o.type, nodes, trace ? &timeline : nullptr);
+              model::simulate_collective(o.model, a, r, o.type, nodes, trace ? &timeline : nullptr);
         row.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         if (!row.result.error.empty()) status = 1;
         report.row(row);
@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
   if (trace) {
     std::vector<std::string> events;
     events.reserve(timeline.size());
-    for (const exec::RankTimeline& t : timeline) events.push_back(exec::chrome_trace_events(t));
-    const std::string file = exec::chrome_trace_file(events, "toroid-sim, modeled", 0);
+    for (const model::RankTimeline& t : timeline) events.push_back(model::chrome_trace_events(t));
+    const std::string file = model::chrome_trace_file(events, "toroid-sim, modeled", 0);
     std::fwrite(file.data(), 1, file.size(), trace);
     std::fclose(trace);
   }

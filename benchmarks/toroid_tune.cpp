@@ -34,7 +34,7 @@
 
 #include "cli/cli.hpp"
 #include "core/parse_size.hpp"
-#include "exec/tuning.hpp"
+#include "model/tuning.hpp"
 #include "sim/fit.hpp"  // reduce_throughput
 #include "toroid/toroid.hpp"
 #include "tune/choices.hpp"
@@ -131,7 +131,7 @@ sim_cli::Fit fit_regimes(const std::vector<std::pair<double, double>>& pts) {
 }
 
 // Fits one link class from the pairs' exchanges: the median pair's fit on rank 0.
-std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Settings& s,
+std::optional<model::LinkParams> measure(std::optional<int> pair_color, const Settings& s,
                                         std::optional<Transport> transport, const char* name,
                                         int rank) {
   MPI_Comm split = MPI_COMM_NULL;
@@ -146,7 +146,7 @@ std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Set
   }
   int any = split != MPI_COMM_NULL ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  std::optional<exec::LinkParams> result;
+  std::optional<model::LinkParams> result;
   if (any) {
     std::vector<float> buf(s.max_bytes / 4 + 2, 1.0f);
     std::vector<std::pair<double, double>> pts;
@@ -180,7 +180,7 @@ std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Set
         if (all[2 * r] >= 0) fits.push_back({all[2 * r + 1], all[2 * r]});
       std::sort(fits.begin(), fits.end());
       const auto [bw, alpha] = fits[fits.size() / 2];
-      result = exec::LinkParams{alpha, bw};
+      result = model::LinkParams{alpha, bw};
     }
   }
   pair.reset();
@@ -190,14 +190,14 @@ std::optional<exec::LinkParams> measure(std::optional<int> pair_color, const Set
 
 // The choices `out` already holds for layouts other than this run's are kept (a file that does
 // not parse keeps nothing, and is replaced whole).
-void keep_other_layouts(const std::string& out, exec::Tuning& t) {
+void keep_other_layouts(const std::string& out, model::Tuning& t) {
   std::ifstream in(out);
   if (!in) return;
   std::ostringstream text;
   text << in.rdbuf();
   try {
-    const exec::Tuning old = exec::parse_tuning(text.str(), out);
-    for (const exec::MeasuredChoices& m : old.choices)
+    const model::Tuning old = model::parse_tuning(text.str(), out);
+    for (const model::MeasuredChoices& m : old.choices)
       if (!t.choices_for(m.layout)) {
         t.choices.push_back(m);
         fmt::print("toroid-tune: kept the choices of {} from {}\n", m.layout, out);
@@ -231,17 +231,17 @@ int main(int argc, char** argv) {
     // Pairs inside a node: local ranks (0,1), (2,3), ...; color unique per pair.
     std::optional<int> inside;
     if (local / 2 * 2 + 1 < local_size) inside = node * size + local / 2;
-    exec::Tuning t;
+    model::Tuning t;
     t.links = {};
     t.network_torus = s.network_torus;
     if (most_local >= 2) {
-      t[exec::LinkClass::shm] = measure(inside, s, Transport::shm, "shm", rank);
-      t[exec::LinkClass::mpi] = measure(inside, s, Transport::mpi, "mpi", rank);
+      t[model::LinkClass::shm] = measure(inside, s, Transport::shm, "shm", rank);
+      t[model::LinkClass::mpi] = measure(inside, s, Transport::mpi, "mpi", rank);
     }
     if (nodes >= 2) {
       std::optional<int> across;
       if (local == 0 && node < 2) across = 0;
-      t[exec::LinkClass::network] = measure(across, s, std::nullopt, "network", rank);
+      t[model::LinkClass::network] = measure(across, s, std::nullopt, "network", rank);
     }
     if (s.choose_up_to > 0) {
       // This job's layout as every communicator over it sees it (the environment's topology,
@@ -264,7 +264,7 @@ int main(int argc, char** argv) {
       char when[64];
       std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
       keep_other_layouts(s.out, t);
-      const std::string text = exec::format_tuning(
+      const std::string text = model::format_tuning(
           t, fmt::format(
                  "toroid-tune on {}, {}: {} ranks on {} node(s), at most {} per node\n"
                  "{}",

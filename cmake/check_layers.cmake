@@ -1,20 +1,20 @@
 cmake_minimum_required(VERSION 3.25)
-# Fails when a file under lib/<layer>/ includes "<other>/..." from a layer above it (or beside
-# it). cmake -DROOT=<lib dir> -P check_layers.cmake; lib/CMakeLists.txt runs it before every
-# layer builds. The `model` files (verifier, simulator, selector) live in exec/ and are kept
-# below the engine by their target, which has no MPI headers; the MPI error helper (core/) and
-# node discovery (topology/) build in the mpi_base layer, the only part of those two with MPI.
+# Fails when a file under lib/<layer>/ includes "<other>/..." from a layer it does not use, or
+# when lib/ holds a folder that is no layer. cmake -DROOT=<lib dir> -DRULES=<file> -P
+# check_layers.cmake; lib/CMakeLists.txt writes RULES from the TOROID_LAYER_USES_* lists the
+# build links by (`layers`, and `allowed_<layer>`: the layer itself and the layers it uses) and
+# runs this before every layer builds. The public headers ("toroid/...") are outside this check:
+# the build keeps MPI out of the layers below mpi_base by not giving them MPI's headers.
 get_filename_component(ROOT "${ROOT}" ABSOLUTE)
-set(allowed_core core)
-set(allowed_topology core topology)
-set(allowed_schedule core topology schedule)
-set(allowed_kernels core kernels)
-set(allowed_exec core topology schedule kernels exec)
-set(allowed_api core topology schedule kernels exec api)
-set(allowed_optimizer core topology schedule kernels exec api optimizer)
-set(allowed_pmpi core topology schedule kernels exec api pmpi)
-set(layers core topology schedule kernels exec api optimizer pmpi)
+include("${RULES}")
 set(bad "")
+file(GLOB entries LIST_DIRECTORIES true "${ROOT}/*")
+foreach(e ${entries})
+  get_filename_component(name "${e}" NAME)
+  if(IS_DIRECTORY "${e}" AND NOT name IN_LIST layers)
+    string(APPEND bad "\n  lib/${name}/: a folder that is no layer (layers: ${layers})")
+  endif()
+endforeach()
 foreach(layer ${layers})
   file(GLOB files "${ROOT}/${layer}/*.cpp" "${ROOT}/${layer}/*.hpp")
   foreach(f ${files})
@@ -22,7 +22,7 @@ foreach(layer ${layers})
     foreach(line ${includes})
       string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" used "${line}")
       if(used STREQUAL "toroid")
-        continue()  # the public headers: their MPI is kept out of the lower layers by the build
+        continue()
       endif()
       if(NOT used IN_LIST allowed_${layer})
         file(RELATIVE_PATH rel "${ROOT}" "${f}")

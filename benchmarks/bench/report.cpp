@@ -7,7 +7,7 @@
 
 #include "bench/host_info.hpp"
 #include "kernels/table.hpp"
-#include "topology/nodes.hpp"
+#include "topology/node_layout.hpp"
 
 namespace toroid::bench {
 namespace {

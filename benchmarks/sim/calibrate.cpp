@@ -158,20 +158,20 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
     fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15}{:>15}{:>10}{:>12}{:>10}\n", "ranks", "shape",
                "algo", "bytes", "predicted(us)", "measured(us)", "m/p", "pred_1M+", "m/p_1M+");
     for (int np : {2, 4}) {
-      exec::SimModel m;
+      model::SimModel m;
       m.topology = np == 2 ? Torus2D(2, 1) : Torus2D(2, 2);
       m.link_bytes_per_s[0] = m.link_bytes_per_s[1] = f.beta_bytes_per_s;
       m.hop_latency_s[0] = m.hop_latency_s[1] = f.alpha_s;
       m.reduce_bytes_per_s = reduce;
       m.segment_bytes = o.model.segment_bytes;
-      exec::SimModel ml = m;
+      model::SimModel ml = m;
       ml.link_bytes_per_s[0] = ml.link_bytes_per_s[1] = fl.beta_bytes_per_s;
       for (Algorithm a : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d})
         for (std::uint64_t bytes = 4096; bytes <= (64ull << 20); bytes *= 4) {
           schedule::Request r;
           r.count = std::max<std::uint64_t>(bytes / 4 / np, 1) * np;  // as toroid-bench rounds
-          const exec::SimResult s = exec::simulate_collective(m, a, r, DataType::f32);
-          const exec::SimResult sl = exec::simulate_collective(ml, a, r, DataType::f32);
+          const model::SimResult s = model::simulate_collective(m, a, r, DataType::f32);
+          const model::SimResult sl = model::simulate_collective(ml, a, r, DataType::f32);
           const auto it = measured.find({np, std::string(to_string(a)), r.count * 4});
           const bool have = it != measured.end();
           fmt::print(out, "{:>6}{:>9}{:>13}{:>11}{:>15.2f}{:>15}{:>10}{:>12.2f}{:>10}\n", np,

@@ -6,13 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "exec/simulator.hpp"
+#include "model/simulator.hpp"
 #include "toroid/toroid.hpp"
 
 namespace toroid::sim_cli {
 
 struct Options {
-  exec::SimModel model;
+  model::SimModel model;
   std::string preset;
   int chips_per_node = 0;  // hierarchical: consecutive chips per node; 0 = one row (X chips)
   std::vector<Collective> ops;
@@ -23,7 +23,7 @@ struct Options {
   std::string output;
   bool phases = false;  // rank 0's per-phase breakdown too
   std::string links;    // set: every link direction's bytes and busy time of every row, as CSV
-  std::string trace;    // set: the one row's timeline (exec/timeline.hpp), Chrome trace JSON
+  std::string trace;    // set: the one row's timeline (model/timeline.hpp), Chrome trace JSON
   // --calibrate (under mpirun -np 2)
   bool calibrate = false;
   std::uint64_t calibrate_max = 64ull << 20;

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "exec/sim_limit.hpp"
+#include "model/sim_limit.hpp"
 
 namespace toroid::sim_cli {
 
@@ -34,7 +34,7 @@ std::string flat(std::string s) {
   return s;
 }
 
-std::uint64_t max_link_bytes(const exec::SimResult& r) {
+std::uint64_t max_link_bytes(const model::SimResult& r) {
   return r.link_bytes.empty() ? 0 : *std::max_element(r.link_bytes.begin(), r.link_bytes.end());
 }
 
@@ -54,7 +54,7 @@ void write_links_header(std::FILE* f, const Options& o) {
 
 void write_links(std::FILE* f, const Options& o, const Row& r) {
   static constexpr const char* dirs[] = {"+x", "-x", "+y", "-y"};
-  const exec::SimResult& s = r.result;
+  const model::SimResult& s = r.result;
   const Torus2D& t = o.model.topology;
   for (std::size_t l = 0; l < s.link_bytes.size(); ++l) {
     const Coord c = t.coord_of(static_cast<int>(l / 4));
@@ -96,9 +96,9 @@ void Report::begin() {
 }
 
 void Report::row(const Row& r) {
-  const exec::SimResult& s = r.result;
+  const model::SimResult& s = r.result;
   const std::uint64_t count = r.bytes / size_of(o_.type);
-  const exec::SimLimit limit = exec::limit_of(o_.model, r.op, r.bytes);
+  const model::SimLimit limit = model::limit_of(o_.model, r.op, r.bytes);
   const double bound_us = limit.bandwidth_s * 1e6, floor_us = limit.latency_s * 1e6;
   const double of_limit = s.time_s > 0 ? limit.limit_s() / s.time_s : 0.0;
   if (o_.format == "json") {

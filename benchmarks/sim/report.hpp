@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "exec/simulator.hpp"
+#include "model/simulator.hpp"
 #include "sim/options.hpp"
 
 namespace toroid::sim_cli {
@@ -14,7 +14,7 @@ struct Row {
   Collective op;
   Algorithm algo;
   std::uint64_t bytes;
-  exec::SimResult result;
+  model::SimResult result;
   double wall_s;             // how long the simulation took here
   Algorithm picked = algo;   // auto: what it chose
   std::string name() const;  // "swing", or "auto:swing"

@@ -9,12 +9,12 @@
 
 #include "api/communicator_impl.hpp"
 #include "bench/measure.hpp"
-#include "exec/selector.hpp"
+#include "model/selector.hpp"
 
 namespace toroid::tune {
 namespace {
 
-using exec::Selector;
+using model::Selector;
 
 constexpr double kKeep = 1.03;
 
@@ -50,12 +50,12 @@ std::optional<double> time_row(Collective c, std::uint64_t bytes, Algorithm a, i
 
 }  // namespace
 
-exec::MeasuredChoices measure_choices(Communicator& comm, const ChoiceSettings& s, bool report) {
-  exec::MeasuredChoices out;
+model::MeasuredChoices measure_choices(Communicator& comm, const ChoiceSettings& s, bool report) {
+  model::MeasuredChoices out;
   out.layout = comm.impl().selector->layout();
   const int p = comm.size();
   const int first = Selector::size_class(4), last = Selector::size_class(s.up_to);
-  for (Collective c : exec::kRuleCollectives) {
+  for (Collective c : model::kRuleCollectives) {
     const std::vector<Algorithm> algos = candidates(c);
     Algorithm current = Algorithm::automatic, best = Algorithm::automatic;
     std::uint64_t from = 0, measured_bytes = 0;
@@ -111,7 +111,7 @@ exec::MeasuredChoices measure_choices(Communicator& comm, const ChoiceSettings& 
     if (current != Algorithm::automatic)
       out.rules.push_back({c, from, Selector::class_low(last + 1), current, ""});
   }
-  for (exec::AlgorithmRule& r : out.rules)
+  for (model::AlgorithmRule& r : out.rules)
     r.text =
         fmt::format("{}:{}-{}={}", to_string(r.collective), r.low, r.high, to_string(r.algorithm));
   return out;

@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <string>
 
-#include "exec/tuning.hpp"
+#include "model/tuning.hpp"
 #include "toroid/toroid.hpp"
 
 namespace toroid::tune {
@@ -28,6 +28,6 @@ struct ChoiceSettings {
 
 // Collective over `comm`; every rank returns the same choices, for comm's layout
 // (Selector::layout). Rank 0 prints one line per size class and collective when `report`.
-exec::MeasuredChoices measure_choices(Communicator& comm, const ChoiceSettings& s, bool report);
+model::MeasuredChoices measure_choices(Communicator& comm, const ChoiceSettings& s, bool report);
 
 }  // namespace toroid::tune

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "core/who_holds.hpp"
 #include "toroid/error.hpp"
 

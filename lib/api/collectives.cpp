@@ -8,7 +8,7 @@
 #include "api/agreement.hpp"
 #include "api/communicator_impl.hpp"
 #include "api/request_state.hpp"
-#include "exec/selector.hpp"
+#include "model/selector.hpp"
 #include "exec/single_copy.hpp"
 #include "schedule/build.hpp"
 #include "toroid/error.hpp"
@@ -168,7 +168,7 @@ struct Prepared {
   std::uint64_t count = 0;
   MPI_Comm on = MPI_COMM_NULL;  // stock: the communicator it runs on
   const ScheduleCache::Entry* schedule = nullptr;
-  exec::BufferSet buffers;
+  schedule::BufferSet buffers;
   exec::ExecParams params;
 };
 
@@ -284,7 +284,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
     const bool ip = in_place_call(c, m);
     if (same_but_buffers(m, key, c, ip)) {
       validate(c, m.rank, span_of(c, m));
-      exec::BufferSet user;
+      schedule::BufferSet user;
       user.input =
           static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
       user.output = static_cast<std::byte*>(c.out);

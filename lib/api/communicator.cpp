@@ -4,7 +4,8 @@
 #include "api/agreement.hpp"
 #include "api/communicator_impl.hpp"
 #include "api/selector_setup.hpp"
-#include "core/mpi_check.hpp"
+#include "exec/backoff.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid {
@@ -47,12 +48,15 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
   try {
     api::require_same_environment(m.comm, api::variables_read(options));
     api::run_agreed(m.comm, [&] { m.config = api::resolve_config(options); });
-    // Emulated nodes come from text alone (no MPI inside), so their errors can be agreed on;
-    // the real discovery is collective and can only fail with an MPI error.
+    // The real nodes, found once: the layout, the shared-memory links and the node memory all
+    // take this split. It is collective and can only fail with an MPI error; emulated nodes
+    // come from text alone, so their errors can be agreed on.
+    m.node_split = std::make_shared<const mpi_base::NodeSplit>(m.comm);
     if (!m.config.nodes.empty())
-      api::run_agreed(m.comm, [&] { m.nodes = topology::discover_nodes(m.comm, m.config.nodes); });
+      api::run_agreed(
+          m.comm, [&] { m.nodes = topology::emulated_nodes(m.config.nodes, m.size, m.rank); });
     else
-      m.nodes = topology::discover_nodes(m.comm);
+      m.nodes = m.node_split->layout();
     api::run_agreed(m.comm,
                     [&] { m.topology = resolve_topology(m.config.topology, m.size, m.nodes); });
     // Real nodes only: emulated ones share this machine's memory, where MPI is no TCP stream.
@@ -61,7 +65,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     const Coord c = m.topology.coord_of(m.rank);
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
-    if (m.config.transport != Transport::mpi) m.links = std::make_unique<exec::ShmLinks>(m.comm);
+    if (m.config.transport != Transport::mpi) m.links = std::make_unique<exec::ShmLinks>(m.comm, m.node_split);
     exec::Backoff::note_node_ranks(m.links ? m.links->node_ranks() : m.nodes.local_size);
     // `shm` asks for the shared-memory links: where a node has no room for them, say so (only
     // `auto` may run such a node over MPI instead).
@@ -79,7 +83,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     // staged path of exec/single_copy.hpp); one that spans nodes gets it at its first allocate.
     if (m.config.transport != Transport::mpi && m.nodes.nodes == 1 && m.size > 1 &&
         m.links->local_ranks() == m.size)
-      api::run_agreed(m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.comm); });
+      api::run_agreed(m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.node_split); });
     m.selector = api::make_selector(m);
     m.progress = std::make_shared<api::Progress>(m.comm);
     if (!m.config.trace.empty()) {
@@ -195,7 +199,7 @@ std::shared_ptr<void> Communicator::allocate_bytes(std::size_t count, std::size_
   // on every rank alike).
   if (!m.memory) try {
       api::run_agreed(
-          m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.comm); },
+          m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.node_split); },
           m.config.timeout_s);
     } catch (...) {
       m.memory.reset();

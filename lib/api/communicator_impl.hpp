@@ -9,12 +9,12 @@
 #include "api/config.hpp"
 #include "api/progress.hpp"
 #include "exec/node_memory.hpp"
-#include "exec/selector.hpp"
+#include "model/selector.hpp"
 #include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
 #include "exec/tracer.hpp"
 #include "schedule/step.hpp"
-#include "topology/nodes.hpp"
+#include "mpi_base/nodes.hpp"
 #include "toroid/communicator.hpp"
 
 namespace toroid {
@@ -65,7 +65,8 @@ struct Communicator::Impl {
   int rank = 0, size = 1;
   api::Config config;
   Torus2D topology{1, 1};
-  topology::NodeLayout nodes;
+  std::shared_ptr<const mpi_base::NodeSplit> node_split;  // the real nodes: one split
+  topology::NodeLayout nodes;  // the real nodes, or the emulated ones (TOROID_NODES)
   ScheduleCache schedules;
   RepeatedCall last_call;  // the last blocking call: repeated, it skips prepare()
   // Whether Communicator::allocate ever ran: then a call's new buffers may be toroid's, whose
@@ -74,7 +75,7 @@ struct Communicator::Impl {
   RepeatedCall last_start;  // the same for the last non-blocking start
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi
-  std::unique_ptr<exec::Selector> selector;  // `auto`
+  std::unique_ptr<model::Selector> selector;  // `auto`
   std::unique_ptr<exec::Tracer> tracer;      // TOROID_TRACE: the timeline; null: none
   std::shared_ptr<api::Progress> progress;  // after links: destroyed first; requests hold it weakly
   // The node's control block and the memory handed to the program (Communicator::allocate):

@@ -35,19 +35,19 @@ Config resolve_config(const Options& options) {
 
   if (options.algorithm) {
     c.algorithm = *options.algorithm;
-  } else if (const char* v = env("TOROID_ALGO"); v && !exec::is_rule_list(v)) {
+  } else if (const char* v = env("TOROID_ALGO"); v && !model::is_rule_list(v)) {
     c.algorithm = parse_env("TOROID_ALGO", v, parse_algorithm);
   }
   // Rules: from the options, else from TOROID_ALGO when it holds rules (and no algorithm is
   // forced by the options: then the rules could never apply).
   if (!options.algorithm_rules.empty()) {
     try {
-      c.rules = exec::parse_algorithm_rules(options.algorithm_rules);
+      c.rules = model::parse_algorithm_rules(options.algorithm_rules);
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(std::string("Options::algorithm_rules: ") + e.what());
     }
-  } else if (const char* v = env("TOROID_ALGO"); v && exec::is_rule_list(v) && !options.algorithm) {
-    c.rules = parse_env("TOROID_ALGO", v, exec::parse_algorithm_rules);
+  } else if (const char* v = env("TOROID_ALGO"); v && model::is_rule_list(v) && !options.algorithm) {
+    c.rules = parse_env("TOROID_ALGO", v, model::parse_algorithm_rules);
   }
   if (const char* v = env("TOROID_TUNING")) c.tuning_file = v;
   if (const char* v = env("TOROID_LOG")) {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/algorithm_rules.hpp"
+#include "model/algorithm_rules.hpp"
 #include "toroid/algorithm.hpp"
 #include "toroid/communicator.hpp"
 
@@ -23,7 +23,7 @@ inline constexpr bool check_by_default = true;
 struct Config {
   std::string topology = "auto";
   Algorithm algorithm = Algorithm::automatic;
-  std::vector<exec::AlgorithmRule>
+  std::vector<model::AlgorithmRule>
       rules;                 // override auto for size ranges (TOROID_ALGO="allreduce:...")
   std::string tuning_file;   // TOROID_TUNING: auto's link parameters; empty: the built-in defaults
   bool log_choices = false;  // TOROID_LOG=info: rank 0 says what auto picks, once per size class

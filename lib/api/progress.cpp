@@ -53,7 +53,7 @@ void Progress::run_thread() {
 }
 
 std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule::Schedule>& s,
-                                            std::uint64_t serial, const exec::BufferSet& user,
+                                            std::uint64_t serial, const schedule::BufferSet& user,
                                             const exec::ExecParams& params, bool own) {
   constexpr std::size_t kPool = 16;
   Hold hold(*this);
@@ -95,7 +95,7 @@ void Progress::run(const std::shared_ptr<exec::Op>& op) {
   engine_.wait(*op);
 }
 
-void Progress::run_on(const std::shared_ptr<exec::Op>& op, const exec::BufferSet& user) {
+void Progress::run_on(const std::shared_ptr<exec::Op>& op, const schedule::BufferSet& user) {
   Hold hold(*this);
   op->rebind(user);
   engine_.start(op, true);

@@ -41,14 +41,14 @@ class Progress {
   // free one bound again, else a new one; `own`: always a new one, kept out of the pool (a
   // persistent request's). Never one a request in flight holds.
   std::shared_ptr<exec::Op> acquire(const std::shared_ptr<const schedule::Schedule>& s,
-                                    std::uint64_t serial, const exec::BufferSet& user,
+                                    std::uint64_t serial, const schedule::BufferSet& user,
                                     const exec::ExecParams& params, bool own = false);
   void start(const std::shared_ptr<exec::Op>& op);
   void wait(exec::Op& op);
   // A blocking call: start and wait under one hold of the mutex (the caller moves it all).
   void run(const std::shared_ptr<exec::Op>& op);
   // run(op) with op first bound to other buffers of the same sizes (exec::Op::rebind).
-  void run_on(const std::shared_ptr<exec::Op>& op, const exec::BufferSet& user);
+  void run_on(const std::shared_ptr<exec::Op>& op, const schedule::BufferSet& user);
   bool test(exec::Op& op);
   void wait_all();
   bool finished(const exec::Op& op);  // not active any more; moves nothing

@@ -8,15 +8,15 @@
 #include <sstream>
 
 #include "api/agreement.hpp"
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::api {
 namespace {
 
 // Rank 0 reads the file; every rank gets its text, or the reason it could not be read.
-exec::Tuning agreed_tuning(const Communicator::Impl& m) {
-  if (m.config.tuning_file.empty()) return exec::default_tuning();
+model::Tuning agreed_tuning(const Communicator::Impl& m) {
+  if (m.config.tuning_file.empty()) return model::default_tuning();
   std::string text;
   run_agreed(m.comm, [&] {
     if (m.rank != 0) return;
@@ -30,15 +30,15 @@ exec::Tuning agreed_tuning(const Communicator::Impl& m) {
   });
   text = broadcast_text(m.comm, text, 0);
   try {
-    return exec::parse_tuning(text, m.config.tuning_file);
+    return model::parse_tuning(text, m.config.tuning_file);
   } catch (const InvalidArgument& e) {
     throw InvalidArgument(std::string("TOROID_TUNING: ") + e.what());
   }
 }
 
-std::string line_for(const Communicator::Impl& m, const exec::Selector& s, Collective c, int k,
-                     const exec::Choice& ch) {
-  const std::uint64_t low = exec::Selector::class_low(k), high = exec::Selector::class_low(k + 1);
+std::string line_for(const Communicator::Impl& m, const model::Selector& s, Collective c, int k,
+                     const model::Choice& ch) {
+  const std::uint64_t low = model::Selector::class_low(k), high = model::Selector::class_low(k + 1);
   std::string why;
   if (ch.measured)
     why = fmt::format("measured fastest by toroid-tune: {}", ch.rule->text);
@@ -46,26 +46,26 @@ std::string line_for(const Communicator::Impl& m, const exec::Selector& s, Colle
     why = fmt::format("by rule {}", ch.rule->text);
   else if (!ch.modeled)
     why =
-        m.size == 1 ? "one rank" : fmt::format("fixed rule above {} ranks", exec::kMaxModeledRanks);
+        m.size == 1 ? "one rank" : fmt::format("fixed rule above {} ranks", model::kMaxModeledRanks);
   else {
     why = "model:";
     for (auto [a, t] : ch.predicted) why += fmt::format(" {} {:.1f}", to_string(a), t * 1e6);
     why += " us";
   }
   return fmt::format("toroid: auto {} of {} - {} on {} ranks ({}, {} node(s); {}): {} ({})\n",
-                     to_string(c), exec::size_text(low), exec::size_text(high), m.size,
+                     to_string(c), model::size_text(low), model::size_text(high), m.size,
                      m.topology.to_string(), m.nodes.nodes, s.describe_links(),
                      to_string(ch.algorithm), why);
 }
 
 }  // namespace
 
-std::unique_ptr<exec::Selector> make_selector(const Communicator::Impl& m) {
-  exec::SelectorInputs in;
+std::unique_ptr<model::Selector> make_selector(const Communicator::Impl& m) {
+  model::SelectorInputs in;
   in.topology = m.topology;
   in.node_of_rank = m.nodes.node_of_rank;
   // Emulated nodes (TOROID_NODES) share this machine: its real nodes say which links carry what.
-  if (!m.config.nodes.empty()) in.link_node_of_rank = topology::discover_nodes(m.comm).node_of_rank;
+  if (!m.config.nodes.empty()) in.link_node_of_rank = m.node_split->node_of_rank();
   // Shared-memory links inside the nodes only where every rank has them (a node short of
   // /dev/shm room runs on MPI), so that every rank prices the same links.
   int shm = m.links && (m.links->local_ranks() > 1 || m.nodes.local_size == 1) ? 1 : 0;
@@ -81,11 +81,11 @@ std::unique_ptr<exec::Selector> make_selector(const Communicator::Impl& m) {
   in.segment_bytes = segment;
   in.rules = m.config.rules;
   in.tuning = agreed_tuning(m);
-  std::unique_ptr<exec::Selector> s;
-  run_agreed(m.comm, [&] { s = std::make_unique<exec::Selector>(std::move(in)); });
+  std::unique_ptr<model::Selector> s;
+  run_agreed(m.comm, [&] { s = std::make_unique<model::Selector>(std::move(in)); });
   if (m.config.log_choices && m.rank == 0) {
-    const exec::Selector* self = s.get();
-    s->set_observer([&m, self](Collective c, int k, const exec::Choice& ch) {
+    const model::Selector* self = s.get();
+    s->set_observer([&m, self](Collective c, int k, const model::Choice& ch) {
       fmt::print(stderr, "{}", line_for(m, *self, c, k, ch));
     });
   }

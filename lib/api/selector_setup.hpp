@@ -10,6 +10,6 @@ namespace toroid::api {
 
 // Collective over m.comm; throws InvalidArgument on every rank alike (an unreadable or malformed
 // tuning file, or one without a link class the communicator uses).
-std::unique_ptr<exec::Selector> make_selector(const Communicator::Impl& m);
+std::unique_ptr<model::Selector> make_selector(const Communicator::Impl& m);
 
 }  // namespace toroid::api

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "exec/backoff.hpp"
 #include "exec/stuck.hpp"
 #include "exec/tracer.hpp"
 #include "schedule/wait_graph.hpp"

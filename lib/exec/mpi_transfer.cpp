@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 
 namespace toroid::exec {
 
 using schedule::Kind;
 
-void MpiTransfer::bind(const schedule::Step& st, const Operand& src, std::byte* dst,
+void MpiTransfer::bind(const schedule::Step& st, const schedule::Operand& src, std::byte* dst,
                        std::size_t bytes, std::size_t segment_bytes, std::size_t elem_size,
                        std::byte* staging, std::uint32_t depth) {
   step_ = &st;

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/buffers.hpp"
+#include "schedule/buffers.hpp"
 #include "exec/request_table.hpp"
 #include "kernels/reduce.hpp"
 #include "schedule/step.hpp"
@@ -30,7 +30,7 @@ namespace toroid::exec {
 class MpiTransfer final : public RequestOwner {
  public:
   // staging: depth * segment bytes for a recv_reduce (unused otherwise).
-  void bind(const schedule::Step& st, const Operand& src, std::byte* dst, std::size_t bytes,
+  void bind(const schedule::Step& st, const schedule::Operand& src, std::byte* dst, std::size_t bytes,
             std::size_t segment_bytes, std::size_t elem_size, std::byte* staging,
             std::uint32_t depth);
   void reset();
@@ -52,7 +52,7 @@ class MpiTransfer final : public RequestOwner {
   void post(RequestTable& table, MPI_Comm comm, std::uint32_t k);
 
   const schedule::Step* step_ = nullptr;
-  Operand src_;
+  schedule::Operand src_;
   std::byte* dst_ = nullptr;
   std::byte* staging_ = nullptr;
   std::size_t bytes_ = 0, seg_bytes_ = 1, elem_size_ = 1;

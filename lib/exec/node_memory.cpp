@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <new>
 
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 
 namespace toroid::exec {
 namespace {
@@ -13,11 +13,10 @@ std::size_t whole_pages(std::size_t bytes) { return page_rounded(std::max<std::s
 
 }  // namespace
 
-NodeMemory::NodeMemory(MPI_Comm comm) {
-  mpi_check(MPI_Comm_size(comm, &comm_size_), "MPI_Comm_size");
-  NodeRanks n = split_by_node(comm);
-  node_ = n.comm, my_local_ = n.local, local_size_ = n.size;
-  local_of_rank_ = std::move(n.local_of_rank);
+NodeMemory::NodeMemory(std::shared_ptr<const mpi_base::NodeSplit> nodes) : nodes_(std::move(nodes)) {
+  node_ = nodes_->comm(), my_local_ = nodes_->local(), local_size_ = nodes_->size();
+  local_of_rank_ = nodes_->local_of_rank();
+  comm_size_ = static_cast<int>(local_of_rank_.size());
   const std::size_t lines =
       whole_pages(sizeof(RankControl) * static_cast<std::size_t>(local_size_));
   control_segment_ = std::make_unique<SharedSegment>(
@@ -28,12 +27,7 @@ NodeMemory::NodeMemory(MPI_Comm comm) {
   stages_ = control_segment_->data() + lines;
 }
 
-NodeMemory::~NodeMemory() {
-  control_segment_.reset();
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized && node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
-}
+NodeMemory::~NodeMemory() = default;
 
 std::shared_ptr<NodeAllocation> NodeMemory::allocate(std::size_t bytes) {
   auto a = std::make_shared<NodeAllocation>();

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "exec/shm_segment.hpp"
+#include "mpi_base/nodes.hpp"
 
 namespace toroid::exec {
 
@@ -63,8 +64,8 @@ class NodeMemory {
   // single_copy.hpp), after the RankControl lines in the control segment.
   static constexpr std::size_t kStageBytes = 16 * 1024;
 
-  // Collective over `comm`: splits it by node and maps the node's control segment.
-  explicit NodeMemory(MPI_Comm comm);
+  // Collective over the ranks of `nodes`' node: maps the node's control segment.
+  explicit NodeMemory(std::shared_ptr<const mpi_base::NodeSplit> nodes);
   // Local: unmaps this rank's views; peers keep theirs.
   ~NodeMemory();
   NodeMemory(const NodeMemory&) = delete;
@@ -97,7 +98,8 @@ class NodeMemory {
   void count_staged() noexcept { ++staged_calls_; }
 
  private:
-  MPI_Comm node_ = MPI_COMM_NULL;
+  std::shared_ptr<const mpi_base::NodeSplit> nodes_;
+  MPI_Comm node_ = MPI_COMM_NULL;  // nodes_->comm()
   int comm_size_ = 0, local_size_ = 0, my_local_ = 0;
   std::vector<int> local_of_rank_;  // communicator rank -> node-local index, -1 elsewhere
   std::unique_ptr<SharedSegment> control_segment_;

@@ -25,13 +25,13 @@ struct Range {
 };
 
 // What a step reads and writes, by address (in place, input and output are one buffer).
-Range step_reads(const Step& st, const BufferSet& buf) {
+Range step_reads(const Step& st, const schedule::BufferSet& buf) {
   const schedule::Chunk* c = schedule::read_chunk(st);
   if (!c) return {};
   const std::byte* p = buf.readable(*c);
   return {p, p + c->span() * buf.elem_size};  // a gathered chunk: its whole span
 }
-Range step_writes(const Step& st, const BufferSet& buf) {
+Range step_writes(const Step& st, const schedule::BufferSet& buf) {
   const schedule::Chunk* c = schedule::written_chunk(st);
   if (!c) return {};
   const std::byte* p = buf.writable(*c);
@@ -44,7 +44,7 @@ Range step_writes(const Step& st, const BufferSet& buf) {
 // later), or final (output that nothing in the collective reads again).
 enum class LaterUse { dead, read, final };
 LaterUse later_use(const schedule::Schedule& s, std::size_t g, std::size_t reader,
-                   const BufferSet& buf) {
+                   const schedule::BufferSet& buf) {
   const Range w = step_writes(s.steps[g], buf);
   for (std::size_t j = g + 1; j < s.steps.size(); ++j) {
     const Step& st = s.steps[j];
@@ -60,26 +60,7 @@ constexpr std::size_t kStreamBytes = std::size_t{1} << 20;
 
 }  // namespace
 
-void BufferSet::copy(const schedule::Chunk& from, const schedule::Chunk& to) const {
-  if (from.gathered() || to.gathered()) {
-    // Run by run: each piece of the one side against the matching elements of the other.
-    const Operand src = operand(from);
-    schedule::each_run(to, pieces, 0, to.count,
-                       [&](std::uint64_t at, std::uint64_t pos, std::uint64_t n) {
-                         std::byte* out = writable(schedule::Chunk{to.buf, at, n});
-                         src.each(pos * elem_size, n * elem_size,
-                                  [&](const std::byte* p, std::size_t o, std::size_t len) {
-                                    std::memmove(out + o, p, len);
-                                  });
-                       });
-    return;
-  }
-  const std::byte* src = readable(from);
-  std::byte* dst = writable(to);
-  if (src != dst) std::memmove(dst, src, to.count * elem_size);
-}
-
-void run_local_step(const Step& st, const BufferSet& buf, DataType type) {
+void run_local_step(const Step& st, const schedule::BufferSet& buf, DataType type) {
   if (st.kind == Kind::copy) {
     buf.copy(st.src, st.dst);
   } else if (st.kind == Kind::scale) {
@@ -87,12 +68,7 @@ void run_local_step(const Step& st, const BufferSet& buf, DataType type) {
   }
 }
 
-std::string CallName::text() const {
-  if (!named) return "collective";
-  return fmt::format("{}{}{} ({})", form, to_string(collective), along, to_string(algorithm));
-}
-
-bool Op::bound_to(const schedule::Schedule& s, std::uint64_t serial, const BufferSet& user,
+bool Op::bound_to(const schedule::Schedule& s, std::uint64_t serial, const schedule::BufferSet& user,
                   const ExecParams& p) const noexcept {
   return schedule_.get() == &s && serial_ == serial && serial != 0 && user_.input == user.input &&
          user_.output == user.output && user_.elem_size == user.elem_size &&
@@ -101,7 +77,7 @@ bool Op::bound_to(const schedule::Schedule& s, std::uint64_t serial, const Buffe
          params_.what == p.what;
 }
 
-void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& user,
+void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const schedule::BufferSet& user,
               const ExecParams& params, Engine& engine) {
   schedule_ = std::move(sp);
   const schedule::Schedule& s = *schedule_;
@@ -142,7 +118,7 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const BufferSet& use
   state_ = State::idle;
 }
 
-void Op::rebind(const BufferSet& user) {
+void Op::rebind(const schedule::BufferSet& user) {
   user_ = user;
   buf_ = user;
   buf_.scratch = scratch_.data();
@@ -165,7 +141,7 @@ void Op::bind_addresses() {
     } else {
       std::byte* staging = nullptr;
       if (st.kind == Kind::recv_reduce) staging = staging_.data() + (slot++) * depth * seg;
-      t.mpi.bind(st, sends || st.kind == Kind::recv_reduce ? buf_.operand(st.src) : Operand{},
+      t.mpi.bind(st, sends || st.kind == Kind::recv_reduce ? buf_.operand(st.src) : schedule::Operand{},
                  sends ? nullptr : buf_.writable(st.dst), t.bytes, seg, es, staging, depth);
     }
   }

@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "exec/buffers.hpp"
+#include "schedule/buffers.hpp"
 #include "exec/mpi_transfer.hpp"
 #include "exec/params.hpp"
 #include "exec/shm_transfer.hpp"
@@ -53,14 +53,14 @@ class Op {
 
   // Binds `s` (kept alive while bound) to `user` buffers (input, output; scratch is the
   // op's own) and resolves each step's transport and channel on `engine`.
-  void bind(std::shared_ptr<const schedule::Schedule> s, const BufferSet& user,
+  void bind(std::shared_ptr<const schedule::Schedule> s, const schedule::BufferSet& user,
             const ExecParams& params, Engine& engine);
   // The bound schedule on other buffers of the same sizes and in-place form (a call repeated
   // on new vectors): only what depends on their addresses is bound again; the steps' transports
   // and channels stay. Only while bound to a schedule and not running.
-  void rebind(const BufferSet& user);
+  void rebind(const schedule::BufferSet& user);
   // Whether bind(s, user, params) would bind the same thing again.
-  bool bound_to(const schedule::Schedule& s, std::uint64_t serial, const BufferSet& user,
+  bool bound_to(const schedule::Schedule& s, std::uint64_t serial, const schedule::BufferSet& user,
                 const ExecParams& params) const noexcept;
   void set_serial(std::uint64_t serial) noexcept { serial_ = serial; }
   // Binds a single-copy collective (single_copy.hpp) instead of a schedule: no steps, no
@@ -79,7 +79,7 @@ class Op {
 
   std::shared_ptr<const schedule::Schedule> schedule_;
   std::uint64_t serial_ = 0;
-  BufferSet user_{}, buf_{};
+  schedule::BufferSet user_{}, buf_{};
   ExecParams params_;
   kernels::ReduceFn reduce_ = nullptr;
   kernels::ReduceCopyFn reduce_copy_ = nullptr;
@@ -93,6 +93,6 @@ class Op {
 };
 
 // A copy or scale step (local: no peer), run at once.
-void run_local_step(const schedule::Step& st, const BufferSet& buf, DataType type);
+void run_local_step(const schedule::Step& st, const schedule::BufferSet& buf, DataType type);
 
 }  // namespace toroid::exec

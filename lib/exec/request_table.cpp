@@ -1,6 +1,6 @@
 #include "exec/request_table.hpp"
 
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 
 namespace toroid::exec {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 
 namespace toroid::exec {
 namespace {
@@ -50,17 +50,17 @@ std::uint32_t ShmLinks::slots_that_fit(int local_ranks, std::size_t slot_bytes, 
   }
 }
 
-ShmLinks::ShmLinks(MPI_Comm comm) {
+ShmLinks::ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nodes)
+    : nodes_(std::move(nodes)) {
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
-  NodeRanks n = split_by_node(comm);
-  node_ = n.comm, my_local_ = n.local;
-  const int local = n.size;
+  node_ = nodes_->comm(), my_local_ = nodes_->local();
+  const int local = nodes_->size();
   local_count_ = local;
   node_ranks_ = local;
   slot_bytes_ = slot_bytes_for(local);
   slots_ = deep_slots_for(local, slot_bytes_);
   // Which communicator ranks share this node, and their index on it.
-  local_index_ = std::move(n.local_of_rank);
+  local_index_ = nodes_->local_of_rank();
   if (local < 2) {  // nobody to share with
     reach_no_one();
     return;
@@ -98,13 +98,8 @@ void ShmLinks::reach_no_one() {
 }
 
 // Local, like everything in a communicator's teardown: the segment unmaps (peers keep their
-// views), and freeing a communicator waits for no other rank.
-ShmLinks::~ShmLinks() {
-  segment_.reset();
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized && node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
-}
+// views); the node's communicator goes with the last holder of the split.
+ShmLinks::~ShmLinks() = default;
 
 std::size_t ShmLinks::bytes_per_rank() const noexcept {
   return static_cast<std::size_t>(local_count_) * kLanes * channel_bytes(slot_bytes_, slots_);

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "exec/shm_segment.hpp"
+#include "mpi_base/nodes.hpp"
 
 namespace toroid::exec {
 
@@ -66,8 +67,9 @@ class ShmLinks {
   // free_bytes; 0 when not even kSlots fit (then the links stay on MPI).
   static std::uint32_t slots_that_fit(int local_ranks, std::size_t slot_bytes, std::uint32_t slots,
                                       std::uint64_t free_bytes);
-  // Collective over `comm`. Ranks alone on their node get no segment and reach no one.
-  explicit ShmLinks(MPI_Comm comm);
+  // Collective over `comm`, whose node split is `nodes`. Ranks alone on their node get no
+  // segment and reach no one.
+  ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nodes);
   // Local: waits for no other rank, so communicators can be freed in any order across ranks.
   ~ShmLinks();
   ShmLinks(const ShmLinks&) = delete;
@@ -92,7 +94,8 @@ class ShmLinks {
   // No channels: every peer is reached over MPI (alone on the node, or no room for the segment).
   void reach_no_one();
 
-  MPI_Comm node_ = MPI_COMM_NULL;
+  std::shared_ptr<const mpi_base::NodeSplit> nodes_;
+  MPI_Comm node_ = MPI_COMM_NULL;  // nodes_->comm()
   std::unique_ptr<SharedSegment> segment_;
   int rank_ = 0;
   int my_local_ = -1;

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::exec {
@@ -64,23 +64,6 @@ int map(const char* name, int fd, std::size_t bytes, bool populate, std::byte*& 
 }
 
 }  // namespace
-
-NodeRanks split_by_node(MPI_Comm comm) {
-  NodeRanks n;
-  int rank = 0, size = 0;
-  mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  mpi_check(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  mpi_check(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &n.comm),
-            "MPI_Comm_split_type");
-  mpi_check(MPI_Comm_size(n.comm, &n.size), "MPI_Comm_size");
-  mpi_check(MPI_Comm_rank(n.comm, &n.local), "MPI_Comm_rank");
-  std::vector<int> ranks(static_cast<std::size_t>(n.size));
-  mpi_check(MPI_Allgather(&rank, 1, MPI_INT, ranks.data(), 1, MPI_INT, n.comm), "MPI_Allgather");
-  n.local_of_rank.assign(static_cast<std::size_t>(size), -1);
-  for (int i = 0; i < n.size; ++i)
-    n.local_of_rank[static_cast<std::size_t>(ranks[static_cast<std::size_t>(i)])] = i;
-  return n;
-}
 
 std::size_t page_rounded(std::size_t bytes) {
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));

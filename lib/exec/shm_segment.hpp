@@ -24,16 +24,6 @@
 
 namespace toroid::exec {
 
-// The ranks of a communicator that share this rank's node (MPI_COMM_TYPE_SHARED): their
-// communicator (the caller frees it), this rank's index among them, and each communicator
-// rank's index on this node (-1: another node). Collective over the communicator.
-struct NodeRanks {
-  MPI_Comm comm = MPI_COMM_NULL;
-  int local = 0, size = 1;
-  std::vector<int> local_of_rank;
-};
-NodeRanks split_by_node(MPI_Comm comm);
-
 // `bytes` rounded up to whole pages.
 std::size_t page_rounded(std::size_t bytes);
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "exec/buffers.hpp"
+#include "schedule/buffers.hpp"
 #include "exec/shm_links.hpp"
 #include "kernels/reduce.hpp"
 #include "schedule/step.hpp"
@@ -18,7 +18,7 @@ namespace toroid::exec {
 struct ShmTransfer {
   const schedule::Step* step = nullptr;
   ShmChannel channel;
-  Operand from;                     // send: the data; recv_reduce: the local operand
+  schedule::Operand from;                     // send: the data; recv_reduce: the local operand
   std::byte* into = nullptr;        // recv, recv_reduce: the destination
   std::size_t bytes = 0, done = 0;  // done: bytes moved so far
   std::size_t elem_size = 1;
@@ -150,7 +150,7 @@ struct ShmTransfer {
 
 // The transfer that carries `st` (a send, recv or recv_reduce to a rank `links` reaches).
 inline ShmTransfer shm_transfer_for(const schedule::Step& st, const ShmLinks& links,
-                                    const BufferSet& buf) {
+                                    const schedule::BufferSet& buf) {
   const bool send = st.kind == schedule::Kind::send;
   ShmTransfer t;
   t.step = &st;
@@ -164,30 +164,5 @@ inline ShmTransfer shm_transfer_for(const schedule::Step& st, const ShmLinks& li
     t.depth = static_cast<std::uint32_t>(std::min<std::size_t>(segments, t.channel.deep_slots));
   return t;
 }
-
-// Waiting for a peer that shares the node: spin briefly (it is usually a few hundred
-// nanoseconds away), then give the core away each round, so ranks that outnumber the cores
-// still run. `idle()` is called after a round in which nothing moved and says whether the wait
-// has lasted longer than the watchdog's timeout; `moved()` after one in which something did.
-//
-// Where the node's ranks outnumber its cores, the awaited rank is usually waiting for this very
-// core, so spinning only delays it: then every idle round yields (as Open MPI's progress does
-// when oversubscribed). 4 ranks on 2 cores, 128 B - 8 KiB all-reduce, 4 interleaved pairs of
-// runs: 5-10 us yielding at once against 9-28 us after 64 spins.
-class Backoff {
- public:
-  explicit Backoff(double timeout_s) : timeout_s_(timeout_s) {}
-  void moved() { rounds_ = 0; }
-  bool idle();
-  // A communicator with `node_ranks` ranks on this rank's node: once any communicator of the
-  // process has more than the machine's online cores, waits yield from the first idle round.
-  static void note_node_ranks(int node_ranks);
-  static constexpr int kSpins = 64;  // idle rounds spun before the first yield, not oversubscribed
-
- private:
-  double timeout_s_;
-  int rounds_ = 0;
-  double since_ = 0;
-};
 
 }  // namespace toroid::exec

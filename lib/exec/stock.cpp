@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "kernels/reduce.hpp"
 #include "toroid/block.hpp"
 #include "toroid/error.hpp"

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::exec {
@@ -86,7 +86,7 @@ void Tracer::end_call(std::uint32_t call) {
   if (call < timeline_.calls.size()) timeline_.calls[call].end_us = now_us();
 }
 
-void Tracer::step(const TraceStep& s) {
+void Tracer::step(const model::TraceStep& s) {
   std::lock_guard lock(mutex_);
   if (s.call == kNone || timeline_.steps.size() >= kCapacity) {
     ++timeline_.dropped;
@@ -96,14 +96,14 @@ void Tracer::step(const TraceStep& s) {
 }
 
 void Tracer::write(MPI_Comm comm) noexcept {
-  const std::string mine = chrome_trace_events(timeline_);
+  const std::string mine = model::chrome_trace_events(timeline_);
   int finalized = 0;
   MPI_Finalized(&finalized);
   try {
     if (finalized) {
       const std::string path = fmt::format("{}.rank{}", path_, timeline_.rank);
       File f = open_for_writing(path);
-      put(f.get(), chrome_trace_file({mine}, kSource, timeline_.dropped));
+      put(f.get(), model::chrome_trace_file({mine}, kSource, timeline_.dropped));
       fmt::print(stderr,
                  "toroid: rank {}: MPI was finalized before the communicator's end, so its trace "
                  "is in {} (not gathered into {})\n",
@@ -127,7 +127,7 @@ void Tracer::write(MPI_Comm comm) noexcept {
     }
     // Rank 0 writes as the parts arrive: the head, each rank's events, the tail.
     File f = open_for_writing(path_);
-    bool ok = put(f.get(), chrome_trace_head()) && put(f.get(), mine);
+    bool ok = put(f.get(), model::chrome_trace_head()) && put(f.get(), mine);
     std::string theirs;
     for (int r = 1; r < size; ++r) {
       unsigned long long n = 0;
@@ -141,7 +141,7 @@ void Tracer::write(MPI_Comm comm) noexcept {
             "MPI_Recv");
       if (n > 0) ok = ok && put(f.get(), ",\n") && put(f.get(), theirs);
     }
-    ok = ok && put(f.get(), chrome_trace_tail(kSource, dropped));
+    ok = ok && put(f.get(), model::chrome_trace_tail(kSource, dropped));
     if (!ok || std::fflush(f.get()) != 0)
       fmt::print(stderr, "toroid: rank 0: writing the trace {} failed: {}\n", path_,
                  std::strerror(errno));

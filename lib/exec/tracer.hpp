@@ -1,4 +1,4 @@
-// The engine's recorder of a timeline (exec/timeline.hpp) while TOROID_TRACE (Options::trace)
+// The engine's recorder of a timeline (model/timeline.hpp) while TOROID_TRACE (Options::trace)
 // names a file: every call and every step of every schedule this rank runs, with start and end
 // on a clock that all ranks start together (a barrier at the communicator's construction), and
 // at the communicator's end one file for the job, written by rank 0.
@@ -15,7 +15,7 @@
 #include <mutex>
 #include <string>
 
-#include "exec/timeline.hpp"
+#include "model/timeline.hpp"
 
 namespace toroid::exec {
 
@@ -41,7 +41,7 @@ class Tracer {
   // A call begins now: its index in the timeline (kNone once full).
   std::uint32_t begin_call(std::string name, std::uint64_t bytes);
   void end_call(std::uint32_t call);
-  void step(const TraceStep& s);
+  void step(const model::TraceStep& s);
 
   // Collective over `comm`: every rank's events to rank 0, which writes the file. Where MPI is
   // finalized already, each rank writes its own file (path + ".rank<r>") and says so.
@@ -53,7 +53,7 @@ class Tracer {
   std::string path_;
   std::mutex mutex_;
   std::chrono::steady_clock::time_point t0_;
-  RankTimeline timeline_;
+  model::RankTimeline timeline_;
 };
 
 }  // namespace toroid::exec

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "api/agreement.hpp"
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "kernels/convert.hpp"
 #include "toroid/error.hpp"
 

@@ -24,7 +24,7 @@
 #include <memory>
 
 #include "api/agreement.hpp"
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "kernels/crc32c.hpp"
 #include "optimizer/checkpoint_file.hpp"
 #include "optimizer/checkpoint_format.hpp"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "api/agreement.hpp"
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "kernels/crc32c.hpp"
 #include "toroid/error.hpp"
 

@@ -44,11 +44,4 @@ std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const B
   return phase;
 }
 
-void order_by_phase(Schedule& s) {
-  const auto earlier = [](const Step& x, const Step& y) { return x.phase < y.phase; };
-  // Most builders emit in order already; a stable sort would still copy every step twice.
-  if (!std::is_sorted(s.steps.begin(), s.steps.end(), earlier))
-    std::stable_sort(s.steps.begin(), s.steps.end(), earlier);
-}
-
 }  // namespace toroid::schedule

@@ -22,7 +22,4 @@ std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, co
 std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const Blocks& blocks,
                                int tag, Chunk own, Buf out, std::uint32_t phase);
 
-// Sorts steps by phase (stable): builders append concurrent lanes one after the other.
-void order_by_phase(Schedule& s);
-
 }  // namespace toroid::schedule

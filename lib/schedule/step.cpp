@@ -1,7 +1,9 @@
-// Printable forms of steps.
+// Printable forms of steps, and the phase order of a schedule.
 #include "schedule/step.hpp"
 
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace toroid::schedule {
 namespace {
@@ -55,6 +57,13 @@ std::string describe(const Step& s) {
       return fmt::format("phase {} scale {} / {}", s.phase, chunk(s.dst), s.divisor);
   }
   return "?";
+}
+
+void order_by_phase(Schedule& s) {
+  const auto earlier = [](const Step& x, const Step& y) { return x.phase < y.phase; };
+  // Most builders emit in order already; a stable sort would still copy every step twice.
+  if (!std::is_sorted(s.steps.begin(), s.steps.end(), earlier))
+    std::stable_sort(s.steps.begin(), s.steps.end(), earlier);
 }
 
 }  // namespace toroid::schedule

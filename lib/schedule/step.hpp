@@ -113,4 +113,7 @@ void each_run(const Chunk& c, const Block* pieces, std::uint64_t lo, std::uint64
   }
 }
 
+// Sorts steps by phase (stable): builders append concurrent lanes one after the other.
+void order_by_phase(Schedule& s);
+
 }  // namespace toroid::schedule

@@ -12,7 +12,7 @@
 
 #include "api/communicator_impl.hpp"
 #include "bindings.hpp"
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "tensor.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"

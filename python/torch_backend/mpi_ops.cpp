@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "api/agreement.hpp"
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "gil.hpp"
 #include "process_group.hpp"
 #include "tensor_checks.hpp"

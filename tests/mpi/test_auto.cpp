@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "api/communicator_impl.hpp"
-#include "exec/tuning.hpp"
+#include "model/tuning.hpp"
 #include "mpi_test.hpp"
 #include "toroid/toroid.hpp"
 
@@ -50,10 +50,10 @@ TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the re
   setenv("TOROID_ALGO", "allreduce:0-1K=mpi,1K-64K=ring", 1);
   {
     Communicator comm(MPI_COMM_WORLD);
-    exec::Selector& s = *comm.impl().selector;
+    model::Selector& s = *comm.impl().selector;
     CHECK(all_ranks(s.choose(Collective::allreduce, 512) == Algorithm::mpi));
     CHECK(all_ranks(s.choose(Collective::allreduce, 4096) == Algorithm::ring));
-    CHECK(all_ranks(s.choice(Collective::allreduce, exec::Selector::size_class(1u << 20)).rule ==
+    CHECK(all_ranks(s.choice(Collective::allreduce, model::Selector::size_class(1u << 20)).rule ==
                     nullptr));
     CHECK(all_ranks(sums_right(comm, 100)));     // stock
     CHECK(all_ranks(sums_right(comm, 4000)));    // ring
@@ -63,9 +63,9 @@ TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the re
 }
 
 TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every rank", "[auto]") {
-  exec::Tuning t = exec::default_tuning();
-  t[exec::LinkClass::shm] = exec::LinkParams{3e-6, 2e9};
-  const testing::RankZeroFile file("tuning", exec::format_tuning(t, "test"));
+  model::Tuning t = model::default_tuning();
+  t[model::LinkClass::shm] = model::LinkParams{3e-6, 2e9};
+  const testing::RankZeroFile file("tuning", model::format_tuning(t, "test"));
   const std::string& path = file.path();
   setenv("TOROID_TUNING", path.c_str(), 1);
   std::string links = "(no communicator)";

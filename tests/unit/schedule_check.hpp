@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "exec/verifier.hpp"
+#include "model/verifier.hpp"
 #include "schedule/build.hpp"
 
 namespace toroid::testing {
@@ -15,9 +15,9 @@ struct Shape {
 
 inline std::string check(Algorithm a, schedule::Collective c, const Shape& shape, std::uint64_t n,
                          bool in_place, DataType t = DataType::i64, ReduceOp op = ReduceOp::sum,
-                         exec::Traffic* traffic = nullptr, int root = 0) {
-  exec::CheckSpec spec{c, shape.topology.size(), n, in_place, t, op, root};
-  return exec::check_collective(
+                         model::Traffic* traffic = nullptr, int root = 0) {
+  model::CheckSpec spec{c, shape.topology.size(), n, in_place, t, op, root};
+  return model::check_collective(
       spec,
       [&](int r) {
         schedule::Context ctx{r, shape.topology, shape.node_of_rank};

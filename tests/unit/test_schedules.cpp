@@ -95,7 +95,7 @@ TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus nei
              big ? std::vector<std::uint64_t>{1, 300} : std::vector<std::uint64_t>{7, 1000}) {
           INFO(to_string(a) << " " << toroid::to_string(c) << " on " << s.topology.to_string()
                             << " n=" << n);
-          exec::Traffic t;
+          model::Traffic t;
           REQUIRE(check(a, c, s, n, false, DataType::i64, ReduceOp::sum, &t) == "");
           for (auto [from, to] : t.links) {
             INFO("link " << from << " -> " << to);
@@ -109,7 +109,7 @@ TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus nei
 TEST_CASE("torus2d moves 2(N-1)/N of the vector per chip in 2(X-1)+2(Y-1) steps", "[schedules]") {
   const Shape s = shape(4, 3);
   const std::uint64_t n = 4 * 3 * 40;
-  exec::Traffic t;
+  model::Traffic t;
   REQUIRE(check(Algorithm::torus2d, Collective::allreduce, s, n, false, DataType::f32,
                 ReduceOp::sum, &t) == "");
   CHECK(t.bytes == 12 * 2 * 11 * (n / 12) * 4);
@@ -123,7 +123,7 @@ TEST_CASE("ring moves the bandwidth-optimal number of bytes, only to ring neighb
           "[schedules]") {
   const int p = 6;
   const std::uint64_t n = 600;
-  exec::Traffic t;
+  model::Traffic t;
   REQUIRE(check(Algorithm::ring, Collective::allreduce, shape(p, 1), n, false, DataType::f32,
                 ReduceOp::sum, &t) == "");
   CHECK(t.bytes == std::uint64_t(p) * 2 * (p - 1) * (n / p) * 4);
@@ -173,7 +173,7 @@ TEST_CASE("hierarchical all-reduce on equal and unequal nodes", "[schedules]") {
 
 TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound link", "[schedules]") {
   const Shape s = shape(6, 1, false, false);
-  exec::Traffic t;
+  model::Traffic t;
   REQUIRE(check(Algorithm::torus2d, Collective::reduce_scatter, s, 600, false, DataType::i64,
                 ReduceOp::sum, &t) == "");
   CHECK(t.links.count({0, 1}) == 1);
@@ -191,7 +191,7 @@ TEST_CASE("axis collectives reduce every row (column) independently", "[schedule
       for (Algorithm a : {Algorithm::ring, Algorithm::bidir_ring}) {
         const int p = topo.size(), len = topo.dim(axis);
         const std::uint64_t n = 23;
-        std::vector<exec::RankMemory> mem(p);
+        std::vector<model::RankMemory> mem(p);
         std::vector<schedule::Schedule> scheds;
         auto input = [](int r, std::uint64_t i) { return static_cast<std::int64_t>(r * 100 + i); };
         for (int r = 0; r < p; ++r) {
@@ -206,8 +206,8 @@ TEST_CASE("axis collectives reduce every row (column) independently", "[schedule
           mem[r].output.assign((c == Collective::reduce_scatter ? own.count : n) * 8, std::byte{0});
           scheds.push_back(schedule::build(a, {c, n, false, false, axis}, {r, topo, {}}));
         }
-        exec::Traffic t;
-        REQUIRE(exec::execute_in_process(scheds, mem, DataType::i64, ReduceOp::sum, &t) == "");
+        model::Traffic t;
+        REQUIRE(model::execute_in_process(scheds, mem, DataType::i64, ReduceOp::sum, &t) == "");
         for (int r = 0; r < p; ++r) {
           const std::vector<int> line = topo.line_through(r, axis);
           const Coord at = topo.coord_of(r);
@@ -261,7 +261,7 @@ TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh", "[
           if (a != Algorithm::torus2d && wrap != 3) continue;  // only torus2d looks at wraparound
           for (int root = 0; root < p; ++root)
             for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{97}}) {
-              exec::Traffic t;
+              model::Traffic t;
               INFO(to_string(a) << " broadcast on " << s.topology.to_string() << " root " << root
                                 << " n=" << n);
               REQUIRE(check(a, Collective::broadcast, s, n, false, DataType::i64, ReduceOp::sum, &t,

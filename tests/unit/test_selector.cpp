@@ -1,14 +1,14 @@
 // `auto`: the cost model's choices for given link parameters, the override rules, the tuning file.
 #include <catch2/catch.hpp>
 
-#include "exec/selector.hpp"
+#include "model/selector.hpp"
 #include "toroid/error.hpp"
 
 using namespace toroid;
-using exec::LinkClass;
-using exec::LinkParams;
-using exec::Selector;
-using exec::SelectorInputs;
+using model::LinkClass;
+using model::LinkParams;
+using model::Selector;
+using model::SelectorInputs;
 
 namespace {
 
@@ -30,7 +30,7 @@ TEST_CASE("selector: few rounds for small messages, bandwidth algorithms for lar
     const Algorithm big = s.choose(Collective::allreduce, 64u << 20);
     CHECK(big != Algorithm::recursive_doubling);
     // The choice is the least predicted time of the class's middle size.
-    const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(64u << 20));
+    const model::Choice& c = s.choice(Collective::allreduce, Selector::size_class(64u << 20));
     REQUIRE(c.modeled);
     for (auto [a, time] : c.predicted)
       CHECK(time >= *s.predict(Collective::allreduce, big,
@@ -94,7 +94,7 @@ TEST_CASE("selector: the description agrees with the choice of every class", "[a
 
 TEST_CASE("selector: rules come first, sizes they do not cover are the model's", "[auto]") {
   SelectorInputs in = inputs(Torus2D(2, 2));
-  in.rules = exec::parse_algorithm_rules("allreduce:0-64K=ring,1M-inf=mpi");
+  in.rules = model::parse_algorithm_rules("allreduce:0-64K=ring,1M-inf=mpi");
   Selector s(in);
   CHECK(s.choose(Collective::allreduce, 8) == Algorithm::ring);
   CHECK(s.choose(Collective::allreduce, 64 * 1024 - 1) == Algorithm::ring);
@@ -115,9 +115,9 @@ TEST_CASE("selector: a tuning without a link class the communicator uses is refu
 
 TEST_CASE("selector: too many ranks to simulate: the fixed rule, said so", "[auto]") {
   Selector s(inputs(Torus2D(32, 16)));
-  const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(8u << 20));
+  const model::Choice& c = s.choice(Collective::allreduce, Selector::size_class(8u << 20));
   CHECK_FALSE(c.modeled);
-  CHECK(c.algorithm == exec::fixed_rule(Collective::allreduce,
+  CHECK(c.algorithm == model::fixed_rule(Collective::allreduce,
                                         Selector::class_middle(Selector::size_class(8u << 20)),
                                         Torus2D(32, 16)));
 }
@@ -132,42 +132,42 @@ TEST_CASE("selector: size classes", "[auto]") {
 }
 
 TEST_CASE("algorithm rules: parsed, and each bad part named", "[auto]") {
-  const auto r = exec::parse_algorithm_rules(
+  const auto r = model::parse_algorithm_rules(
       "allreduce:0-64K=recursive_doubling,64K-inf=ring;allgather:0-1M=bidir_ring");
   REQUIRE(r.size() == 3);
   CHECK(r[0].high == 65536);
   CHECK(r[1].high == UINT64_MAX);
   CHECK(r[2].collective == Collective::allgather);
-  CHECK(exec::find_rule(r, Collective::allreduce, 65535)->algorithm ==
+  CHECK(model::find_rule(r, Collective::allreduce, 65535)->algorithm ==
         Algorithm::recursive_doubling);
-  CHECK(exec::find_rule(r, Collective::allreduce, 65536)->algorithm == Algorithm::ring);
-  CHECK(exec::find_rule(r, Collective::allgather, 1u << 20) == nullptr);
+  CHECK(model::find_rule(r, Collective::allreduce, 65536)->algorithm == Algorithm::ring);
+  CHECK(model::find_rule(r, Collective::allgather, 1u << 20) == nullptr);
   using Catch::Contains;
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduse:0-inf=ring"),
+  CHECK_THROWS_WITH(model::parse_algorithm_rules("allreduse:0-inf=ring"),
                     Contains("unknown collective 'allreduse'"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-inf=rong"),
+  CHECK_THROWS_WITH(model::parse_algorithm_rules("allreduce:0-inf=rong"),
                     Contains("'allreduce:0-inf=rong'"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:64K=ring"),
+  CHECK_THROWS_WITH(model::parse_algorithm_rules("allreduce:64K=ring"),
                     Contains("not 'low-high=algorithm'"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:64K-1K=ring"),
+  CHECK_THROWS_WITH(model::parse_algorithm_rules("allreduce:64K-1K=ring"),
                     Contains("the range is empty"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-1x=ring"), Contains("high end"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allgather:0-inf=rabenseifner"),
+  CHECK_THROWS_WITH(model::parse_algorithm_rules("allreduce:0-1x=ring"), Contains("high end"));
+  CHECK_THROWS_WITH(model::parse_algorithm_rules("allgather:0-inf=rabenseifner"),
                     Contains("rabenseifner does not implement allgather"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-1M=ring,512K-inf=ring"),
+  CHECK_THROWS_WITH(model::parse_algorithm_rules("allreduce:0-1M=ring,512K-inf=ring"),
                     Contains("overlaps 'allreduce:0-1M=ring'"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules("allreduce:0-inf=auto"),
+  CHECK_THROWS_WITH(model::parse_algorithm_rules("allreduce:0-inf=auto"),
                     Contains("a rule names a fixed algorithm"));
-  CHECK_THROWS_WITH(exec::parse_algorithm_rules(";"), Contains("has no rules"));
-  CHECK(exec::is_rule_list("allreduce:0-inf=ring"));
-  CHECK_FALSE(exec::is_rule_list("ring"));
+  CHECK_THROWS_WITH(model::parse_algorithm_rules(";"), Contains("has no rules"));
+  CHECK(model::is_rule_list("allreduce:0-inf=ring"));
+  CHECK_FALSE(model::is_rule_list("ring"));
 }
 
 TEST_CASE("tuning file: read back what is written; malformed lines named", "[auto]") {
-  exec::Tuning t = exec::default_tuning();
+  model::Tuning t = model::default_tuning();
   t[LinkClass::network].reset();
-  const exec::Tuning back =
-      exec::parse_tuning(exec::format_tuning(t, "measured here\nsecond line"), "f.txt");
+  const model::Tuning back =
+      model::parse_tuning(model::format_tuning(t, "measured here\nsecond line"), "f.txt");
   CHECK_FALSE(back[LinkClass::network]);
   REQUIRE(back[LinkClass::shm]);
   CHECK(back[LinkClass::shm]->alpha_s == Approx(t[LinkClass::shm]->alpha_s).epsilon(1e-3));
@@ -175,19 +175,19 @@ TEST_CASE("tuning file: read back what is written; malformed lines named", "[aut
   CHECK(back.reduce_bytes_per_s == Approx(t.reduce_bytes_per_s).epsilon(1e-3));
   CHECK(back.source == "f.txt");
   using Catch::Contains;
-  CHECK_THROWS_WITH(exec::parse_tuning("", "f"), Contains("f:0: empty"));
-  CHECK_THROWS_WITH(exec::parse_tuning("hello\n", "f"), Contains("f:1: 'hello' is not the header"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.alpha_us 3\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning("", "f"), Contains("f:0: empty"));
+  CHECK_THROWS_WITH(model::parse_tuning("hello\n", "f"), Contains("f:1: 'hello' is not the header"));
+  CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nshm.alpha_us 3\n", "f"),
                     Contains("f:2: 'shm.alpha_us 3' is not 'key = value'"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.alpha_us = x\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nshm.alpha_us = x\n", "f"),
                     Contains("f:2: shm.alpha_us: 'x' is not a number"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nnet.gbps = 1\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nnet.gbps = 1\n", "f"),
                     Contains("unknown key 'net.gbps'"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 0\nreduce.gbps = 1\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nshm.gbps = 0\nreduce.gbps = 1\n", "f"),
                     Contains("shm.gbps must be positive"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nreduce.gbps = 1\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nreduce.gbps = 1\n", "f"),
                     Contains("shm.gbps without shm.alpha_us"));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nshm.alpha_us = 1\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nshm.gbps = 3\nshm.alpha_us = 1\n", "f"),
                     Contains("no reduce.gbps"));
 }
 
@@ -195,7 +195,7 @@ TEST_CASE("selector: the observer hears of each class once, at its first call, n
           "[auto]") {
   Selector s(inputs(Torus2D(2, 2)));
   int heard = 0;
-  s.set_observer([&](Collective, int, const exec::Choice&) { ++heard; });
+  s.set_observer([&](Collective, int, const model::Choice&) { ++heard; });
   s.describe(Collective::allreduce);
   CHECK(heard == 0);
   s.choose(Collective::allreduce, 100);
@@ -208,12 +208,12 @@ TEST_CASE("selector: the observer hears of each class once, at its first call, n
 
 TEST_CASE("selector: network.links = torus prices hosts wired as the torus per link and hop",
           "[auto]") {
-  exec::Tuning t = exec::parse_tuning(
+  model::Tuning t = model::parse_tuning(
       "toroid-tuning 1\nnetwork.alpha_us = 100\nnetwork.gbps = 0.025\n"
       "network.links = torus\nreduce.gbps = 5\n",
       "torus.txt");
   CHECK(t.network_torus);
-  CHECK(exec::parse_tuning(exec::format_tuning(t, ""), "again").network_torus);
+  CHECK(model::parse_tuning(model::format_tuning(t, ""), "again").network_torus);
   SelectorInputs in = inputs(Torus2D(4, 2), {0, 1, 2, 3, 4, 5, 6, 7});
   in.tuning = t;
   Selector torus(in);
@@ -225,13 +225,13 @@ TEST_CASE("selector: network.links = torus prices hosts wired as the torus per l
   Selector sw(in);
   CHECK(*sw.predict(Collective::allreduce, Algorithm::torus2d_both, 2u << 20) >
         *torus.predict(Collective::allreduce, Algorithm::torus2d_both, 2u << 20));
-  CHECK_THROWS_WITH(exec::parse_tuning("toroid-tuning 1\nnetwork.links = ring\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nnetwork.links = ring\n", "f"),
                     Catch::Contains("network.links: 'ring' is not switch or torus"));
 }
 
 TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_both crossover",
           "[auto]") {
-  using exec::fixed_rule;
+  using model::fixed_rule;
   const Torus2D pod(32, 32), multipod(128, 32, false, true);
   CHECK(fixed_rule(Collective::allreduce, 1024, pod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::allreduce, 256u << 10, pod) == Algorithm::swing);
@@ -277,19 +277,19 @@ TEST_CASE("tuning file: measured choices per layout, read back, applied to that 
       layout +
       " = broadcast:0-64M=mpi\n"
       "choose 4 ranks, 4x1, 1 node(s), shm = allreduce:0-64M=bidir_ring\n";
-  const exec::Tuning t = exec::parse_tuning(text, "t.txt");
+  const model::Tuning t = model::parse_tuning(text, "t.txt");
   REQUIRE(t.choices.size() == 2);
   REQUIRE(t.choices_for(layout));
   CHECK(t.choices_for(layout)->size() == 4);  // two lines of one layout join
   CHECK_FALSE(t.choices_for("3 ranks, 3x1, 1 node(s), shm"));
   // Written back as read: one line per layout and collective, ranges in order.
-  const exec::Tuning back = exec::parse_tuning(exec::format_tuning(t, ""), "again");
+  const model::Tuning back = model::parse_tuning(model::format_tuning(t, ""), "again");
   REQUIRE(back.choices.size() == 2);
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(back.choices[i].layout == t.choices[i].layout);
     REQUIRE(back.choices[i].rules.size() == t.choices[i].rules.size());
-    for (const exec::AlgorithmRule& r : t.choices[i].rules) {
-      const exec::AlgorithmRule* b = exec::find_rule(back.choices[i].rules, r.collective, r.low);
+    for (const model::AlgorithmRule& r : t.choices[i].rules) {
+      const model::AlgorithmRule* b = model::find_rule(back.choices[i].rules, r.collective, r.low);
       REQUIRE(b);
       CHECK((b->low == r.low && b->high == r.high && b->algorithm == r.algorithm));
     }
@@ -305,12 +305,12 @@ TEST_CASE("tuning file: measured choices per layout, read back, applied to that 
   CHECK(s.choose(Collective::allreduce, 1024) == Algorithm::recursive_doubling);
   CHECK(s.choose(Collective::allreduce, 1u << 20) == Algorithm::ring);
   CHECK(s.choose(Collective::broadcast, 1u << 20) == Algorithm::mpi);
-  const exec::Choice& c = s.choice(Collective::allreduce, Selector::size_class(16));
+  const model::Choice& c = s.choice(Collective::allreduce, Selector::size_class(16));
   CHECK(c.measured);
   CHECK_FALSE(c.modeled);
   CHECK(s.choice(Collective::allreduce, Selector::size_class(1u << 30)).modeled);
   CHECK(s.choice(Collective::allgather, Selector::size_class(1024)).modeled);  // none measured
-  in.rules = exec::parse_algorithm_rules("allreduce:0-1K=swing_latency");
+  in.rules = model::parse_algorithm_rules("allreduce:0-1K=swing_latency");
   Selector ruled(in);
   CHECK(ruled.choose(Collective::allreduce, 16) == Algorithm::swing_latency);
   CHECK_FALSE(ruled.choice(Collective::allreduce, Selector::size_class(16)).measured);
@@ -333,14 +333,14 @@ TEST_CASE("tuning file: measured choices per layout, read back, applied to that 
 
   // Malformed lines are named, with the layout.
   const std::string head = "toroid-tuning 1\nreduce.gbps = 7\n";
-  CHECK_THROWS_WITH(exec::parse_tuning(head + "choose 2 ranks allreduce:0-1K=ring\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning(head + "choose 2 ranks allreduce:0-1K=ring\n", "f"),
                     Contains("f:3: 'choose 2 ranks allreduce:0-1K=ring' is not 'choose <layout> "
                              "= <rules>'"));
-  CHECK_THROWS_WITH(exec::parse_tuning(head + "choose  = allreduce:0-1K=ring\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning(head + "choose  = allreduce:0-1K=ring\n", "f"),
                     Contains("names no layout"));
-  CHECK_THROWS_WITH(exec::parse_tuning(head + "choose L = allreduce:0-1K=warp\n", "f"),
+  CHECK_THROWS_WITH(model::parse_tuning(head + "choose L = allreduce:0-1K=warp\n", "f"),
                     Contains("f:3: choose L: 'allreduce:0-1K=warp'"));
-  CHECK_THROWS_WITH(exec::parse_tuning(head + "choose L = allreduce:0-1K=ring\n"
+  CHECK_THROWS_WITH(model::parse_tuning(head + "choose L = allreduce:0-1K=ring\n"
                                               "choose L = allreduce:512-2K=mpi\n",
                                        "f"),
                     Contains("f:4: choose L: 'allreduce:512-2K=mpi' overlaps 'allreduce:0-1K=ring' "

@@ -4,20 +4,20 @@
 #include <catch2/catch.hpp>
 #include <numeric>
 
-#include "exec/sim_limit.hpp"
-#include "exec/simulator.hpp"
+#include "model/sim_limit.hpp"
+#include "model/simulator.hpp"
 #include "schedule/dependencies.hpp"
 
 using namespace toroid;
-using exec::link_id;
-using exec::LinkDir;
-using exec::SimModel;
-using exec::SimResult;
-using exec::simulate_collective;
+using model::link_id;
+using model::LinkDir;
+using model::SimModel;
+using model::SimResult;
+using model::simulate_collective;
 
 namespace {
 
-SimModel model(Torus2D t, double bw, double lat, double reduce,
+SimModel make_model(Torus2D t, double bw, double lat, double reduce,
                std::uint64_t segment = 256 * 1024) {
   SimModel m;
   m.topology = t;
@@ -49,7 +49,7 @@ double step_time(const SimModel& m, double bytes, bool reduce) {
 
 TEST_CASE("sim: one ring matches the closed-form latency/bandwidth cost", "[simulator]") {
   const int p = 8;
-  const SimModel m = model(Torus2D(p, 1), 10e9, 2e-6, 40e9);
+  const SimModel m = make_model(Torus2D(p, 1), 10e9, 2e-6, 40e9);
   for (std::uint64_t count : {std::uint64_t{p * 16}, std::uint64_t{p} << 22}) {
     INFO("count " << count);
     const SimResult r = allreduce(m, Algorithm::ring, count);
@@ -67,7 +67,7 @@ TEST_CASE("sim: one row (bidirectional ring of torus2d on Xx1) matches the close
           "[simulator]") {
   const int p = 16;
   // The reducer is fast enough for both directions' streams at once.
-  const SimModel m = model(Torus2D(p, 1), 25e9, 1.5e-6, 200e9);
+  const SimModel m = make_model(Torus2D(p, 1), 25e9, 1.5e-6, 200e9);
   for (std::uint64_t count : {std::uint64_t{2 * p}, std::uint64_t{p} << 22}) {
     INFO("count " << count);
     const SimResult r = allreduce(m, Algorithm::torus2d, count);
@@ -89,14 +89,14 @@ TEST_CASE(
     const double lat = 1e-6;
     // Latency-bound: links and reducer so fast that only hops count.
     const SimResult tiny =
-        allreduce(model(Torus2D(X, Y), 1e18, lat, 1e18), Algorithm::torus2d, 2 * N);
+        allreduce(make_model(Torus2D(X, Y), 1e18, lat, 1e18), Algorithm::torus2d, 2 * N);
     const int steps = 2 * (X - 1) + 2 * (Y - 1);
     CHECK(tiny.time_s == Approx(steps * lat).epsilon(0.01));
     CHECK(tiny.rank0_phases.size() == static_cast<std::size_t>(steps));
 
     const std::uint64_t count = static_cast<std::uint64_t>(N) * 2 * 1024;  // every half-block equal
     const SimResult r =
-        allreduce(model(Torus2D(X, Y), 80e9, lat, 300e9), Algorithm::torus2d, count);
+        allreduce(make_model(Torus2D(X, Y), 80e9, lat, 300e9), Algorithm::torus2d, count);
     const std::uint64_t M = count * 4;
     for (int c = 0; c < N; ++c) REQUIRE(r.chip_sent_bytes[c] == 2 * (N - 1) * M / N);
   }
@@ -107,7 +107,7 @@ TEST_CASE("sim: per-link byte counts equal the theoretical counts", "[simulator]
     const int X = 8, Y = 4;
     const std::uint64_t count = X * Y * 2 * 512, M = count * 4;
     const SimResult r =
-        allreduce(model(Torus2D(X, Y), 80e9, 1e-6, 300e9), Algorithm::torus2d, count);
+        allreduce(make_model(Torus2D(X, Y), 80e9, 1e-6, 300e9), Algorithm::torus2d, count);
     for (int c = 0; c < X * Y; ++c) {
       INFO("chip " << c);
       // Row phases: (X-1)/X of the vector each way; column phases: (Y-1)/Y of a 1/X shard.
@@ -120,7 +120,7 @@ TEST_CASE("sim: per-link byte counts equal the theoretical counts", "[simulator]
   SECTION("ring in rank order on a 4x4 torus: +x links, and +y only where rows are crossed") {
     const int X = 4, Y = 4, N = 16;
     const std::uint64_t count = N * 1024, M = count * 4, per_link = 2 * (N - 1) * M / N;
-    const SimResult r = allreduce(model(Torus2D(X, Y), 80e9, 1e-6, 300e9), Algorithm::ring, count);
+    const SimResult r = allreduce(make_model(Torus2D(X, Y), 80e9, 1e-6, 300e9), Algorithm::ring, count);
     for (int c = 0; c < N; ++c) {
       INFO("chip " << c);
       CHECK(r.link_bytes[link_id(c, LinkDir::plus_x)] == per_link);
@@ -138,13 +138,13 @@ TEST_CASE("sim: per-link byte counts equal the theoretical counts", "[simulator]
 TEST_CASE("sim: routes are dimension order, the short way round a ring, straight along a mesh",
           "[simulator]") {
   const Torus2D torus(8, 4), mesh(8, 4, false, false);
-  CHECK(exec::route(torus, 0, 7) == std::vector<int>{link_id(0, LinkDir::minus_x)});
-  CHECK(exec::route(torus, 0, 4) ==
+  CHECK(model::route(torus, 0, 7) == std::vector<int>{link_id(0, LinkDir::minus_x)});
+  CHECK(model::route(torus, 0, 4) ==
         std::vector<int>{link_id(0, LinkDir::plus_x), link_id(1, LinkDir::plus_x),
                          link_id(2, LinkDir::plus_x), link_id(3, LinkDir::plus_x)});
-  CHECK(exec::route(mesh, 0, 7).size() == 7);
+  CHECK(model::route(mesh, 0, 7).size() == 7);
   // (7,3) -> (0,0) on the mesh: 7 hops -x along row 3, then 3 hops -y along column 0.
-  const auto p = exec::route(mesh, 31, 0);
+  const auto p = model::route(mesh, 31, 0);
   REQUIRE(p.size() == 10);
   CHECK(p.front() == link_id(31, LinkDir::minus_x));
   CHECK(p[7] == link_id(24, LinkDir::minus_y));
@@ -155,8 +155,8 @@ TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when b
           "[simulator]") {
   const int p = 16;
   const std::uint64_t count = std::uint64_t{64} << 20;  // 256 MiB of f32
-  const SimModel ring_model = model(Torus2D(p, 1), 80e9, 1e-6, 1e15);
-  const SimModel line_model = model(Torus2D(p, 1, false, false), 80e9, 1e-6, 1e15);
+  const SimModel ring_model = make_model(Torus2D(p, 1), 80e9, 1e-6, 1e15);
+  const SimModel line_model = make_model(Torus2D(p, 1, false, false), 80e9, 1e-6, 1e15);
   schedule::Request gather;
   gather.collective = Collective::allgather;
   gather.count = count;
@@ -181,8 +181,8 @@ TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when b
 
 TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh", "[simulator]") {
   const std::uint64_t count = 8 * 4 * 4;  // latency-bound
-  const SimModel torus = model(Torus2D(8, 4), 80e9, 1e-6, 300e9);
-  const SimModel mesh = model(Torus2D(8, 4, false, false), 80e9, 1e-6, 300e9);
+  const SimModel torus = make_model(Torus2D(8, 4), 80e9, 1e-6, 300e9);
+  const SimModel mesh = make_model(Torus2D(8, 4, false, false), 80e9, 1e-6, 300e9);
   const SimResult t = allreduce(torus, Algorithm::ring, count),
                   m = allreduce(mesh, Algorithm::ring, count);
   CHECK(t.max_hops == 2);
@@ -193,7 +193,7 @@ TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh", "[si
 TEST_CASE("sim: a slow reducer bounds the reduce-scatter", "[simulator]") {
   const int p = 4;
   const std::uint64_t count = std::uint64_t{p} << 20;       // 1 MiB of f32 per block
-  const SimModel m = model(Torus2D(p, 1), 80e9, 0.0, 8e9);  // reduction 10x slower than links
+  const SimModel m = make_model(Torus2D(p, 1), 80e9, 0.0, 8e9);  // reduction 10x slower than links
   const SimResult r = allreduce(m, Algorithm::ring, count);
   const double block = static_cast<double>(count) * 4 / p;
   const double seg = static_cast<double>(m.segment_bytes);
@@ -204,42 +204,42 @@ TEST_CASE("sim: a slow reducer bounds the reduce-scatter", "[simulator]") {
 TEST_CASE(
     "sim: simulating built schedules equals simulate_collective; deadlock and size mismatch are "
     "reported") {
-  const SimModel m = model(Torus2D(4, 2), 80e9, 1e-6, 300e9);
+  const SimModel m = make_model(Torus2D(4, 2), 80e9, 1e-6, 300e9);
   schedule::Request req;
   req.count = 4096;
   std::vector<schedule::Schedule> all;
   for (int r = 0; r < 8; ++r)
     all.push_back(schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}}));
-  const SimResult a = exec::simulate(m, all, 4);
+  const SimResult a = model::simulate(m, all, 4);
   const SimResult b = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
   REQUIRE(a.error == "");
   CHECK(a.time_s == b.time_s);
   CHECK(a.link_bytes == b.link_bytes);
 
   using schedule::Kind;
-  const SimModel two = model(Torus2D(2, 1), 80e9, 1e-6, 300e9);
+  const SimModel two = make_model(Torus2D(2, 1), 80e9, 1e-6, 300e9);
   std::vector<schedule::Schedule> s(2);
   for (int r = 0; r < 2; ++r) {
     s[r].rank = r;
     s[r].nranks = 2;
     s[r].steps.push_back({Kind::recv, 1 - r, 0, 0, {}, {schedule::Buf::output, 0, 8}});
   }
-  CHECK_THAT(exec::simulate(two, s, 4).error, Catch::Contains("deadlock"));
+  CHECK_THAT(model::simulate(two, s, 4).error, Catch::Contains("deadlock"));
   s[1].steps[0] = {Kind::send, 0, 0, 0, {schedule::Buf::input, 0, 4}, {}};
-  CHECK_THAT(exec::simulate(two, s, 4).error, Catch::Contains("size mismatch"));
+  CHECK_THAT(model::simulate(two, s, 4).error, Catch::Contains("size mismatch"));
 }
 
 TEST_CASE("sim: schedules built on several threads simulate as when built in one part",
           "[simulator][scale]") {
   // From 512 ranks simulate_collective builds on every core, each thread's ranks in a part of
   // their own that the engine reads in place; simulate() takes one part.
-  const SimModel m = model(Torus2D(32, 16), 80e9, 1e-6, 300e9);
+  const SimModel m = make_model(Torus2D(32, 16), 80e9, 1e-6, 300e9);
   schedule::Request req;
   req.count = 1 << 20;
   std::vector<schedule::Schedule> all;
   for (int r = 0; r < m.topology.size(); ++r)
     all.push_back(schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}}));
-  const SimResult one = exec::simulate(m, all, 4);
+  const SimResult one = model::simulate(m, all, 4);
   const SimResult parts = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
   REQUIRE(one.error == "");
   REQUIRE(parts.error == "");
@@ -250,10 +250,10 @@ TEST_CASE("sim: schedules built on several threads simulate as when built in one
 }
 
 TEST_CASE("sim: a timeline holds every rank's steps and changes nothing else", "[simulator]") {
-  const SimModel m = model(Torus2D(2, 2), 80e9, 1e-6, 300e9);
+  const SimModel m = make_model(Torus2D(2, 2), 80e9, 1e-6, 300e9);
   schedule::Request req;
   req.count = 1 << 18;
-  std::vector<exec::RankTimeline> timeline;
+  std::vector<model::RankTimeline> timeline;
   const SimResult plain = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
   const SimResult traced =
       simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32, {}, &timeline);
@@ -268,7 +268,7 @@ TEST_CASE("sim: a timeline holds every rank's steps and changes nothing else", "
   std::uint64_t steps = 0;
   double last_end = 0;
   for (int r = 0; r < 4; ++r) {
-    const exec::RankTimeline& t = timeline[static_cast<std::size_t>(r)];
+    const model::RankTimeline& t = timeline[static_cast<std::size_t>(r)];
     const schedule::Schedule s = schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}});
     CHECK(t.rank == r);
     REQUIRE(t.steps.size() == s.steps.size());
@@ -287,7 +287,7 @@ TEST_CASE("sim: a timeline holds every rank's steps and changes nothing else", "
 }
 
 TEST_CASE("sim: a 128x32 torus2d all-reduce of 1 GiB completes", "[simulator][scale]") {
-  SimModel m = model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
+  SimModel m = make_model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
   const std::uint64_t count = std::uint64_t{1} << 28, M = count * 4, N = 4096;
   const SimResult r = allreduce(m, Algorithm::torus2d, count);
   CHECK(r.time_s > 0);
@@ -302,7 +302,7 @@ TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receiv
   // Each rank receives in phase 0 and sends unrelated data in phase 1: as a dataflow both
   // transfers run at once (phase by phase, both ranks would wait in phase 0 for ever).
   using schedule::Kind;
-  const SimModel two = model(Torus2D(2, 1), 10e9, 2e-6, 40e9);
+  const SimModel two = make_model(Torus2D(2, 1), 10e9, 2e-6, 40e9);
   std::vector<schedule::Schedule> s(2);
   for (int r = 0; r < 2; ++r) {
     s[r].rank = r;
@@ -311,13 +311,13 @@ TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receiv
     s[r].steps.push_back({Kind::send, 1 - r, 0, 1, {schedule::Buf::input, 0, 1024}, {}});
     schedule::derive_dependencies(s[r]);
   }
-  const SimResult both = exec::simulate(two, s, 4);
+  const SimResult both = model::simulate(two, s, 4);
   REQUIRE(both.error == "");
   CHECK(both.time_s == Approx(step_time(two, 4096, false)).epsilon(0.01));
 
   // Broadcast down a ring of 8 from rank 0: the longer chain has 4 hops, and each forward
   // starts on its receive's first segment: 4 latencies + 3 segments + B/bw, not 4 * B/bw.
-  const SimModel m = model(Torus2D(8, 1), 10e9, 2e-6, 40e9);
+  const SimModel m = make_model(Torus2D(8, 1), 10e9, 2e-6, 40e9);
   schedule::Request r;
   r.collective = Collective::broadcast;
   r.count = std::uint64_t{16} << 20;  // 64 MiB of f32
@@ -329,44 +329,44 @@ TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receiv
 
 TEST_CASE("sim: the limit is the bandwidth bound or the diameter's latency, per shape and op",
           "[simulator]") {
-  const SimModel pod = model(Torus2D(32, 32), 80e9, 1e-6, 300e9);
-  const SimModel multipod = model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
-  CHECK(exec::link_directions(pod.topology, Axis::x) == 2048);
-  CHECK(exec::link_directions(multipod.topology, Axis::x) == 2 * 127 * 32);
-  CHECK(exec::link_directions(multipod.topology, Axis::y) == 2 * 32 * 128);
-  CHECK(exec::link_directions(Torus2D(2, 3), Axis::x) == 2 * 3);  // one link between two chips
-  CHECK(exec::link_directions(Torus2D(1, 3), Axis::x) == 0);
+  const SimModel pod = make_model(Torus2D(32, 32), 80e9, 1e-6, 300e9);
+  const SimModel multipod = make_model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
+  CHECK(model::link_directions(pod.topology, Axis::x) == 2048);
+  CHECK(model::link_directions(multipod.topology, Axis::x) == 2 * 127 * 32);
+  CHECK(model::link_directions(multipod.topology, Axis::y) == 2 * 32 * 128);
+  CHECK(model::link_directions(Torus2D(2, 3), Axis::x) == 2 * 3);  // one link between two chips
+  CHECK(model::link_directions(Torus2D(1, 3), Axis::x) == 0);
   const std::uint64_t mib16 = 16u << 20;
   // 2(p-1) n / (link directions x bandwidth): 105 us on the pod, the same on the multipod's
   // 16,320 link directions for 4096 chips.
-  const exec::SimLimit a = exec::limit_of(pod, Collective::allreduce, mib16);
+  const model::SimLimit a = model::limit_of(pod, Collective::allreduce, mib16);
   CHECK(a.bandwidth_s == Approx(2.0 * 1023 * mib16 / (4096 * 80e9)));
   CHECK(a.bandwidth_s * 1e6 == Approx(104.7).epsilon(0.001));
   CHECK(a.latency_s == Approx(32e-6));  // 16 + 16 hops
-  const exec::SimLimit b = exec::limit_of(multipod, Collective::allreduce, mib16);
+  const model::SimLimit b = model::limit_of(multipod, Collective::allreduce, mib16);
   CHECK(b.bandwidth_s == Approx(2.0 * 4095 * mib16 / (16320 * 80e9)));
   CHECK(b.latency_s == Approx(143e-6));  // 127 along the line + 16 round the ring
   CHECK(b.limit_s() == b.latency_s);
   // Reduce-scatter and all-gather: half the all-reduce's crossings, the same diameter.
   for (Collective c : {Collective::reduce_scatter, Collective::allgather}) {
-    CHECK(exec::limit_of(pod, c, mib16).bandwidth_s == Approx(a.bandwidth_s / 2));
-    CHECK(exec::limit_of(pod, c, mib16).latency_s == Approx(a.latency_s));
+    CHECK(model::limit_of(pod, c, mib16).bandwidth_s == Approx(a.bandwidth_s / 2));
+    CHECK(model::limit_of(pod, c, mib16).latency_s == Approx(a.latency_s));
   }
   // Slower Y links lower the capacity; one chip has no limit.
   SimModel slow_y = pod;
   slow_y.link_bytes_per_s[1] = 40e9;
-  CHECK(exec::limit_of(slow_y, Collective::allreduce, mib16).bandwidth_s ==
+  CHECK(model::limit_of(slow_y, Collective::allreduce, mib16).bandwidth_s ==
         Approx(2.0 * 1023 * mib16 / (2048 * 80e9 + 2048 * 40e9)));
-  CHECK(exec::limit_of(model(Torus2D(1, 1), 80e9, 1e-6, 300e9), Collective::allreduce, mib16)
+  CHECK(model::limit_of(make_model(Torus2D(1, 1), 80e9, 1e-6, 300e9), Collective::allreduce, mib16)
             .limit_s() == 0);
   // No schedule beats it: every algorithm on a small torus stays at or under the limit.
-  const SimModel small = model(Torus2D(4, 4), 10e9, 1e-6, 300e9);
+  const SimModel small = make_model(Torus2D(4, 4), 10e9, 1e-6, 300e9);
   for (Algorithm al : {Algorithm::torus2d_both, Algorithm::swing, Algorithm::swing_latency,
                        Algorithm::rabenseifner})
     for (std::uint64_t count : {256u, 1u << 20}) {
       const SimResult r = allreduce(small, al, count);
       INFO(to_string(al) << " " << count);
-      CHECK(exec::limit_of(small, Collective::allreduce, count * 4).limit_s() <= r.time_s);
+      CHECK(model::limit_of(small, Collective::allreduce, count * 4).limit_s() <= r.time_s);
     }
 }
 
@@ -375,7 +375,7 @@ TEST_CASE("sim: torus2d_both's reduce-scatter and all-gather use both dimensions
   // 16x16 torus, 64 MiB: torus2d goes one dimension at a time, the both form splits the
   // columns between the dimensions. With a reducer fast enough not to bound it, torus2d stays
   // under half the limit (0.46 when written) and the both form well above (0.71).
-  const SimModel m = model(Torus2D(16, 16), 80e9, 1e-6, 3000e9);
+  const SimModel m = make_model(Torus2D(16, 16), 80e9, 1e-6, 3000e9);
   for (Collective c : {Collective::reduce_scatter, Collective::allgather}) {
     schedule::Request r;
     r.collective = c;
@@ -384,7 +384,7 @@ TEST_CASE("sim: torus2d_both's reduce-scatter and all-gather use both dimensions
     const SimResult both = simulate_collective(m, Algorithm::torus2d_both, r, DataType::f32);
     REQUIRE(one.error == "");
     REQUIRE(both.error == "");
-    const double limit = exec::limit_of(m, c, r.count * 4).limit_s();
+    const double limit = model::limit_of(m, c, r.count * 4).limit_s();
     INFO(toroid::to_string(c) << ": torus2d " << one.time_s << " s, torus2d_both " << both.time_s
                               << " s, limit " << limit << " s");
     CHECK(limit / one.time_s < 0.5);

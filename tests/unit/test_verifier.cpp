@@ -1,7 +1,7 @@
 // The verifier must catch broken schedules, or its green light means nothing.
 #include <catch2/catch.hpp>
 
-#include "exec/verifier.hpp"
+#include "model/verifier.hpp"
 #include "schedule/build.hpp"
 #include "schedule/dependencies.hpp"
 
@@ -10,8 +10,8 @@ using namespace toroid::schedule;
 
 namespace {
 
-std::vector<exec::RankMemory> memory(int p, std::size_t bytes) {
-  std::vector<exec::RankMemory> m(p);
+std::vector<model::RankMemory> memory(int p, std::size_t bytes) {
+  std::vector<model::RankMemory> m(p);
   for (auto& r : m) {
     r.input.assign(bytes, std::byte{1});
     r.output.assign(bytes, std::byte{0});
@@ -32,7 +32,7 @@ TEST_CASE("a send without its receive is a deadlock, naming the rank and step", 
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::input, 0, 4}, {}});
   auto m = memory(2, 16);
-  const std::string e = exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum);
+  const std::string e = model::execute_in_process(s, m, DataType::f32, ReduceOp::sum);
   CHECK_THAT(e, Catch::Contains("deadlock") && Catch::Contains("rank 0 waits at phase 0 send"));
 }
 
@@ -41,7 +41,7 @@ TEST_CASE("a size mismatch between send and receive is reported", "[verifier]") 
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::input, 0, 4}, {}});
   s[1].steps.push_back({Kind::recv, 0, 0, 0, {}, {Buf::output, 0, 3}});
   auto m = memory(2, 16);
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("size mismatch"));
 }
 
@@ -57,7 +57,7 @@ TEST_CASE("crossed waits deadlock under rendezvous semantics", "[verifier]") {
   REQUIRE(s[0].deps.size() == 1);
   CHECK(s[0].deps[0].wait == Wait::follow);
   auto m = memory(2, 16);
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("deadlock"));
 }
 
@@ -73,7 +73,7 @@ TEST_CASE("phases are not barriers: a send that reads nothing the receive writes
     CHECK(s[r].deps.empty());
   }
   auto m = memory(2, 16);
-  CHECK(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
+  CHECK(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
 }
 
 TEST_CASE("a missing or wrong dependency is reported", "[verifier]") {
@@ -84,19 +84,19 @@ TEST_CASE("a missing or wrong dependency is reported", "[verifier]") {
   s[1].steps.push_back({Kind::recv, 0, 0, 1, {}, {Buf::output, 0, 4}});
   auto m = memory(2, 16);
   // Not derived: rank 0's send reads what its receive writes and waits for nothing.
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("rank 0: missing dependency") && Catch::Contains("reads what"));
   for (auto& x : s) derive_dependencies(x);
-  CHECK(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
+  CHECK(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
   // A follow whose offset does not say where the source lies in the receive's destination.
   s[0].deps[0].offset = 1;
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("wrong dependency"));
   // Overwriting what an earlier send reads, without waiting for it.
   std::vector<Schedule> w{empty(0, 2), empty(1, 2)};
   w[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::output, 0, 4}, {}});
   w[0].steps.push_back({Kind::recv, 1, 0, 1, {}, {Buf::output, 0, 4}});
-  CHECK_THAT(exec::execute_in_process(w, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(w, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("overwrites what"));
 }
 
@@ -124,7 +124,7 @@ TEST_CASE("a phase that writes what it also sends is a hazard", "[verifier]") {
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::output, 0, 4}, {}});
   s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, {Buf::output, 2, 2}});
   auto m = memory(2, 16);
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("hazard"));
 }
 
@@ -134,7 +134,7 @@ TEST_CASE("in place, input and output are one memory for the hazard check", "[ve
   s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, {Buf::output, 0, 4}});
   auto m = memory(2, 16);
   m[0].in_place = true;
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("hazard"));
 }
 
@@ -142,17 +142,17 @@ TEST_CASE("out-of-bounds chunks and writes to the input are rejected", "[verifie
   std::vector<Schedule> s{empty(0, 1)};
   s[0].steps.push_back({Kind::copy, -1, 0, 0, {Buf::input, 2, 4}, {Buf::output, 0, 4}});
   auto m = memory(1, 16);  // 4 floats
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("out of bounds"));
   s[0].steps[0] = {Kind::copy, -1, 0, 0, {Buf::output, 0, 4}, {Buf::input, 0, 4}};
-  CHECK_THAT(exec::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("writes the input"));
 }
 
 TEST_CASE("a wrong result is caught by the reference comparison", "[verifier]") {
   // Reduce-scatter schedules run as if they were all-reduce: the blocks not owned stay unset.
-  exec::CheckSpec spec{Collective::allreduce, 4, 40, false, DataType::i64, ReduceOp::sum};
-  const std::string e = exec::check_collective(spec, [](int r) {
+  model::CheckSpec spec{Collective::allreduce, 4, 40, false, DataType::i64, ReduceOp::sum};
+  const std::string e = model::check_collective(spec, [](int r) {
     return build(Algorithm::ring, {Collective::reduce_scatter, 40, true, false, {}},
                  {r, Torus2D(4, 1), {}});
   });

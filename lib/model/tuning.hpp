@@ -30,9 +30,9 @@
 #include <string_view>
 #include <vector>
 
-#include "exec/algorithm_rules.hpp"
+#include "model/algorithm_rules.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 
 enum class LinkClass { shm, mpi, network };
 inline constexpr int kLinkClasses = 3;
@@ -73,4 +73,4 @@ Tuning parse_tuning(std::string_view text, std::string_view source);
 // The text parse_tuning reads back (header comment lines first, each prefixed with "# ").
 std::string format_tuning(const Tuning& t, std::string_view header);
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

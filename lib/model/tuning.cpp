@@ -1,4 +1,4 @@
-#include "exec/tuning.hpp"
+#include "model/tuning.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 
 #include "toroid/error.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 namespace {
 
 std::string_view trim(std::string_view s) {
@@ -197,4 +197,4 @@ const std::vector<AlgorithmRule>* Tuning::choices_for(std::string_view layout) c
   return nullptr;
 }
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

@@ -1,8 +1,8 @@
-#include "exec/sim_network.hpp"
+#include "model/sim_network.hpp"
 
 #include <algorithm>
 
-namespace toroid::exec::sim {
+namespace toroid::model::sim {
 namespace {
 
 // Steps along one dimension of length n from u to v: (direction +1/-1, hop count).
@@ -125,4 +125,4 @@ Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t se
   return r;
 }
 
-}  // namespace toroid::exec::sim
+}  // namespace toroid::model::sim

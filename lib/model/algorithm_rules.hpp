@@ -15,7 +15,7 @@
 
 #include "toroid/algorithm.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 
 // The collectives a rule may name, in the order rules are written.
 inline constexpr Collective kRuleCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
@@ -41,4 +41,4 @@ std::vector<AlgorithmRule> parse_algorithm_rules(std::string_view text);
 const AlgorithmRule* find_rule(const std::vector<AlgorithmRule>& rules, Collective c,
                                std::uint64_t bytes) noexcept;
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

@@ -1,4 +1,4 @@
-#include "core/mpi_check.hpp"
+#include "mpi_base/mpi_check.hpp"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 
 #include "schedule/step.hpp"
 
-namespace toroid::exec {
+namespace toroid::schedule {
 
 // A step's source as a transfer reads it: one address, or the runs of a gathered chunk.
 struct Operand {
@@ -42,21 +42,21 @@ struct BufferSet {
 
   // Writable address of a chunk. Only output and scratch are ever written by a schedule; in
   // place, input and output are the same memory.
-  std::byte* writable(const schedule::Chunk& c) const {
-    return (c.buf == schedule::Buf::scratch ? scratch : output) + c.offset * elem_size;
+  std::byte* writable(const Chunk& c) const {
+    return (c.buf == Buf::scratch ? scratch : output) + c.offset * elem_size;
   }
-  const std::byte* readable(const schedule::Chunk& c) const {
-    const std::byte* base = c.buf == schedule::Buf::input    ? input
-                            : c.buf == schedule::Buf::output ? output
+  const std::byte* readable(const Chunk& c) const {
+    const std::byte* base = c.buf == Buf::input    ? input
+                            : c.buf == Buf::output ? output
                                                              : scratch;
     return base + c.offset * elem_size;
   }
-  Operand operand(const schedule::Chunk& c) const {
+  Operand operand(const Chunk& c) const {
     if (!c.gathered()) return {readable(c), nullptr, 0, elem_size};
-    return {readable(schedule::Chunk{c.buf, 0, 0}), pieces + c.first_piece, c.pieces, elem_size};
+    return {readable(Chunk{c.buf, 0, 0}), pieces + c.first_piece, c.pieces, elem_size};
   }
   // Copies a chunk's elements to another chunk of the same count (either may be gathered).
-  void copy(const schedule::Chunk& from, const schedule::Chunk& to) const;
+  void copy(const Chunk& from, const Chunk& to) const;
 };
 
-}  // namespace toroid::exec
+}  // namespace toroid::schedule

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-namespace toroid::exec {
+namespace toroid::model {
 
 struct TraceCall {
   double start_us = 0, end_us = 0;
@@ -65,4 +65,4 @@ std::string chrome_trace_file(const std::vector<std::string>& rank_events, std::
 std::string_view chrome_trace_head();
 std::string chrome_trace_tail(std::string_view source, std::uint64_t dropped);
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

@@ -20,7 +20,7 @@
 #include "schedule/step.hpp"
 #include "toroid/types.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 
 struct RankMemory {
   std::vector<std::byte> input;  // unused when in place (input aliases output)
@@ -55,4 +55,4 @@ std::string check_collective(const CheckSpec& spec,
                              const std::function<schedule::Schedule(int rank)>& build,
                              Traffic* traffic = nullptr);
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

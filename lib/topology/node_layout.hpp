@@ -1,7 +1,5 @@
-// Which ranks share a node (MPI_Comm_split_type shared memory).
+// How a communicator's ranks lie over the nodes (found by mpi_base/nodes.hpp).
 #pragma once
-
-#include <mpi.h>
 
 #include <string>
 #include <string_view>
@@ -24,10 +22,12 @@ struct NodeLayout {
   Placement placement = Placement::by_node;
 };
 
-// Collective over comm. `emulated` ("3,2,3": ranks per node, consecutive ranks) replaces the
-// shared-memory split, so node-aware algorithms can be studied and tested on one machine;
-// throws InvalidArgument when it is malformed or does not add up to the communicator size.
-NodeLayout discover_nodes(MPI_Comm comm, const std::string& emulated = "");
+// The layout seen from `rank`, given every rank's node (0..nodes-1, numbered by lowest rank).
 NodeLayout layout_from_nodes(std::vector<int> node_of_rank, int rank);
+
+// Emulated nodes, `text` = "3,2,3": ranks per node, consecutive ranks (TOROID_NODES), so
+// node-aware algorithms can be studied and tested on one machine. Throws InvalidArgument when
+// it is malformed or does not add up to `size`.
+NodeLayout emulated_nodes(const std::string& text, int size, int rank);
 
 }  // namespace toroid::topology

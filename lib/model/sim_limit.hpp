@@ -19,9 +19,9 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "exec/simulator.hpp"
+#include "model/simulator.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 
 struct SimLimit {
   double bandwidth_s = 0;
@@ -35,4 +35,4 @@ SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes);
 // Link directions along one axis of the torus, over all its rows or columns.
 std::uint64_t link_directions(const Torus2D& t, Axis a);
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

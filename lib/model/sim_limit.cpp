@@ -1,6 +1,6 @@
-#include "exec/sim_limit.hpp"
+#include "model/sim_limit.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 
 std::uint64_t link_directions(const Torus2D& t, Axis a) {
   const std::uint64_t k = static_cast<std::uint64_t>(t.dim(a));
@@ -26,4 +26,4 @@ SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes) {
   return l;
 }
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

@@ -1,4 +1,4 @@
-#include "exec/timeline.hpp"
+#include "model/timeline.hpp"
 
 #include <fmt/format.h>
 
@@ -6,9 +6,9 @@
 #include <map>
 #include <numeric>
 
-#include "exec/selector.hpp"
+#include "model/selector.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 namespace {
 
 std::string escaped(std::string_view s) {
@@ -124,4 +124,4 @@ std::string chrome_trace_file(const std::vector<std::string>& rank_events, std::
   return out + chrome_trace_tail(source, dropped);
 }
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

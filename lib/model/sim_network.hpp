@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "exec/simulator.hpp"
+#include "model/simulator.hpp"
 
-namespace toroid::exec::sim {
+namespace toroid::model::sim {
 
 // Appends the link ids from chip a to chip b to `path`; hops[d] = links crossed along axis d.
 void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops[2]);
@@ -50,4 +50,4 @@ class Network {
   int hops_[2] = {0, 0};  // of the last route, per dimension
 };
 
-}  // namespace toroid::exec::sim
+}  // namespace toroid::model::sim

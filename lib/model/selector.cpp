@@ -1,14 +1,14 @@
-#include "exec/selector.hpp"
+#include "model/selector.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
 
-#include "exec/simulator.hpp"
+#include "model/simulator.hpp"
 #include "toroid/error.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 namespace {
 
 // Candidates in tie-break order: the simpler algorithm first.
@@ -250,4 +250,4 @@ std::string Selector::describe_links() const {
                      in_.tuning.reduce_bytes_per_s / 1e9, in_.tuning.source);
 }
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

@@ -1,5 +1,5 @@
 // In-process verifier (see verifier.hpp for the rules it enforces).
-#include "exec/verifier.hpp"
+#include "model/verifier.hpp"
 
 #include <fmt/format.h>
 
@@ -10,15 +10,16 @@
 #include <vector>
 
 #include "core/element.hpp"
-#include "exec/buffers.hpp"
+#include "schedule/buffers.hpp"
 #include "kernels/reduce.hpp"
 #include "schedule/chunk_range.hpp"
 #include "schedule/wait_graph.hpp"
 #include "toroid/block.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 namespace {
 
+using schedule::BufferSet;
 using schedule::Buf;
 using schedule::Chunk;
 using schedule::Kind;
@@ -537,4 +538,4 @@ std::string check_collective(const CheckSpec& spec,
   return "";
 }
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

@@ -15,7 +15,7 @@
 // Ranks advance together, so each event lands on another rank's ops: what an event needs of an
 // op is one record (sim::Op), in one array per building thread (a rank's ops lie together), on
 // huge pages where the kernel allows it; docs/simulator.md "Speed" has the numbers.
-#include "exec/simulator.hpp"
+#include "model/simulator.hpp"
 
 #include <fmt/format.h>
 #include <sys/mman.h>
@@ -26,11 +26,11 @@
 #include <thread>
 #include <unordered_map>
 
-#include "exec/sim_network.hpp"
-#include "exec/sim_program.hpp"
+#include "model/sim_network.hpp"
+#include "model/sim_program.hpp"
 #include "schedule/wait_graph.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 namespace {
 
 using sim::kDoneWanted;
@@ -536,4 +536,4 @@ std::vector<int> route(const Torus2D& t, int a, int b) {
   return path;
 }
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

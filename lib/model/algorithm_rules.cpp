@@ -1,11 +1,11 @@
-#include "exec/algorithm_rules.hpp"
+#include "model/algorithm_rules.hpp"
 
 #include <fmt/format.h>
 
 #include "core/parse_size.hpp"
 #include "toroid/error.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 namespace {
 
 std::vector<std::string_view> split(std::string_view s, char sep) {
@@ -89,4 +89,4 @@ const AlgorithmRule* find_rule(const std::vector<AlgorithmRule>& rules, Collecti
   return nullptr;
 }
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

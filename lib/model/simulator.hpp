@@ -49,14 +49,14 @@
 #include <string>
 #include <vector>
 
-#include "exec/timeline.hpp"
-#include "exec/tuning.hpp"
+#include "model/timeline.hpp"
+#include "model/tuning.hpp"
 #include "schedule/build.hpp"
 #include "schedule/step.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/types.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 
 // The links of a machine rather than a torus (what `auto`'s cost model prices): every rank has a
 // port out and a port in for the links inside its node, every node one for the network. A
@@ -113,7 +113,7 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
 // are built (48 bytes a step, sim_program.hpp), so 4096 ranks of `ring` (16380 steps each) take
 // about 4 GB. Throws what build throws.
 // `timeline`: when given, filled with every rank's steps as the model ran them (a transfer's
-// steps from when its links were taken to their ends; exec/timeline.hpp), one entry per rank.
+// steps from when its links were taken to their ends; model/timeline.hpp), one entry per rank.
 SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Request& r,
                               DataType type, const std::vector<int>& node_of_rank = {},
                               std::vector<RankTimeline>* timeline = nullptr);
@@ -121,4 +121,4 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Re
 // Link dirs a message from chip a to chip b crosses, in order (dimension order, X then Y).
 std::vector<int> route(const Torus2D& t, int a, int b);
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

@@ -31,13 +31,13 @@
 #include <utility>
 #include <vector>
 
-#include "exec/algorithm_rules.hpp"
-#include "exec/simulator.hpp"
-#include "exec/tuning.hpp"
+#include "model/algorithm_rules.hpp"
+#include "model/simulator.hpp"
+#include "model/tuning.hpp"
 #include "toroid/algorithm.hpp"
 #include "toroid/topology.hpp"
 
-namespace toroid::exec {
+namespace toroid::model {
 
 inline constexpr int kMaxModeledRanks = 64;
 inline constexpr int kSizeClasses = 65;
@@ -118,4 +118,4 @@ class Selector {
 
 std::string size_text(std::uint64_t bytes);  // "128 KiB", "2 MiB", "96 B"
 
-}  // namespace toroid::exec
+}  // namespace toroid::model

@@ -15,7 +15,7 @@
 #include "schedule/step.hpp"
 #include "schedule/wait_graph.hpp"
 
-namespace toroid::exec::sim {
+namespace toroid::model::sim {
 
 enum class OpKind : std::uint8_t { send, recv, recv_reduce, local };
 
@@ -72,4 +72,4 @@ struct Programs {
 // out of phase order, or more than 65535 dependencies on one step.
 void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size);
 
-}  // namespace toroid::exec::sim
+}  // namespace toroid::model::sim

@@ -1,10 +1,10 @@
-#include "exec/sim_program.hpp"
+#include "model/sim_program.hpp"
 
 #include <fmt/format.h>
 
 #include "toroid/error.hpp"
 
-namespace toroid::exec::sim {
+namespace toroid::model::sim {
 
 void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
   using schedule::Kind;
@@ -59,4 +59,4 @@ void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
   p.begin.push_back(p.ops.size());
 }
 
-}  // namespace toroid::exec::sim
+}  // namespace toroid::model::sim

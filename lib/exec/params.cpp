@@ -1,0 +1,12 @@
+#include "exec/params.hpp"
+
+#include <fmt/format.h>
+
+namespace toroid::exec {
+
+std::string CallName::text() const {
+  if (!named) return "collective";
+  return fmt::format("{}{}{} ({})", form, to_string(collective), along, to_string(algorithm));
+}
+
+}  // namespace toroid::exec
