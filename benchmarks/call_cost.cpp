@@ -1,6 +1,6 @@
 // Instructions per call of a small collective: toroid's against the stock MPI collective's, in
 // one process, counted by callgrind (stable where wall time is not: instruction counts do not
-// depend on what else runs on the cores). scripts/call_cost.sh runs it and prints the counts.
+// depend on what else runs on the cores). benchmarks/call_cost.sh runs it and prints the counts.
 //   valgrind --tool=callgrind --instr-atstart=no toroid-call-cost toroid|toroid-new|stock [ALGO [BYTES [CALLS]]]
 // toroid-new: every call with buffers other than the last call's (rotating over 64 pairs), the
 // path of a program that does not reuse its vectors. Outside callgrind it only runs the calls.

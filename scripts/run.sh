@@ -18,7 +18,7 @@ if ! ((${#args[@]})); then
 fi
 "$root/scripts/mpirun.sh" -np 4 "$build/benchmarks/toroid-bench" "${args[@]}"
 if ((plot)); then
-  /usr/bin/python3 "$root/scripts/plot_bench.py" "$build/run.csv" -o "$build/run.png" \
+  /usr/bin/python3 "$root/benchmarks/plot_bench.py" "$build/run.csv" -o "$build/run.png" \
     --title "all-reduce f32 on a 2x2 torus, $(nproc) cores, $(date +%F)"
   echo "run.sh: plot in $build/run.png (rows in $build/run.csv)"
 fi

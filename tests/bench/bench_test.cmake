@@ -86,19 +86,19 @@ if(MODE STREQUAL "sweep")
     message(FATAL_ERROR "JSON: ${rows} rows, second algo '${algo}'")
   endif()
   file(REMOVE ${WORK_DIR}/sweep${NP}.png)
-  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/scripts/plot_bench.py ${csv} -o ${WORK_DIR}/sweep${NP}.png
+  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/benchmarks/plot_bench.py ${csv} -o ${WORK_DIR}/sweep${NP}.png
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc OR NOT EXISTS ${WORK_DIR}/sweep${NP}.png)
     message(FATAL_ERROR "plot_bench.py (${PYTHON}) failed: ${rc}\n${out}${err}\n"
                         "(it needs python3-matplotlib: scripts/setup.sh installs it)")
   endif()
-  # scripts/run_spread.py: fresh runs, the spread of each row's medians, stock as the yardstick.
+  # benchmarks/run_spread.py: fresh runs, the spread of each row's medians, stock as the yardstick.
   expect_run(0 "2 fresh runs at ${NP} ranks.*allreduce +ring +4096.*# widest toroid row: .* max/min [0-9.]+.*toroid slower than the same run's stock row"
-             ${PYTHON} ${SOURCE_DIR}/scripts/run_spread.py -np ${NP} --runs 2 --algo ring,auto -b 4K -e 16K -n 2
+             ${PYTHON} ${SOURCE_DIR}/benchmarks/run_spread.py -np ${NP} --runs 2 --algo ring,auto -b 4K -e 16K -n 2
              --bench ${BENCH} --csv ${WORK_DIR}/spread${NP}.csv)
-  expect_run(2 "--runs must be at least 2" ${PYTHON} ${SOURCE_DIR}/scripts/run_spread.py --runs 1 --bench ${BENCH})
+  expect_run(2 "--runs must be at least 2" ${PYTHON} ${SOURCE_DIR}/benchmarks/run_spread.py --runs 1 --bench ${BENCH})
   file(REMOVE ${WORK_DIR}/bound${NP}.png)
-  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/scripts/plot_bench.py ${bound_csv} -o ${WORK_DIR}/bound${NP}.png
+  execute_process(COMMAND ${PYTHON} ${SOURCE_DIR}/benchmarks/plot_bench.py ${bound_csv} -o ${WORK_DIR}/bound${NP}.png
                           --title "copy bound and cold caches"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(rc OR NOT EXISTS ${WORK_DIR}/bound${NP}.png)

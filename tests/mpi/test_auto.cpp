@@ -37,7 +37,7 @@ bool sums_right(Communicator& comm, std::size_t n) {
 
 }  // namespace
 
-TEST_CASE("auto: every rank makes the same choice and sums right at every size", "[auto]") {
+TEST_CASE("auto: every rank makes the same choice and sums right at every size", "[auto][mpich]") {
   Communicator comm(MPI_COMM_WORLD);
   for (std::uint64_t bytes : {4ull, 64ull, 4096ull, 65536ull, 1ull << 20, 4ull << 20}) {
     CHECK(same_everywhere(comm, Collective::allreduce, bytes));
@@ -46,7 +46,7 @@ TEST_CASE("auto: every rank makes the same choice and sums right at every size",
   }
 }
 
-TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the rest", "[auto]") {
+TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the rest", "[auto][mpich]") {
   setenv("TOROID_ALGO", "allreduce:0-1K=mpi,1K-64K=ring", 1);
   {
     Communicator comm(MPI_COMM_WORLD);
@@ -62,7 +62,7 @@ TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the re
   unsetenv("TOROID_ALGO");
 }
 
-TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every rank", "[auto]") {
+TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every rank", "[auto][mpich]") {
   model::Tuning t = model::default_tuning();
   t[model::LinkClass::shm] = model::LinkParams{3e-6, 2e9};
   const testing::RankZeroFile file("tuning", model::format_tuning(t, "test"));
@@ -83,7 +83,7 @@ TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every ran
 }
 
 TEST_CASE("auto: a tuning file without the links this communicator uses is refused on every rank",
-          "[auto]") {
+          "[auto][mpich]") {
   if (world_size() < 2 || testing::real_nodes() != 1) return;  // needs links inside one node
   const testing::RankZeroFile file(
       "tuning_network_only",

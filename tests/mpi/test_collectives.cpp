@@ -44,17 +44,17 @@ void sweep(Collective coll, const char* name) {
 
 }  // namespace
 
-TEST_CASE("allreduce matches stock MPI for every type, op, count and placement", "[collectives]") {
+TEST_CASE("allreduce matches stock MPI for every type, op, count and placement", "[collectives][mpich]") {
   sweep(Collective::allreduce, "allreduce");
 }
 TEST_CASE("reduce_scatter matches stock MPI for every type, op, count and placement",
-          "[collectives]") {
+          "[collectives][mpich]") {
   sweep(Collective::reduce_scatter, "reduce_scatter");
 }
-TEST_CASE("allgather matches stock MPI for every type, count and placement", "[collectives]") {
+TEST_CASE("allgather matches stock MPI for every type, count and placement", "[collectives][mpich]") {
   sweep(Collective::allgather, "allgather");
 }
-TEST_CASE("broadcast delivers the root's bits for every type and count", "[collectives]") {
+TEST_CASE("broadcast delivers the root's bits for every type and count", "[collectives][mpich]") {
   sweep(Collective::broadcast, "broadcast");
 }
 

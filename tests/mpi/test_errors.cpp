@@ -27,7 +27,7 @@ TEST_CASE("a topology that does not fit the communicator names both sizes", "[er
   CHECK_THROWS_WITH(Communicator(MPI_COMM_WORLD, o), Catch::Contains("invalid topology '4x'"));
 }
 
-TEST_CASE("a topology error on one rank only is raised on every rank", "[errors]") {
+TEST_CASE("a topology error on one rank only is raised on every rank", "[errors][mpich]") {
   Options o;
   o.topology = testing::world_rank() == world_size() - 1 ? "0x1" : "auto";
   bool threw = false;
@@ -73,7 +73,7 @@ TEST_CASE("explicit topologies shape the communicator, auto follows the nodes", 
   }
 }
 
-TEST_CASE("argument errors name the argument, the value and the rank", "[errors]") {
+TEST_CASE("argument errors name the argument, the value and the rank", "[errors][mpich]") {
   Communicator comm(MPI_COMM_WORLD);
   const int r = comm.rank(), p = comm.size();
   const std::string on = " on rank " + std::to_string(r) + ": ";
@@ -149,7 +149,7 @@ void check_bad_env(const char* name, const char* value, const std::string& expec
   CHECK(all_ranks(got.find(expect) != std::string::npos));
 }
 
-TEST_CASE("bad TOROID_* values name the variable and the value on every rank", "[errors]") {
+TEST_CASE("bad TOROID_* values name the variable and the value on every rank", "[errors][mpich]") {
   check_bad_env("TOROID_ALGO", "fastest", "TOROID_ALGO: unknown algorithm 'fastest'");
   check_bad_env("TOROID_SEGMENT_BYTES", "12Q", "TOROID_SEGMENT_BYTES: '12Q' is not a size");
   check_bad_env("TOROID_TOPOLOGY", "4x", "invalid topology '4x': Y dimension '' is not an integer");

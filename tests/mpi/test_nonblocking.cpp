@@ -140,7 +140,7 @@ TEST_CASE(
 }
 
 TEST_CASE("16 collectives of mixed sizes and algorithms in flight, completed in reverse order",
-          "[nonblocking]") {
+          "[nonblocking][mpich]") {
   const int p = world_size();
   for (const char* transport : {"auto", "mpi"}) {
     Options o;
@@ -260,7 +260,7 @@ TEST_CASE("a request dropped unfinished completes with its communicator", "[nonb
   CHECK(all_ranks(out == want));
 }
 
-TEST_CASE("misused requests are errors with messages", "[nonblocking]") {
+TEST_CASE("misused requests are errors with messages", "[nonblocking][mpich]") {
   Communicator comm(MPI_COMM_WORLD);
   std::vector<float> v(100, 1.0f), shorter(10);
   Request r = iallreduce(std::span<float>(v), ReduceOp::sum, comm);

@@ -26,7 +26,7 @@ Options over(Transport t) {
 
 }  // namespace
 
-TEST_CASE("transport: shared memory on one node unless mpi is forced", "[transport]") {
+TEST_CASE("transport: shared memory on one node unless mpi is forced", "[transport][mpich]") {
   Communicator over_mpi(MPI_COMM_WORLD, over(Transport::mpi));
   CHECK_FALSE(over_mpi.uses_shared_memory());
   Communicator over_shm(MPI_COMM_WORLD, over(Transport::shm));

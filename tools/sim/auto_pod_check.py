@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """auto at pod scale against the simulator's best: one row per size class.
 
-    build/benchmarks/toroid-sim --preset tpu-v3-pod --algo all --bytes 1K:1G --factor 2 --format csv --output all.csv
-    build/benchmarks/toroid-sim --preset tpu-v3-pod --algo auto --bytes 1K:1G --factor 2 --format csv --output auto.csv
-    /usr/bin/python3 scripts/auto_pod_check.py all.csv auto.csv
+    build/tools/toroid-sim --preset tpu-v3-pod --algo all --bytes 1K:1G --factor 2 --format csv --output all.csv
+    build/tools/toroid-sim --preset tpu-v3-pod --algo auto --bytes 1K:1G --factor 2 --format csv --output auto.csv
+    /usr/bin/python3 tools/sim/auto_pod_check.py all.csv auto.csv
 
 For each size: the fastest simulated algorithm, what `auto` picked (above 64 chips, the library's
 rule, exec::fixed_rule), auto's time over the best's, and the best's share of the limit

@@ -6,8 +6,8 @@
 
   scripts/mpirun.sh -np 4 build/benchmarks/toroid-bench --op all --algo all -b 8 -e 64M \
       --format csv --output np4.csv
-  scripts/auto_check.py np4.csv [--within 1.10]
-  scripts/auto_check.py --median run1.csv run2.csv run3.csv    (runs of one layout: each row's
+  benchmarks/auto_check.py np4.csv [--within 1.10]
+  benchmarks/auto_check.py --median run1.csv run2.csv run3.csv    (runs of one layout: each row's
                                                                 median over the runs)
 
 The best row is the fastest of every fixed algorithm, stock `mpi` included: a candidate `auto`

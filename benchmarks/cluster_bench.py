@@ -10,7 +10,7 @@ each row's time, busbw against the link rate, the best toroid row against the be
 configuration, the CPU busy share during the runs, and toroid-sim's prediction with the
 measured/predicted ratio. The cluster is taken down at the end (--keep leaves it up).
 
-  scripts/cluster_bench.py [--torus 4x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager B] [--algos a,b]
+  benchmarks/cluster_bench.py [--torus 4x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager B] [--algos a,b]
 
 --eager B sets Open MPI's TCP eager limit (and largest send) for every run, stock and toroid
 alike; by default both keep Open MPI's own (64 KiB). Above it a message waits for a rendezvous
@@ -92,7 +92,7 @@ def bench(args, extra, algo, name):
 
 
 def calibrate(args):
-    p = cluster("run", "--np", "2", "--", os.path.join(args.build, "benchmarks", "toroid-sim"), "--calibrate",
+    p = cluster("run", "--np", "2", "--", os.path.join(args.build, "tools", "toroid-sim"), "--calibrate",
                 "--calibrate-max", "8M", "--calibrate-iters", "5", timeout=600)
     m = re.search(r"# alpha ([0-9.]+) us, beta ([0-9.]+) GB/s, f32 sum kernel ([0-9.]+) GB/s", p.stdout)
     big = re.search(r"messages >= 1 MiB alone: beta ([0-9.]+) GB/s", p.stdout)
@@ -102,7 +102,7 @@ def calibrate(args):
 
 
 def simulate(args, hop_us, link_gbps, reduce_gbps):
-    p = subprocess.run([os.path.join(args.build, "benchmarks", "toroid-sim"), "--topology", args.torus, "--op", args.op, "--algo",
+    p = subprocess.run([os.path.join(args.build, "tools", "toroid-sim"), "--topology", args.torus, "--op", args.op, "--algo",
                         ",".join(TOROID_ALGOS), "--bytes", f"{args.b}:{args.e}", "--link-gbps", f"{link_gbps}",
                         "--hop-us", f"{hop_us}", "--reduce-gbps", f"{reduce_gbps}", "--format", "csv"],
                        capture_output=True, text=True, check=True)

@@ -4,7 +4,7 @@ track (a rank's channels), one bar per step, coloured by kind; several files sid
 
     TOROID_TRACE=run.json mpirun -np 4 PROGRAM
     toroid-sim --topology 2x2 --algo torus2d_both --bytes 1M --trace sim.json
-    scripts/plot_trace.py run.json sim.json -o timeline.png [--call N]
+    tools/sim/plot_trace.py run.json sim.json -o timeline.png [--call N]
 """
 import argparse
 import json

@@ -24,7 +24,7 @@ toroid's rows run on ordinary memory; with --buffers user,toroid each run also h
 rows on Communicator::allocate's memory (toroid-bench --buffers, rows named ALGO+owned: the
 single-copy path under auto), reported in columns of their own ("owned").
 
-  scripts/compare_stock.py -np 4 [--cold] [--buffers user,toroid] [--configs all|default,han,...] [-b 4K -e 64M]
+  benchmarks/compare_stock.py -np 4 [--cold] [--buffers user,toroid] [--configs all|default,han,...] [-b 4K -e 64M]
 """
 import argparse
 import csv

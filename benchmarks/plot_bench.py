@@ -2,7 +2,7 @@
 """Draws toroid-bench CSV output: busbw vs size per algorithm, and the speedup over stock MPI.
 
     toroid-bench --format csv --output run.csv ...
-    scripts/plot_bench.py run.csv -o run.png
+    benchmarks/plot_bench.py run.csv -o run.png
 """
 import argparse
 import csv

@@ -9,7 +9,7 @@ size) it prints the run medians' min, median and max and max/min ("spread"); per
 any toroid row from 256 KiB was slower than that same run's stock row (the ratio a same-run
 comparison would have reported).
 
-  scripts/run_spread.py -np 2 -n 10 --algo ring,rabenseifner,auto -b 1M -e 64M -f 4 [--cold]
+  benchmarks/run_spread.py -np 2 -n 10 --algo ring,rabenseifner,auto -b 1M -e 64M -f 4 [--cold]
 
 Exit 0; the summary's last line names the widest toroid row and the runs where toroid lost.
 --csv FILE writes every run's rows (run, collective, algo, bytes, time_us).

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Predicted all-reduce time vs size from toroid-sim, on the tpu-v3 presets.
 
-    /usr/bin/python3 scripts/plot_sim.py [--sim build/benchmarks/toroid-sim] [--out docs/sim_allreduce.png]
+    /usr/bin/python3 tools/sim/plot_sim.py [--sim build/tools/toroid-sim] [--out docs/sim_allreduce.png]
 
 Runs toroid-sim (CSV) for ring, bidir_ring, torus2d, torus2d_both and hierarchical on 32x32
 (tpu-v3-pod) and 128x32 (tpu-v3-multipod), 1K..1G, plus the gradient sizes of ResNet-50
@@ -35,7 +35,7 @@ def run(sim, preset, dtype, sizes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sim", default="build/benchmarks/toroid-sim")
+    ap.add_argument("--sim", default="build/tools/toroid-sim")
     ap.add_argument("--out", default="docs/sim_allreduce.png")
     args = ap.parse_args()
 

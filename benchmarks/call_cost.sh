@@ -2,7 +2,7 @@
 # Instructions per call of an 8-byte f32 sum all-reduce at one rank, toroid's against
 # MPI_Allreduce's (callgrind; see benchmarks/call_cost.cpp), toroid's twice: a loop reusing its
 # buffers, and every call on buffers other than the last's. The counts are stable run to run.
-#   scripts/call_cost.sh [ALGO [BYTES [CALLS]]]     e.g. scripts/call_cost.sh recursive_doubling 8
+#   benchmarks/call_cost.sh [ALGO [BYTES [CALLS]]]     e.g. benchmarks/call_cost.sh recursive_doubling 8
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TOROID_BUILD_DIR:-$root/build}

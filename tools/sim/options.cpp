@@ -116,7 +116,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "phases", "also print rank 0's time per phase")(
       "links", po::value(&o.links),
       "write every link direction's bytes and busy time per row to this CSV file "
-      "(scripts/plot_links.py draws it)")("format", po::value(&o.format)->default_value(o.format),
+      "(tools/sim/plot_links.py draws it)")("format", po::value(&o.format)->default_value(o.format),
                                           "table | csv | json")(
       "output", po::value(&o.output), "write to this file instead of stdout")(
       "trace", po::value(&o.trace),

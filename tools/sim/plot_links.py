@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """How busy every link of the modeled torus was: one picture per simulated row.
 
-    build/benchmarks/toroid-sim --preset tpu-v3-multipod --algo torus2d_both --bytes 64M --links links.csv
-    /usr/bin/python3 scripts/plot_links.py links.csv --out docs/sim_links.png [--title "..."]
+    build/tools/toroid-sim --preset tpu-v3-multipod --algo torus2d_both --bytes 64M --links links.csv
+    /usr/bin/python3 tools/sim/plot_links.py links.csv --out docs/sim_links.png [--title "..."]
 
 Reads toroid-sim's --links CSV and draws, for each (algorithm, size) in it, the torus as four
 grids of chips, one per link direction (+x, -x, +y, -y): the cell at (x, y) is the link direction
