@@ -17,7 +17,7 @@
 #include <optional>
 #include <vector>
 
-#include "api/communicator_impl.hpp"
+#include "api/internal.hpp"
 #include "bench/measure.hpp"
 #include "bench/report.hpp"
 #include "bench/settings.hpp"
@@ -33,11 +33,11 @@ namespace {
 // or "single_copy" where auto's call goes through the node's control block instead, which the
 // model does not price).
 void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::Memory memory) {
-  model::Selector& sel = *comm.impl().selector;
+  model::Selector& sel = *internal::impl(comm).selector;
   const std::size_t es = size_of(parse_data_type(row.type));
   const std::uint64_t bytes = row.count * es;
   if (a == Algorithm::automatic && c != Collective::broadcast &&
-      comm.impl().single_copy_possible()) {
+      internal::impl(comm).single_copy_possible()) {
     if (exec::staged_fits(c, row.count, es, comm.size())) {
       row.picked = "staged";
       return;

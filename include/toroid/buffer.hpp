@@ -1,5 +1,5 @@
 // Buffer: memory toroid owns, from Communicator::allocate, that the collectives can use in place
-// across the ranks of a node (single-copy, docs/design.md "Single-copy buffers").
+// across the ranks of a node (single-copy: docs/transport.md, "Single-copy: buffers toroid owns").
 #pragma once
 
 #include <cstddef>

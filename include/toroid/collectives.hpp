@@ -58,58 +58,10 @@ void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint
 void broadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                std::optional<Algorithm> algo = std::nullopt);
 
-// ---- Typed API ----
-template <class T>
-void allreduce(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
-               std::optional<Algorithm> algo = std::nullopt) {
-  allreduce(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm, algo);
-}
-template <class T>
-void allreduce(std::span<T> data, ReduceOp op, Communicator& comm,
-               std::optional<Algorithm> algo = std::nullopt) {
-  allreduce(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm, algo);
-}
-template <class T>
-void reduce_scatter(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
-                    std::optional<Algorithm> algo = std::nullopt) {
-  reduce_scatter(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm, algo);
-}
-template <class T>
-void reduce_scatter(std::span<T> data, ReduceOp op, Communicator& comm,
-                    std::optional<Algorithm> algo = std::nullopt) {
-  reduce_scatter(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm,
-                 algo);
-}
-template <class T>
-void allgather(std::span<const T> in, std::span<T> out, Communicator& comm,
-               std::optional<Algorithm> algo = std::nullopt) {
-  allgather(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, comm, algo);
-}
-template <class T>
-void allgather(std::span<T> data, Communicator& comm,
-               std::optional<Algorithm> algo = std::nullopt) {
-  const Block own = block_of(data.size(), comm.size(), comm.rank());
-  allgather(data.data() + own.offset, own.count, data.data(), data.size(), data_type_v<T>, comm,
-            algo);
-}
-
-template <class T>
-void broadcast(std::span<T> data, int root, Communicator& comm,
-               std::optional<Algorithm> algo = std::nullopt) {
-  broadcast(data.data(), data.size(), data_type_v<T>, root, comm, algo);
-}
-
-template <class T>
-void allreduce_axis(std::span<T> data, ReduceOp op, Axis axis, Communicator& comm,
-                    std::optional<Algorithm> algo = std::nullopt) {
-  allreduce_axis(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, axis, comm,
-                 algo);
-}
-template <class T>
-void allreduce_axis(std::span<const T> in, std::span<T> out, ReduceOp op, Axis axis,
-                    Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {
-  allreduce_axis(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, axis, comm,
-                 algo);
-}
+// The typed (std::span) forms of every call: typed.hpp, included below.
 
 }  // namespace toroid
+
+// Last, so that each header alone gives every form (typed.hpp includes both).
+#include "toroid/request.hpp"
+#include "toroid/typed.hpp"

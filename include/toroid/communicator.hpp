@@ -15,6 +15,9 @@
 #include "toroid/topology.hpp"
 
 namespace toroid {
+namespace internal {
+struct Access;
+}  // namespace internal
 
 // How steps between two ranks travel. automatic and shm: over shared-memory channels when both
 // ranks are on one node (MPI otherwise); a node whose /dev/shm has no room for the channels runs
@@ -72,8 +75,7 @@ inline constexpr std::size_t default_segment_bytes = 256 * 1024;
 // Options::segment_bytes nor TOROID_SEGMENT_BYTES says otherwise). Over TCP, MPI sends a
 // message above its eager limit (Open MPI: 64 KiB) by rendezvous, and the receiver's reply waits
 // in the same TCP stream behind the bulk data going the other way, so an algorithm that uses
-// both directions of a link got no more than one of them (3 hosts, 4 MiB: bidir_ring 229 ms with
-// 256 KiB segments, 120 ms with 56 KiB, ring 234 ms either way; docs/cluster.md).
+// both directions of a link got no more than one of them (measured: docs/cluster.md).
 inline constexpr std::size_t cross_node_segment_bytes = 56 * 1024;
 
 class Communicator {
@@ -126,11 +128,10 @@ class Communicator {
   // The untyped form: count elements of elem_size bytes; `data` receives this rank's part.
   std::shared_ptr<void> allocate_bytes(std::size_t count, std::size_t elem_size, void*& data);
 
-  struct Impl;
-  Impl& impl() noexcept { return *impl_; }
-  const Impl& impl() const noexcept { return *impl_; }
+  struct Impl;  // the library's own (lib/api/communicator_impl.hpp)
 
  private:
+  friend struct internal::Access;  // lib/api/internal.hpp: for the project's own code only
   std::unique_ptr<Impl> impl_;
 };
 

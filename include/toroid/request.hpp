@@ -33,6 +33,9 @@
 #include "toroid/types.hpp"
 
 namespace toroid {
+namespace internal {
+struct Access;
+}  // namespace internal
 
 class Request {
  public:
@@ -54,10 +57,11 @@ class Request {
   // true by itself); the request stays active until test() or wait() sees the completion.
   bool is_complete() const;
 
-  struct State;
-  explicit Request(std::shared_ptr<State> state) noexcept;
+  struct State;  // the library's own (lib/api/request_state.hpp)
 
  private:
+  friend struct internal::Access;  // lib/api/internal.hpp: only the library makes requests
+  explicit Request(std::shared_ptr<State> state) noexcept;
   std::shared_ptr<State> state_;
 };
 
@@ -103,51 +107,10 @@ Request allgather_init(const void* in, std::uint64_t in_count, void* out, std::u
 Request broadcast_init(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                        std::optional<Algorithm> algo = std::nullopt);
 
-// ---- Typed forms.
-template <class T>
-Request iallreduce(std::span<T> data, ReduceOp op, Communicator& comm,
-                   std::optional<Algorithm> algo = std::nullopt) {
-  return iallreduce(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm,
-                    algo);
-}
-template <class T>
-Request iallreduce(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
-                   std::optional<Algorithm> algo = std::nullopt) {
-  return iallreduce(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm, algo);
-}
-template <class T>
-Request ireduce_scatter(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
-                        std::optional<Algorithm> algo = std::nullopt) {
-  return ireduce_scatter(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm,
-                         algo);
-}
-template <class T>
-Request iallgather(std::span<const T> in, std::span<T> out, Communicator& comm,
-                   std::optional<Algorithm> algo = std::nullopt) {
-  return iallgather(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, comm, algo);
-}
-template <class T>
-Request iallreduce_axis(std::span<T> data, ReduceOp op, Axis axis, Communicator& comm,
-                        std::optional<Algorithm> algo = std::nullopt) {
-  return iallreduce_axis(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op,
-                         axis, comm, algo);
-}
-template <class T>
-Request ibroadcast(std::span<T> data, int root, Communicator& comm,
-                   std::optional<Algorithm> algo = std::nullopt) {
-  return ibroadcast(data.data(), data.size(), data_type_v<T>, root, comm, algo);
-}
-template <class T>
-Request allreduce_init(std::span<T> data, ReduceOp op, Communicator& comm,
-                       std::optional<Algorithm> algo = std::nullopt) {
-  return allreduce_init(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op,
-                        comm, algo);
-}
-template <class T>
-Request allreduce_init(std::span<const T> in, std::span<T> out, ReduceOp op, Communicator& comm,
-                       std::optional<Algorithm> algo = std::nullopt) {
-  return allreduce_init(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, comm,
-                        algo);
-}
+// The typed (std::span) forms of every call: typed.hpp, included below.
 
 }  // namespace toroid
+
+// Last, so that each header alone gives every form (typed.hpp includes both).
+#include "toroid/collectives.hpp"
+#include "toroid/typed.hpp"

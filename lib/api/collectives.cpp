@@ -6,10 +6,10 @@
 #include <cstring>
 
 #include "api/agreement.hpp"
-#include "api/communicator_impl.hpp"
+#include "api/internal.hpp"
 #include "api/request_state.hpp"
-#include "model/selector.hpp"
 #include "exec/single_copy.hpp"
+#include "model/selector.hpp"
 #include "schedule/build.hpp"
 #include "toroid/error.hpp"
 
@@ -174,7 +174,7 @@ struct Prepared {
 
 // `form` is a string literal ("", "non-blocking ", "persistent "): the call's name keeps it.
 Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested, const char* form) {
-  Communicator::Impl& m = comm.impl();
+  Communicator::Impl& m = internal::impl(comm);
   c.algo = requested.value_or(m.config.algorithm);
   const Span group = span_of(c, m);
   auto check_args = [&] { validate(c, m.rank, group); };
@@ -274,7 +274,7 @@ bool in_place_call(const Call& c, const Communicator::Impl& m) {
 }
 
 void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
-  Communicator::Impl& m = comm.impl();
+  Communicator::Impl& m = internal::impl(comm);
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
   if (m.last_call.op && m.last_call.op->state() != exec::Op::State::active) {
     if (m.last_call.key == key) {
@@ -316,7 +316,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
 }
 
 Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bool persistent) {
-  Communicator::Impl& m = comm.impl();
+  Communicator::Impl& m = internal::impl(comm);
   auto state = std::make_shared<Request::State>();
   state->progress = m.progress;
   state->persistent = persistent;
@@ -330,7 +330,7 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     state->op = m.last_start.op;
     m.progress->start(state->op);
     state->started = true;
-    return Request(std::move(state));
+    return internal::make_request(std::move(state));
   }
   const char* form = persistent ? "persistent " : "non-blocking ";
   const Prepared p = prepare(c, comm, requested, form);
@@ -343,7 +343,7 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
       state->stock->start();
       state->started = true;
     }
-    return Request(std::move(state));
+    return internal::make_request(std::move(state));
   }
   state->op = p.single_copy ? single_copy_op(m, p, false)
                             : m.progress->acquire(p.schedule->schedule, p.schedule->serial,
@@ -354,7 +354,7 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     m.progress->start(state->op);
     state->started = true;
   }
-  return Request(std::move(state));
+  return internal::make_request(std::move(state));
 }
 
 }  // namespace
@@ -402,20 +402,35 @@ void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint
       comm, algo);
 }
 
-// ---- Non-blocking and persistent forms.
+// ---- Non-blocking and persistent forms, each written out: one start() call per entry point.
 
-#define TOROID_NONBLOCKING(name, persistent, collective)                                          \
-  Request name(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,        \
-               DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {   \
-    return start(                                                                                 \
-        {collective, in, in_count, out, out_count, type, op, Algorithm::automatic, std::nullopt}, \
-        comm, algo, persistent);                                                                  \
-  }
-TOROID_NONBLOCKING(iallreduce, false, Collective::allreduce)
-TOROID_NONBLOCKING(ireduce_scatter, false, Collective::reduce_scatter)
-TOROID_NONBLOCKING(allreduce_init, true, Collective::allreduce)
-TOROID_NONBLOCKING(reduce_scatter_init, true, Collective::reduce_scatter)
-#undef TOROID_NONBLOCKING
+Request iallreduce(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                   DataType type, ReduceOp op, Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic,
+                std::nullopt},
+               comm, algo, false);
+}
+Request allreduce_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                       DataType type, ReduceOp op, Communicator& comm,
+                       std::optional<Algorithm> algo) {
+  return start({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic,
+                std::nullopt},
+               comm, algo, true);
+}
+Request ireduce_scatter(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                        DataType type, ReduceOp op, Communicator& comm,
+                        std::optional<Algorithm> algo) {
+  return start({Collective::reduce_scatter, in, in_count, out, out_count, type, op,
+                Algorithm::automatic, std::nullopt},
+               comm, algo, false);
+}
+Request reduce_scatter_init(const void* in, std::uint64_t in_count, void* out,
+                            std::uint64_t out_count, DataType type, ReduceOp op, Communicator& comm,
+                            std::optional<Algorithm> algo) {
+  return start({Collective::reduce_scatter, in, in_count, out, out_count, type, op,
+                Algorithm::automatic, std::nullopt},
+               comm, algo, true);
+}
 
 Request iallgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                    DataType type, Communicator& comm, std::optional<Algorithm> algo) {

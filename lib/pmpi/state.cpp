@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/communicator_impl.hpp"
+#include "api/internal.hpp"
 #include "core/config_values.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/requests.hpp"
@@ -81,12 +81,12 @@ void make_keyvals() {
 std::string served_by(const State& s, Collective c) {
   const Algorithm a = s.algorithm_for(c).value_or(s.comm.default_algorithm());
   if (a != Algorithm::automatic) return std::string(to_string(a));
-  return fmt::format("auto ({})", s.comm.impl().selector->describe(c));
+  return fmt::format("auto ({})", internal::impl(s.comm).selector->describe(c));
 }
 
 // Where rank 0's steps travel: what its node shares, and MPI to ranks elsewhere.
 std::string links_of(const Communicator& c) {
-  const exec::ShmLinks* links = c.impl().links.get();
+  const exec::ShmLinks* links = internal::impl(c).links.get();
   const int shared = links ? links->local_ranks() : 0;
   if (c.size() == 1) return "none";
   if (shared < 2) return "MPI";

@@ -88,7 +88,8 @@ struct Schedule {
   std::uint32_t phase_count() const { return steps.empty() ? 0 : steps.back().phase + 1; }
 };
 
-// Which collective a schedule computes; the verifier's reference depends on it.
+// Which collective a schedule computes (the build request names it, not the Schedule); the
+// verifier's reference depends on it.
 using toroid::Collective;
 
 std::string_view to_string(Kind k) noexcept;

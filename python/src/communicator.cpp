@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "api/communicator_impl.hpp"
+#include "api/internal.hpp"
 #include "bindings.hpp"
 #include "mpi_base/mpi_check.hpp"
 #include "tensor.hpp"
@@ -237,7 +237,7 @@ void bind_communicator(py::module_& m) {
            })
       .def_property_readonly("single_copy_calls",
                              [](const C& c) {
-                               const auto& m = c.get().impl();
+                               const auto& m = internal::impl(c.get());
                                return m.memory ? m.memory->single_copy_calls() : 0;
                              })
 

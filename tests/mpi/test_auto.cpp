@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "api/communicator_impl.hpp"
+#include "api/internal.hpp"
 #include "model/tuning.hpp"
 #include "mpi_test.hpp"
 #include "toroid/toroid.hpp"
@@ -21,7 +21,7 @@ namespace {
 
 // Every rank's choice for (c, bytes) equals rank 0's.
 bool same_everywhere(Communicator& comm, Collective c, std::uint64_t bytes) {
-  int mine = static_cast<int>(comm.impl().selector->choose(c, bytes)), first = mine;
+  int mine = static_cast<int>(internal::impl(comm).selector->choose(c, bytes)), first = mine;
   MPI_Bcast(&first, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return all_ranks(first == mine);
 }
@@ -50,7 +50,7 @@ TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the re
   setenv("TOROID_ALGO", "allreduce:0-1K=mpi,1K-64K=ring", 1);
   {
     Communicator comm(MPI_COMM_WORLD);
-    model::Selector& s = *comm.impl().selector;
+    model::Selector& s = *internal::impl(comm).selector;
     CHECK(all_ranks(s.choose(Collective::allreduce, 512) == Algorithm::mpi));
     CHECK(all_ranks(s.choose(Collective::allreduce, 4096) == Algorithm::ring));
     CHECK(all_ranks(s.choice(Collective::allreduce, model::Selector::size_class(1u << 20)).rule ==
@@ -71,7 +71,7 @@ TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every ran
   std::string links = "(no communicator)";
   try {
     Communicator comm(MPI_COMM_WORLD);
-    links = comm.impl().selector->describe_links();
+    links = internal::impl(comm).selector->describe_links();
     CHECK(all_ranks(sums_right(comm, 5000)));
   } catch (const Error& e) {
     links = e.what();

@@ -44,14 +44,16 @@ void sweep(Collective coll, const char* name) {
 
 }  // namespace
 
-TEST_CASE("allreduce matches stock MPI for every type, op, count and placement", "[collectives][mpich]") {
+TEST_CASE("allreduce matches stock MPI for every type, op, count and placement",
+          "[collectives][mpich]") {
   sweep(Collective::allreduce, "allreduce");
 }
 TEST_CASE("reduce_scatter matches stock MPI for every type, op, count and placement",
           "[collectives][mpich]") {
   sweep(Collective::reduce_scatter, "reduce_scatter");
 }
-TEST_CASE("allgather matches stock MPI for every type, count and placement", "[collectives][mpich]") {
+TEST_CASE("allgather matches stock MPI for every type, count and placement",
+          "[collectives][mpich]") {
   sweep(Collective::allgather, "allgather");
 }
 TEST_CASE("broadcast delivers the root's bits for every type and count", "[collectives][mpich]") {
@@ -252,4 +254,63 @@ TEST_CASE("typed span API, segment sizes and the TOROID_* defaults agree with ea
   CHECK(all_ranks(b == c));
   CHECK(small.segment_bytes() == 64);
   CHECK(dflt.segment_bytes() == default_segment_bytes);
+}
+
+TEST_CASE("every typed form gives what its type-erased call gives", "[collectives]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = comm.size(), me = comm.rank();
+  const std::size_t n = 37 * static_cast<std::size_t>(p) + 3;
+  std::vector<int> in(n);
+  for (std::size_t i = 0; i < n; ++i)
+    in[i] = static_cast<int>(i * 7 + static_cast<std::size_t>(me) * 3);
+  const Block own = block_of(n, p, me);
+  const std::span<const int> cin(in);
+  // The reference: the type-erased calls.
+  std::vector<int> rs_ref(own.count), ag_ref(n), bc_ref(in);
+  reduce_scatter(in.data(), n, rs_ref.data(), own.count, DataType::i32, ReduceOp::sum, comm);
+  allgather(in.data() + own.offset, own.count, ag_ref.data(), n, DataType::i32, comm);
+  broadcast(bc_ref.data(), n, DataType::i32, p - 1, comm);
+
+  std::vector<int> rs(own.count), ag(n), bc(in);
+  Request r = reduce_scatter_init(cin, std::span<int>(rs), ReduceOp::sum, comm);
+  r.start();
+  r.wait();
+  CHECK(all_ranks(rs == rs_ref));
+  Request g = allgather_init(std::span<const int>(in).subspan(own.offset, own.count),
+                             std::span<int>(ag), comm);
+  g.start();
+  g.wait();
+  CHECK(all_ranks(ag == ag_ref));
+  Request b = broadcast_init(std::span<int>(bc), p - 1, comm);
+  b.start();
+  b.wait();
+  CHECK(all_ranks(bc == bc_ref));
+  std::vector<int> whole(in);  // in place: the own block at its offset
+  allgather(std::span<int>(whole), comm);
+  std::vector<int> ag_in_place(n);
+  allgather(in.data() + own.offset, own.count, ag_in_place.data(), n, DataType::i32, comm);
+  CHECK(all_ranks(whole == ag_in_place));
+
+  // Along each axis: (in, out), in place and non-blocking against the type-erased call.
+  for (const Axis axis : {Axis::x, Axis::y}) {
+    const Coord at = comm.topology().coord_of(me);
+    const Block mine = block_of(n, comm.topology().dim(axis), axis == Axis::x ? at.x : at.y);
+    std::vector<int> ref(mine.count), got(mine.count);
+    reduce_scatter_axis(in.data(), n, ref.data(), mine.count, DataType::i32, ReduceOp::sum, axis,
+                        comm);
+    reduce_scatter_axis(cin, std::span<int>(got), ReduceOp::sum, axis, comm);
+    CHECK(all_ranks(got == ref));
+    std::fill(got.begin(), got.end(), 0);
+    ireduce_scatter_axis(cin, std::span<int>(got), ReduceOp::sum, axis, comm).wait();
+    CHECK(all_ranks(got == ref));
+    std::vector<int> gref(n), gin(in);
+    allgather_axis(in.data() + mine.offset, mine.count, gref.data(), n, DataType::i32, axis, comm);
+    allgather_axis(std::span<int>(gin), axis, comm);
+    CHECK(all_ranks(gin == gref));
+    std::vector<int> gnb(n);
+    iallgather_axis(std::span<const int>(in).subspan(mine.offset, mine.count), std::span<int>(gnb),
+                    axis, comm)
+        .wait();
+    CHECK(all_ranks(gnb == gref));
+  }
 }

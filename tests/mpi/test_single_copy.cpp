@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/communicator_impl.hpp"
+#include "api/internal.hpp"
 #include "exec/single_copy.hpp"
 #include "mpi_test.hpp"
 #include "toroid/toroid.hpp"
@@ -22,13 +22,13 @@ using testing::world_size;
 namespace {
 
 std::uint64_t single_copy_calls(Communicator& c) {
-  return c.impl().memory ? c.impl().memory->single_copy_calls() : 0;
+  return internal::impl(c).memory ? internal::impl(c).memory->single_copy_calls() : 0;
 }
 std::uint64_t staged_calls(Communicator& c) {
-  return c.impl().memory ? c.impl().memory->staged_calls() : 0;
+  return internal::impl(c).memory ? internal::impl(c).memory->staged_calls() : 0;
 }
 // Whether this job can take the single-copy path: every rank on one node, shared memory allowed.
-bool single_copy_here(Communicator& c) { return c.impl().single_copy_possible(); }
+bool single_copy_here(Communicator& c) { return internal::impl(c).single_copy_possible(); }
 
 // Rank r's element i in iteration `it`: small integers, so sums in float are exact.
 float value(int r, std::size_t i, int it) {
@@ -343,11 +343,11 @@ TEST_CASE("repeated blocking calls reuse their op, never across an allocate or w
       for (std::size_t i = 0; i < n; ++i) in[i] = value(world_rank(), i, it);
       allreduce(std::span<const float>(in), std::span<float>(out), ReduceOp::sum, comm);
       for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == sum_of(i, it);
-      ok = ok && (comm.impl().last_call.op != nullptr) == !check;
+      ok = ok && (internal::impl(comm).last_call.op != nullptr) == !check;
     }
     // Memory that becomes toroid's may change a call's path: allocate forgets the last call.
     Buffer<float> b = comm.allocate<float>(n);
-    ok = ok && comm.impl().last_call.op == nullptr;
+    ok = ok && internal::impl(comm).last_call.op == nullptr;
     // Another call (other arguments) replaces the kept one and is right too.
     allreduce(std::span<const float>(out), std::span<float>(in), ReduceOp::max, comm);
     for (std::size_t i = 0; i < n; ++i) ok = ok && in[i] == sum_of(i, 3);
@@ -385,7 +385,7 @@ TEST_CASE("blocking calls on other buffers of the last call's shape rebind its o
           allreduce(src, std::span<float>(out[k]), ReduceOp::sum, comm, a);
           for (std::size_t i = 0; i < n; ++i) ok = ok && out[k][i] == sum_of(i, it);
           // Every call after the first of a form ran the op the first one bound.
-          const exec::Op* op = comm.impl().last_call.op.get();
+          const exec::Op* op = internal::impl(comm).last_call.op.get();
           if (it == 0 || it == 4) first_op = op;
           rebound = rebound && op == first_op;
         }

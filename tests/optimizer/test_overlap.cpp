@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "../mpi/mpi_test.hpp"
-#include "api/communicator_impl.hpp"
+#include "api/internal.hpp"
 #include "model.hpp"
 #include "toroid/toroid.hpp"
 
@@ -321,7 +321,7 @@ TEST_CASE("GradientReducer and ShardedOptimizer buckets run single-copy on one n
   const int p = world_size(), r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
   const auto single_copies = [&] {
-    const auto& memory = comm.impl().memory;  // single-copy (large buckets) or staged (small)
+    const auto& memory = internal::impl(comm).memory;  // single-copy (large buckets) or staged (small)
     return memory ? memory->single_copy_calls() + memory->staged_calls() : 0;
   };
   OptimizerConfig config;
@@ -336,7 +336,7 @@ TEST_CASE("GradientReducer and ShardedOptimizer buckets run single-copy on one n
   // Every bucket's reduce-scatter and all-gather (one all-reduce alone, where nothing is
   // sharded), where the whole job is on one node.
   const std::size_t per_bucket = p > 1 ? 2 : 1, buckets = opt.buckets().size();
-  const bool possible = comm.impl().single_copy_possible();
+  const bool possible = internal::impl(comm).single_copy_possible();
   CHECK(all_ranks(single_copies() - before == (possible ? per_bucket * buckets : 0)));
   CHECK(possible == (testing::real_nodes() == 1));
 }
