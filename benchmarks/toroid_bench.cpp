@@ -38,11 +38,12 @@ void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::
   const std::uint64_t bytes = row.count * es;
   if (a == Algorithm::automatic && c != Collective::broadcast &&
       internal::impl(comm).single_copy_possible()) {
-    if (exec::staged_fits(c, row.count, es, comm.size())) {
+    if (exec::takes_staged_path(c, row.count, es, comm.size())) {
       row.picked = "staged";
       return;
     }
-    if (memory == Settings::Memory::toroid && !exec::fits_stage(c, row.count, es, comm.size())) {
+    if (memory == Settings::Memory::toroid &&
+        !exec::small_enough_to_stage(c, row.count, es, comm.size())) {
       row.picked = "single_copy";
       return;
     }
@@ -66,7 +67,7 @@ int run(const Settings& s, int rank) {
     if (s.timeout_s)
       o.timeout_seconds = *s.timeout_s;
     else if (!env || !*env)
-      o.timeout_seconds = Settings::default_timeout_s;
+      o.timeout_seconds = Settings::kDefaultTimeoutS;
     comms.push_back(std::make_unique<Communicator>(MPI_COMM_WORLD, o));
   }
   Communicator& comm = *comms.front();

@@ -26,8 +26,8 @@ namespace {
 // `auto` on the modeled torus: above kMaxModeledRanks chips the rule the library follows at
 // that scale (model::fixed_rule), else what the selector does (every candidate priced, the
 // fastest wins; here on the torus's own links).
-model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Request& r,
-                              const std::vector<int>& nodes, Algorithm& picked) {
+model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Spec& r,
+                               const std::vector<int>& nodes, Algorithm& picked) {
   const Torus2D& t = o.model.topology;
   if (t.size() > model::kMaxModeledRanks) {
     picked = model::fixed_rule(r.collective, r.count * size_of(o.type), t);
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
     for (Algorithm a : o.algos) {
       if (!implements(a, c)) continue;  // e.g. swing: all-reduce only
       for (std::uint64_t bytes : o.sizes) {
-        schedule::Request r;
+        schedule::Spec r;
         r.collective = c;
         r.count = bytes / size_of(o.type);
         const auto t0 = std::chrono::steady_clock::now();

@@ -132,8 +132,8 @@ sim_cli::Fit fit_regimes(const std::vector<std::pair<double, double>>& pts) {
 
 // Fits one link class from the pairs' exchanges: the median pair's fit on rank 0.
 std::optional<model::LinkParams> measure(std::optional<int> pair_color, const Settings& s,
-                                        std::optional<Transport> transport, const char* name,
-                                        int rank) {
+                                         std::optional<Transport> transport, const char* name,
+                                         int rank) {
   MPI_Comm split = MPI_COMM_NULL;
   MPI_Comm_split(MPI_COMM_WORLD, pair_color ? *pair_color : MPI_UNDEFINED, rank, &split);
   std::optional<Communicator> pair;

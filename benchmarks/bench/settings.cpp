@@ -60,7 +60,8 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "format", po::value(&s.format)->default_value(s.format), "table|csv|json")(
       "output", po::value(&s.output), "write the results to this file instead of stdout")(
       "csv", po::value(&s.csv),
-      "also write the rows as CSV to this file, whatever --format is (for benchmarks/plot_bench.py)")(
+      "also write the rows as CSV to this file, whatever --format is (for "
+      "benchmarks/plot_bench.py)")(
       "isa", po::value<std::string>(),
       "comma list of kernel levels (scalar, avx2, avx512, auto): toroid's rows "
       "are repeated per level, named ALGO@LEVEL, all in this run")(

@@ -23,9 +23,9 @@ struct Settings {
   std::string format = "table";  // table | csv | json
   std::string output;            // file for the results; empty: stdout
   std::string csv;               // also the rows as CSV here (for plots); empty: none
-  // --timeout; unset: TOROID_TIMEOUT, else default_timeout_s (see toroid_bench.cpp).
+  // --timeout; unset: TOROID_TIMEOUT, else kDefaultTimeoutS (see toroid_bench.cpp).
   std::optional<double> timeout_s;
-  static constexpr double default_timeout_s = 300;
+  static constexpr double kDefaultTimeoutS = 300;
   std::vector<std::string>
       isas;  // kernel levels to run toroid's algorithms with; empty: the active one
   // Transports to run toroid's algorithms over (rows named ALGO/TRANSPORT when more than one).

@@ -12,6 +12,7 @@
 
 #include "toroid/algorithm.hpp"
 #include "toroid/buffer.hpp"
+#include "toroid/defaults.hpp"
 #include "toroid/topology.hpp"
 
 namespace toroid {
@@ -69,14 +70,6 @@ struct Options {
   // communicators write FILE.2, FILE.3, ... Empty: TOROID_TRACE, else none.
   std::string trace;
 };
-
-inline constexpr std::size_t default_segment_bytes = 256 * 1024;
-// The default instead where the communicator spans several real nodes (and neither
-// Options::segment_bytes nor TOROID_SEGMENT_BYTES says otherwise). Over TCP, MPI sends a
-// message above its eager limit (Open MPI: 64 KiB) by rendezvous, and the receiver's reply waits
-// in the same TCP stream behind the bulk data going the other way, so an algorithm that uses
-// both directions of a link got no more than one of them (measured: docs/cluster.md).
-inline constexpr std::size_t cross_node_segment_bytes = 56 * 1024;
 
 class Communicator {
  public:

@@ -51,6 +51,7 @@
 
 #include "toroid/algorithm.hpp"
 #include "toroid/communicator.hpp"
+#include "toroid/defaults.hpp"
 #include "toroid/types.hpp"
 
 namespace toroid {
@@ -64,9 +65,6 @@ struct Gradient {
   std::size_t count;
   DataType type;  // f32 or bf16
 };
-
-inline constexpr std::size_t default_bucket_bytes = std::size_t{25} << 20;       // as DDP
-inline constexpr std::size_t default_first_bucket_bytes = std::size_t{1} << 20;  // as DDP
 
 struct ReducerConfig {
   std::size_t bucket_bytes = default_bucket_bytes;

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "toroid/communicator.hpp"
+#include "toroid/defaults.hpp"
 #include "toroid/types.hpp"
 
 namespace toroid {
@@ -89,8 +90,8 @@ struct OptimizerConfig {
   bool average = true;
   // Bucket sizes, in bytes of the wire type (f32, or bf16 with bf16_gradients); the first
   // bucket (the last layers) is smaller so its communication starts early (as PyTorch DDP).
-  std::size_t bucket_bytes = std::size_t{25} << 20;
-  std::size_t first_bucket_bytes = std::size_t{1} << 20;
+  std::size_t bucket_bytes = default_bucket_bytes;
+  std::size_t first_bucket_bytes = default_first_bucket_bytes;
   // After the first step with ready() calls, re-cut the buckets in the order rank 0 saw them
   // (the optimizer state moves with the elements; one all-reduce of the state, once).
   bool rebuild_buckets = true;

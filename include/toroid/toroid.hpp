@@ -8,7 +8,7 @@
 #include "toroid/gradient_reducer.hpp"
 #include "toroid/optimizer.hpp"
 #include "toroid/request.hpp"
-#include "toroid/typed.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/typed.hpp"
 #include "toroid/types.hpp"
 #include "toroid/version.hpp"

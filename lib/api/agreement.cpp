@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "mpi_base/mpi_check.hpp"
 #include "core/who_holds.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::api {

@@ -138,8 +138,8 @@ std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Commun
   const std::uint64_t count = full_count(c);
   if (count == 0) return std::nullopt;
   exec::SingleCopyCall s{c.collective, count, {}, {}, in_place, m.rank, m.size};
-  if (exec::fits_stage(c.collective, count, es, m.size)) {
-    if (!exec::staged_fits(c.collective, count, es, m.size)) return std::nullopt;  // 2 ranks
+  if (exec::small_enough_to_stage(c.collective, count, es, m.size)) {
+    if (!exec::takes_staged_path(c.collective, count, es, m.size)) return std::nullopt;  // 2 ranks
     s.staged = true;
     s.in_data = static_cast<const std::byte*>(c.in);
     s.out_data = static_cast<std::byte*>(c.out);
@@ -234,11 +234,11 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
 
 // An op for the single-copy form of `p`: named "(auto)" in messages, whatever auto would have
 // chosen among the schedules.
-std::shared_ptr<exec::Op> single_copy_op(Communicator::Impl& m, const Prepared& p,
-                                         bool may_fall_back) {
+std::shared_ptr<exec::BoundCollective> single_copy_op(Communicator::Impl& m, const Prepared& p,
+                                                      bool may_fall_back) {
   exec::ExecParams params = p.params;
   params.what.algorithm = Algorithm::automatic;
-  auto op = std::make_shared<exec::Op>();
+  auto op = std::make_shared<exec::BoundCollective>();
   op->bind_single_copy(*m.memory, *p.single_copy, params, may_fall_back);
   return op;
 }
@@ -276,9 +276,9 @@ bool in_place_call(const Call& c, const Communicator::Impl& m) {
 void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   Communicator::Impl& m = internal::impl(comm);
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
-  if (m.last_call.op && m.last_call.op->state() != exec::Op::State::active) {
+  if (m.last_call.op && m.last_call.op->state() != exec::BoundCollective::State::active) {
     if (m.last_call.key == key) {
-      m.progress->run(m.last_call.op);
+      m.executor->run(m.last_call.op);
       return;
     }
     const bool ip = in_place_call(c, m);
@@ -290,7 +290,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
       user.output = static_cast<std::byte*>(c.out);
       user.elem_size = size_of(c.type);
       m.last_call.key = key;
-      m.progress->run_on(m.last_call.op, user);
+      m.executor->run_on(m.last_call.op, user);
       return;
     }
   }
@@ -299,7 +299,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
     // A blocking call may fall back: every rank learns inside the call that the ranks' buffers
     // are in different allocations, and then runs the schedule below, at the same point.
     auto op = single_copy_op(m, p, true);
-    m.progress->run(op);
+    m.executor->run(op);
     if (!op->fell_back()) return;
   }
   if (p.stock) {
@@ -309,26 +309,26 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
     if (m.tracer) m.tracer->end_call(traced);  // a stock call is one slice: MPI's steps are its own
     return;
   }
-  auto op = m.progress->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params);
+  auto op = m.executor->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params);
   if (!m.config.check && !p.single_copy)
     m.last_call = {key, in_place_call(c, m), op, p.params.what};
-  m.progress->run(op);
+  m.executor->run(op);
 }
 
 Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bool persistent) {
   Communicator::Impl& m = internal::impl(comm);
   auto state = std::make_shared<Request::State>();
-  state->progress = m.progress;
+  state->executor = m.executor;
   state->persistent = persistent;
   state->rank = m.rank;
   // The same non-blocking call as the last, whose request is gone and whose op has finished:
   // started again as it is, without prepare() (an op a request still holds is never shared).
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
   if (!persistent && m.last_start.op && m.last_start.key == key &&
-      m.last_start.op.use_count() == 1 && m.progress->finished(*m.last_start.op)) {
+      m.last_start.op.use_count() == 1 && m.executor->finished(*m.last_start.op)) {
     state->what = m.last_start.what;
     state->op = m.last_start.op;
-    m.progress->start(state->op);
+    m.executor->start(state->op);
     state->started = true;
     return internal::make_request(std::move(state));
   }
@@ -346,12 +346,12 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     return internal::make_request(std::move(state));
   }
   state->op = p.single_copy ? single_copy_op(m, p, false)
-                            : m.progress->acquire(p.schedule->schedule, p.schedule->serial,
+                            : m.executor->acquire(p.schedule->schedule, p.schedule->serial,
                                                   p.buffers, p.params, persistent);
   if (!persistent && !m.config.check && !p.single_copy)
     m.last_start = {key, in_place_call(c, m), state->op, state->what};
   if (!persistent) {
-    m.progress->start(state->op);
+    m.executor->start(state->op);
     state->started = true;
   }
   return internal::make_request(std::move(state));

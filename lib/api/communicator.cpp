@@ -53,8 +53,8 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     // come from text alone, so their errors can be agreed on.
     m.node_split = std::make_shared<const mpi_base::NodeSplit>(m.comm);
     if (!m.config.nodes.empty())
-      api::run_agreed(
-          m.comm, [&] { m.nodes = topology::emulated_nodes(m.config.nodes, m.size, m.rank); });
+      api::run_agreed(m.comm,
+                      [&] { m.nodes = topology::emulated_nodes(m.config.nodes, m.size, m.rank); });
     else
       m.nodes = m.node_split->layout();
     api::run_agreed(m.comm,
@@ -65,7 +65,8 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     const Coord c = m.topology.coord_of(m.rank);
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
-    if (m.config.transport != Transport::mpi) m.links = std::make_unique<exec::ShmLinks>(m.comm, m.node_split);
+    if (m.config.transport != Transport::mpi)
+      m.links = std::make_unique<exec::ShmLinks>(m.comm, m.node_split);
     exec::Backoff::note_node_ranks(m.links ? m.links->node_ranks() : m.nodes.local_size);
     // `shm` asks for the shared-memory links: where a node has no room for them, say so (only
     // `auto` may run such a node over MPI instead).
@@ -85,14 +86,14 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
         m.links->local_ranks() == m.size)
       api::run_agreed(m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.node_split); });
     m.selector = api::make_selector(m);
-    m.progress = std::make_shared<api::Progress>(m.comm);
+    m.executor = std::make_shared<api::Executor>(m.comm);
     if (!m.config.trace.empty()) {
       const std::string path = exec::Tracer::path_for(m.config.trace);
       api::run_agreed(m.comm, [&] {
         if (m.rank == 0) exec::Tracer::check_writable(path);
       });
       m.tracer = std::make_unique<exec::Tracer>(m.comm, path);
-      m.progress->set_tracer(m.tracer.get());
+      m.executor->set_tracer(m.tracer.get());
     }
     if (m.config.progress == ProgressMode::thread) {
       int level = MPI_THREAD_SINGLE;
@@ -109,10 +110,10 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
                           : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
                                                          : "MPI_THREAD_SERIALIZED"));
       });
-      m.progress->start_thread();
+      m.executor->start_thread();
     }
   } catch (...) {
-    m.progress.reset();
+    m.executor.reset();
     m.tracer.reset();
     m.memory.reset();
     m.links.reset();
@@ -131,9 +132,9 @@ Communicator::~Communicator() {
     if (impl_->tracer) impl_->tracer->write(MPI_COMM_NULL);  // each rank its own file
     return;
   }
-  if (impl_->progress) {
+  if (impl_->executor) {
     try {
-      impl_->progress->wait_all();
+      impl_->executor->wait_all();
     } catch (const std::exception& e) {
       fmt::print(
           stderr,
@@ -141,10 +142,10 @@ Communicator::~Communicator() {
           impl_->rank, e.what());
     }
     if (impl_->tracer) {
-      impl_->progress->set_tracer(nullptr);
+      impl_->executor->set_tracer(nullptr);
       impl_->tracer->write(impl_->comm);
     }
-    impl_->progress.reset();
+    impl_->executor.reset();
   }
   impl_->links.reset();
   impl_->memory.reset();

@@ -7,14 +7,14 @@
 #include <tuple>
 
 #include "api/config.hpp"
-#include "api/progress.hpp"
+#include "api/executor.hpp"
 #include "exec/node_memory.hpp"
-#include "model/selector.hpp"
 #include "exec/shm_links.hpp"
 #include "exec/stock.hpp"
 #include "exec/tracer.hpp"
-#include "schedule/step.hpp"
+#include "model/selector.hpp"
 #include "mpi_base/nodes.hpp"
+#include "schedule/step.hpp"
 #include "toroid/communicator.hpp"
 
 namespace toroid {
@@ -32,11 +32,11 @@ class ScheduleCache {
   const Entry& get(const Key& key, Build&& build) {
     auto it = entries_.find(key);
     if (it != entries_.end()) return it->second;
-    if (entries_.size() >= capacity) clear();
+    if (entries_.size() >= kCapacity) clear();
     auto made = std::make_shared<const schedule::Schedule>(build());
     return entries_.emplace(key, Entry{std::move(made), ++serial_}).first->second;
   }
-  static constexpr std::size_t capacity = 256;
+  static constexpr std::size_t kCapacity = 256;
 
  private:
   void clear() { entries_.clear(); }
@@ -53,7 +53,7 @@ class ScheduleCache {
 struct RepeatedCall {
   std::array<std::uint64_t, 6> key{};
   bool in_place = false;  // the call's form, which a call on other buffers must share
-  std::shared_ptr<exec::Op> op;
+  std::shared_ptr<exec::BoundCollective> op;
   exec::CallName what;  // a request's name (non-blocking starts)
   void forget() { op.reset(); }
 };
@@ -74,10 +74,10 @@ struct Communicator::Impl {
   bool allocated = false;
   RepeatedCall last_start;  // the same for the last non-blocking start
   exec::StockOps stock_ops;
-  std::unique_ptr<exec::ShmLinks> links;     // null with Transport::mpi
+  std::unique_ptr<exec::ShmLinks> links;      // null with Transport::mpi
   std::unique_ptr<model::Selector> selector;  // `auto`
-  std::unique_ptr<exec::Tracer> tracer;      // TOROID_TRACE: the timeline; null: none
-  std::shared_ptr<api::Progress> progress;  // after links: destroyed first; requests hold it weakly
+  std::unique_ptr<exec::Tracer> tracer;       // TOROID_TRACE: the timeline; null: none
+  std::shared_ptr<api::Executor> executor;  // after links: destroyed first; requests hold it weakly
   // The node's control block and the memory handed to the program (Communicator::allocate):
   // made at construction where the whole communicator is on one node, else by the first allocate.
   std::unique_ptr<exec::NodeMemory> memory;

@@ -46,7 +46,8 @@ Config resolve_config(const Options& options) {
     } catch (const InvalidArgument& e) {
       throw InvalidArgument(std::string("Options::algorithm_rules: ") + e.what());
     }
-  } else if (const char* v = env("TOROID_ALGO"); v && model::is_rule_list(v) && !options.algorithm) {
+  } else if (const char* v = env("TOROID_ALGO");
+             v && model::is_rule_list(v) && !options.algorithm) {
     c.rules = parse_env("TOROID_ALGO", v, model::parse_algorithm_rules);
   }
   if (const char* v = env("TOROID_TUNING")) c.tuning_file = v;

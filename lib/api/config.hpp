@@ -15,9 +15,9 @@ namespace toroid::api {
 // Debug builds of the library (no NDEBUG) check collective arguments across ranks unless told
 // not to: a mismatch caught while developing costs less than a hang found in production.
 #ifdef NDEBUG
-inline constexpr bool check_by_default = false;
+inline constexpr bool kCheckByDefault = false;
 #else
-inline constexpr bool check_by_default = true;
+inline constexpr bool kCheckByDefault = true;
 #endif
 
 struct Config {
@@ -29,7 +29,7 @@ struct Config {
   bool log_choices = false;  // TOROID_LOG=info: rank 0 says what auto picks, once per size class
   std::size_t segment_bytes = default_segment_bytes;
   bool segment_bytes_given = false;  // by Options or TOROID_SEGMENT_BYTES
-  bool check = check_by_default;     // compare collective arguments across ranks before each call
+  bool check = kCheckByDefault;      // compare collective arguments across ranks before each call
   std::string nodes;                 // emulated node sizes ("3,2,3"); empty: the real nodes
   double timeout_s = 0;              // watchdog (TOROID_TIMEOUT); 0: off
   Transport transport = Transport::automatic;

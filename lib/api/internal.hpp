@@ -14,7 +14,9 @@ namespace toroid::internal {
 struct Access {
   static Communicator::Impl& impl(Communicator& c) noexcept { return *c.impl_; }
   static const Communicator::Impl& impl(const Communicator& c) noexcept { return *c.impl_; }
-  static Request request(std::shared_ptr<Request::State> s) noexcept { return Request(std::move(s)); }
+  static Request request(std::shared_ptr<Request::State> s) noexcept {
+    return Request(std::move(s));
+  }
 };
 
 inline Communicator::Impl& impl(Communicator& c) noexcept { return Access::impl(c); }

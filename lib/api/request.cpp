@@ -36,7 +36,7 @@ bool Request::persistent() const noexcept { return state_ && state_->persistent;
 bool Request::is_complete() const {
   if (!state_ || !state_->started) return false;
   if (state_->stock) return state_->stock->complete();
-  auto progress = state_->progress.lock();
+  auto progress = state_->executor.lock();
   if (!progress) return true;
   return progress->finished(*state_->op);
 }
@@ -47,7 +47,7 @@ bool Request::test() {
   try {
     if (state_->stock)
       done = state_->stock->test();
-    else if (auto progress = state_->progress.lock())
+    else if (auto progress = state_->executor.lock())
       done = progress->test(*state_->op);
   } catch (...) {
     state_->started = false;
@@ -62,7 +62,7 @@ void Request::wait() {
   state_->started = false;
   if (state_->stock)
     state_->stock->wait();
-  else if (auto progress = state_->progress.lock())
+  else if (auto progress = state_->executor.lock())
     progress->wait(*state_->op);
 }
 
@@ -79,7 +79,7 @@ void Request::start() {
     throw InvalidArgument(
         fmt::format("Request::start on rank {}: {} is still active (wait for it first)",
                     state_->rank, state_->what.text()));
-  auto progress = state_->progress.lock();
+  auto progress = state_->executor.lock();
   if (!progress)
     throw InvalidArgument(fmt::format(
         "Request::start on rank {}: its communicator has been destroyed", state_->rank));

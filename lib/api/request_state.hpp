@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "api/progress.hpp"
+#include "api/executor.hpp"
 #include "exec/params.hpp"
 #include "exec/stock.hpp"
 #include "toroid/request.hpp"
@@ -13,10 +13,10 @@
 namespace toroid {
 
 struct Request::State {
-  std::weak_ptr<api::Progress> progress;
-  std::shared_ptr<exec::Op> op;            // toroid's algorithms
-  std::unique_ptr<exec::StockCall> stock;  // the `mpi` algorithm
-  exec::CallName what;                     // "non-blocking allreduce (mpi)", for messages
+  std::weak_ptr<api::Executor> executor;
+  std::shared_ptr<exec::BoundCollective> op;  // toroid's algorithms
+  std::unique_ptr<exec::StockCall> stock;     // the `mpi` algorithm
+  exec::CallName what;                        // "non-blocking allreduce (mpi)", for messages
   bool persistent = false;
   bool started = false;  // started and not yet seen complete by test/wait
   int rank = 0;

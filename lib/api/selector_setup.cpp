@@ -45,8 +45,8 @@ std::string line_for(const Communicator::Impl& m, const model::Selector& s, Coll
   else if (ch.rule)
     why = fmt::format("by rule {}", ch.rule->text);
   else if (!ch.modeled)
-    why =
-        m.size == 1 ? "one rank" : fmt::format("fixed rule above {} ranks", model::kMaxModeledRanks);
+    why = m.size == 1 ? "one rank"
+                      : fmt::format("fixed rule above {} ranks", model::kMaxModeledRanks);
   else {
     why = "model:";
     for (auto [a, t] : ch.predicted) why += fmt::format(" {} {:.1f}", to_string(a), t * 1e6);

@@ -26,13 +26,13 @@ double parse_seconds(std::string_view text, std::string_view what) {
   // number (strtod would stop at an embedded NUL and call the rest parsed).
   double v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || !(v >= 0) || v > max_timeout_seconds)
+  if (ec != std::errc() || end != text.data() + text.size() || !(v >= 0) || v > kMaxTimeoutSeconds)
     bad(what, text, "is not a number of seconds in [0, 1e6]");
   return v;
 }
 
 std::size_t checked_segment_bytes(std::uint64_t bytes, std::string_view what) {
-  if (bytes < min_segment_bytes || bytes > max_segment_bytes)
+  if (bytes < kMinSegmentBytes || bytes > kMaxSegmentBytes)
     throw InvalidArgument(std::string(what) + ": segment size " + std::to_string(bytes) +
                           " bytes is outside [64, 1G]");
   return static_cast<std::size_t>(bytes);
@@ -55,7 +55,7 @@ std::vector<int> parse_node_counts(std::string_view text, std::string_view what)
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || v < 1)
       bad(what, text, "has '" + std::string(item) + "', which is not a positive rank count");
     total += v;
-    if (total > max_emulated_ranks) bad(what, text, "adds up to more than 16M ranks");
+    if (total > kMaxRanks) bad(what, text, "adds up to more than 16M ranks");
     counts.push_back(v);
     if (comma == std::string_view::npos) return counts;
     start = comma + 1;

@@ -17,17 +17,19 @@ bool parse_switch(std::string_view text, std::string_view what);
 
 // Seconds in [0, 1e6], decimal or exponent notation (TOROID_TIMEOUT); 0 means off.
 double parse_seconds(std::string_view text, std::string_view what);
-inline constexpr double max_timeout_seconds = 1e6;
+inline constexpr double kMaxTimeoutSeconds = 1e6;
 
-// Pipelining segment: a size (parse_size) within [min_segment_bytes, max_segment_bytes].
+// Pipelining segment: a size (parse_size) within [kMinSegmentBytes, kMaxSegmentBytes].
 std::size_t parse_segment_bytes(std::string_view text, std::string_view what);
 std::size_t checked_segment_bytes(std::uint64_t bytes, std::string_view what);
-inline constexpr std::uint64_t min_segment_bytes = 64;
-inline constexpr std::uint64_t max_segment_bytes = 1ull << 30;
+inline constexpr std::uint64_t kMinSegmentBytes = 64;
+inline constexpr std::uint64_t kMaxSegmentBytes = 1ull << 30;
 
-// Emulated node sizes "3,2,3": every item a positive rank count, at most max_emulated_ranks in
+// Emulated node sizes "3,2,3": every item a positive rank count, at most kMaxRanks in
 // all (TOROID_NODES). Empty text is an error here; callers treat an unset variable separately.
 std::vector<int> parse_node_counts(std::string_view text, std::string_view what);
-inline constexpr int max_emulated_ranks = 1 << 24;  // the largest topology parse accepts
+// The most ranks toroid takes anywhere: the largest torus a topology may name, and the most
+// TOROID_NODES may add up to (16M chips).
+inline constexpr int kMaxRanks = 1 << 24;
 
 }  // namespace toroid

@@ -19,15 +19,15 @@ Channel& Engine::channel(bool sends, int peer, int tag) {
   return channels_[schedule::channel_key(sends, peer, tag)];
 }
 
-void Engine::start(const std::shared_ptr<Op>& op, bool move_now) {
-  if (op->state_ == Op::State::active)
+void Engine::start(const std::shared_ptr<BoundCollective>& op, bool move_now) {
+  if (op->state_ == BoundCollective::State::active)
     throw InvalidArgument("a collective was started while it is still active");
-  op->state_ = Op::State::active;
+  op->state_ = BoundCollective::State::active;
   op->error_ = nullptr;
   op->first_open_ = 0;
   if (tracer_) op->trace_call_ = tracer_->begin_call(op->params_.what.text(), op->params_.bytes);
-  if (op->direct_) {
-    op->direct_->restart();
+  if (op->single_copy_) {
+    op->single_copy_->restart();
     single_copies_.push_back(op.get());
   }
   for (Task& t : op->tasks_) {
@@ -50,10 +50,10 @@ void Engine::start(const std::shared_ptr<Op>& op, bool move_now) {
   } catch (...) {
     fail_all(std::current_exception());
   }
-  if (op->state_ != Op::State::active) std::erase(active_, op);
+  if (op->state_ != BoundCollective::State::active) std::erase(active_, op);
 }
 
-bool Engine::can_start(const Op& op, const Task& t) const {
+bool Engine::can_start(const BoundCollective& op, const Task& t) const {
   if (t.channel && t.channel->head != &t) return false;
   const schedule::Schedule& s = *op.schedule_;
   const schedule::Step& st = *t.step;
@@ -65,7 +65,7 @@ bool Engine::can_start(const Op& op, const Task& t) const {
   return true;
 }
 
-std::size_t Engine::follow_limit(const Op& op, const Task& t) const {
+std::size_t Engine::follow_limit(const BoundCollective& op, const Task& t) const {
   const schedule::Schedule& s = *op.schedule_;
   const schedule::Step& st = *t.step;
   std::size_t limit = t.bytes;
@@ -79,7 +79,7 @@ std::size_t Engine::follow_limit(const Op& op, const Task& t) const {
 }
 
 template <bool kTrace>
-void Engine::start_task(Op& op, Task& t) {
+void Engine::start_task(BoundCollective& op, Task& t) {
   t.started = true;
   if constexpr (kTrace) t.trace_start_us = tracer_->now_us();
   switch (t.via) {
@@ -96,7 +96,7 @@ void Engine::start_task(Op& op, Task& t) {
   }
 }
 
-void Engine::trace_step(const Op& op, const Task& t) {
+void Engine::trace_step(const BoundCollective& op, const Task& t) {
   const schedule::Step& st = *t.step;
   tracer_->step({t.trace_start_us, tracer_->now_us(), op.trace_call_,
                  static_cast<std::uint32_t>(&t - op.tasks_.data()), st.phase, st.peer, st.tag,
@@ -107,12 +107,12 @@ void Engine::trace_step(const Op& op, const Task& t) {
 }
 
 template <bool kTrace>
-bool Engine::advance_as(Op& op) {
-  if (op.direct_) {
+bool Engine::advance_as(BoundCollective& op) {
+  if (op.single_copy_) {
     if (single_copies_.front() != &op) return false;  // an earlier one first
-    const bool moved = op.direct_->advance();
-    if (op.direct_->finished()) {
-      op.state_ = Op::State::done;
+    const bool moved = op.single_copy_->advance();
+    if (op.single_copy_->finished()) {
+      op.state_ = BoundCollective::State::done;
       single_copies_.pop_front();
       if constexpr (kTrace) tracer_->end_call(op.trace_call_);
     }
@@ -163,7 +163,7 @@ bool Engine::advance_as(Op& op) {
   // above on the next round; the op ends when every task has.
   while (op.first_open_ < tasks.size() && tasks[op.first_open_].finished) ++op.first_open_;
   if (op.first_open_ == tasks.size()) {
-    op.state_ = Op::State::done;
+    op.state_ = BoundCollective::State::done;
     if constexpr (kTrace) tracer_->end_call(op.trace_call_);
   }
   return moved;
@@ -179,14 +179,15 @@ bool Engine::progress() {
     fail_all(std::current_exception());
     return true;
   }
-  std::erase_if(active_,
-                [](const std::shared_ptr<Op>& o) { return o->state_ != Op::State::active; });
+  std::erase_if(active_, [](const std::shared_ptr<BoundCollective>& o) {
+    return o->state_ != BoundCollective::State::active;
+  });
   return moved;
 }
 
 void Engine::fail_all(std::exception_ptr e) {
   for (auto& op : active_) {
-    op->state_ = Op::State::failed;
+    op->state_ = BoundCollective::State::failed;
     op->error_ = e;
   }
   active_.clear();
@@ -196,14 +197,14 @@ void Engine::fail_all(std::exception_ptr e) {
   shm_open_ = 0;
 }
 
-void Engine::wait(Op& op) {
+void Engine::wait(BoundCollective& op) {
   Backoff backoff(op.params_.timeout_s);
-  while (op.state_ == Op::State::active) {
+  while (op.state_ == BoundCollective::State::active) {
     if (progress()) {
       backoff.moved();
       continue;
     }
-    if (op.state_ != Op::State::active) break;
+    if (op.state_ != BoundCollective::State::active) break;
     // Only MPI can move now: block inside it, unless the watchdog needs to look.
     if (shm_open_ == 0 && single_copies_.empty() && requests_.open() > 0 &&
         op.params_.timeout_s <= 0) {
@@ -216,13 +217,13 @@ void Engine::wait(Op& op) {
     }
     if (backoff.idle()) stuck(op);
   }
-  if (op.state_ == Op::State::failed) std::rethrow_exception(op.error_);
+  if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);
 }
 
-bool Engine::test(Op& op) {
-  if (op.state_ == Op::State::active) progress();
-  if (op.state_ == Op::State::failed) std::rethrow_exception(op.error_);
-  return op.state_ != Op::State::active;
+bool Engine::test(BoundCollective& op) {
+  if (op.state_ == BoundCollective::State::active) progress();
+  if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);
+  return op.state_ != BoundCollective::State::active;
 }
 
 void Engine::wait_all() {
@@ -233,7 +234,7 @@ std::string Engine::waiting_lines() const {
   std::string lines;
   int shown = 0;
   for (const auto& op : active_)
-    if (op->direct_) lines += op->direct_->waiting();
+    if (op->single_copy_) lines += op->single_copy_->waiting();
   for (const auto& op : active_)
     for (std::size_t i = op->first_open_; i < op->tasks_.size() && shown < 8; ++i) {
       const Task& t = op->tasks_[i];
@@ -246,7 +247,7 @@ std::string Engine::waiting_lines() const {
   return lines;
 }
 
-void Engine::stuck(const Op& op) const {
+void Engine::stuck(const BoundCollective& op) const {
   // first_open_ is the op's first unfinished step (advance keeps it there).
   const std::uint32_t phase =
       op.first_open_ < op.tasks_.size() ? op.tasks_[op.first_open_].step->phase : 0;

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "exec/op.hpp"
+#include "exec/bound_collective.hpp"
 #include "exec/request_table.hpp"
 
 namespace toroid::exec {
@@ -48,15 +48,15 @@ class Engine {
   // Starts a bound op (idle or done, not active): queues its steps on their channels and, with
   // `move_now`, moves what can move at once (posting its MPI transfers early; over shared memory
   // that is copying, which a progress thread had better do while the caller goes on).
-  void start(const std::shared_ptr<Op>& op, bool move_now = true);
+  void start(const std::shared_ptr<BoundCollective>& op, bool move_now = true);
   // One round over everything in flight; whether anything moved. Never blocks. An error raised
   // here fails every op in flight (they rethrow it from wait/test).
   bool progress();
   // Progress until `op` is done (blocking inside MPI when only MPI can move, and no watchdog);
   // rethrows the op's error. The watchdog (the op's timeout) aborts the job when nothing moves.
-  void wait(Op& op);
+  void wait(BoundCollective& op);
   // One round; whether `op` is done (rethrows its error).
-  bool test(Op& op);
+  bool test(BoundCollective& op);
   // Completes everything in flight.
   void wait_all();
   std::size_t in_flight() const noexcept { return active_.size(); }
@@ -67,24 +67,26 @@ class Engine {
   void set_tracer(Tracer* t) noexcept { tracer_ = t; }
 
  private:
-  bool advance(Op& op) { return tracer_ ? advance_as<true>(op) : advance_as<false>(op); }
+  bool advance(BoundCollective& op) {
+    return tracer_ ? advance_as<true>(op) : advance_as<false>(op);
+  }
   template <bool kTrace>
-  bool advance_as(Op& op);
-  bool can_start(const Op& op, const Task& t) const;
+  bool advance_as(BoundCollective& op);
+  bool can_start(const BoundCollective& op, const Task& t) const;
   template <bool kTrace>
-  void start_task(Op& op, Task& t);
-  void trace_step(const Op& op, const Task& t);
-  std::size_t follow_limit(const Op& op, const Task& t) const;
+  void start_task(BoundCollective& op, Task& t);
+  void trace_step(const BoundCollective& op, const Task& t);
+  std::size_t follow_limit(const BoundCollective& op, const Task& t) const;
   void fail_all(std::exception_ptr e);
   std::string waiting_lines() const;
-  [[noreturn]] void stuck(const Op& op) const;
+  [[noreturn]] void stuck(const BoundCollective& op) const;
 
   MPI_Comm comm_;
   std::map<std::uint64_t, Channel> channels_;
-  std::vector<std::shared_ptr<Op>> active_;
+  std::vector<std::shared_ptr<BoundCollective>> active_;
   // Single-copy ops in flight, in start order: only the first moves (their posts in the node's
   // control block follow one another, single_copy.hpp).
-  std::deque<Op*> single_copies_;
+  std::deque<BoundCollective*> single_copies_;
   RequestTable requests_;
   std::size_t shm_open_ = 0;  // shared-memory tasks not finished, over every op in flight
   Tracer* tracer_ = nullptr;

@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "schedule/buffers.hpp"
 #include "exec/request_table.hpp"
 #include "kernels/reduce.hpp"
+#include "schedule/buffers.hpp"
 #include "schedule/step.hpp"
 
 namespace toroid::exec {
@@ -30,8 +30,8 @@ namespace toroid::exec {
 class MpiTransfer final : public RequestOwner {
  public:
   // staging: depth * segment bytes for a recv_reduce (unused otherwise).
-  void bind(const schedule::Step& st, const schedule::Operand& src, std::byte* dst, std::size_t bytes,
-            std::size_t segment_bytes, std::size_t elem_size, std::byte* staging,
+  void bind(const schedule::Step& st, const schedule::Operand& src, std::byte* dst,
+            std::size_t bytes, std::size_t segment_bytes, std::size_t elem_size, std::byte* staging,
             std::uint32_t depth);
   void reset();
   void start(RequestTable& table, MPI_Comm comm);

@@ -13,7 +13,8 @@ std::size_t whole_pages(std::size_t bytes) { return page_rounded(std::max<std::s
 
 }  // namespace
 
-NodeMemory::NodeMemory(std::shared_ptr<const mpi_base::NodeSplit> nodes) : nodes_(std::move(nodes)) {
+NodeMemory::NodeMemory(std::shared_ptr<const mpi_base::NodeSplit> nodes)
+    : nodes_(std::move(nodes)) {
   node_ = nodes_->comm(), my_local_ = nodes_->local(), local_size_ = nodes_->size();
   local_of_rank_ = nodes_->local_of_rank();
   comm_size_ = static_cast<int>(local_of_rank_.size());

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "schedule/buffers.hpp"
 #include "exec/shm_links.hpp"
 #include "kernels/reduce.hpp"
+#include "schedule/buffers.hpp"
 #include "schedule/step.hpp"
 
 namespace toroid::exec {
@@ -18,7 +18,7 @@ namespace toroid::exec {
 struct ShmTransfer {
   const schedule::Step* step = nullptr;
   ShmChannel channel;
-  schedule::Operand from;                     // send: the data; recv_reduce: the local operand
+  schedule::Operand from;           // send: the data; recv_reduce: the local operand
   std::byte* into = nullptr;        // recv, recv_reduce: the destination
   std::size_t bytes = 0, done = 0;  // done: bytes moved so far
   std::size_t elem_size = 1;

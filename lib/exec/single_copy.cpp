@@ -21,10 +21,6 @@ namespace {
 constexpr std::size_t kChunkBytes = 16 * 1024;
 // Work done per advance() before the engine's other collectives get a turn.
 constexpr std::size_t kWorkBytes = 256 * 1024;
-// Outputs this large are written with non-temporal stores: nothing in the collective reads them
-// again, and write-allocating every line would read it from memory first (2 ranks, 2-128 MiB:
-// 15-40% faster than plain stores).
-constexpr std::size_t kStreamBytes = std::size_t{1} << 20;
 
 std::uint64_t load(const std::uint64_t& v) {
   return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(v))
@@ -36,11 +32,11 @@ void store(std::uint64_t& v, std::uint64_t x) {
 
 }  // namespace
 
-bool staged_fits(Collective c, std::uint64_t count, std::size_t elem_size, int size) {
-  return size >= 3 && fits_stage(c, count, elem_size, size);
+bool takes_staged_path(Collective c, std::uint64_t count, std::size_t elem_size, int size) {
+  return size >= 3 && small_enough_to_stage(c, count, elem_size, size);
 }
 
-bool fits_stage(Collective c, std::uint64_t count, std::size_t elem_size, int size) {
+bool small_enough_to_stage(Collective c, std::uint64_t count, std::size_t elem_size, int size) {
   if (count == 0 || size < 1) return false;
   const std::uint64_t staged =
       (c == Collective::allgather ? count / static_cast<std::uint64_t>(size) + 1 : count) *

@@ -64,11 +64,11 @@ namespace toroid::exec {
 inline constexpr std::size_t kStagedReadBytes = 256 * 1024;
 // Whether a call of `count` elements of `elem_size` bytes over `size` ranks is small enough to
 // stage (what each rank stages: all-gather its block, at most count/size + 1 elements).
-bool fits_stage(Collective c, std::uint64_t count, std::size_t elem_size, int size);
+bool small_enough_to_stage(Collective c, std::uint64_t count, std::size_t elem_size, int size);
 // Whether it takes the staged path: it fits, over 3 ranks or more. At 2 ranks recursive doubling
 // is one exchange too, and measured faster (128 B - 8 KiB: 0.3-2.1 us against 0.4-2.4 us), so
 // small calls there run their schedule, whatever their memory.
-bool staged_fits(Collective c, std::uint64_t count, std::size_t elem_size, int size);
+bool takes_staged_path(Collective c, std::uint64_t count, std::size_t elem_size, int size);
 
 struct SingleCopyCall {
   Collective collective = Collective::allreduce;

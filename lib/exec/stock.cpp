@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "mpi_base/mpi_check.hpp"
 #include "kernels/reduce.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "toroid/block.hpp"
 #include "toroid/error.hpp"
 
@@ -36,7 +36,7 @@ MPI_User_function* user_fn(ReduceOp op) {
 }
 
 // Largest element count handed to one MPI call.
-constexpr std::uint64_t max_piece = 1ull << 30;
+constexpr std::uint64_t kMaxPiece = 1ull << 30;
 
 int as_int(std::uint64_t v, const char* what) {
   if (v > static_cast<std::uint64_t>(INT_MAX))
@@ -55,23 +55,6 @@ void block_ints(std::uint64_t count, int p, const char* what, std::vector<int>& 
     const Block b = block_of(count, p, r);
     counts[static_cast<std::size_t>(r)] = as_int(b.count, what);
     if (displs) (*displs)[static_cast<std::size_t>(r)] = as_int(b.offset, what);
-  }
-}
-
-// After MPI has reduced: toroid's conventions on top of MPI's result. avg divides by p, and an
-// in-place reduce-scatter moves the own block from the front (MPI's layout) to its offset.
-void finish_stock(schedule::Collective c, const void* in, void* out, std::uint64_t count,
-                  DataType type, ReduceOp op, int p, int rank) {
-  const std::size_t es = size_of(type);
-  auto* o = static_cast<std::byte*>(out);
-  const Block own = block_of(count, p, rank);
-  const auto divisor = static_cast<std::uint32_t>(p);
-  if (c == schedule::Collective::allreduce) {
-    if (op == ReduceOp::avg) kernels::divide(type, out, count, divisor);
-  } else if (c == schedule::Collective::reduce_scatter) {
-    if (in == out && own.count > 0) std::memmove(o + own.offset * es, o, own.count * es);
-    if (op == ReduceOp::avg)
-      kernels::divide(type, in == out ? o + own.offset * es : o, own.count, divisor);
   }
 }
 
@@ -128,61 +111,9 @@ MPI_Datatype mpi_type(DataType type) {
 
 void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t count,
                DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root) {
-  int rank = 0, p = 1;
-  mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  mpi_check(MPI_Comm_size(comm, &p), "MPI_Comm_size");
-  const std::size_t es = size_of(type);
-  const MPI_Datatype dt = mpi_type(type);
-  const MPI_Op mop = ops.op(type, op);
-  auto* o = static_cast<std::byte*>(out);
-  const auto* i = static_cast<const std::byte*>(in);
-  const Block own = block_of(count, p, rank);
-  switch (c) {
-    case schedule::Collective::broadcast:
-      for (std::uint64_t at = 0; at < count; at += max_piece)
-        mpi_check(MPI_Bcast(o + at * es, static_cast<int>(std::min(max_piece, count - at)), dt,
-                            root, comm),
-                  "MPI_Bcast");
-      return;
-    case schedule::Collective::allreduce:
-      // Elementwise, so large vectors go as several calls of at most 2^30 elements.
-      for (std::uint64_t at = 0; at < count; at += max_piece) {
-        const int n = static_cast<int>(std::min(max_piece, count - at));
-        const void* send = in == out ? MPI_IN_PLACE : static_cast<const void*>(i + at * es);
-        mpi_check(MPI_Allreduce(send, o + at * es, n, dt, mop, comm), "MPI_Allreduce");
-      }
-      finish_stock(c, in, out, count, type, op, p, rank);
-      return;
-    case schedule::Collective::reduce_scatter: {
-      std::vector<int> counts;
-      block_ints(count, p, "reduce_scatter", counts, nullptr);
-      const bool equal = count % static_cast<std::uint64_t>(p) == 0;
-      if (equal && in != out)  // the specialised stock call, as benchmarks compare against
-        mpi_check(MPI_Reduce_scatter_block(in, out, counts[0], dt, mop, comm),
-                  "MPI_Reduce_scatter_block");
-      else
-        mpi_check(
-            MPI_Reduce_scatter(in == out ? MPI_IN_PLACE : in, out, counts.data(), dt, mop, comm),
-            "MPI_Reduce_scatter");
-      finish_stock(c, in, out, count, type, op, p, rank);
-      return;
-    }
-    case schedule::Collective::allgather: {
-      std::vector<int> counts, displs;
-      block_ints(count, p, "allgather", counts, &displs);
-      const bool in_place = i == o + own.offset * es;
-      if (count % static_cast<std::uint64_t>(p) == 0) {
-        mpi_check(MPI_Allgather(in_place ? MPI_IN_PLACE : in, counts[rank], dt, out, counts[rank],
-                                dt, comm),
-                  "MPI_Allgather");
-        return;
-      }
-      mpi_check(MPI_Allgatherv(in_place ? MPI_IN_PLACE : in, counts[rank], dt, out, counts.data(),
-                               displs.data(), dt, comm),
-                "MPI_Allgatherv");
-      return;
-    }
-  }
+  StockCall call(c, in, out, count, type, op, comm, ops, root);
+  call.issue(true);
+  call.finish();
 }
 
 StockCall::StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count,
@@ -203,53 +134,89 @@ StockCall::StockCall(schedule::Collective c, const void* in, void* out, std::uin
                c == schedule::Collective::allgather ? &displs_ : nullptr);
 }
 
-void StockCall::start() {
+void StockCall::start() { issue(false); }
+
+// The one switch over the stock calls: each collective's MPI call, blocking, or its MPI_I...
+// form whose request joins requests_. The specialised calls (MPI_Reduce_scatter_block,
+// MPI_Allgather) where the blocks are equal, as a user of stock MPI would call them.
+void StockCall::issue(bool blocking) {
   requests_.clear();
   const std::size_t es = size_of(type_);
   const MPI_Datatype dt = mpi_type(type_);
   auto* o = static_cast<std::byte*>(out_);
   const auto* i = static_cast<const std::byte*>(in_);
   auto next = [&]() -> MPI_Request* { return &requests_.emplace_back(MPI_REQUEST_NULL); };
+  const bool equal = count_ % static_cast<std::uint64_t>(p_) == 0;
   switch (c_) {
     case schedule::Collective::broadcast:
-      requests_.reserve(count_ / max_piece + 1);
-      for (std::uint64_t at = 0; at < count_; at += max_piece)
-        mpi_check(MPI_Ibcast(o + at * es, static_cast<int>(std::min(max_piece, count_ - at)), dt,
-                             root_, comm_, next()),
-                  "MPI_Ibcast");
-      break;
-    case schedule::Collective::allreduce:
-      requests_.reserve(count_ / max_piece + 1);
-      for (std::uint64_t at = 0; at < count_; at += max_piece) {
-        const int n = static_cast<int>(std::min(max_piece, count_ - at));
-        const void* send = in_ == out_ ? MPI_IN_PLACE : static_cast<const void*>(i + at * es);
-        mpi_check(MPI_Iallreduce(send, o + at * es, n, dt, mop_, comm_, next()), "MPI_Iallreduce");
+      // Elementwise, so large vectors go as several calls of at most 2^30 elements.
+      requests_.reserve(count_ / kMaxPiece + 1);
+      for (std::uint64_t at = 0; at < count_; at += kMaxPiece) {
+        const int n = static_cast<int>(std::min(kMaxPiece, count_ - at));
+        mpi_check(blocking ? MPI_Bcast(o + at * es, n, dt, root_, comm_)
+                           : MPI_Ibcast(o + at * es, n, dt, root_, comm_, next()),
+                  "MPI_Bcast");
       }
-      break;
+      return;
+    case schedule::Collective::allreduce:
+      requests_.reserve(count_ / kMaxPiece + 1);
+      for (std::uint64_t at = 0; at < count_; at += kMaxPiece) {
+        const int n = static_cast<int>(std::min(kMaxPiece, count_ - at));
+        const void* send = in_ == out_ ? MPI_IN_PLACE : static_cast<const void*>(i + at * es);
+        mpi_check(blocking ? MPI_Allreduce(send, o + at * es, n, dt, mop_, comm_)
+                           : MPI_Iallreduce(send, o + at * es, n, dt, mop_, comm_, next()),
+                  "MPI_Allreduce");
+      }
+      return;
     case schedule::Collective::reduce_scatter:
-      if (count_ % static_cast<std::uint64_t>(p_) == 0 && in_ != out_)
-        mpi_check(MPI_Ireduce_scatter_block(in_, out_, counts_[0], dt, mop_, comm_, next()),
-                  "MPI_Ireduce_scatter_block");
-      else
-        mpi_check(MPI_Ireduce_scatter(in_ == out_ ? MPI_IN_PLACE : in_, out_, counts_.data(), dt,
-                                      mop_, comm_, next()),
-                  "MPI_Ireduce_scatter");
-      break;
+      if (equal && in_ != out_)
+        mpi_check(blocking
+                      ? MPI_Reduce_scatter_block(in_, out_, counts_[0], dt, mop_, comm_)
+                      : MPI_Ireduce_scatter_block(in_, out_, counts_[0], dt, mop_, comm_, next()),
+                  "MPI_Reduce_scatter_block");
+      else {
+        const void* send = in_ == out_ ? MPI_IN_PLACE : in_;
+        mpi_check(blocking
+                      ? MPI_Reduce_scatter(send, out_, counts_.data(), dt, mop_, comm_)
+                      : MPI_Ireduce_scatter(send, out_, counts_.data(), dt, mop_, comm_, next()),
+                  "MPI_Reduce_scatter");
+      }
+      return;
     case schedule::Collective::allgather: {
-      const bool in_place =
-          i == o + static_cast<std::size_t>(displs_[static_cast<std::size_t>(rank_)]) * es;
-      const int mine = counts_[static_cast<std::size_t>(rank_)];
-      mpi_check(MPI_Iallgatherv(in_place ? MPI_IN_PLACE : in_, mine, dt, out_, counts_.data(),
-                                displs_.data(), dt, comm_, next()),
-                "MPI_Iallgatherv");
-      break;
+      const auto me = static_cast<std::size_t>(rank_);
+      const bool in_place = i == o + static_cast<std::size_t>(displs_[me]) * es;
+      const void* send = in_place ? MPI_IN_PLACE : in_;
+      const int mine = counts_[me];
+      if (equal)
+        mpi_check(blocking ? MPI_Allgather(send, mine, dt, out_, mine, dt, comm_)
+                           : MPI_Iallgather(send, mine, dt, out_, mine, dt, comm_, next()),
+                  "MPI_Allgather");
+      else
+        mpi_check(blocking ? MPI_Allgatherv(send, mine, dt, out_, counts_.data(), displs_.data(),
+                                            dt, comm_)
+                           : MPI_Iallgatherv(send, mine, dt, out_, counts_.data(), displs_.data(),
+                                             dt, comm_, next()),
+                  "MPI_Allgatherv");
+      return;
     }
   }
 }
 
+// After MPI has reduced: toroid's conventions on top of MPI's result. avg divides by p, and an
+// in-place reduce-scatter moves the own block from the front (MPI's layout) to its offset.
 void StockCall::finish() {
-  finish_stock(c_, in_, out_, count_, type_, op_, p_, rank_);
   requests_.clear();
+  const std::size_t es = size_of(type_);
+  auto* o = static_cast<std::byte*>(out_);
+  const Block own = block_of(count_, p_, rank_);
+  const auto divisor = static_cast<std::uint32_t>(p_);
+  if (c_ == schedule::Collective::allreduce) {
+    if (op_ == ReduceOp::avg) kernels::divide(type_, out_, count_, divisor);
+  } else if (c_ == schedule::Collective::reduce_scatter) {
+    if (in_ == out_ && own.count > 0) std::memmove(o + own.offset * es, o, own.count * es);
+    if (op_ == ReduceOp::avg)
+      kernels::divide(type_, in_ == out_ ? o + own.offset * es : o, own.count, divisor);
+  }
 }
 
 bool StockCall::test() {

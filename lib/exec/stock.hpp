@@ -36,8 +36,9 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
                DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root = 0);
 
 // The same collectives started non-blocking (MPI_Iallreduce, MPI_Ireduce_scatter(_block),
-// MPI_Iallgather(v)); what must happen after MPI completes them (avg's division, the in-place
-// reduce-scatter's move to toroid's layout) happens in finish.
+// MPI_Iallgather(v), MPI_Ibcast); run_stock runs one blocking. What must happen after MPI
+// completes them (avg's division, the in-place reduce-scatter's move to toroid's layout)
+// happens in finish.
 class StockCall {
  public:
   StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type,
@@ -48,6 +49,9 @@ class StockCall {
   bool complete() const;  // MPI_Request_get_status: whether test() would be true
 
  private:
+  friend void run_stock(schedule::Collective, const void*, void*, std::uint64_t, DataType, ReduceOp,
+                        MPI_Comm, StockOps&, int);
+  void issue(bool blocking);  // the MPI call, blocking or started
   void finish();
   schedule::Collective c_;
   const void* in_;

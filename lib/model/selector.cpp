@@ -160,7 +160,7 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
 std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t bytes) const {
   if (!implements(a, c) || a == Algorithm::automatic || a == Algorithm::mpi) return std::nullopt;
   const int p = in_.topology.size();
-  schedule::Request r;
+  schedule::Spec r;
   r.collective = c;
   // f32 elements; all-gather and reduce-scatter need a count that splits into the ranks' blocks
   // as the caller's would, so round to a multiple of the ranks.

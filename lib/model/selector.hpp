@@ -35,6 +35,7 @@
 #include "model/simulator.hpp"
 #include "model/tuning.hpp"
 #include "toroid/algorithm.hpp"
+#include "toroid/defaults.hpp"
 #include "toroid/topology.hpp"
 
 namespace toroid::model {
@@ -59,7 +60,7 @@ struct SelectorInputs {
   std::vector<int> link_node_of_rank;
   bool shm_inside_node = true;  // shared-memory links inside a node (else MPI)
   Tuning tuning = default_tuning();
-  std::uint64_t segment_bytes = 256 * 1024;
+  std::uint64_t segment_bytes = default_segment_bytes;
   std::vector<AlgorithmRule> rules;
 };
 

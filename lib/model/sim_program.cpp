@@ -22,7 +22,7 @@ void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
     if (st.dep_count > 0xffff)
       throw InvalidArgument(
           fmt::format("simulator: rank {}: {} dependencies on one step", s.rank, st.dep_count));
-    Op op;
+    Instr op;
     op.peer = st.peer;
     op.tag = static_cast<std::uint16_t>(st.tag);
     switch (st.kind) {

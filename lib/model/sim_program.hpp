@@ -20,9 +20,9 @@ namespace toroid::model::sim {
 enum class OpKind : std::uint8_t { send, recv, recv_reduce, local };
 
 inline constexpr std::uint32_t kNone = UINT32_MAX;      // no op
-inline constexpr std::uint32_t kMany = UINT32_MAX - 1;  // Op::follows: several; see the deps
+inline constexpr std::uint32_t kMany = UINT32_MAX - 1;  // Instr::follows: several; see the deps
 
-// Op::flags, set by the run
+// Instr::flags, set by the run
 enum : std::uint8_t {
   kPosted = 1,       // posted, its partner not yet
   kFirstWanted = 2,  // some op follows its first segment
@@ -30,7 +30,7 @@ enum : std::uint8_t {
   kScale = 8,        // set by append: a local op that is a scale (else a copy)
 };
 
-struct Op {
+struct Instr {
   // The step:
   std::uint64_t bytes = 0;
   std::int32_t peer = -1;
@@ -46,15 +46,15 @@ struct Op {
   std::uint32_t waiters = 0;      // who waits for it: the run's list from here to the next op's
   double done = std::numeric_limits<double>::infinity();  // when it ends
 };
-static_assert(sizeof(Op) == 48);
+static_assert(sizeof(Instr) == 48);
 
 // A dependency: the earlier op's index in its rank's program, with kFollow set for a
 // segment-by-segment one (the same bit the wait graph marks such waiters with).
 inline constexpr std::uint32_t kFollow = schedule::WaitGraph::kFollow;
 
 struct Programs {
-  std::vector<Op> ops;                  // every rank's, rank after rank
-  std::vector<std::uint32_t> deps;      // grouped by op (Op::dep_begin)
+  std::vector<Instr> ops;               // every rank's, rank after rank
+  std::vector<std::uint32_t> deps;      // grouped by op (Instr::dep_begin)
   std::vector<std::uint64_t> begin{0};  // per rank + 1: where its ops start in `ops`
   // Per op, of the first rank appended (rank 0's per-phase breakdown), or of every rank when
   // `every_phase` is set before the first append (a timeline).

@@ -13,7 +13,7 @@
 //
 // Cost: the run is bound by reaching memory (4096 ranks of ring: 67 M ops), not by arithmetic.
 // Ranks advance together, so each event lands on another rank's ops: what an event needs of an
-// op is one record (sim::Op), in one array per building thread (a rank's ops lie together), on
+// op is one record (sim::Instr), in one array per building thread (a rank's ops lie together), on
 // huge pages where the kernel allows it; docs/simulator.md "Speed" has the numbers.
 #include "model/simulator.hpp"
 
@@ -33,13 +33,13 @@
 namespace toroid::model {
 namespace {
 
+using sim::Instr;
 using sim::kDoneWanted;
 using sim::kFirstWanted;
 using sim::kFollow;
 using sim::kMany;
 using sim::kNone;
 using sim::kPosted;
-using sim::Op;
 using sim::OpKind;
 using sim::Programs;
 
@@ -135,10 +135,10 @@ class Engine {
   }
 
  private:
-  // Rank r's ops, its dependencies (Op::dep_begin counts from `deps`), its ops' phase numbers
+  // Rank r's ops, its dependencies (Instr::dep_begin counts from `deps`), its ops' phase numbers
   // (null where they were not kept), and where its last op's waiters end.
   struct RankView {
-    Op* ops;
+    Instr* ops;
     const std::uint32_t* deps;
     const std::uint32_t* phases;
     std::uint32_t size;
@@ -146,9 +146,11 @@ class Engine {
   };
   int ranks() const { return static_cast<int>(ranks_.size()); }
   std::uint32_t size(int r) const { return ranks_[static_cast<std::size_t>(r)].size; }
-  Op& op(int r, std::uint32_t j) { return ranks_[static_cast<std::size_t>(r)].ops[j]; }
-  const Op& op(int r, std::uint32_t j) const { return ranks_[static_cast<std::size_t>(r)].ops[j]; }
-  std::uint32_t dep(int r, const Op& o, std::uint32_t k) const {
+  Instr& op(int r, std::uint32_t j) { return ranks_[static_cast<std::size_t>(r)].ops[j]; }
+  const Instr& op(int r, std::uint32_t j) const {
+    return ranks_[static_cast<std::size_t>(r)].ops[j];
+  }
+  std::uint32_t dep(int r, const Instr& o, std::uint32_t k) const {
     return ranks_[static_cast<std::size_t>(r)].deps[o.dep_begin + k];
   }
   // Where op j's waiters end: where the next op's begin.
@@ -173,14 +175,14 @@ class Engine {
       const schedule::WaitGraph g = schedule::wait_graph(
           v.size,
           [&](std::uint32_t j, auto&& f) {
-            const Op& o = v.ops[j];
+            const Instr& o = v.ops[j];
             for (std::uint32_t k = 0; k < o.dep_count; ++k) {
               const std::uint32_t d = v.deps[o.dep_begin + k];
               f(d & kIndex, (d & kFollow) != 0);
             }
           },
           [&](std::uint32_t j, std::uint64_t& key) {
-            const Op& o = v.ops[j];
+            const Instr& o = v.ops[j];
             if (o.kind == OpKind::local) return false;
             key = channel_key(o.kind == OpKind::send, o.peer, o.tag);
             return true;
@@ -192,7 +194,7 @@ class Engine {
       const auto offset = static_cast<std::uint32_t>(waiters_.size());
       waiters_.insert(waiters_.end(), g.waiters.begin(), g.waiters.end());
       for (std::uint32_t j = 0; j < v.size; ++j) {
-        Op& o = v.ops[j];
+        Instr& o = v.ops[j];
         o.waits = g.waits[j];
         o.waiters = offset + g.begin[j];
         for (std::uint32_t k = g.begin[j]; k < g.begin[j + 1]; ++k)
@@ -210,7 +212,7 @@ class Engine {
         static_cast<std::size_t>(p));
     for (int r = 0; r < p && error_.empty(); ++r)
       for (std::uint32_t j = 0; j < size(r); ++j) {
-        const Op& o = op(r, j);
+        const Instr& o = op(r, j);
         if (o.kind == OpKind::local) continue;
         if (o.peer < 0 || o.peer >= p || o.peer == r) {
           error_ = fmt::format("rank {}: bad peer {}", r, o.peer);
@@ -223,14 +225,14 @@ class Engine {
     for (int r = 0; r < p && error_.empty(); ++r) {
       sent.clear();
       for (std::uint32_t j = 0; j < size(r); ++j) {
-        Op& o = op(r, j);
+        Instr& o = op(r, j);
         if (o.kind != OpKind::send) continue;
         const std::uint32_t k = sent[channel_key(true, o.peer, o.tag)]++;
         const auto& theirs = receives[static_cast<std::size_t>(o.peer)];
         const auto it = theirs.find(channel_key(false, r, o.tag));
         if (it == theirs.end() || k >= it->second.size()) continue;  // never met: a deadlock
         const std::uint32_t other = it->second[k];
-        Op& q = op(o.peer, other);
+        Instr& q = op(o.peer, other);
         if (q.bytes != o.bytes) {
           error_ = fmt::format(
               "size mismatch: rank {} sends {} bytes, rank {} receives {} bytes (tag {})", r,
@@ -246,7 +248,7 @@ class Engine {
   void handle(const Event& e) {
     const bool first = (e.op & kFollow) != 0;
     const int r = static_cast<int>(e.rank);
-    Op* ops = ranks_[e.rank].ops;
+    Instr* ops = ranks_[e.rank].ops;
     for (std::uint32_t k = e.begin; k < e.end && error_.empty(); ++k) {
       const std::uint32_t d = waiters_[k];
       if (((d & kFollow) != 0) != first)
@@ -262,23 +264,23 @@ class Engine {
     std::push_heap(queue_.begin(), queue_.end(), std::greater<>{});
   }
 
-  // Op j of rank r ends at t: counted now, and queued when some op waits for it.
+  // Instr j of rank r ends at t: counted now, and queued when some op waits for it.
   void ends(int r, std::uint32_t j, double t) {
     RankState& s = st_[static_cast<std::size_t>(r)];
-    Op& o = op(r, j);
+    Instr& o = op(r, j);
     o.done = t;
     s.finish = std::max(s.finish, t);
     --s.remaining;
     if (o.flags & kDoneWanted) push(t, r, j, false);
   }
-  // Op j of rank r's first segment is final at t.
+  // Instr j of rank r's first segment is final at t.
   void first_final(int r, std::uint32_t j, double t) {
     if (op(r, j).flags & kFirstWanted) push(t, r, j, true);
   }
 
   // When the latest `follow` source of op j is all final (0: it follows nothing).
   double source_done(int r, std::uint32_t j) const {
-    const Op& o = op(r, j);
+    const Instr& o = op(r, j);
     if (o.follows == kNone) return 0;
     if (o.follows != kMany) return op(r, o.follows).done;
     double t = 0;
@@ -291,7 +293,7 @@ class Engine {
 
   void post(int r, std::uint32_t j, double t) {
     RankState& s = st_[static_cast<std::size_t>(r)];
-    Op& o = op(r, j);
+    Instr& o = op(r, j);
     if (r == 0) posted_at_[j] = t;
     if (o.kind == OpKind::local) {  // copies and scales run on the chip's reducer
       if (timeline_) started_[static_cast<std::size_t>(r)][j] = std::max(t, s.reducer_free);
@@ -312,7 +314,7 @@ class Engine {
   }
 
   void transfer(int from, std::uint32_t send, int to, std::uint32_t recv, double ready) {
-    const Op& rop = op(to, recv);
+    const Instr& rop = op(to, recv);
     const std::uint64_t bytes = rop.bytes;
     const sim::Reservation res =
         net_.reserve(from, to, bytes, m_.segment_bytes, ready, source_done(from, send));
@@ -351,7 +353,7 @@ class Engine {
       t.rank = r;
       double begin = kNever;
       for (std::uint32_t j = 0; j < v.size; ++j) {
-        const Op& o = v.ops[j];
+        const Instr& o = v.ops[j];
         if (o.done == kNever) continue;
         const double start = started_[static_cast<std::size_t>(r)][j];
         begin = std::min(begin, start);
@@ -404,7 +406,7 @@ class Engine {
         out += fmt::format("\n  rank {} stuck", r);
         continue;
       }
-      const Op& o = op(r, waiting);
+      const Instr& o = op(r, waiting);
       const bool send = o.kind == OpKind::send;
       out += fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", r,
                          send ? "send" : "receive", o.bytes, send ? "to" : "from", o.peer, o.tag);
@@ -461,7 +463,7 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
   return run_programs(m, parts);
 }
 
-SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Request& r,
+SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Spec& r,
                               DataType type, const std::vector<int>& node_of_rank,
                               std::vector<RankTimeline>* timeline) {
   const int p = m.topology.size();

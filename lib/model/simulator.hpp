@@ -53,6 +53,7 @@
 #include "model/tuning.hpp"
 #include "schedule/build.hpp"
 #include "schedule/step.hpp"
+#include "toroid/defaults.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/types.hpp"
 
@@ -79,7 +80,7 @@ struct SimModel {
   double link_bytes_per_s[2] = {80e9, 80e9};  // per direction, [x, y]
   double hop_latency_s[2] = {1e-6, 1e-6};     // per hop, [x, y]
   double reduce_bytes_per_s = 300e9;          // received bytes reduced per second, per chip
-  std::uint64_t segment_bytes = 256 * 1024;   // the executor's pipelining segment
+  std::uint64_t segment_bytes = default_segment_bytes;  // the executor's pipelining segment
 };
 
 struct SimPhase {
@@ -114,7 +115,7 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
 // about 4 GB. Throws what build throws.
 // `timeline`: when given, filled with every rank's steps as the model ran them (a transfer's
 // steps from when its links were taken to their ends; model/timeline.hpp), one entry per rank.
-SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Request& r,
+SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Spec& r,
                               DataType type, const std::vector<int>& node_of_rank = {},
                               std::vector<RankTimeline>* timeline = nullptr);
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "core/element.hpp"
-#include "schedule/buffers.hpp"
 #include "kernels/reduce.hpp"
+#include "schedule/buffers.hpp"
 #include "schedule/chunk_range.hpp"
 #include "schedule/wait_graph.hpp"
 #include "toroid/block.hpp"
@@ -19,8 +19,8 @@
 namespace toroid::model {
 namespace {
 
-using schedule::BufferSet;
 using schedule::Buf;
+using schedule::BufferSet;
 using schedule::Chunk;
 using schedule::Kind;
 using schedule::Schedule;

@@ -49,6 +49,8 @@ NodeSplit::~NodeSplit() {
   if (!finalized && node_ != MPI_COMM_NULL) MPI_Comm_free(&node_);
 }
 
-topology::NodeLayout NodeSplit::layout() const { return topology::layout_from_nodes(node_of_rank_, rank_); }
+topology::NodeLayout NodeSplit::layout() const {
+  return topology::layout_from_nodes(node_of_rank_, rank_);
+}
 
 }  // namespace toroid::mpi_base

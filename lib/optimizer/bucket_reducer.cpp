@@ -8,8 +8,8 @@
 #include <type_traits>
 
 #include "api/agreement.hpp"
-#include "mpi_base/mpi_check.hpp"
 #include "kernels/convert.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::optimizer {

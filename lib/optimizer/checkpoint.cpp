@@ -24,8 +24,8 @@
 #include <memory>
 
 #include "api/agreement.hpp"
-#include "mpi_base/mpi_check.hpp"
 #include "kernels/crc32c.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "optimizer/checkpoint_file.hpp"
 #include "optimizer/checkpoint_format.hpp"
 #include "optimizer/impl.hpp"

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "api/agreement.hpp"
-#include "mpi_base/mpi_check.hpp"
 #include "kernels/crc32c.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::optimizer::checkpoint {

@@ -42,14 +42,14 @@ Failure classify(std::exception_ptr failure) {
 
 // MPI error codes cannot be freed, so one code per distinct message, and only so many: a
 // program that retries a failing call in a loop gets the same code back each time.
-constexpr std::size_t max_codes = 64;
+constexpr std::size_t kMaxCodes = 64;
 
 int code_with_text(int error_class, const std::string& text) {
   static std::mutex mutex;
   static std::map<std::string, int> codes;
   std::lock_guard lock(mutex);
   if (auto it = codes.find(text); it != codes.end()) return it->second;
-  if (codes.size() >= max_codes) return error_class;
+  if (codes.size() >= kMaxCodes) return error_class;
   int code = error_class;
   if (PMPI_Add_error_code(error_class, &code) != MPI_SUCCESS) return error_class;
   // MPI copies at most MPI_MAX_ERROR_STRING - 1 characters.

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "api/progress.hpp"
+#include "api/executor.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/plan.hpp"
 #include "pmpi/report.hpp"

@@ -15,10 +15,10 @@ namespace toroid::pmpi {
 // Below this many bytes of the whole vector, toroid's per-call bookkeeping (plus the attribute
 // lookup) costs more than it saves: measured with toroid-bench --algo mpi under the preload at 2,
 // 3 and 4 ranks over the shared-memory transport, see docs/preload.md.
-inline constexpr std::uint64_t default_min_bytes = 4 * 1024;
+inline constexpr std::uint64_t kDefaultMinBytes = 4 * 1024;
 
 struct Settings {
-  std::uint64_t min_bytes = default_min_bytes;
+  std::uint64_t min_bytes = kDefaultMinBytes;
   bool log_info = false;
   // Non-empty when a variable is malformed. Then min_bytes is 0, so the first call toroid could
   // serve reports this through the communicator's error handler instead of ignoring it.

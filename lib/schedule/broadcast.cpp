@@ -62,7 +62,7 @@ void append_tree_broadcast(Schedule& s, int p, int rank, int root, Chunk data) {
 
 }  // namespace
 
-Schedule build_broadcast(Algorithm a, const Request& r, const Context& ctx) {
+Schedule build_broadcast(Algorithm a, const Spec& r, const Context& ctx) {
   Schedule s;
   const int p = ctx.nranks();
   const Chunk data{Buf::output, 0, r.count};

@@ -46,9 +46,7 @@ struct BufferSet {
     return (c.buf == Buf::scratch ? scratch : output) + c.offset * elem_size;
   }
   const std::byte* readable(const Chunk& c) const {
-    const std::byte* base = c.buf == Buf::input    ? input
-                            : c.buf == Buf::output ? output
-                                                             : scratch;
+    const std::byte* base = c.buf == Buf::input ? input : c.buf == Buf::output ? output : scratch;
     return base + c.offset * elem_size;
   }
   Operand operand(const Chunk& c) const {

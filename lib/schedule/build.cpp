@@ -11,7 +11,7 @@
 
 namespace toroid::schedule {
 
-Schedule build(Algorithm a, const Request& r, const Context& ctx) {
+Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
   const auto refuse = [&](std::string_view why) -> Schedule {
     throw InvalidArgument(fmt::format("algorithm {} cannot run {}{} on topology {}: {}",
                                       to_string(a), toroid::to_string(r.collective),
@@ -35,7 +35,7 @@ Schedule build(Algorithm a, const Request& r, const Context& ctx) {
     switch (a) {
       case Algorithm::ring:
       case Algorithm::bidir_ring:
-        s = build_linear(a, r, ctx);
+        s = build_one_dimension(a, r, ctx);
         break;
       case Algorithm::torus2d:
         s = build_torus2d(false, r, ctx);

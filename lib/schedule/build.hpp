@@ -21,7 +21,8 @@ struct Context {
   int nranks() const { return topology.size(); }
 };
 
-struct Request {
+// What to build: the collective, its length and form (the schedule builder's request).
+struct Spec {
   Collective collective = Collective::allreduce;
   std::uint64_t count = 0;  // full vector length
   bool in_place = false;
@@ -33,15 +34,16 @@ struct Request {
 // Throws InvalidArgument saying why when the algorithm cannot run this request
 // (e.g. rabenseifner for all-gather, or an axis collective with a latency algorithm).
 // `automatic` and `mpi` are resolved before this point.
-Schedule build(Algorithm a, const Request& r, const Context& ctx);
+Schedule build(Algorithm a, const Spec& r, const Context& ctx);
 
 // Schedules of the individual families (used by build and by the unit tests).
-Schedule build_linear(Algorithm a, const Request& r, const Context& ctx);  // ring, bidir_ring, axis
-Schedule build_torus2d(bool both, const Request& r, const Context& ctx);
-Schedule build_hierarchical(const Request& r, const Context& ctx);
-Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ctx);
-Schedule build_swing(Algorithm a, const Request& r, const Context& ctx);  // swing, swing_latency
-Schedule build_broadcast(Algorithm a, const Request& r,
+Schedule build_one_dimension(Algorithm a, const Spec& r,
+                             const Context& ctx);  // ring, bidir_ring, axis
+Schedule build_torus2d(bool both, const Spec& r, const Context& ctx);
+Schedule build_hierarchical(const Spec& r, const Context& ctx);
+Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx);
+Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx);  // swing, swing_latency
+Schedule build_broadcast(Algorithm a, const Spec& r,
                          const Context& ctx);  // ring, torus2d, recursive_doubling
 
 }  // namespace toroid::schedule

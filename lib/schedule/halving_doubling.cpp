@@ -55,7 +55,7 @@ struct Builder {
 
 }  // namespace
 
-Schedule build_halving_doubling(Algorithm a, const Request& r, const Context& ctx) {
+Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx) {
   Schedule s;
   const int p = ctx.nranks(), rank = ctx.rank;
   const std::uint64_t n = r.count;

@@ -23,7 +23,7 @@
 
 namespace toroid::schedule {
 
-Schedule build_hierarchical(const Request& r, const Context& ctx) {
+Schedule build_hierarchical(const Spec& r, const Context& ctx) {
   Schedule s;
   const int p = ctx.nranks();
   std::vector<int> node = ctx.node_of_rank;

@@ -80,7 +80,7 @@ struct Grid {
 };
 
 // The swing_latency all-gather (the block comment above).
-Schedule build_swing_allgather(const Request& r, const Context& ctx) {
+Schedule build_swing_allgather(const Spec& r, const Context& ctx) {
   Schedule s;
   const Torus2D& t = ctx.topology;
   const int p = ctx.nranks(), rank = ctx.rank;
@@ -175,7 +175,7 @@ Schedule build_swing_allgather(const Request& r, const Context& ctx) {
 
 }  // namespace
 
-Schedule build_swing(Algorithm a, const Request& r, const Context& ctx) {
+Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx) {
   if (r.collective == Collective::allgather) return build_swing_allgather(r, ctx);
   Schedule s;
   const Torus2D& t = ctx.topology;

@@ -171,7 +171,7 @@ struct BlockLayout {
   Blocks in_column;   // per y: block (my x, y) in that layout
 };
 
-BlockLayout layout_of(const Request& r, const Context& ctx, const Grid& g, bool both,
+BlockLayout layout_of(const Spec& r, const Context& ctx, const Grid& g, bool both,
                       std::uint64_t base) {
   const Torus2D& t = ctx.topology;
   const int X = t.x_dim(), Y = t.y_dim();
@@ -208,7 +208,7 @@ BlockLayout layout_of(const Request& r, const Context& ctx, const Grid& g, bool 
 
 }  // namespace
 
-Schedule build_torus2d(bool both, const Request& r, const Context& ctx) {
+Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
   Schedule s;
   const Grid g = grid_of(ctx);
   const int p = ctx.nranks();

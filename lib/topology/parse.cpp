@@ -2,6 +2,7 @@
 #include <charconv>
 #include <string>
 
+#include "core/config_values.hpp"
 #include "toroid/error.hpp"
 #include "toroid/topology.hpp"
 
@@ -45,7 +46,7 @@ Torus2D Torus2D::parse(std::string_view text) {
   if (sep == std::string_view::npos) bad(text, "missing 'x' between the dimensions");
   const int x = parse_dim(text, shape.substr(0, sep), "X");
   const int y = parse_dim(text, shape.substr(sep + 1), "Y");
-  if (static_cast<long long>(x) * y > (1 << 24)) bad(text, "more than 16M chips");
+  if (static_cast<long long>(x) * y > kMaxRanks) bad(text, "more than 16M chips");
   return Torus2D(x, y, wrap_x, wrap_y);
 }
 

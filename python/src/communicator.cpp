@@ -152,6 +152,8 @@ void bind_communicator(py::module_& m) {
     if (init && !done) MPI_Finalize();
   });
   m.def("world_handle", [] { return static_cast<long long>(MPI_Comm_c2f(MPI_COMM_WORLD)); });
+  // The one axis parser, for the package's Python side too: 0 for "x" (or 0), 1 for "y" (or 1).
+  m.def("axis_index", [](const py::object& a) { return axis_of(a) == Axis::x ? 0 : 1; });
   m.def("element_count", [](const py::object& x) {
     const View v = view_of(x, "x", "element_count", false);
     return py::make_tuple(v.count, dtype_name(v.type));

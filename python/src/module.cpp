@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 
 #include "bindings.hpp"
+#include "toroid/defaults.hpp"
 #include "toroid/error.hpp"
 #include "toroid/version.hpp"
 
@@ -30,6 +31,9 @@ PYBIND11_MODULE(_toroid, m) {
     }
   });
   m.attr("__version__") = TOROID_VERSION_STRING;
+  // The C++ defaults (toroid/defaults.hpp), so Python names each of them once too.
+  m.attr("default_bucket_bytes") = toroid::default_bucket_bytes;
+  m.attr("default_first_bucket_bytes") = toroid::default_first_bucket_bytes;
   toroid::python::bind_communicator(m);
   toroid::python::bind_optimizer(m);
 }

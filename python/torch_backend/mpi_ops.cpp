@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "api/agreement.hpp"
-#include "mpi_base/mpi_check.hpp"
 #include "gil.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "process_group.hpp"
 #include "tensor_checks.hpp"
 #include "toroid/error.hpp"

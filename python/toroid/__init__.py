@@ -50,12 +50,7 @@ def _handle_of(comm):
     return comm.py2f()
 
 
-def _axis_index(axis):
-    if str(axis) in ("x", "0"):
-        return 0
-    if str(axis) in ("y", "1"):
-        return 1
-    raise InvalidArgument(f"axis is '{axis}', expected 'x' (0) or 'y' (1)")
+_axis_index = _toroid.axis_index  # "x"/0 or "y"/1; anything else raises InvalidArgument
 
 
 def block_of(count, nranks, rank):

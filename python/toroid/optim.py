@@ -88,7 +88,8 @@ class ShardedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, kind="adam", lr=1e-3, *, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  momentum=0.9, nesterov=False, trust_coefficient=0.001, max_grad_norm=0.0,
                  bf16_gradients=False, shard=True, average=True, overlap=True, no_weight_decay=(),
-                 no_trust_ratio=(), bucket_bytes=25 << 20, first_bucket_bytes=1 << 20,
+                 no_trust_ratio=(), bucket_bytes=toroid._toroid.default_bucket_bytes,
+                 first_bucket_bytes=toroid._toroid.default_first_bucket_bytes,
                  rebuild_buckets=True, comm=None):
         if kind not in _KINDS:
             raise ValueError(f"ShardedOptimizer: kind is '{kind}', expected one of {', '.join(_KINDS)}")

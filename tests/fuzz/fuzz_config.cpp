@@ -22,14 +22,14 @@ void nodes(std::string_view v) {
   const std::vector<int> counts = parse_node_counts(v, "TOROID_NODES");
   long long total = 0;
   for (int c : counts) total += c;
-  require(!counts.empty() && total <= max_emulated_ranks, "node counts present and bounded");
+  require(!counts.empty() && total <= kMaxRanks, "node counts present and bounded");
   require(parse_node_counts(fmt::format("{}", fmt::join(counts, ",")), "TOROID_NODES") == counts,
           "printed node list re-parses to itself");
 }
 
 void timeout(std::string_view v) {
   const double s = parse_seconds(v, "TOROID_TIMEOUT");
-  require(s >= 0 && s <= max_timeout_seconds, "timeout within range");
+  require(s >= 0 && s <= kMaxTimeoutSeconds, "timeout within range");
   require(parse_seconds(fmt::format("{}", s), "TOROID_TIMEOUT") == s, "printed seconds re-parse");
 }
 
@@ -40,7 +40,7 @@ void check(std::string_view v) {
 
 void segment(std::string_view v) {
   const std::size_t b = parse_segment_bytes(v, "TOROID_SEGMENT_BYTES");
-  require(b >= min_segment_bytes && b <= max_segment_bytes, "segment within range");
+  require(b >= kMinSegmentBytes && b <= kMaxSegmentBytes, "segment within range");
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ TEST_CASE("auto: every rank makes the same choice and sums right at every size",
   }
 }
 
-TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the rest", "[auto][mpich]") {
+TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the rest",
+          "[auto][mpich]") {
   setenv("TOROID_ALGO", "allreduce:0-1K=mpi,1K-64K=ring", 1);
   {
     Communicator comm(MPI_COMM_WORLD);
@@ -62,7 +63,8 @@ TEST_CASE("auto: TOROID_ALGO rules decide the sizes they cover, the model the re
   unsetenv("TOROID_ALGO");
 }
 
-TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every rank", "[auto][mpich]") {
+TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every rank",
+          "[auto][mpich]") {
   model::Tuning t = model::default_tuning();
   t[model::LinkClass::shm] = model::LinkParams{3e-6, 2e9};
   const testing::RankZeroFile file("tuning", model::format_tuning(t, "test"));

@@ -95,8 +95,8 @@ TEST_CASE("single-copy: all-reduce, reduce-scatter and all-gather of toroid buff
       std::uint64_t staged = 0, single = 0;
       for (const Collective c :
            {Collective::allreduce, Collective::reduce_scatter, Collective::allgather}) {
-        staged += exec::staged_fits(c, n, sizeof(float), p);
-        single += !exec::fits_stage(c, n, sizeof(float), p);
+        staged += exec::takes_staged_path(c, n, sizeof(float), p);
+        single += !exec::small_enough_to_stage(c, n, sizeof(float), p);
       }
       const bool here = single_copy_here(comm);
       CHECK(staged_calls(comm) - staged_before == (here ? staged : 0u));
@@ -122,7 +122,7 @@ TEST_CASE("single-copy: small calls on ordinary memory are staged (from 3 ranks)
     for (std::size_t i = 0; i < n; ++i)
       ok = ok && std::abs(in[i] - sum_of(i, 2) / static_cast<float>(p)) <= 1e-5f * std::abs(in[i]);
     CHECK(all_ranks(ok));
-    const bool fits = exec::staged_fits(Collective::allreduce, n, sizeof(float), p);
+    const bool fits = exec::takes_staged_path(Collective::allreduce, n, sizeof(float), p);
     CHECK(staged_calls(comm) - before == (single_copy_here(comm) && fits ? 2u : 0u));
   }
 }
@@ -291,7 +291,7 @@ TEST_CASE("single-copy: non-blocking and persistent calls, several in flight, in
   CHECK(all_ranks(ok));
   // Ten single-copy calls, and five staged ones where the small one is staged (3 ranks and more).
   const std::uint64_t small =
-      exec::staged_fits(Collective::allreduce, 8, sizeof(float), world_size());
+      exec::takes_staged_path(Collective::allreduce, 8, sizeof(float), world_size());
   CHECK(single_copy_calls(comm) + staged_calls(comm) - before ==
         (single_copy_here(comm) ? 10u + 5u * small : 0u));
 }
@@ -376,7 +376,7 @@ TEST_CASE("blocking calls on other buffers of the last call's shape rebind its o
         bool ok = true, rebound = true;
         const std::pair<int, bool> calls[] = {{0, false}, {1, false}, {2, false},
                                               {0, false}, {1, true},  {2, true}};
-        const exec::Op* first_op = nullptr;
+        const exec::BoundCollective* first_op = nullptr;
         for (int it = 0; it < 6; ++it) {
           const auto [k, ip] = calls[it];
           for (std::size_t i = 0; i < n; ++i) in[k][i] = value(me, i, it);
@@ -385,7 +385,7 @@ TEST_CASE("blocking calls on other buffers of the last call's shape rebind its o
           allreduce(src, std::span<float>(out[k]), ReduceOp::sum, comm, a);
           for (std::size_t i = 0; i < n; ++i) ok = ok && out[k][i] == sum_of(i, it);
           // Every call after the first of a form ran the op the first one bound.
-          const exec::Op* op = internal::impl(comm).last_call.op.get();
+          const exec::BoundCollective* op = internal::impl(comm).last_call.op.get();
           if (it == 0 || it == 4) first_op = op;
           rebound = rebound && op == first_op;
         }

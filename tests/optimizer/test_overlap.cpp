@@ -321,7 +321,8 @@ TEST_CASE("GradientReducer and ShardedOptimizer buckets run single-copy on one n
   const int p = world_size(), r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
   const auto single_copies = [&] {
-    const auto& memory = internal::impl(comm).memory;  // single-copy (large buckets) or staged (small)
+    const auto& memory =
+        internal::impl(comm).memory;  // single-copy (large buckets) or staged (small)
     return memory ? memory->single_copy_calls() + memory->staged_calls() : 0;
   };
   OptimizerConfig config;

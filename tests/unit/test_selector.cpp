@@ -118,8 +118,8 @@ TEST_CASE("selector: too many ranks to simulate: the fixed rule, said so", "[aut
   const model::Choice& c = s.choice(Collective::allreduce, Selector::size_class(8u << 20));
   CHECK_FALSE(c.modeled);
   CHECK(c.algorithm == model::fixed_rule(Collective::allreduce,
-                                        Selector::class_middle(Selector::size_class(8u << 20)),
-                                        Torus2D(32, 16)));
+                                         Selector::class_middle(Selector::size_class(8u << 20)),
+                                         Torus2D(32, 16)));
 }
 
 TEST_CASE("selector: size classes", "[auto]") {
@@ -176,7 +176,8 @@ TEST_CASE("tuning file: read back what is written; malformed lines named", "[aut
   CHECK(back.source == "f.txt");
   using Catch::Contains;
   CHECK_THROWS_WITH(model::parse_tuning("", "f"), Contains("f:0: empty"));
-  CHECK_THROWS_WITH(model::parse_tuning("hello\n", "f"), Contains("f:1: 'hello' is not the header"));
+  CHECK_THROWS_WITH(model::parse_tuning("hello\n", "f"),
+                    Contains("f:1: 'hello' is not the header"));
   CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nshm.alpha_us 3\n", "f"),
                     Contains("f:2: 'shm.alpha_us 3' is not 'key = value'"));
   CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nshm.alpha_us = x\n", "f"),
@@ -341,8 +342,8 @@ TEST_CASE("tuning file: measured choices per layout, read back, applied to that 
   CHECK_THROWS_WITH(model::parse_tuning(head + "choose L = allreduce:0-1K=warp\n", "f"),
                     Contains("f:3: choose L: 'allreduce:0-1K=warp'"));
   CHECK_THROWS_WITH(model::parse_tuning(head + "choose L = allreduce:0-1K=ring\n"
-                                              "choose L = allreduce:512-2K=mpi\n",
-                                       "f"),
+                                               "choose L = allreduce:512-2K=mpi\n",
+                                        "f"),
                     Contains("f:4: choose L: 'allreduce:512-2K=mpi' overlaps 'allreduce:0-1K=ring' "
                              "of an earlier line"));
 }

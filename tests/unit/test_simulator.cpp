@@ -18,7 +18,7 @@ using model::simulate_collective;
 namespace {
 
 SimModel make_model(Torus2D t, double bw, double lat, double reduce,
-               std::uint64_t segment = 256 * 1024) {
+                    std::uint64_t segment = 256 * 1024) {
   SimModel m;
   m.topology = t;
   m.link_bytes_per_s[0] = m.link_bytes_per_s[1] = bw;
@@ -30,7 +30,7 @@ SimModel make_model(Torus2D t, double bw, double lat, double reduce,
 
 SimResult allreduce(const SimModel& m, Algorithm a, std::uint64_t count,
                     DataType type = DataType::f32) {
-  schedule::Request r;
+  schedule::Spec r;
   r.collective = Collective::allreduce;
   r.count = count;
   SimResult res = simulate_collective(m, a, r, type);
@@ -120,7 +120,8 @@ TEST_CASE("sim: per-link byte counts equal the theoretical counts", "[simulator]
   SECTION("ring in rank order on a 4x4 torus: +x links, and +y only where rows are crossed") {
     const int X = 4, Y = 4, N = 16;
     const std::uint64_t count = N * 1024, M = count * 4, per_link = 2 * (N - 1) * M / N;
-    const SimResult r = allreduce(make_model(Torus2D(X, Y), 80e9, 1e-6, 300e9), Algorithm::ring, count);
+    const SimResult r =
+        allreduce(make_model(Torus2D(X, Y), 80e9, 1e-6, 300e9), Algorithm::ring, count);
     for (int c = 0; c < N; ++c) {
       INFO("chip " << c);
       CHECK(r.link_bytes[link_id(c, LinkDir::plus_x)] == per_link);
@@ -157,7 +158,7 @@ TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when b
   const std::uint64_t count = std::uint64_t{64} << 20;  // 256 MiB of f32
   const SimModel ring_model = make_model(Torus2D(p, 1), 80e9, 1e-6, 1e15);
   const SimModel line_model = make_model(Torus2D(p, 1, false, false), 80e9, 1e-6, 1e15);
-  schedule::Request gather;
+  schedule::Spec gather;
   gather.collective = Collective::allgather;
   gather.count = count;
   // All-gather: the line's busiest link direction carries (p-1)/p of the vector, a
@@ -192,7 +193,7 @@ TEST_CASE("sim: ring in rank order pays for the long wrap jumps of a mesh", "[si
 
 TEST_CASE("sim: a slow reducer bounds the reduce-scatter", "[simulator]") {
   const int p = 4;
-  const std::uint64_t count = std::uint64_t{p} << 20;       // 1 MiB of f32 per block
+  const std::uint64_t count = std::uint64_t{p} << 20;            // 1 MiB of f32 per block
   const SimModel m = make_model(Torus2D(p, 1), 80e9, 0.0, 8e9);  // reduction 10x slower than links
   const SimResult r = allreduce(m, Algorithm::ring, count);
   const double block = static_cast<double>(count) * 4 / p;
@@ -205,7 +206,7 @@ TEST_CASE(
     "sim: simulating built schedules equals simulate_collective; deadlock and size mismatch are "
     "reported") {
   const SimModel m = make_model(Torus2D(4, 2), 80e9, 1e-6, 300e9);
-  schedule::Request req;
+  schedule::Spec req;
   req.count = 4096;
   std::vector<schedule::Schedule> all;
   for (int r = 0; r < 8; ++r)
@@ -234,7 +235,7 @@ TEST_CASE("sim: schedules built on several threads simulate as when built in one
   // From 512 ranks simulate_collective builds on every core, each thread's ranks in a part of
   // their own that the engine reads in place; simulate() takes one part.
   const SimModel m = make_model(Torus2D(32, 16), 80e9, 1e-6, 300e9);
-  schedule::Request req;
+  schedule::Spec req;
   req.count = 1 << 20;
   std::vector<schedule::Schedule> all;
   for (int r = 0; r < m.topology.size(); ++r)
@@ -251,7 +252,7 @@ TEST_CASE("sim: schedules built on several threads simulate as when built in one
 
 TEST_CASE("sim: a timeline holds every rank's steps and changes nothing else", "[simulator]") {
   const SimModel m = make_model(Torus2D(2, 2), 80e9, 1e-6, 300e9);
-  schedule::Request req;
+  schedule::Spec req;
   req.count = 1 << 18;
   std::vector<model::RankTimeline> timeline;
   const SimResult plain = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
@@ -318,7 +319,7 @@ TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receiv
   // Broadcast down a ring of 8 from rank 0: the longer chain has 4 hops, and each forward
   // starts on its receive's first segment: 4 latencies + 3 segments + B/bw, not 4 * B/bw.
   const SimModel m = make_model(Torus2D(8, 1), 10e9, 2e-6, 40e9);
-  schedule::Request r;
+  schedule::Spec r;
   r.collective = Collective::broadcast;
   r.count = std::uint64_t{16} << 20;  // 64 MiB of f32
   const SimResult b = simulate_collective(m, Algorithm::ring, r, DataType::f32);
@@ -377,7 +378,7 @@ TEST_CASE("sim: torus2d_both's reduce-scatter and all-gather use both dimensions
   // under half the limit (0.46 when written) and the both form well above (0.71).
   const SimModel m = make_model(Torus2D(16, 16), 80e9, 1e-6, 3000e9);
   for (Collective c : {Collective::reduce_scatter, Collective::allgather}) {
-    schedule::Request r;
+    schedule::Spec r;
     r.collective = c;
     r.count = 16u << 20;
     const SimResult one = simulate_collective(m, Algorithm::torus2d, r, DataType::f32);

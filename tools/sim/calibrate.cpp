@@ -168,7 +168,7 @@ int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
       ml.link_bytes_per_s[0] = ml.link_bytes_per_s[1] = fl.beta_bytes_per_s;
       for (Algorithm a : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d})
         for (std::uint64_t bytes = 4096; bytes <= (64ull << 20); bytes *= 4) {
-          schedule::Request r;
+          schedule::Spec r;
           r.count = std::max<std::uint64_t>(bytes / 4 / np, 1) * np;  // as toroid-bench rounds
           const model::SimResult s = model::simulate_collective(m, a, r, DataType::f32);
           const model::SimResult sl = model::simulate_collective(ml, a, r, DataType::f32);

@@ -117,7 +117,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "links", po::value(&o.links),
       "write every link direction's bytes and busy time per row to this CSV file "
       "(tools/sim/plot_links.py draws it)")("format", po::value(&o.format)->default_value(o.format),
-                                          "table | csv | json")(
+                                            "table | csv | json")(
       "output", po::value(&o.output), "write to this file instead of stdout")(
       "trace", po::value(&o.trace),
       "write the simulated timeline of every rank's steps to this file, in the Chrome trace "

@@ -1,4 +1,4 @@
-#include "exec/op.hpp"
+#include "exec/bound_collective.hpp"
 
 #include <fmt/format.h>
 
@@ -55,9 +55,6 @@ LaterUse later_use(const schedule::Schedule& s, std::size_t g, std::size_t reade
   return s.steps[g].dst.buf == schedule::Buf::scratch ? LaterUse::dead : LaterUse::final;
 }
 
-// Receives at least this large whose bytes are final write them with non-temporal stores.
-constexpr std::size_t kStreamBytes = std::size_t{1} << 20;
-
 }  // namespace
 
 void run_local_step(const Step& st, const schedule::BufferSet& buf, DataType type) {
@@ -68,8 +65,9 @@ void run_local_step(const Step& st, const schedule::BufferSet& buf, DataType typ
   }
 }
 
-bool Op::bound_to(const schedule::Schedule& s, std::uint64_t serial, const schedule::BufferSet& user,
-                  const ExecParams& p) const noexcept {
+bool BoundCollective::bound_to(const schedule::Schedule& s, std::uint64_t serial,
+                               const schedule::BufferSet& user,
+                               const ExecParams& p) const noexcept {
   return schedule_.get() == &s && serial_ == serial && serial != 0 && user_.input == user.input &&
          user_.output == user.output && user_.elem_size == user.elem_size &&
          params_.type == p.type && params_.op == p.op && params_.segment_bytes == p.segment_bytes &&
@@ -77,11 +75,12 @@ bool Op::bound_to(const schedule::Schedule& s, std::uint64_t serial, const sched
          params_.what == p.what;
 }
 
-void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const schedule::BufferSet& user,
-              const ExecParams& params, Engine& engine) {
+void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
+                           const schedule::BufferSet& user, const ExecParams& params,
+                           Engine& engine) {
   schedule_ = std::move(sp);
   const schedule::Schedule& s = *schedule_;
-  direct_.reset();
+  single_copy_.reset();
   serial_ = 0;
   user_ = user;
   params_ = params;
@@ -118,7 +117,7 @@ void Op::bind(std::shared_ptr<const schedule::Schedule> sp, const schedule::Buff
   state_ = State::idle;
 }
 
-void Op::rebind(const schedule::BufferSet& user) {
+void BoundCollective::rebind(const schedule::BufferSet& user) {
   user_ = user;
   buf_ = user;
   buf_.scratch = scratch_.data();
@@ -126,7 +125,7 @@ void Op::rebind(const schedule::BufferSet& user) {
   bind_addresses();
 }
 
-void Op::bind_addresses() {
+void BoundCollective::bind_addresses() {
   const std::size_t es = buf_.elem_size;
   const std::size_t seg = std::max<std::size_t>(1, params_.segment_bytes / es) * es;
   const auto depth = static_cast<std::uint32_t>(std::max(1, params_.depth));
@@ -141,28 +140,29 @@ void Op::bind_addresses() {
     } else {
       std::byte* staging = nullptr;
       if (st.kind == Kind::recv_reduce) staging = staging_.data() + (slot++) * depth * seg;
-      t.mpi.bind(st, sends || st.kind == Kind::recv_reduce ? buf_.operand(st.src) : schedule::Operand{},
+      t.mpi.bind(st,
+                 sends || st.kind == Kind::recv_reduce ? buf_.operand(st.src) : schedule::Operand{},
                  sends ? nullptr : buf_.writable(st.dst), t.bytes, seg, es, staging, depth);
     }
   }
   if (shm_tasks_ > 0) mark_shared_memory_hints();
 }
 
-void Op::bind_single_copy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
-                          bool may_fall_back) {
+void BoundCollective::bind_single_copy(NodeMemory& memory, const SingleCopyCall& call,
+                                       const ExecParams& params, bool may_fall_back) {
   schedule_.reset();
   serial_ = 0;
   params_ = params;
   tasks_.clear();
   shm_tasks_ = 0;
-  direct_ = std::make_unique<SingleCopy>(memory, call, params, may_fall_back);
+  single_copy_ = std::make_unique<SingleCopy>(memory, call, params, may_fall_back);
   state_ = State::idle;
 }
 
 // Shared memory: a receive whose bytes one send forwards unchanged hands each segment straight
 // into that send's ring (a relay, ShmTransfer::pop), writing its destination too only when
 // something else reads it later; large receives of final output use non-temporal stores.
-void Op::mark_shared_memory_hints() {
+void BoundCollective::mark_shared_memory_hints() {
   const schedule::Schedule& s = *schedule_;
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     Task& t = tasks_[i];

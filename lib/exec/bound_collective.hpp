@@ -12,11 +12,11 @@
 #include <memory>
 #include <vector>
 
-#include "schedule/buffers.hpp"
 #include "exec/mpi_transfer.hpp"
 #include "exec/params.hpp"
 #include "exec/shm_transfer.hpp"
 #include "exec/single_copy.hpp"
+#include "schedule/buffers.hpp"
 #include "schedule/step.hpp"
 
 namespace toroid::exec {
@@ -47,7 +47,7 @@ struct Task {
   bool issued() const noexcept { return finished || (via == Via::mpi && mpi.issued()); }
 };
 
-class Op {
+class BoundCollective {
  public:
   enum class State : std::uint8_t { idle, active, done, failed };
 
@@ -68,7 +68,7 @@ class Op {
   void bind_single_copy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
                         bool may_fall_back);
   // A single-copy op that found the ranks' buffers in different allocations and did nothing.
-  bool fell_back() const noexcept { return direct_ && direct_->fell_back(); }
+  bool fell_back() const noexcept { return single_copy_ && single_copy_->fell_back(); }
 
   State state() const noexcept { return state_; }
 
@@ -84,7 +84,7 @@ class Op {
   kernels::ReduceFn reduce_ = nullptr;
   kernels::ReduceCopyFn reduce_copy_ = nullptr;
   std::vector<Task> tasks_;
-  std::unique_ptr<SingleCopy> direct_;  // set: a single-copy op (no tasks)
+  std::unique_ptr<SingleCopy> single_copy_;  // set: a single-copy op (no tasks)
   std::vector<std::byte> scratch_, staging_;
   std::size_t first_open_ = 0, shm_tasks_ = 0;
   State state_ = State::idle;

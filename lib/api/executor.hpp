@@ -25,12 +25,12 @@ namespace toroid::api {
 // own; the preload (lib/pmpi) uses this to pass them straight to MPI.
 bool on_progress_thread() noexcept;
 
-class Progress {
+class Executor {
  public:
-  explicit Progress(MPI_Comm comm) : engine_(comm) {}
-  ~Progress();  // stops the thread; the owner has completed what was in flight
-  Progress(const Progress&) = delete;
-  Progress& operator=(const Progress&) = delete;
+  explicit Executor(MPI_Comm comm) : engine_(comm) {}
+  ~Executor();  // stops the thread; the owner has completed what was in flight
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
 
   void start_thread();
   // Records a timeline of what the engine runs (null: stop); exec/tracer.hpp.
@@ -40,18 +40,19 @@ class Progress {
   // An op bound to (s, user, params): a reusable one already bound so when there is, else a
   // free one bound again, else a new one; `own`: always a new one, kept out of the pool (a
   // persistent request's). Never one a request in flight holds.
-  std::shared_ptr<exec::Op> acquire(const std::shared_ptr<const schedule::Schedule>& s,
-                                    std::uint64_t serial, const schedule::BufferSet& user,
-                                    const exec::ExecParams& params, bool own = false);
-  void start(const std::shared_ptr<exec::Op>& op);
-  void wait(exec::Op& op);
+  std::shared_ptr<exec::BoundCollective> acquire(const std::shared_ptr<const schedule::Schedule>& s,
+                                                 std::uint64_t serial,
+                                                 const schedule::BufferSet& user,
+                                                 const exec::ExecParams& params, bool own = false);
+  void start(const std::shared_ptr<exec::BoundCollective>& op);
+  void wait(exec::BoundCollective& op);
   // A blocking call: start and wait under one hold of the mutex (the caller moves it all).
-  void run(const std::shared_ptr<exec::Op>& op);
-  // run(op) with op first bound to other buffers of the same sizes (exec::Op::rebind).
-  void run_on(const std::shared_ptr<exec::Op>& op, const schedule::BufferSet& user);
-  bool test(exec::Op& op);
+  void run(const std::shared_ptr<exec::BoundCollective>& op);
+  // run(op) with op first bound to other buffers of the same sizes (exec::BoundCollective::rebind).
+  void run_on(const std::shared_ptr<exec::BoundCollective>& op, const schedule::BufferSet& user);
+  bool test(exec::BoundCollective& op);
   void wait_all();
-  bool finished(const exec::Op& op);  // not active any more; moves nothing
+  bool finished(const exec::BoundCollective& op);  // not active any more; moves nothing
 
  private:
   void run_thread();
@@ -59,19 +60,19 @@ class Progress {
   // (std::mutex is not fair, and the thread would otherwise take it back round after round).
   class Hold {
    public:
-    explicit Hold(Progress& p) : p_(p) {
+    explicit Hold(Executor& p) : p_(p) {
       ++p_.callers_;
       lock_ = std::unique_lock(p_.mutex_);
       --p_.callers_;
     }
 
    private:
-    Progress& p_;
+    Executor& p_;
     std::unique_lock<std::mutex> lock_;
   };
 
   exec::Engine engine_;
-  std::vector<std::shared_ptr<exec::Op>> pool_;
+  std::vector<std::shared_ptr<exec::BoundCollective>> pool_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<bool> stop_{false};

@@ -11,7 +11,7 @@
 
 namespace toroid::schedule {
 
-Schedule build_linear(Algorithm a, const Request& r, const Context& ctx) {
+Schedule build_one_dimension(Algorithm a, const Spec& r, const Context& ctx) {
   Schedule s;
   Group g;
   Links links = a == Algorithm::ring ? Links::ring : Links::bidir_ring;
@@ -48,7 +48,7 @@ Schedule build_linear(Algorithm a, const Request& r, const Context& ctx) {
       break;
     }
     case Collective::broadcast:
-      throw std::logic_error("build_linear: broadcast has its own builder");
+      throw std::logic_error("build_one_dimension: broadcast has its own builder");
   }
   return s;
 }

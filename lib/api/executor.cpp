@@ -1,10 +1,10 @@
-#include "api/progress.hpp"
+#include "api/executor.hpp"
 
 #include <sched.h>
 
 namespace toroid::api {
 
-Progress::~Progress() {
+Executor::~Executor() {
   if (!thread_.joinable()) return;
   {
     std::lock_guard lock(mutex_);
@@ -20,12 +20,12 @@ thread_local bool progress_thread = false;
 
 bool on_progress_thread() noexcept { return progress_thread; }
 
-void Progress::set_tracer(exec::Tracer* t) {
+void Executor::set_tracer(exec::Tracer* t) {
   Hold hold(*this);
   engine_.set_tracer(t);
 }
 
-void Progress::start_thread() {
+void Executor::start_thread() {
   thread_ = std::thread([this] {
     progress_thread = true;
     run_thread();
@@ -34,7 +34,7 @@ void Progress::start_thread() {
 
 // Rounds while something is in flight; spinning a little between idle rounds, then yielding
 // the core, and sleeping while nothing is in flight.
-void Progress::run_thread() {
+void Executor::run_thread() {
   std::unique_lock lock(mutex_);
   int idle = 0;
   while (!stop_) {
@@ -52,28 +52,28 @@ void Progress::run_thread() {
   }
 }
 
-std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule::Schedule>& s,
-                                            std::uint64_t serial, const schedule::BufferSet& user,
-                                            const exec::ExecParams& params, bool own) {
+std::shared_ptr<exec::BoundCollective> Executor::acquire(
+    const std::shared_ptr<const schedule::Schedule>& s, std::uint64_t serial,
+    const schedule::BufferSet& user, const exec::ExecParams& params, bool own) {
   constexpr std::size_t kPool = 16;
   Hold hold(*this);
   if (own) {
-    auto op = std::make_shared<exec::Op>();
+    auto op = std::make_shared<exec::BoundCollective>();
     op->bind(s, user, params, engine_);
     return op;
   }
-  std::shared_ptr<exec::Op>* free = nullptr;
+  std::shared_ptr<exec::BoundCollective>* free = nullptr;
   for (auto& op : pool_) {
-    if (op.use_count() != 1 || op->state() == exec::Op::State::active)
+    if (op.use_count() != 1 || op->state() == exec::BoundCollective::State::active)
       continue;  // in flight or held
     if (op->bound_to(*s, serial, user, params)) return op;
     if (!free) free = &op;
   }
-  std::shared_ptr<exec::Op> op;
+  std::shared_ptr<exec::BoundCollective> op;
   if (free)
     op = *free;
   else {
-    op = std::make_shared<exec::Op>();
+    op = std::make_shared<exec::BoundCollective>();
     if (pool_.size() < kPool) pool_.push_back(op);
   }
   op->bind(s, user, params, engine_);
@@ -81,7 +81,7 @@ std::shared_ptr<exec::Op> Progress::acquire(const std::shared_ptr<const schedule
   return op;
 }
 
-void Progress::start(const std::shared_ptr<exec::Op>& op) {
+void Executor::start(const std::shared_ptr<exec::BoundCollective>& op) {
   {
     Hold hold(*this);
     engine_.start(op, !thread_.joinable());
@@ -89,35 +89,36 @@ void Progress::start(const std::shared_ptr<exec::Op>& op) {
   if (thread_.joinable()) wake_.notify_one();
 }
 
-void Progress::run(const std::shared_ptr<exec::Op>& op) {
+void Executor::run(const std::shared_ptr<exec::BoundCollective>& op) {
   Hold hold(*this);
   engine_.start(op, true);
   engine_.wait(*op);
 }
 
-void Progress::run_on(const std::shared_ptr<exec::Op>& op, const schedule::BufferSet& user) {
+void Executor::run_on(const std::shared_ptr<exec::BoundCollective>& op,
+                      const schedule::BufferSet& user) {
   Hold hold(*this);
   op->rebind(user);
   engine_.start(op, true);
   engine_.wait(*op);
 }
 
-void Progress::wait(exec::Op& op) {
+void Executor::wait(exec::BoundCollective& op) {
   Hold hold(*this);
   engine_.wait(op);
 }
 
-bool Progress::test(exec::Op& op) {
+bool Executor::test(exec::BoundCollective& op) {
   Hold hold(*this);
   return engine_.test(op);
 }
 
-bool Progress::finished(const exec::Op& op) {
+bool Executor::finished(const exec::BoundCollective& op) {
   Hold hold(*this);
-  return op.state() != exec::Op::State::active;
+  return op.state() != exec::BoundCollective::State::active;
 }
 
-void Progress::wait_all() {
+void Executor::wait_all() {
   Hold hold(*this);
   engine_.wait_all();
 }
