@@ -7,18 +7,19 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 started=$(date +%s)
 trap 'echo "== test command: $(( $(date +%s) - started )) s in all =="' EXIT
+at() { echo "($(( $(date +%s) - started )) s)"; }  # the phase headers say when each began
 "$root/scripts/setup.sh" -DTOROID_WERROR=ON
 jobs=$(nproc)
-echo "== format (clang-format, .clang-format) =="
+echo "== format (clang-format, .clang-format) == $(at)"
 (cd "$root" && git ls-files '*.cpp' '*.hpp' '*.c' '*.h' | grep -v '^examples/consumer/' |
    xargs clang-format --dry-run --Werror)
-echo "== tests (Release) =="
+echo "== tests (Release) == $(at)"
 ctest --test-dir "$root/build" --output-on-failure -j"$jobs"
 # The same library against Debian's MPICH 4.0: unit tests of the MPI layers, the MPI tests at
 # np 1 and 2, at np 3 and 4 the cases tagged [mpich] (MPICH spins without yielding on
 # oversubscribed cores).
 if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
-  echo "== tests (MPICH) =="
+  echo "== tests (MPICH) == $(at)"
   mpich=$root/build-mpich
   cmake -S "$root" -B "$mpich" -DCMAKE_BUILD_TYPE=Release -DTOROID_WERROR=ON \
         -DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich \
@@ -32,7 +33,7 @@ if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
         -R '^unit_mpi_layers$|^mpi_np[1-4]$|^preload_nonblocking_(np[1-3]|single)$'
 fi
 if [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
-  echo "== tests (ASan + UBSan) =="
+  echo "== tests (ASan + UBSan) == $(at)"
   asan=$root/build-asan
   # -O1 -g1 (line tables for the reports): what the sanitizers recommend, and the tree builds in
   # 40% less time than at -O2 -g on 2 cores.
