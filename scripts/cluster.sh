@@ -10,6 +10,8 @@
 #            shared file system; their /tmp and /dev/shm are their own)
 #   scripts/cluster.sh run [--ranks-per-host K] [--np N] [mpirun options...] -- program args...
 #                          (N defaults to hosts x K; ranks fill h0 first, then h1, ...)
+#   scripts/cluster.sh command [as run]                 (prints the mpirun line for real hosts;
+#                                                        run prints it too, at a terminal)
 #   scripts/cluster.sh exec HOST -- command args...     (inside one host, e.g. to cut a link)
 #   scripts/cluster.sh pids HOST [NAME]                 (processes inside a host, by command name)
 #   scripts/cluster.sh status | down
@@ -258,6 +260,15 @@ visible_on_hosts() {
   die "run: $what $path is not visible on the emulated hosts: each host has its own /tmp and /dev/shm, and only these folders are shared: $(tr '\n' ' ' <"$state/shared")(the repository, \$TOROID_BUILD_DIR and each --share). Bring the cluster up with --share <folder> (or TOROID_BUILD_DIR=<build tree>), or build inside the repository."
 }
 
+# The mpirun line that runs the same job on real hosts: a hostfile instead of the emulated hosts,
+# and none of the settings only the emulation needs (cluster-rsh.sh, the hosts' subnet, yielding).
+real_command() {
+  local per=$1 np=$2 shown=()
+  shift 2
+  for a in "$@"; do shown+=("$(printf '%q' "$a")"); done
+  echo "cluster.sh: on real hosts: mpirun --hostfile HOSTS -np $np ${shown[*]}   (HOSTS: one line 'NAME slots=$per' per host)"
+}
+
 cmd_run() {
   [ -e "$state/hosts" ] || die "no cluster is up ('scripts/cluster.sh up ...' first)"
   local per=1 n np=""
@@ -279,10 +290,9 @@ cmd_run() {
   for ((i = 0; i < n; ++i)); do echo "h$i slots=$per" >>"$state/hostfile"; done
   local launcher
   launcher=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "${TOROID_BUILD_DIR:-$root/build}/CMakeCache.txt" 2>/dev/null || true)
-  # The same job on real hosts (docs/hosts.md): what this emulation stands in for.
-  local shown=()
-  for a in "${opts[@]}" "$@"; do shown+=("$(printf '%q' "$a")"); done
-  echo "cluster.sh: on real hosts: mpirun --hostfile HOSTS -np ${np:-$((n * per))} ${shown[*]}   (HOSTS: one line 'NAME slots=$per' per host)" >&2
+  # The same job on real hosts (docs/hosts.md), shown to a person at a terminal; scripts and
+  # tests that read the job's output get the job's output only (`command` prints it on demand).
+  [ ! -t 2 ] || real_command "$per" "${np:-$((n * per))}" "${opts[@]}" "$@" >&2
   # mpirun runs on h0, like a login node that is also the first compute node.
   TOROID_CLUSTER_DIR=$state OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     nsenter -t "$(cat "$state/h0/pid")" -n -u -m --wd="$PWD" -- "${launcher:-mpirun}" \
@@ -292,6 +302,22 @@ cmd_run() {
       --mca oob_tcp_keepalive_time 4 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3 \
       --mca mpi_yield_when_idle 1 \
       --bind-to none --oversubscribe "${opts[@]}" "$@"
+}
+
+cmd_command() {
+  local per=1 np="" opts=() n
+  n=$(hosts)
+  ((n > 0)) || n=${HOSTS:-2}
+  while (($#)) && [ "$1" != -- ]; do
+    case "$1" in
+      --ranks-per-host) per=$2; shift 2 ;;
+      --np) np=$2; shift 2 ;;
+      *) opts+=("$1"); shift ;;
+    esac
+  done
+  [ "${1:-}" = -- ] || die "command: expected '--' before the program"
+  shift
+  real_command "$per" "${np:-$((n * per))}" "${opts[@]}" "$@"
 }
 
 cmd_exec() {
@@ -345,9 +371,10 @@ cmd_down() {
 case "${1:-}" in
   up) shift; cmd_up "$@" ;;
   run) shift; cmd_run "$@" ;;
+  command) shift; cmd_command "$@" ;;
   exec) shift; cmd_exec "$@" ;;
   pids) shift; cmd_pids "$@" ;;
   status) cmd_status ;;
   down) cmd_down ;;
-  *) die "usage: cluster.sh up switch|torus XxY[:wrap=..] [--hosts N] [--rate R] [--delay D] | run [--ranks-per-host K] [mpirun options] -- program args | exec HOST -- cmd | status | down" ;;
+  *) die "usage: cluster.sh up switch|torus XxY[:wrap=..] [--hosts N] [--rate R] [--delay D] | run [--ranks-per-host K] [mpirun options] -- program args | command [same as run] | exec HOST -- cmd | status | down" ;;
 esac

@@ -60,7 +60,7 @@ bool Engine::can_start(const BoundCollective& op, const Task& t) const {
   for (std::uint32_t k = 0; k < st.dep_count; ++k) {
     const schedule::Dep& d = s.deps[st.dep_begin + k];
     const Task& g = op.tasks_[d.step];
-    if (d.wait == Wait::done ? !g.finished : !g.started) return false;
+    if (!schedule::lets_go(d.wait, g.started, g.finished)) return false;
   }
   return true;
 }

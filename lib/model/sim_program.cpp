@@ -50,7 +50,7 @@ void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
     op.dep_count = static_cast<std::uint16_t>(st.dep_count);
     for (std::uint32_t k = 0; k < st.dep_count; ++k) {
       const schedule::Dep& d = s.deps[st.dep_begin + k];
-      p.deps.push_back(d.step | (d.wait == schedule::Wait::follow ? kFollow : 0u));
+      p.deps.push_back(d.step | (schedule::lets_go_on_start(d.wait) ? kFollow : 0u));
       if (d.wait == schedule::Wait::follow) op.follows = op.follows == kNone ? d.step : kMany;
     }
     if (keep_phases) p.phase_numbers.push_back(st.phase);

@@ -311,7 +311,7 @@ class Runner {
           const Step& s = sc.steps[j];
           for (std::uint32_t k = 0; k < s.dep_count; ++k) {
             const schedule::Dep& d = sc.deps[s.dep_begin + k];
-            if (d.step < j) f(d.step, d.wait == schedule::Wait::follow);
+            if (d.step < j) f(d.step, schedule::lets_go_on_start(d.wait));
           }
         },
         [&](std::uint32_t j, std::uint64_t& key) {

@@ -69,6 +69,17 @@ enum class Wait : std::uint8_t {
            // offset + e of the earlier step's destination is (the earlier step writes in order)
 };
 
+// When a step may start: the one rule the engine, the verifier and the simulator run. The step
+// is first on its channel (direction, peer, tag: steps of one channel start in schedule order)
+// and each dependency lets it go: a `done` one once the earlier step has finished, a `follow`
+// one once the earlier step has started (its segments then pace this step's). The engine checks
+// it task by task (Engine::can_start); the verifier and the simulator count down a WaitGraph
+// (wait_graph.hpp) whose waiters are released by the same rule.
+inline bool lets_go_on_start(Wait w) noexcept { return w == Wait::follow; }
+inline bool lets_go(Wait w, bool started, bool finished) noexcept {
+  return lets_go_on_start(w) ? started : finished;
+}
+
 struct Dep {
   std::uint32_t step = 0;  // index of an earlier step of the same schedule
   Wait wait = Wait::done;

@@ -1,7 +1,8 @@
 // Who waits for whom, for running a schedule as a dataflow in one pass: per step the number of
 // steps it waits for (its dependencies, and the step before it on its channel: direction, peer,
-// tag), and per step the steps that wait for it. The verifier and the simulator run the same
-// rules the engine does; the engine itself checks the same conditions directly, task by task.
+// tag), and per step the steps that wait for it, released on start or on finish as the rule in
+// step.hpp (lets_go) says. The verifier and the simulator count down this graph; the engine
+// checks the same rule directly, task by task.
 #pragma once
 
 #include <cstdint>

@@ -129,9 +129,25 @@ Options options_of(const std::string& topology, const py::object& algorithm,
   return o;
 }
 
-}  // namespace
+using C = PyCommunicator;
 
-void bind_communicator(py::module_& m) {
+// The type-erased C++ calls of each family, as the bindings take them (the typed overloads
+// make a plain &allreduce ambiguous).
+using Reducing = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, ReduceOp,
+                          Communicator&, std::optional<Algorithm>);
+using ReducingAxis = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, ReduceOp,
+                              Axis, Communicator&, std::optional<Algorithm>);
+using Gather = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, Communicator&,
+                        std::optional<Algorithm>);
+using GatherAxis = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, Axis,
+                            Communicator&, std::optional<Algorithm>);
+using StartReducing = Request (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType,
+                                  ReduceOp, Communicator&, std::optional<Algorithm>);
+using StartGather = Request (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType,
+                                Communicator&, std::optional<Algorithm>);
+
+// MPI's own state and the helpers the package's Python side shares with C++.
+void bind_module_functions(py::module_& m) {
   m.def("mpi_initialized", [] {
     int flag = 0;
     MPI_Initialized(&flag);
@@ -162,31 +178,35 @@ void bind_communicator(py::module_& m) {
     const Block b = block_of(count, nranks, r);
     return py::make_tuple(b.offset, b.count);
   });
+}
 
+void bind_request(py::module_& m) {
   py::class_<PyRequest>(m, "Request")
       .def("wait", &PyRequest::wait, "Completes the collective; returns its output.")
       .def("test", &PyRequest::test, "One round of progress; True once complete.")
       .def_property_readonly("active", [](const PyRequest& r) { return r.request.active(); });
+}
 
-  using C = PyCommunicator;
-  py::class_<C>(m, "Communicator")
-      .def(py::init([](long long fortran_handle, const std::string& topology,
-                       const py::object& algorithm, std::size_t segment_bytes,
-                       const py::object& check, const std::string& nodes, const py::object& timeout,
-                       const py::object& transport, const py::object& progress) {
-             const Options o = options_of(topology, algorithm, segment_bytes, check, nodes, timeout,
-                                          transport, progress);
-             const MPI_Comm mpi = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
-             auto c = std::make_unique<C>();
-             {
-               py::gil_scoped_release nogil;
-               c->comm = std::make_unique<Communicator>(mpi, o);
-             }
-             return c;
-           }),
-           py::arg("handle"), py::arg("topology"), py::arg("algorithm"), py::arg("segment_bytes"),
-           py::arg("check"), py::arg("nodes"), py::arg("timeout"), py::arg("transport"),
-           py::arg("progress"))
+// The communicator itself: construction, what it is, and its memory.
+py::class_<C> bind_communicator_state(py::module_& m) {
+  py::class_<C> cls(m, "Communicator");
+  cls.def(py::init([](long long fortran_handle, const std::string& topology,
+                      const py::object& algorithm, std::size_t segment_bytes,
+                      const py::object& check, const std::string& nodes, const py::object& timeout,
+                      const py::object& transport, const py::object& progress) {
+            const Options o = options_of(topology, algorithm, segment_bytes, check, nodes, timeout,
+                                         transport, progress);
+            const MPI_Comm mpi = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
+            auto c = std::make_unique<C>();
+            {
+              py::gil_scoped_release nogil;
+              c->comm = std::make_unique<Communicator>(mpi, o);
+            }
+            return c;
+          }),
+          py::arg("handle"), py::arg("topology"), py::arg("algorithm"), py::arg("segment_bytes"),
+          py::arg("check"), py::arg("nodes"), py::arg("timeout"), py::arg("transport"),
+          py::arg("progress"))
       .def_property_readonly("rank", [](const C& c) { return c.get().rank(); })
       .def_property_readonly("size", [](const C& c) { return c.get().size(); })
       .def_property_readonly("topology", [](const C& c) { return c.get().topology().to_string(); })
@@ -237,149 +257,127 @@ void bind_communicator(py::module_& m) {
              return py::array(py::dtype("uint8"), {static_cast<py::ssize_t>(bytes)}, {1}, data,
                               base);
            })
-      .def_property_readonly("single_copy_calls",
-                             [](const C& c) {
-                               const auto& m = internal::impl(c.get());
-                               return m.memory ? m.memory->single_copy_calls() : 0;
-                             })
-
-      // ---- blocking
-      .def("allreduce",
-           [](C& c, const py::object& x, const py::object& out, const std::string& op,
-              const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "allreduce"), parse_reduce_op(op),
-                                 algorithm_of(algo));
-             });
-             run_blocking([&] {
-               allreduce(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm, a);
-             });
-           })
-      .def("reduce_scatter",
-           [](C& c, const py::object& x, const py::object& out, const std::string& op,
-              const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "reduce_scatter"), parse_reduce_op(op),
-                                 algorithm_of(algo));
-             });
-             run_blocking([&] {
-               reduce_scatter(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm,
-                              a);
-             });
-           })
-      .def("allgather",
-           [](C& c, const py::object& x, const py::object& out, const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "allgather", false), algorithm_of(algo));
-             });
-             run_blocking([&] {
-               allgather(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, comm, a);
-             });
-           })
-      .def("allreduce_axis",
-           [](C& c, const py::object& x, const py::object& out, const std::string& op,
-              const py::object& axis, const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, rop, ax, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "allreduce_axis"), parse_reduce_op(op),
-                                 axis_of(axis), algorithm_of(algo));
-             });
-             run_blocking([&] {
-               allreduce_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, ax,
-                              comm, a);
-             });
-           })
-      .def("reduce_scatter_axis",
-           [](C& c, const py::object& x, const py::object& out, const std::string& op,
-              const py::object& axis, const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, rop, ax, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "reduce_scatter_axis"), parse_reduce_op(op),
-                                 axis_of(axis), algorithm_of(algo));
-             });
-             run_blocking([&] {
-               reduce_scatter_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop,
-                                   ax, comm, a);
-             });
-           })
-      .def("allgather_axis",
-           [](C& c, const py::object& x, const py::object& out, const py::object& axis,
-              const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, ax, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "allgather_axis", false), axis_of(axis),
-                                 algorithm_of(algo));
-             });
-             run_blocking([&] {
-               allgather_axis(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, ax, comm,
-                              a);
-             });
-           })
-      .def("broadcast",
-           [](C& c, const py::object& x, int root, const py::object& algo) {
-             auto& comm = c.get();
-             auto [v, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(view_of(x, "x", "broadcast", true), algorithm_of(algo));
-             });
-             run_blocking([&] { broadcast(v.data, v.count, v.type, root, comm, a); });
-           })
-
-      // ---- non-blocking: the request keeps the operands alive until it completes
-      .def("iallreduce",
-           [](C& c, const py::object& x, const py::object& out, const std::string& op,
-              const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "iallreduce"), parse_reduce_op(op),
-                                 algorithm_of(algo));
-             });
-             return run_nonblocking(
-                 [&, o = o, rop = rop, a = a] {
-                   return iallreduce(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop,
-                                     comm, a);
-                 },
-                 {o.in, o.out}, out.is_none() ? x : out);
-           })
-      .def("ireduce_scatter",
-           [](C& c, const py::object& x, const py::object& out, const std::string& op,
-              const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "ireduce_scatter"), parse_reduce_op(op),
-                                 algorithm_of(algo));
-             });
-             return run_nonblocking(
-                 [&, o = o, rop = rop, a = a] {
-                   return ireduce_scatter(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type,
-                                          rop, comm, a);
-                 },
-                 {o.in, o.out}, out.is_none() ? x : out);
-           })
-      .def("iallgather",
-           [](C& c, const py::object& x, const py::object& out, const py::object& algo) {
-             auto& comm = c.get();
-             auto [o, a] = checked(comm, comm.checks_arguments(), [&] {
-               return std::tuple(operands(x, out, "iallgather", false), algorithm_of(algo));
-             });
-             return run_nonblocking(
-                 [&, o = o, a = a] {
-                   return iallgather(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type,
-                                     comm, a);
-                 },
-                 {o.in, o.out}, out);
-           })
-      .def("ibroadcast", [](C& c, const py::object& x, int root, const py::object& algo) {
-        auto& comm = c.get();
-        auto [v, a] = checked(comm, comm.checks_arguments(), [&] {
-          return std::tuple(view_of(x, "x", "ibroadcast", true), algorithm_of(algo));
-        });
-        return run_nonblocking(
-            [&, v = v, a = a] { return ibroadcast(v.data, v.count, v.type, root, comm, a); }, {v},
-            x);
+      .def_property_readonly("single_copy_calls", [](const C& c) {
+        const auto& m = internal::impl(c.get());
+        return m.memory ? m.memory->single_copy_calls() : 0;
       });
+  return cls;
+}
+
+// ---- blocking, one family at a time: arguments converted (and, with checking on, agreed
+// across ranks), then the C++ call with the GIL released.
+void def_reducing(py::class_<C>& cls, const char* name, Reducing f) {
+  cls.def(name, [name, f](C& c, const py::object& x, const py::object& out, const std::string& op,
+                          const py::object& algo) {
+    auto& comm = c.get();
+    auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
+      return std::tuple(operands(x, out, name), parse_reduce_op(op), algorithm_of(algo));
+    });
+    run_blocking(
+        [&] { f(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm, a); });
+  });
+}
+void def_reducing_axis(py::class_<C>& cls, const char* name, ReducingAxis f) {
+  cls.def(name, [name, f](C& c, const py::object& x, const py::object& out, const std::string& op,
+                          const py::object& axis, const py::object& algo) {
+    auto& comm = c.get();
+    auto [o, rop, ax, a] = checked(comm, comm.checks_arguments(), [&] {
+      return std::tuple(operands(x, out, name), parse_reduce_op(op), axis_of(axis),
+                        algorithm_of(algo));
+    });
+    run_blocking(
+        [&] { f(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, ax, comm, a); });
+  });
+}
+void def_gather(py::class_<C>& cls, const char* name, Gather f) {
+  cls.def(name, [name, f](C& c, const py::object& x, const py::object& out,
+                          const py::object& algo) {
+    auto& comm = c.get();
+    auto [o, a] = checked(comm, comm.checks_arguments(), [&] {
+      return std::tuple(operands(x, out, name, false), algorithm_of(algo));
+    });
+    run_blocking([&] { f(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, comm, a); });
+  });
+}
+void def_gather_axis(py::class_<C>& cls, const char* name, GatherAxis f) {
+  cls.def(name, [name, f](C& c, const py::object& x, const py::object& out, const py::object& axis,
+                          const py::object& algo) {
+    auto& comm = c.get();
+    auto [o, ax, a] = checked(comm, comm.checks_arguments(), [&] {
+      return std::tuple(operands(x, out, name, false), axis_of(axis), algorithm_of(algo));
+    });
+    run_blocking(
+        [&] { f(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, ax, comm, a); });
+  });
+}
+void bind_blocking(py::class_<C>& cls) {
+  def_reducing(cls, "allreduce", &allreduce);
+  def_reducing(cls, "reduce_scatter", &reduce_scatter);
+  def_gather(cls, "allgather", &allgather);
+  def_reducing_axis(cls, "allreduce_axis", &allreduce_axis);
+  def_reducing_axis(cls, "reduce_scatter_axis", &reduce_scatter_axis);
+  def_gather_axis(cls, "allgather_axis", &allgather_axis);
+  cls.def("broadcast", [](C& c, const py::object& x, int root, const py::object& algo) {
+    auto& comm = c.get();
+    auto [v, a] = checked(comm, comm.checks_arguments(), [&] {
+      return std::tuple(view_of(x, "x", "broadcast", true), algorithm_of(algo));
+    });
+    run_blocking([&] { broadcast(v.data, v.count, v.type, root, comm, a); });
+  });
+}
+
+// ---- non-blocking: the request keeps the operands alive until it completes, and returns the
+// output (`out`, or x in place) from wait().
+void def_start_reducing(py::class_<C>& cls, const char* name, StartReducing f) {
+  cls.def(name, [name, f](C& c, const py::object& x, const py::object& out, const std::string& op,
+                          const py::object& algo) {
+    auto& comm = c.get();
+    auto [o, rop, a] = checked(comm, comm.checks_arguments(), [&] {
+      return std::tuple(operands(x, out, name), parse_reduce_op(op), algorithm_of(algo));
+    });
+    return run_nonblocking(
+        [&, o = o, rop = rop, a = a] {
+          return f(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, rop, comm, a);
+        },
+        {o.in, o.out}, out.is_none() ? x : out);
+  });
+}
+void def_start_gather(py::class_<C>& cls, const char* name, StartGather f) {
+  cls.def(name,
+          [name, f](C& c, const py::object& x, const py::object& out, const py::object& algo) {
+            auto& comm = c.get();
+            auto [o, a] = checked(comm, comm.checks_arguments(), [&] {
+              return std::tuple(operands(x, out, name, false), algorithm_of(algo));
+            });
+            return run_nonblocking(
+                [&, o = o, a = a] {
+                  return f(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, comm, a);
+                },
+                {o.in, o.out}, out);
+          });
+}
+void bind_nonblocking(py::class_<C>& cls) {
+  def_start_reducing(cls, "iallreduce", &iallreduce);
+  def_start_reducing(cls, "ireduce_scatter", &ireduce_scatter);
+  def_start_gather(cls, "iallgather", &iallgather);
+  cls.def("ibroadcast", [](C& c, const py::object& x, int root, const py::object& algo) {
+    auto& comm = c.get();
+    auto [v, a] = checked(comm, comm.checks_arguments(), [&] {
+      return std::tuple(view_of(x, "x", "ibroadcast", true), algorithm_of(algo));
+    });
+    return run_nonblocking(
+        [&, v = v, a = a] { return ibroadcast(v.data, v.count, v.type, root, comm, a); }, {v}, x);
+  });
+}
+
+}  // namespace
+
+void bind_communicator(py::module_& m) {
+  bind_module_functions(m);
+  bind_request(m);
+  py::class_<C> cls = bind_communicator_state(m);
+  bind_blocking(cls);
+  bind_nonblocking(cls);
 }
 
 }  // namespace toroid::python

@@ -53,6 +53,11 @@ rm -rf "$outside"
 ((rc == 2)) && grep -q "is not visible on the emulated hosts.*--share" "$log/outside" ||
   fail "a program outside the shared folders: exit $rc: $(cat "$log/outside")"
 echo "ok   a program outside the shared folders is refused before launch"
+# The same job's command line for real hosts, as docs/hosts.md describes it.
+"$cluster" command --ranks-per-host 2 -x TOROID_LOG=info -- "$build/benchmarks/toroid-bench" -b 1K |
+  grep -q "on real hosts: mpirun --hostfile HOSTS -np 4 -x TOROID_LOG=info .*toroid-bench -b 1K" ||
+  fail "cluster.sh command: no mpirun line for real hosts"
+echo "ok   cluster.sh command prints the mpirun line for real hosts"
 # A killed rank's sockets close: its TCP peers fail first ("Connection reset by peer"), or
 # mpirun reports the signal, whichever comes first.
 fault kill_rank "sends itself SIGKILL" "exited on signal 9|Connection reset by peer" "" -- --map-by node -- "$probe" kill 2
