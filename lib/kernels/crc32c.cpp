@@ -14,7 +14,7 @@ namespace {
 
 constexpr std::uint32_t kPolynomial = 0x82F63B78u;  // reflected
 
-constexpr std::array<std::uint32_t, 256> make_table() {
+constexpr std::array<std::uint32_t, 256> make_crc_table() {
   std::array<std::uint32_t, 256> t{};
   for (std::uint32_t i = 0; i < 256; ++i) {
     std::uint32_t c = i;
@@ -23,7 +23,7 @@ constexpr std::array<std::uint32_t, 256> make_table() {
   }
   return t;
 }
-constexpr std::array<std::uint32_t, 256> kTable = make_table();
+constexpr std::array<std::uint32_t, 256> kTable = make_crc_table();
 
 // Appending zero bits is linear over GF(2): a 32x32 bit matrix, one column per bit of the CRC.
 using Matrix = std::array<std::uint32_t, 32>;

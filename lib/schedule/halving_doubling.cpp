@@ -44,7 +44,7 @@ Fold fold_of(int rank, int p) {
   return f;
 }
 
-struct Builder {
+struct HalvingBuilder {
   Schedule& s;
   std::uint32_t phase = 0;
   void add(Kind k, int peer, Chunk src, Chunk dst) {
@@ -60,7 +60,7 @@ Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx) 
   const int p = ctx.nranks(), rank = ctx.rank;
   const std::uint64_t n = r.count;
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
-  Builder b{s};
+  HalvingBuilder b{s};
   const Fold f = fold_of(rank, p);
   auto scale = [&](Chunk c) {
     b.phase = append_average(s, r.average, c, static_cast<std::uint32_t>(p), b.phase);

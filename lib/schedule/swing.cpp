@@ -51,7 +51,7 @@
 namespace toroid::schedule {
 namespace {
 
-struct Builder {
+struct SwingBuilder {
   Schedule& s;
   std::uint32_t phase = 0;
   void add(Kind k, int peer, int tag, Chunk src, Chunk dst) {
@@ -87,7 +87,7 @@ Schedule build_swing_allgather(const Spec& r, const Context& ctx) {
   const std::uint64_t n = r.count;
   const Block own = block_of(n, p, rank);
   const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
-  Builder b{s};
+  SwingBuilder b{s};
   if (append_move(s, own_src, chunk(Buf::output, own), b.phase)) ++b.phase;
   if (p == 1) return s;
   const Grid g(t);
@@ -190,7 +190,7 @@ Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx) {
   const Grid g(t);
   const Coord me = t.coord_of(rank);
   const auto divisor = static_cast<std::uint32_t>(p);
-  Builder b{s};
+  SwingBuilder b{s};
   if (latency) s.scratch_count = 2 * n;
   const bool x_in = !g.x.sends(me.x);
   // The fold partners (only asked for by ranks that fold).

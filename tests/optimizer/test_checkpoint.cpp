@@ -30,7 +30,7 @@ using testing::world_size;
 namespace {
 
 // As the optimizer tests: not divisible by 2, 3 or 4, spread over several 256-element buckets.
-const std::vector<std::size_t> kSizes = {37, 1, 250, 1001, 5};
+const std::vector<std::size_t> kCheckpointSizes = {37, 1, 250, 1001, 5};
 
 OptimizerConfig adamw() {
   OptimizerConfig c;
@@ -67,7 +67,7 @@ TEST_CASE("checkpoints restore exactly and move between rank counts", "[optimize
     for (bool shard : {true, false}) {
       CAPTURE(shard);
       c.shard = shard;
-      Model first(kSizes), second(kSizes);
+      Model first(kCheckpointSizes), second(kCheckpointSizes);
       ShardedOptimizer a(comm, first.parameters(), c);
       for (int step = 1; step <= 4; ++step) first.set_gradients(step, r, p), a.step();
       a.save(path);
@@ -91,7 +91,7 @@ TEST_CASE("checkpoints restore exactly and move between rank counts", "[optimize
     MPI_Comm_split(MPI_COMM_WORLD, r < half ? 0 : MPI_UNDEFINED, r, &sub);
     if (sub != MPI_COMM_NULL) {
       Communicator small(sub);
-      Model model(kSizes);
+      Model model(kCheckpointSizes);
       ShardedOptimizer a(small, model.parameters(), c);
       for (int step = 1; step <= 5; ++step) model.set_gradients(step, r, half), a.step();
       a.save(path);
@@ -102,7 +102,7 @@ TEST_CASE("checkpoints restore exactly and move between rank counts", "[optimize
     for (bool shard : {true, false}) {
       OptimizerConfig lc = c;
       lc.shard = shard;
-      Model resumed(kSizes), straight(kSizes);
+      Model resumed(kCheckpointSizes), straight(kCheckpointSizes);
       for (auto& t : resumed.weights) std::fill(t.begin(), t.end(), 0.0f);  // load must set them
       ShardedOptimizer b(comm, resumed.parameters(), lc);
       b.load(path);
@@ -127,7 +127,7 @@ TEST_CASE("a damaged checkpoint is refused, naming the section, before anything 
   Communicator comm(MPI_COMM_WORLD);
   const OptimizerConfig c = adamw();
   const std::string path = shared_path("flip");
-  Model model(kSizes);
+  Model model(kCheckpointSizes);
   ShardedOptimizer a(comm, model.parameters(), c);
   for (int step = 1; step <= 3; ++step) model.set_gradients(step, r, p), a.step();
   a.save(path);
@@ -137,9 +137,9 @@ TEST_CASE("a damaged checkpoint is refused, naming the section, before anything 
   // name; one CRC per section and the header's own), then weights, m and v of every tensor.
   std::size_t header = 8 + 4 + 4 + 8 + 8 + 8, total = 0;
   std::vector<std::size_t> starts;
-  for (std::size_t t = 0; t < kSizes.size(); ++t)
-    header += 4 + Model::name_of(t).size() + 8, starts.push_back(total), total += kSizes[t];
-  header += 4 * (3 * kSizes.size() + 1);
+  for (std::size_t t = 0; t < kCheckpointSizes.size(); ++t)
+    header += 4 + Model::name_of(t).size() + 8, starts.push_back(total), total += kCheckpointSizes[t];
+  header += 4 * (3 * kCheckpointSizes.size() + 1);
   REQUIRE(good.size() == header + 3 * total * sizeof(float));
 
   std::vector<std::pair<std::size_t, std::string>> flips = {
@@ -147,12 +147,12 @@ TEST_CASE("a damaged checkpoint is refused, naming the section, before anything 
       {header - 2, "the checksum of its header does not match"}};  // the header's own CRC
   const char* arrays[] = {"weights", "first moment", "second moment"};
   for (std::size_t a = 0; a < 3; ++a)
-    for (std::size_t t = 0; t < kSizes.size(); ++t)
-      flips.emplace_back(header + (a * total + starts[t] + kSizes[t] / 2) * sizeof(float) + 1,
+    for (std::size_t t = 0; t < kCheckpointSizes.size(); ++t)
+      flips.emplace_back(header + (a * total + starts[t] + kCheckpointSizes[t] / 2) * sizeof(float) + 1,
                          std::string("the checksum of the ") + arrays[a] + " of '" +
                              Model::name_of(t) + "' does not match");
 
-  Model other(kSizes);
+  Model other(kCheckpointSizes);
   ShardedOptimizer b(comm, other.parameters(), c);
   const auto before = other.weights;
   for (const auto& [at, what] : flips) {
@@ -175,7 +175,7 @@ TEST_CASE("a version-1 checkpoint still loads, on the same trajectory", "[optimi
   const int p = world_size(), r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
   const OptimizerConfig c = adamw();
-  Model resumed(kSizes), straight(kSizes);
+  Model resumed(kCheckpointSizes), straight(kCheckpointSizes);
   for (auto& t : resumed.weights) std::fill(t.begin(), t.end(), 0.0f);
   ShardedOptimizer b(comm, resumed.parameters(), c);
   b.load(TOROID_TEST_DATA "/adamw_v1.ckpt");
@@ -197,14 +197,14 @@ TEST_CASE("a save is all or nothing", "[optimizer]") {
   Communicator comm(MPI_COMM_WORLD);
   const OptimizerConfig c = adamw();
   const std::string path = shared_path("atomic"), temporary = path + ".saving";
-  Model model(kSizes);
+  Model model(kCheckpointSizes);
   ShardedOptimizer a(comm, model.parameters(), c);
 
   SECTION("a stale temporary from a killed save does not stop the next") {
     write_file(temporary, std::vector<char>(100000, 'x'));
     a.save(path);
     CHECK(all_ranks(!exists(temporary)));
-    Model other(kSizes);
+    Model other(kCheckpointSizes);
     ShardedOptimizer b(comm, other.parameters(), c);
     b.load(path);
     CHECK(all_ranks(other.weights == model.weights));
@@ -231,7 +231,7 @@ TEST_CASE("a save is all or nothing", "[optimizer]") {
     }
   }
   SECTION("checkpoints that do not fit") {
-    Model model5(kSizes);
+    Model model5(kCheckpointSizes);
     ShardedOptimizer opt(comm, model5.parameters(), c);
     CHECK_THROWS_WITH(opt.load("/nonexistent/toroid.ckpt"),
                       Contains("cannot open '/nonexistent/toroid.ckpt' for reading"));
@@ -262,7 +262,7 @@ TEST_CASE("a save onto a full file system", "[.checkpoint_full]") {
   Communicator comm(MPI_COMM_WORLD);
   const OptimizerConfig c = adamw();
   const std::string path = std::string(dir) + "/full.ckpt";
-  Model small(kSizes), big({300000, 100000});
+  Model small(kCheckpointSizes), big({300000, 100000});
   ShardedOptimizer a(comm, small.parameters(), c), b(comm, big.parameters(), c);
   small.set_gradients(1, r, p), a.step();
   a.save(path);
@@ -271,7 +271,7 @@ TEST_CASE("a save onto a full file system", "[.checkpoint_full]") {
                                       Contains("the previous file is untouched") &&
                                       Contains("No space left on device") && Contains("rank"));
   CHECK(all_ranks(read_file(path) == good && !exists(path + ".saving")));
-  Model back(kSizes);
+  Model back(kCheckpointSizes);
   ShardedOptimizer d(comm, back.parameters(), c);
   d.load(path);
   CHECK(all_ranks(back.weights == small.weights && d.steps_taken() == 1));
@@ -284,12 +284,12 @@ TEST_CASE("the whole state in memory: the same at any layout, set into another",
     CAPTURE(to_string(kind));
     OptimizerConfig c = adamw();
     c.kind = kind;
-    Model first(kSizes), second(kSizes);
+    Model first(kCheckpointSizes), second(kCheckpointSizes);
     ShardedOptimizer a(comm, first.parameters(), c);
     for (int step = 1; step <= 4; ++step) first.set_gradients(step, r, p), a.step();
     const OptimizerState whole = a.state();
     std::size_t total = 0;
-    for (std::size_t n : kSizes) total += n;
+    for (std::size_t n : kCheckpointSizes) total += n;
     CHECK(whole.steps == 4);
     CHECK(whole.names == state_names(kind));
     REQUIRE(whole.arrays.size() == whole.names.size());

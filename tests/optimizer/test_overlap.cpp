@@ -24,7 +24,7 @@ using testing::world_size;
 
 namespace {
 
-const std::vector<std::size_t> kSizes = {37, 1, 250, 1001, 5};
+const std::vector<std::size_t> kOverlapSizes = {37, 1, 250, 1001, 5};
 
 // Integer-valued gradients: every partial sum is exact in f32 (and in bf16 below 256), so the
 // expected sum does not depend on the order the ranks are added in.
@@ -64,11 +64,11 @@ TEST_CASE("GradientReducer sums exactly in any ready order, f32 and bf16", "[ove
       for (bool average : {false, true}) {
         INFO("bf16 gradients " << bf16_grads << ", bf16 wire " << bf16_wire << ", average "
                                << average);
-        std::vector<std::vector<float>> g32(kSizes.size());
-        std::vector<std::vector<bfloat16>> g16(kSizes.size());
+        std::vector<std::vector<float>> g32(kOverlapSizes.size());
+        std::vector<std::vector<bfloat16>> g16(kOverlapSizes.size());
         std::vector<Gradient> grads;
-        for (std::size_t t = 0; t < kSizes.size(); ++t) {
-          g32[t].resize(kSizes[t]), g16[t].resize(kSizes[t]);
+        for (std::size_t t = 0; t < kOverlapSizes.size(); ++t) {
+          g32[t].resize(kOverlapSizes[t]), g16[t].resize(kOverlapSizes[t]);
           if (bf16_grads)
             grads.emplace_back(Model::name_of(t), std::span<bfloat16>(g16[t]));
           else
@@ -81,21 +81,21 @@ TEST_CASE("GradientReducer sums exactly in any ready order, f32 and bf16", "[ove
         GradientReducer reducer(comm, grads, config);
         bool exact = true;
         for (int step = 1; step <= 3; ++step) {
-          for (std::size_t t = 0; t < kSizes.size(); ++t)
-            for (std::size_t i = 0; i < kSizes[t]; ++i) {
+          for (std::size_t t = 0; t < kOverlapSizes.size(); ++t)
+            for (std::size_t i = 0; i < kOverlapSizes[t]; ++i) {
               const float v = grad_value(step, r, t, i);
               if (bf16_grads)
                 g16[t][i] = to_bfloat16(v);
               else
                 g32[t][i] = v;
             }
-          for (std::size_t t : rank_order(kSizes.size(), r + step)) {
+          for (std::size_t t : rank_order(kOverlapSizes.size(), r + step)) {
             reducer.ready(Model::name_of(t));
             reducer.poll();
           }
           reducer.finish();
-          for (std::size_t t = 0; t < kSizes.size(); ++t)
-            for (std::size_t i = 0; i < kSizes[t]; ++i) {
+          for (std::size_t t = 0; t < kOverlapSizes.size(); ++t)
+            for (std::size_t i = 0; i < kOverlapSizes[t]; ++i) {
               // The sum is exact on either wire; the mean is the sum times 1/p in f32, rounded
               // to bf16 last for bf16 gradients.
               float want = expected_sum(step, p, t, i);
@@ -113,11 +113,11 @@ TEST_CASE("GradientReducer buckets: reverse registration order, then rank 0's re
           "[overlap]") {
   const int r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
-  std::vector<std::vector<float>> g(kSizes.size());
+  std::vector<std::vector<float>> g(kOverlapSizes.size());
   std::vector<Gradient> grads;
   std::vector<std::string> names;
-  for (std::size_t t = 0; t < kSizes.size(); ++t) {
-    g[t].assign(kSizes[t], 1.0f);
+  for (std::size_t t = 0; t < kOverlapSizes.size(); ++t) {
+    g[t].assign(kOverlapSizes[t], 1.0f);
     names.push_back(Model::name_of(t));
     grads.emplace_back(names[t], std::span<float>(g[t]));
   }
@@ -185,14 +185,14 @@ TEST_CASE("ShardedOptimizer: ready() during the backward pass gives bitwise the 
     config.bf16_gradients = c.bf16;
     config.no_weight_decay = {"bias"};
     config.bucket_bytes = 1024, config.first_bucket_bytes = 128;
-    Model plain(kSizes), overlapped(kSizes);
+    Model plain(kOverlapSizes), overlapped(kOverlapSizes);
     ShardedOptimizer a(comm, plain.parameters(), config);
     ShardedOptimizer b(comm, overlapped.parameters(), config);
     for (int step = 1; step <= 6; ++step) {
       plain.set_gradients(step, r, p);
       a.step();
       // The "backward pass": last tensor first (so the layout is not rebuilt), progress between.
-      for (std::size_t t = kSizes.size(); t-- > 0;) {
+      for (std::size_t t = kOverlapSizes.size(); t-- > 0;) {
         overlapped.set_gradients(step, r, p);
         b.ready(t);
         b.poll();
@@ -210,7 +210,7 @@ TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the element
   OptimizerConfig config;
   config.kind = OptimizerKind::adam, config.learning_rate = 0.01;
   config.bucket_bytes = 1024, config.first_bucket_bytes = 128;
-  Model model(kSizes), fixed(kSizes);
+  Model model(kOverlapSizes), fixed(kOverlapSizes);
   ShardedOptimizer opt(comm, model.parameters(), config);
   OptimizerConfig keep = config;
   keep.rebuild_buckets = false;
@@ -220,7 +220,7 @@ TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the element
   for (int step = 1; step <= 8; ++step) {
     model.set_gradients(step, r, p);
     fixed.set_gradients(step, r, p);
-    for (std::size_t t = 0; t < kSizes.size(); ++t)
+    for (std::size_t t = 0; t < kOverlapSizes.size(); ++t)
       opt.ready(t);  // registration order: not the initial one
     opt.step();
     ref_opt.step();
@@ -230,8 +230,8 @@ TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the element
   CHECK(ref_opt.buckets() == before);
   // Adam is elementwise: the layout changes only the order ranks are summed in (none at 2 ranks).
   double worst = 0;
-  for (std::size_t t = 0; t < kSizes.size(); ++t)
-    for (std::size_t i = 0; i < kSizes[t]; ++i)
+  for (std::size_t t = 0; t < kOverlapSizes.size(); ++t)
+    for (std::size_t i = 0; i < kOverlapSizes[t]; ++i)
       worst = std::max(worst, std::abs(double(model.weights[t][i]) - ref.w[t][i]) /
                                   std::max(std::abs(ref.w[t][i]), 1e-2));
   CHECK(all_ranks(worst <= 1e-4));
@@ -241,10 +241,10 @@ TEST_CASE("ShardedOptimizer: the rebuilt layout moves the state with the element
 TEST_CASE("ready() mistakes are errors on every rank, and the next step works", "[overlap]") {
   const int p = world_size(), r = world_rank();
   Communicator comm(MPI_COMM_WORLD);
-  std::vector<std::vector<float>> g(kSizes.size());
+  std::vector<std::vector<float>> g(kOverlapSizes.size());
   std::vector<Gradient> grads;
-  for (std::size_t t = 0; t < kSizes.size(); ++t) {
-    g[t].assign(kSizes[t], 1.0f);
+  for (std::size_t t = 0; t < kOverlapSizes.size(); ++t) {
+    g[t].assign(kOverlapSizes[t], 1.0f);
     grads.emplace_back(Model::name_of(t), std::span<float>(g[t]));
   }
   ReducerConfig config;
@@ -254,7 +254,7 @@ TEST_CASE("ready() mistakes are errors on every rank, and the next step works", 
   const int bad = p - 1;  // the rank that makes the mistake
   const std::string on_bad = "on rank " + std::to_string(bad);
   auto mark_all_but = [&](std::size_t skip) {
-    for (std::size_t t = kSizes.size(); t-- > 0;)
+    for (std::size_t t = kOverlapSizes.size(); t-- > 0;)
       if (r != bad || t != skip) reducer.ready(t);
   };
   mark_all_but(3);
@@ -282,7 +282,7 @@ TEST_CASE("ready() mistakes are errors on every rank, and the next step works", 
   CHECK(all_ranks(right));
 
   // The optimizer: a step with some ready() calls but not all is an error too.
-  Model model(kSizes);
+  Model model(kOverlapSizes);
   ShardedOptimizer opt(comm, model.parameters(), OptimizerConfig{});
   if (r == bad) opt.ready("fc2.weight");
   CHECK_THROWS_WITH(opt.step(),

@@ -14,7 +14,7 @@ using testing::Shape;
 
 namespace {
 
-const Collective kAll[] = {Collective::allreduce, Collective::reduce_scatter,
+const Collective kAllCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
                            Collective::allgather};
 
 Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y, wx, wy), {}}; }
@@ -22,7 +22,7 @@ Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y
 }  // namespace
 
 TEST_CASE("ring collectives are right for p = 1..64 and awkward counts", "[schedules]") {
-  for (Collective c : kAll)
+  for (Collective c : kAllCollectives)
     for (int p = 1; p <= 64; ++p)
       for (std::uint64_t n : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t(p - 1),
                               std::uint64_t(p), std::uint64_t(p + 1), std::uint64_t{1000}})
@@ -43,7 +43,7 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedule
         const Shape s = shape(x, y, wrap & 1, wrap & 2);
         const int p = x * y;
         for (Algorithm a : algos)
-          for (Collective c : kAll) {
+          for (Collective c : kAllCollectives) {
             if (!implements(a, c)) continue;
             // Only the torus algorithms look at wraparound; the others run once per shape.
             const bool follows_shape = a == Algorithm::torus2d || a == Algorithm::torus2d_both ||
@@ -89,7 +89,7 @@ TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus nei
                          shape(16, 16, true, false), shape(128, 32, false, true)}) {
     const bool big = s.topology.size() > 1000;
     for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both})
-      for (Collective c : kAll) {
+      for (Collective c : kAllCollectives) {
         if (!implements(a, c)) continue;
         for (std::uint64_t n :
              big ? std::vector<std::uint64_t>{1, 300} : std::vector<std::uint64_t>{7, 1000}) {
@@ -187,7 +187,7 @@ TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound lin
 TEST_CASE("axis collectives reduce every row (column) independently", "[schedules]") {
   const Torus2D topo(4, 3, true, false);
   for (Axis axis : {Axis::x, Axis::y})
-    for (Collective c : kAll)
+    for (Collective c : kAllCollectives)
       for (Algorithm a : {Algorithm::ring, Algorithm::bidir_ring}) {
         const int p = topo.size(), len = topo.dim(axis);
         const std::uint64_t n = 23;
