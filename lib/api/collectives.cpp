@@ -228,7 +228,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   p.params.op = c.op;
   p.params.segment_bytes = m.config.segment_bytes;
   p.params.timeout_s = m.config.timeout_s;
-  p.params.links = m.links.get();
+  p.params.shm = m.shm_links.get();
   return p;
 }
 

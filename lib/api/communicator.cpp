@@ -66,24 +66,24 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
     if (m.config.transport != Transport::mpi)
-      m.links = std::make_unique<exec::ShmLinks>(m.comm, m.node_split);
-    exec::Backoff::note_node_ranks(m.links ? m.links->node_ranks() : m.nodes.local_size);
+      m.shm_links = std::make_unique<exec::ShmLinks>(m.comm, m.node_split);
+    exec::Backoff::note_node_ranks(m.shm_links ? m.shm_links->node_ranks() : m.nodes.local_size);
     // `shm` asks for the shared-memory links: where a node has no room for them, say so (only
     // `auto` may run such a node over MPI instead).
     if (m.config.transport == Transport::shm)
       api::run_agreed(m.comm, [&] {
-        if (m.links->node_ranks() > 1 && m.links->local_ranks() < 2)
+        if (m.shm_links->node_ranks() > 1 && m.shm_links->local_ranks() < 2)
           throw InvalidArgument(
               fmt::format("transport shm (Options::transport or TOROID_TRANSPORT): rank {}'s node "
                           "has no room in /dev/shm for "
                           "the shared-memory links of its {} ranks; free space there, or use "
                           "transport auto (MPI on such a node)",
-                          m.rank, m.links->node_ranks()));
+                          m.rank, m.shm_links->node_ranks()));
       });
     // A communicator all on one node meets in a control block for its small collectives (the
     // staged path of exec/single_copy.hpp); one that spans nodes gets it at its first allocate.
     if (m.config.transport != Transport::mpi && m.nodes.nodes == 1 && m.size > 1 &&
-        m.links->local_ranks() == m.size)
+        m.shm_links->local_ranks() == m.size)
       api::run_agreed(m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.node_split); });
     m.selector = api::make_selector(m);
     m.executor = std::make_shared<api::Executor>(m.comm);
@@ -116,7 +116,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     m.executor.reset();
     m.tracer.reset();
     m.memory.reset();
-    m.links.reset();
+    m.shm_links.reset();
     free_comm(m.row);
     free_comm(m.column);
     free_comm(m.comm);
@@ -147,7 +147,7 @@ Communicator::~Communicator() {
     }
     impl_->executor.reset();
   }
-  impl_->links.reset();
+  impl_->shm_links.reset();
   impl_->memory.reset();
   free_comm(impl_->row);
   free_comm(impl_->column);
@@ -164,7 +164,7 @@ Transport Communicator::transport() const noexcept { return impl_->config.transp
 ProgressMode Communicator::progress_mode() const noexcept { return impl_->config.progress; }
 bool Communicator::checks_arguments() const noexcept { return impl_->config.check; }
 bool Communicator::uses_shared_memory() const noexcept {
-  return impl_->links && impl_->links->local_ranks() > 1;
+  return impl_->shm_links && impl_->shm_links->local_ranks() > 1;
 }
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
 std::string_view Communicator::node_placement() const noexcept {

@@ -74,10 +74,11 @@ struct Communicator::Impl {
   bool allocated = false;
   RepeatedCall last_start;  // the same for the last non-blocking start
   exec::StockOps stock_ops;
-  std::unique_ptr<exec::ShmLinks> links;      // null with Transport::mpi
+  std::unique_ptr<exec::ShmLinks> shm_links;  // null with Transport::mpi
   std::unique_ptr<model::Selector> selector;  // `auto`
   std::unique_ptr<exec::Tracer> tracer;       // TOROID_TRACE: the timeline; null: none
-  std::shared_ptr<api::Executor> executor;  // after links: destroyed first; requests hold it weakly
+  std::shared_ptr<api::Executor>
+      executor;  // after shm_links: destroyed first; requests hold it weakly
   // The node's control block and the memory handed to the program (Communicator::allocate):
   // made at construction where the whole communicator is on one node, else by the first allocate.
   std::unique_ptr<exec::NodeMemory> memory;

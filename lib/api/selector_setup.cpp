@@ -68,14 +68,14 @@ std::unique_ptr<model::Selector> make_selector(const Communicator::Impl& m) {
   if (!m.config.nodes.empty()) in.link_node_of_rank = m.node_split->node_of_rank();
   // Shared-memory links inside the nodes only where every rank has them (a node short of
   // /dev/shm room runs on MPI), so that every rank prices the same links.
-  int shm = m.links && (m.links->local_ranks() > 1 || m.nodes.local_size == 1) ? 1 : 0;
+  int shm = m.shm_links && (m.shm_links->local_ranks() > 1 || m.nodes.local_size == 1) ? 1 : 0;
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, &shm, 1, MPI_INT, MPI_LAND, m.comm), "MPI_Allreduce");
   in.shm_inside_node = shm != 0;
   // The shared-memory links pipeline in their slots, not in the MPI executor's segments: on one
   // node the model's segment is the slot (the smallest of any rank's, so all price alike).
   unsigned long long segment = m.config.segment_bytes;
-  if (in.shm_inside_node && m.links && m.links->local_ranks() == m.size)
-    segment = m.links->slot_bytes();
+  if (in.shm_inside_node && m.shm_links && m.shm_links->local_ranks() == m.size)
+    segment = m.shm_links->slot_bytes();
   mpi_check(MPI_Allreduce(MPI_IN_PLACE, &segment, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, m.comm),
             "MPI_Allreduce");
   in.segment_bytes = segment;

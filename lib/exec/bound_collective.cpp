@@ -71,7 +71,7 @@ bool BoundCollective::bound_to(const schedule::Schedule& s, std::uint64_t serial
   return schedule_.get() == &s && serial_ == serial && serial != 0 && user_.input == user.input &&
          user_.output == user.output && user_.elem_size == user.elem_size &&
          params_.type == p.type && params_.op == p.op && params_.segment_bytes == p.segment_bytes &&
-         params_.depth == p.depth && params_.timeout_s == p.timeout_s && params_.links == p.links &&
+         params_.depth == p.depth && params_.timeout_s == p.timeout_s && params_.shm == p.shm &&
          params_.what == p.what;
 }
 
@@ -94,7 +94,7 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
 
   const std::size_t seg = std::max<std::size_t>(1, params.segment_bytes / es) * es;
   const auto depth = static_cast<std::uint32_t>(std::max(1, params.depth));
-  const ShmLinks* links = params.links;
+  const ShmLinks* links = params.shm;
   std::size_t staged = 0;
   for (const Step& st : s.steps)
     if (st.kind == Kind::recv_reduce && !(links && links->carries(st.peer, st.tag))) ++staged;
@@ -135,7 +135,7 @@ void BoundCollective::bind_addresses() {
     if (schedule::is_local(st.kind)) continue;
     const bool sends = st.kind == Kind::send;
     if (t.via == Via::shm) {
-      t.shm = shm_transfer_for(st, *params_.links, buf_);
+      t.shm = shm_transfer_for(st, *params_.shm, buf_);
       t.relay = -1;
     } else {
       std::byte* staging = nullptr;

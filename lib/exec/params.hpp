@@ -43,7 +43,7 @@ struct ExecParams {
   CallName what;            // for the watchdog's message
   std::uint64_t bytes = 0;  // the call's vector (a timeline names the call with it)
   // Shared-memory channels to the ranks on this node; null: every step goes over MPI.
-  const ShmLinks* links = nullptr;
+  const ShmLinks* shm = nullptr;
 };
 
 }  // namespace toroid::exec

@@ -86,7 +86,7 @@ std::string served_by(const State& s, Collective c) {
 
 // Where rank 0's steps travel: what its node shares, and MPI to ranks elsewhere.
 std::string links_of(const Communicator& c) {
-  const exec::ShmLinks* links = internal::impl(c).links.get();
+  const exec::ShmLinks* links = internal::impl(c).shm_links.get();
   const int shared = links ? links->local_ranks() : 0;
   if (c.size() == 1) return "none";
   if (shared < 2) return "MPI";

@@ -138,7 +138,8 @@ TEST_CASE("a damaged checkpoint is refused, naming the section, before anything 
   std::size_t header = 8 + 4 + 4 + 8 + 8 + 8, total = 0;
   std::vector<std::size_t> starts;
   for (std::size_t t = 0; t < kCheckpointSizes.size(); ++t)
-    header += 4 + Model::name_of(t).size() + 8, starts.push_back(total), total += kCheckpointSizes[t];
+    header += 4 + Model::name_of(t).size() + 8, starts.push_back(total),
+        total += kCheckpointSizes[t];
   header += 4 * (3 * kCheckpointSizes.size() + 1);
   REQUIRE(good.size() == header + 3 * total * sizeof(float));
 
@@ -148,9 +149,10 @@ TEST_CASE("a damaged checkpoint is refused, naming the section, before anything 
   const char* arrays[] = {"weights", "first moment", "second moment"};
   for (std::size_t a = 0; a < 3; ++a)
     for (std::size_t t = 0; t < kCheckpointSizes.size(); ++t)
-      flips.emplace_back(header + (a * total + starts[t] + kCheckpointSizes[t] / 2) * sizeof(float) + 1,
-                         std::string("the checksum of the ") + arrays[a] + " of '" +
-                             Model::name_of(t) + "' does not match");
+      flips.emplace_back(
+          header + (a * total + starts[t] + kCheckpointSizes[t] / 2) * sizeof(float) + 1,
+          std::string("the checksum of the ") + arrays[a] + " of '" + Model::name_of(t) +
+              "' does not match");
 
   Model other(kCheckpointSizes);
   ShardedOptimizer b(comm, other.parameters(), c);

@@ -15,7 +15,7 @@ using testing::Shape;
 namespace {
 
 const Collective kAllCollectives[] = {Collective::allreduce, Collective::reduce_scatter,
-                           Collective::allgather};
+                                      Collective::allgather};
 
 Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y, wx, wy), {}}; }
 
