@@ -269,11 +269,12 @@ real_command() {
   echo "cluster.sh: on real hosts: mpirun --hostfile HOSTS -np $np ${shown[*]}   (HOSTS: one line 'NAME slots=$per' per host)"
 }
 
-cmd_run() {
-  [ -e "$state/hosts" ] || die "no cluster is up ('scripts/cluster.sh up ...' first)"
-  local per=1 n np=""
-  n=$(hosts)
-  local opts=()
+# The arguments of `run` and `command`: [--ranks-per-host K] [--np N] [mpirun options] --
+# program args. Sets per, np (hosts x K unless given), opts and prog.
+parse_job() {
+  local what=$1
+  shift
+  per=1 np="" opts=() prog=()
   while (($#)) && [ "$1" != -- ]; do
     case "$1" in
       --ranks-per-host) per=$2; shift 2 ;;
@@ -281,9 +282,22 @@ cmd_run() {
       *) opts+=("$1"); shift ;;
     esac
   done
-  [ "${1:-}" = -- ] || die "run: expected '--' before the program"
+  [ "${1:-}" = -- ] || die "$what: expected '--' before the program"
   shift
-  [ $# -gt 0 ] || die "run: no program after '--'"
+  [ $# -gt 0 ] || die "$what: no program after '--'"
+  prog=("$@")
+  if [ -z "$np" ]; then
+    (($(hosts) > 0)) || die "$what: no cluster is up to count hosts from; give --np N"
+    np=$(($(hosts) * per))
+  fi
+}
+
+cmd_run() {
+  [ -e "$state/hosts" ] || die "no cluster is up ('scripts/cluster.sh up ...' first)"
+  local per np opts prog n
+  n=$(hosts)
+  parse_job run "$@"
+  set -- "${prog[@]}"
   visible_on_hosts "$PWD" "the working folder"
   [[ "$1" != */* ]] || visible_on_hosts "$1" "the program"
   : >"$state/hostfile"
@@ -292,11 +306,11 @@ cmd_run() {
   launcher=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "${TOROID_BUILD_DIR:-$root/build}/CMakeCache.txt" 2>/dev/null || true)
   # The same job on real hosts (docs/hosts.md), shown to a person at a terminal; scripts and
   # tests that read the job's output get the job's output only (`command` prints it on demand).
-  [ ! -t 2 ] || real_command "$per" "${np:-$((n * per))}" "${opts[@]}" "$@" >&2
+  [ ! -t 2 ] || real_command "$per" "$np" "${opts[@]}" "$@" >&2
   # mpirun runs on h0, like a login node that is also the first compute node.
   TOROID_CLUSTER_DIR=$state OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     nsenter -t "$(cat "$state/h0/pid")" -n -u -m --wd="$PWD" -- "${launcher:-mpirun}" \
-      --hostfile "$state/hostfile" -np "${np:-$((n * per))}" \
+      --hostfile "$state/hostfile" -np "$np" \
       --mca plm_rsh_agent "$root/scripts/cluster-rsh.sh" --mca plm_rsh_no_tree_spawn 1 \
       --mca btl tcp,self,vader --mca btl_tcp_if_include "$subnet.0/24" --mca oob_tcp_if_include "$subnet.0/24" \
       --mca oob_tcp_keepalive_time 4 --mca oob_tcp_keepalive_intvl 2 --mca oob_tcp_keepalive_probes 3 \
@@ -305,19 +319,9 @@ cmd_run() {
 }
 
 cmd_command() {
-  local per=1 np="" opts=() n
-  n=$(hosts)
-  ((n > 0)) || n=${HOSTS:-2}
-  while (($#)) && [ "$1" != -- ]; do
-    case "$1" in
-      --ranks-per-host) per=$2; shift 2 ;;
-      --np) np=$2; shift 2 ;;
-      *) opts+=("$1"); shift ;;
-    esac
-  done
-  [ "${1:-}" = -- ] || die "command: expected '--' before the program"
-  shift
-  real_command "$per" "${np:-$((n * per))}" "${opts[@]}" "$@"
+  local per np opts prog
+  parse_job command "$@"
+  real_command "$per" "$np" "${opts[@]}" "${prog[@]}"
 }
 
 cmd_exec() {

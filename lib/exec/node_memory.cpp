@@ -15,13 +15,10 @@ std::size_t whole_pages(std::size_t bytes) { return page_rounded(std::max<std::s
 
 NodeMemory::NodeMemory(std::shared_ptr<const mpi_base::NodeSplit> nodes)
     : nodes_(std::move(nodes)) {
-  node_ = nodes_->comm(), my_local_ = nodes_->local(), local_size_ = nodes_->size();
-  local_of_rank_ = nodes_->local_of_rank();
-  comm_size_ = static_cast<int>(local_of_rank_.size());
   const std::size_t lines =
-      whole_pages(sizeof(RankControl) * static_cast<std::size_t>(local_size_));
+      whole_pages(sizeof(RankControl) * static_cast<std::size_t>(local_size()));
   control_segment_ = std::make_unique<SharedSegment>(
-      node_, lines + 2 * kStageBytes * static_cast<std::size_t>(local_size_),
+      nodes_->comm(), lines + 2 * kStageBytes * static_cast<std::size_t>(local_size()),
       SharedSegment::Pages::reserved);
   // The file is zero filled, which is every RankControl's initial state (no call entered).
   controls_ = std::launder(reinterpret_cast<RankControl*>(control_segment_->data()));
@@ -34,12 +31,13 @@ std::shared_ptr<NodeAllocation> NodeMemory::allocate(std::size_t bytes) {
   auto a = std::make_shared<NodeAllocation>();
   a->id = ++next_id_;
   const std::uint64_t mine = whole_pages(bytes);
-  std::vector<std::uint64_t> parts(static_cast<std::size_t>(local_size_));
-  mpi_check(MPI_Allgather(&mine, 1, MPI_UINT64_T, parts.data(), 1, MPI_UINT64_T, node_),
+  std::vector<std::uint64_t> parts(static_cast<std::size_t>(local_size()));
+  mpi_check(MPI_Allgather(&mine, 1, MPI_UINT64_T, parts.data(), 1, MPI_UINT64_T, nodes_->comm()),
             "MPI_Allgather");
   std::size_t total = 0;
   for (const std::uint64_t b : parts) total += b;
-  a->segment = std::make_unique<SharedSegment>(node_, total, SharedSegment::Pages::reserved);
+  a->segment =
+      std::make_unique<SharedSegment>(nodes_->comm(), total, SharedSegment::Pages::reserved);
   std::byte* at = a->segment->data();
   for (const std::uint64_t b : parts) {
     a->part.push_back(at);
@@ -48,7 +46,7 @@ std::shared_ptr<NodeAllocation> NodeMemory::allocate(std::size_t bytes) {
   }
   std::lock_guard lock(mutex_);
   std::erase_if(by_address_, [](const auto& e) { return e.second.expired(); });
-  by_address_[a->part[static_cast<std::size_t>(my_local_)]] = a;
+  by_address_[a->part[static_cast<std::size_t>(local_rank())]] = a;
   return a;
 }
 
@@ -63,8 +61,8 @@ std::optional<SharedPlace> NodeMemory::find(const void* p, std::size_t bytes) co
   // As integers: b may lie outside the part (then the offset is large, and refused below).
   const std::size_t offset =
       reinterpret_cast<std::uintptr_t>(b) - reinterpret_cast<std::uintptr_t>(it->first);
-  if (offset > a->part_bytes[static_cast<std::size_t>(my_local_)] ||
-      bytes > a->part_bytes[static_cast<std::size_t>(my_local_)] - offset)
+  if (offset > a->part_bytes[static_cast<std::size_t>(local_rank())] ||
+      bytes > a->part_bytes[static_cast<std::size_t>(local_rank())] - offset)
     return std::nullopt;
   return SharedPlace{a->id, offset};
 }

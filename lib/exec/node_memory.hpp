@@ -81,10 +81,14 @@ class NodeMemory {
   std::shared_ptr<NodeAllocation> held(std::uint64_t id) const;
 
   // Whether the whole communicator is on this node (the single-copy collectives need that).
-  bool whole_communicator() const noexcept { return local_size_ == comm_size_; }
-  int local_of(int comm_rank) const { return local_of_rank_[static_cast<std::size_t>(comm_rank)]; }
-  int local_rank() const noexcept { return my_local_; }
-  int local_size() const noexcept { return local_size_; }
+  bool whole_communicator() const noexcept {
+    return static_cast<std::size_t>(local_size()) == nodes_->local_of_rank().size();
+  }
+  int local_of(int comm_rank) const {
+    return nodes_->local_of_rank()[static_cast<std::size_t>(comm_rank)];
+  }
+  int local_rank() const noexcept { return nodes_->local(); }
+  int local_size() const noexcept { return nodes_->size(); }
   RankControl& control(int local) const { return controls_[static_cast<std::size_t>(local)]; }
   std::byte* stage(int local, std::uint64_t seq) const {
     return stages_ + (static_cast<std::size_t>(local) * 2 + seq % 2) * kStageBytes;
@@ -99,9 +103,6 @@ class NodeMemory {
 
  private:
   std::shared_ptr<const mpi_base::NodeSplit> nodes_;
-  MPI_Comm node_ = MPI_COMM_NULL;  // nodes_->comm()
-  int comm_size_ = 0, local_size_ = 0, my_local_ = 0;
-  std::vector<int> local_of_rank_;  // communicator rank -> node-local index, -1 elsewhere
   std::unique_ptr<SharedSegment> control_segment_;
   RankControl* controls_ = nullptr;
   std::byte* stages_ = nullptr;

@@ -53,7 +53,7 @@ std::uint32_t ShmLinks::slots_that_fit(int local_ranks, std::size_t slot_bytes, 
 ShmLinks::ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nodes)
     : nodes_(std::move(nodes)) {
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
-  node_ = nodes_->comm(), my_local_ = nodes_->local();
+  my_local_ = nodes_->local();
   const int local = nodes_->size();
   local_count_ = local;
   node_ranks_ = local;
@@ -73,7 +73,7 @@ ShmLinks::ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nod
       fit = slots_that_fit(local, slot_bytes_, slots_,
                            static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize);
   }
-  mpi_check(MPI_Bcast(&fit, 1, MPI_UINT32_T, 0, node_), "MPI_Bcast");
+  mpi_check(MPI_Bcast(&fit, 1, MPI_UINT32_T, 0, nodes_->comm()), "MPI_Bcast");
   if (fit == 0) {  // no room for channels on this node: its links stay on MPI
     reach_no_one();
     return;
@@ -82,7 +82,8 @@ ShmLinks::ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nod
 
   // Each rank's part holds the channels it receives on; parts start on pages of their own.
   const std::size_t part_stride = page_rounded(bytes_per_rank());
-  segment_ = std::make_unique<SharedSegment>(node_, part_stride * static_cast<std::size_t>(local));
+  segment_ = std::make_unique<SharedSegment>(nodes_->comm(),
+                                             part_stride * static_cast<std::size_t>(local));
   bases_.resize(static_cast<std::size_t>(local));
   for (int i = 0; i < local; ++i)
     bases_[static_cast<std::size_t>(i)] = segment_->data() + part_stride * i;

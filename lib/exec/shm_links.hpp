@@ -95,7 +95,6 @@ class ShmLinks {
   void reach_no_one();
 
   std::shared_ptr<const mpi_base::NodeSplit> nodes_;
-  MPI_Comm node_ = MPI_COMM_NULL;  // nodes_->comm()
   std::unique_ptr<SharedSegment> segment_;
   int rank_ = 0;
   int my_local_ = -1;
