@@ -19,7 +19,7 @@ std::pair<int, int> steps_along(int u, int v, int n, bool wraps) {
 Network::Network(const SimModel& m)
     : m_(m),
       free_(m.endpoints ? static_cast<std::size_t>(m.topology.size()) * 4 : 0, 0.0),
-      active_(m.endpoints ? 0 : static_cast<std::size_t>(m.topology.size()) * 4),
+      links_(m.endpoints ? 0 : static_cast<std::size_t>(m.topology.size()) * 4),
       bytes_(static_cast<std::size_t>(m.topology.size()) * 4, 0),
       busy_(bytes_.size(), 0.0) {
   if (!m.endpoints) return;
@@ -49,9 +49,8 @@ void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops
   hops[1] = hy;
 }
 
-Reservation Network::reserve_endpoints(int a, int b, std::uint64_t bytes,
-                                       std::uint64_t segment_bytes, double ready,
-                                       double source_done) {
+Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,
+                             double ready, double source_done) {
   const EndpointLinks& e = *m_.endpoints;
   const LinkClass c = e.class_of(a, b);
   const LinkParams& p = e.params[static_cast<std::size_t>(c)];
@@ -79,50 +78,71 @@ Reservation Network::reserve_endpoints(int a, int b, std::uint64_t bytes,
   return r;
 }
 
-Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,
-                             double ready, double source_done) {
-  if (m_.endpoints) return reserve_endpoints(a, b, bytes, segment_bytes, ready, source_done);
+bool Network::start(std::uint32_t id, int a, int b, std::uint64_t bytes,
+                    std::uint64_t segment_bytes, double t, FlowStart& out) {
   path_.clear();
   route_into(m_.topology, a, b, path_, hops_);
-  Reservation r;
-  r.hops = static_cast<int>(path_.size());
+  out.hops = static_cast<int>(path_.size());
+  if (path_.empty()) return false;
   double bw = 0;  // the slowest dimension crossed
   for (int d = 0; d < 2; ++d)
     if (hops_[d] > 0) bw = bw == 0 ? m_.link_bytes_per_s[d] : std::min(bw, m_.link_bytes_per_s[d]);
-  const double seg = bw > 0 ? static_cast<double>(std::min(bytes, segment_bytes)) / bw : 0.0;
-  const double slowest = bw > 0 ? static_cast<double>(bytes) / bw : 0.0;
-  // A send behind its source cannot end before the source's last segment is in and sent.
-  const double head = std::max(ready, source_done > 0 ? source_done + seg - slowest : 0.0);
-  r.start = head;
-  // Each link direction is shared by the transfers on it, segment by segment (as the
-  // executor's segments interleave): a transfer of duration d on a link that still carries
-  // transfers ending at e_i gets its share, so it ends at
-  //     head + d + Σ_i min(e_i − head, d)
-  // (equal shares: each of those moves at most as much as it does meanwhile). k transfers that
-  // start together end at d, 2d, ..., kd, the last one where fair sharing ends them all; a small
-  // transfer behind a large one takes 2d, not the large one's whole remainder. Transfers already
-  // placed are not slowed by later ones (their ends are fixed when they start), so a link's total
-  // time is its bytes'. Links are not coupled along the route: the last byte arrives when every
-  // link of it has carried the transfer, plus the route's hop latencies.
-  double first = head, last = head, latency = 0;
+  const double seg = static_cast<double>(std::min(bytes, segment_bytes));
+  out.segment_s = seg / bw;
+  out.latency = 0;
+  double first = 0;  // the first segment through the busiest link, at the share it finds there
+  if (links_left_.size() <= id) links_left_.resize(static_cast<std::size_t>(id) + 1, 0);
+  links_left_[id] = static_cast<std::uint32_t>(path_.size());
   for (const int l : path_) {
     const int d = (l % 4) < 2 ? 0 : 1;
     const double duration = static_cast<double>(bytes) / m_.link_bytes_per_s[d];
-    std::vector<double>& ends = active_[static_cast<std::size_t>(l)];
-    std::erase_if(ends, [&](double e) { return e <= head; });
-    double shared = 0;
-    for (double e : ends) shared += std::min(e - head, duration);
-    const double end = head + duration + shared;
-    ends.push_back(end);
-    first = std::max(first, head + std::min(end - head, seg * static_cast<double>(ends.size())));
-    last = std::max(last, end);
-    latency += m_.hop_latency_s[d];
-    bytes_[l] += bytes;
-    busy_[l] += duration;
+    Link& link = links_[static_cast<std::size_t>(l)];
+    catch_up(link, t);
+    link.tags.push_back({link.clock + duration, id});
+    std::push_heap(link.tags.begin(), link.tags.end(), std::greater<>{});
+    ++link.flows;
+    schedule_leave(static_cast<std::uint32_t>(l), link, t);
+    first = std::max(first, seg / m_.link_bytes_per_s[d] * link.flows);
+    out.latency += m_.hop_latency_s[d];
+    bytes_[static_cast<std::size_t>(l)] += bytes;
+    busy_[static_cast<std::size_t>(l)] += duration;
   }
-  r.arrive = last + latency;
-  r.first_segment = first + latency;
-  return r;
+  out.first_segment = t + first + out.latency;
+  return true;
+}
+
+void Network::catch_up(Link& l, double t) const {
+  if (l.flows > 0) l.clock += (t - l.at) / l.flows;
+  l.at = t;
+}
+
+// The link's next leaving, as a new event; the one queued before it is stale.
+void Network::schedule_leave(std::uint32_t id, Link& l, double t) {
+  ++l.version;
+  if (l.flows == 0) return;
+  const double remaining = std::max(0.0, l.tags.front().leave - l.clock);
+  events_.push_back({t + remaining * l.flows, seq_++, id, l.version});
+  std::push_heap(events_.begin(), events_.end(), std::greater<>{});
+}
+
+void Network::advance(std::vector<std::pair<std::uint32_t, double>>& carried) {
+  std::pop_heap(events_.begin(), events_.end(), std::greater<>{});
+  const Event e = events_.back();
+  events_.pop_back();
+  Link& l = links_[e.link];
+  if (e.version != l.version) return;
+  catch_up(l, e.t);
+  // This event was queued for the first tag: it leaves now, whatever rounding left of it, and
+  // so does every flow whose tag is not later.
+  l.clock = std::max(l.clock, l.tags.front().leave);
+  while (!l.tags.empty() && l.tags.front().leave <= l.clock) {
+    const std::uint32_t flow = l.tags.front().flow;
+    std::pop_heap(l.tags.begin(), l.tags.end(), std::greater<>{});
+    l.tags.pop_back();
+    --l.flows;
+    if (--links_left_[flow] == 0) carried.emplace_back(flow, e.t);
+  }
+  schedule_leave(e.link, l, e.t);
 }
 
 }  // namespace toroid::model::sim

@@ -28,6 +28,8 @@ enum : std::uint8_t {
   kFirstWanted = 2,  // some op follows its first segment
   kDoneWanted = 4,   // some op waits for its end
   kScale = 8,        // set by append: a local op that is a scale (else a copy)
+  kInFlight = 16,    // its transfer is on the torus's links, its end not known yet (`waits`
+                     // then holds the flow's index: an op posted waits for nothing)
 };
 
 struct Instr {
@@ -42,7 +44,7 @@ struct Instr {
   // The run's state of it:
   std::uint8_t flags = 0;
   std::uint32_t partner = kNone;  // its match's index in the peer's program (kNone: never met)
-  std::uint32_t waits = 0;        // conditions not met yet
+  std::uint32_t waits = 0;        // conditions not met yet (kInFlight: its flow's index)
   std::uint32_t waiters = 0;      // who waits for it: the run's list from here to the next op's
   double done = std::numeric_limits<double>::infinity();  // when it ends
 };

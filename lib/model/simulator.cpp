@@ -6,10 +6,11 @@
 // nothing left to wait for it is posted at the event's time: a local op runs on the chip's
 // reducer; a remote op meets its partner, the op on the peer's side of the same channel with the
 // same place in that channel's order (paired before the run), and once both are posted the
-// match is a transfer whose links are reserved at once, which fixes both ends' times. Events
-// are handled in time order, so links are reserved in the order transfers become ready (FIFO
-// per link dir). An event nobody waits for is not queued: its op's end is counted when it is
-// fixed.
+// match is a transfer: on the torus a flow that joins its route's links (sim_network.hpp) and
+// ends when they have carried it and what it forwards is final; with endpoint links a
+// reservation that fixes both ends' times at once. Steps' events and links' leavings are
+// handled in one time order. An event nobody waits for is not queued: its op's end is counted
+// when it is known.
 //
 // Cost: the run is bound by reaching memory (4096 ranks of ring: 67 M ops), not by arithmetic.
 // Ranks advance together, so each event lands on another rank's ops: what an event needs of an
@@ -37,6 +38,7 @@ using sim::Instr;
 using sim::kDoneWanted;
 using sim::kFirstWanted;
 using sim::kFollow;
+using sim::kInFlight;
 using sim::kMany;
 using sim::kNone;
 using sim::kPosted;
@@ -110,11 +112,29 @@ class Engine {
     for (int r = 0; r < p && error_.empty(); ++r)
       for (std::uint32_t j = 0; j < size(r) && error_.empty(); ++j)
         if (op(r, j).waits == 0) post(r, j, 0.0);
-    while (!queue_.empty() && error_.empty()) {
-      std::pop_heap(queue_.begin(), queue_.end(), std::greater<>{});
-      const Event e = queue_.back();
-      queue_.pop_back();
-      handle(e);
+    // Steps' events and links' leavings in time order (a leaving first at a tie: flows leave a
+    // link before others join it at the same instant).
+    while (error_.empty()) {
+      const double leave = net_.next_time();
+      if (queue_.empty() && leave == kNever) break;
+      if (!queue_.empty() && queue_.front().t < leave) {
+        std::pop_heap(queue_.begin(), queue_.end(), std::greater<>{});
+        const Event e = queue_.back();
+        queue_.pop_back();
+        handle(e);
+      } else {
+        net_.advance(carried_);
+        for (const auto& [flow, t] : carried_) {
+          flows_[flow].carried = t;
+          woken_.push_back(flow);
+        }
+        carried_.clear();
+      }
+      while (!woken_.empty()) {
+        const std::uint32_t flow = woken_.back();
+        woken_.pop_back();
+        try_finish(flow);
+      }
     }
     res.error = error_;
     if (res.error.empty()) res.error = stuck();
@@ -272,6 +292,12 @@ class Engine {
     s.finish = std::max(s.finish, t);
     --s.remaining;
     if (o.flags & kDoneWanted) push(t, r, j, false);
+    if (o.flags & kFirstWanted)  // a flow that forwards it may have been waiting for its end
+      for (std::uint32_t k = o.waiters, e = waiters_end(r, j); k < e; ++k) {
+        const std::uint32_t d = waiters_[k];
+        const Instr& w = op(r, d & kIndex);
+        if ((d & kFollow) && (w.flags & kInFlight)) woken_.push_back(w.waits);
+      }
   }
   // Instr j of rank r's first segment is final at t.
   void first_final(int r, std::uint32_t j, double t) {
@@ -314,25 +340,50 @@ class Engine {
   }
 
   void transfer(int from, std::uint32_t send, int to, std::uint32_t recv, double ready) {
+    sent_[static_cast<std::size_t>(from)] += op(to, recv).bytes;
+    ++transfers_;
+    if (m_.endpoints)
+      reserve(from, send, to, recv, ready);
+    else
+      start_flow(from, send, to, recv, ready);
+  }
+
+  // The reducer's share of receive `recv` whose first segment lands at `first_segment`: when its
+  // first segment is reduced (a plain receive: when it lands), and when the reducer is done
+  // with all of it (0 for a plain receive). The reducer is reserved now, in the order transfers
+  // start (FIFO).
+  std::pair<double, double> plan_receive(int to, std::uint32_t recv, double first_segment) {
     const Instr& rop = op(to, recv);
-    const std::uint64_t bytes = rop.bytes;
+    if (rop.kind != OpKind::recv_reduce) return {first_segment, 0.0};
+    // The reducer starts on the first segment and must also finish the last one after it lands.
+    const double rbw = m_.reduce_bytes_per_s;
+    RankState& q = st_[static_cast<std::size_t>(to)];
+    const double begin = std::max(first_segment, q.reducer_free);
+    q.reducer_free = begin + static_cast<double>(rop.bytes) / rbw;
+    return {begin + segment_reduced(rop), q.reducer_free};
+  }
+  // One segment's reduction of op o.
+  double segment_reduced(const Instr& o) const {
+    return static_cast<double>(std::min(o.bytes, m_.segment_bytes)) / m_.reduce_bytes_per_s;
+  }
+  // When receive `recv`, whose last byte lands at `arrive`, is final: a recv_reduce also
+  // reduces its last segment, waits for the reducer, and for its local operand's last segment
+  // when that is still arriving (`local`: that operand's end, 0 for none).
+  double received_at(int to, std::uint32_t recv, double arrive, double reducer_end,
+                     double local) const {
+    const Instr& rop = op(to, recv);
+    if (rop.kind != OpKind::recv_reduce) return arrive;
+    const double seg = segment_reduced(rop);
+    return std::max({arrive + seg, reducer_end, local > 0 ? local + seg : 0.0});
+  }
+
+  // Endpoint model: the transfer's links are reserved at once, which fixes both ends' times.
+  void reserve(int from, std::uint32_t send, int to, std::uint32_t recv, double ready) {
+    const std::uint64_t bytes = op(to, recv).bytes;
     const sim::Reservation res =
         net_.reserve(from, to, bytes, m_.segment_bytes, ready, source_done(from, send));
-    const double seg = static_cast<double>(std::min(bytes, m_.segment_bytes));
-    double first = res.first_segment, received = res.arrive;
-    if (rop.kind == OpKind::recv_reduce) {
-      // The reducer starts on the first segment and must also finish the last one after it
-      // lands, and after the local operand's last segment when that is still arriving.
-      const double rbw = m_.reduce_bytes_per_s;
-      RankState& q = st_[static_cast<std::size_t>(to)];
-      const double begin = std::max(res.first_segment, q.reducer_free);
-      q.reducer_free = begin + static_cast<double>(bytes) / rbw;
-      received =
-          std::max({res.arrive + seg / rbw, q.reducer_free, source_done(to, recv) + seg / rbw});
-      first = begin + seg / rbw;
-    }
-    sent_[static_cast<std::size_t>(from)] += bytes;
-    ++transfers_;
+    const auto [first, reducer_end] = plan_receive(to, recv, res.first_segment);
+    const double received = received_at(to, recv, res.arrive, reducer_end, source_done(to, recv));
     max_hops_ = std::max<std::uint64_t>(max_hops_, static_cast<std::uint64_t>(res.hops));
     if (timeline_) {
       started_[static_cast<std::size_t>(from)][send] = res.start;
@@ -341,6 +392,65 @@ class Engine {
     ends(from, send, res.arrive);
     first_final(to, recv, std::min(first, received));
     ends(to, recv, received);
+  }
+
+  // Torus model: the transfer joins its route's links as a flow now; its ends are known when
+  // the links have carried it and its sources are final (try_finish).
+  void start_flow(int from, std::uint32_t send, int to, std::uint32_t recv, double t) {
+    std::uint32_t id;
+    if (free_flows_.empty()) {
+      id = static_cast<std::uint32_t>(flows_.size());
+      flows_.emplace_back();
+    } else {
+      id = free_flows_.back();
+      free_flows_.pop_back();
+    }
+    Instr& sop = op(from, send);
+    Instr& rop = op(to, recv);
+    sim::FlowStart fs;
+    const bool on_links = net_.start(id, from, to, rop.bytes, m_.segment_bytes, t, fs);
+    const auto [first, reducer_end] = plan_receive(to, recv, fs.first_segment);
+    Flow& f = flows_[id];
+    f = {from,
+         to,
+         send,
+         recv,
+         fs.latency,
+         fs.segment_s,
+         reducer_end,
+         on_links ? kNever : t,
+         rop.bytes <= m_.segment_bytes};
+    // One segment: its first is its last, known at its end. Several: followers start on the
+    // first as estimated at the shares the flow found (the pipelining the engine does).
+    if (!f.first_at_end) first_final(to, recv, first);
+    sop.flags |= kInFlight;
+    rop.flags |= kInFlight;
+    sop.waits = rop.waits = id;
+    max_hops_ = std::max<std::uint64_t>(max_hops_, static_cast<std::uint64_t>(fs.hops));
+    if (timeline_) {
+      started_[static_cast<std::size_t>(from)][send] = t;
+      started_[static_cast<std::size_t>(to)][recv] = t;
+    }
+    if (!on_links) woken_.push_back(id);
+  }
+
+  // Ends flow `id` when its links have carried it and the data it forwards is final: its last
+  // byte cannot land before its source's last segment has been sent after it (plus the route's
+  // latency). Otherwise it waits; the source's end wakes it (ends).
+  void try_finish(std::uint32_t id) {
+    const Flow f = flows_[id];
+    if (f.carried == kNever || !(op(f.from, f.send).flags & kInFlight)) return;
+    const double source = source_done(f.from, f.send), local = source_done(f.to, f.recv);
+    if (source == kNever || local == kNever) return;
+    const double arrive = std::max(f.carried, source > 0 ? source + f.segment_s : 0.0) + f.latency;
+    const double received = received_at(f.to, f.recv, arrive, f.reducer_end, local);
+    op(f.from, f.send).flags &= static_cast<std::uint8_t>(~kInFlight);
+    op(f.to, f.recv).flags &= static_cast<std::uint8_t>(~kInFlight);
+    flows_[id].carried = kNever;
+    free_flows_.push_back(id);
+    ends(f.from, f.send, arrive);
+    if (f.first_at_end) first_final(f.to, f.recv, received);
+    ends(f.to, f.recv, received);
   }
 
   // Every rank's steps that ran, in microseconds, as one call from its first start to its end
@@ -427,6 +537,19 @@ class Engine {
   std::vector<Event> queue_;            // a heap, earliest first (std::push_heap with greater)
   std::uint64_t seq_ = 0, transfers_ = 0, max_hops_ = 0;
   std::string error_;
+
+  // A transfer on the torus's links (start_flow), by the index the network knows it by.
+  struct Flow {
+    int from = 0, to = 0;
+    std::uint32_t send = 0, recv = 0;
+    double latency = 0, segment_s = 0, reducer_end = 0;
+    double carried = kNever;    // when every link of its route had carried it
+    bool first_at_end = false;  // one segment: its first-segment event is its end
+  };
+  std::vector<Flow> flows_;
+  std::vector<std::uint32_t> free_flows_;                  // indices to reuse
+  std::vector<std::pair<std::uint32_t, double>> carried_;  // reused by each leaving
+  std::vector<std::uint32_t> woken_;                       // flows that may end now (try_finish)
 };
 
 bool endpoints_valid(const EndpointLinks& e, int ranks) {

@@ -18,29 +18,30 @@
 //
 //      (0,0) --+x--> (1,0) --+x--> (2,0)        a transfer (0,0) -> (2,1) crosses
 //        |             |             |          +x of (0,0), +x of (1,0), then +y of (2,0):
-//       +y            +y            +y          3 hops of latency, bandwidth of the slowest,
-//        v             v             v          and it holds all three link dirs at once
+//       +y            +y            +y          3 hops of latency; each of the three link
+//        v             v             v          dirs serves it at its share
 //      (0,1) ------- (1,1) ------- (2,1)
 //
 // Time of one transfer of B bytes over h hops, started at t0 = the later of the two steps'
-// posting and the moment every link dir on its route is free (links are FIFO: a transfer
-// holds its whole route for B/bw, the next one waits for it):
+// posting: it joins every link dir of its route at t0 and each serves it at its fair share
+// (processor sharing: n transfers on a link dir move at bw/n each, and speed up as others
+// leave; sim_network.hpp). The links of a route are not coupled (buffering routers):
 //
-//   link dirs busy      [start, start + B/bw)
-//   last byte arrives   start + sum(hop latencies) + B/bw              (cut-through routing)
+//   carried             when every link dir of the route has served its B bytes
+//   last byte arrives   carried + sum(hop latencies)                   (cut-through routing)
 //   recv_reduce done    max(arrival + s/reduce_bw,                     (last segment's reduction)
 //                           reducer start + B/reduce_bw)               (reducer-bound transfers)
 //   with s = min(B, segment) and the reducer starting when the first segment has landed.
 //
 // So segments pipeline analytically (no per-segment events): a segment's reduction overlaps the
 // next one's transfer, as in the engine. A send that follows a receive starts on that receive's
-// first segment and holds its route until the receive's end plus one segment (it trickles
-// behind it); a recv_reduce whose local operand still arrives ends no earlier than that
-// operand's end plus one segment's reduction. FIFO rather than fair sharing
-// keeps a transfer O(hops): for transfers that start together on one link dir, the last one
-// ends when fair sharing would end them all (same bytes through the same link).
+// first segment and cannot end before that receive's end plus one segment (it trickles behind
+// it); a recv_reduce whose local operand still arrives ends no earlier than that operand's end
+// plus one segment's reduction. No link dir ever carries more than its bandwidth.
 //
-// Cost: two or three events per step, O(hops) per transfer; no per-segment or per-element work.
+// Cost: two or three events per step, O(hops · log) per transfer (each link dir of the route is
+// joined and left); no per-segment or per-element work. The endpoint model (below) reserves its
+// ports FIFO at once instead.
 #pragma once
 
 #include <cstdint>

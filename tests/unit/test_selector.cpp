@@ -218,10 +218,14 @@ TEST_CASE("selector: network.links = torus prices hosts wired as the torus per l
   SelectorInputs in = inputs(Torus2D(4, 2), {0, 1, 2, 3, 4, 5, 6, 7});
   in.tuning = t;
   Selector torus(in);
-  // Four links per host: the torus algorithms move the vector over all of them, where one port
-  // per host (a switch) would serialize them (on 4x2 Swing's peers are torus neighbours too).
+  // Several links per host: what moves the vector over several at once (both ways round, or
+  // both dimensions) beats the one-way ring, where one port per host (a switch) would
+  // serialize them.
   const Algorithm big = torus.choose(Collective::allreduce, 2u << 20);
-  CHECK((big == Algorithm::torus2d || big == Algorithm::torus2d_both || big == Algorithm::swing));
+  CHECK((big == Algorithm::torus2d || big == Algorithm::torus2d_both || big == Algorithm::swing ||
+         big == Algorithm::bidir_ring));
+  CHECK(*torus.predict(Collective::allreduce, big, 2u << 20) <
+        *torus.predict(Collective::allreduce, Algorithm::ring, 2u << 20) * 0.6);
   in.tuning.network_torus = false;
   Selector sw(in);
   CHECK(*sw.predict(Collective::allreduce, Algorithm::torus2d_both, 2u << 20) >

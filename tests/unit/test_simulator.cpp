@@ -392,3 +392,39 @@ TEST_CASE("sim: torus2d_both's reduce-scatter and all-gather use both dimensions
     CHECK(limit / both.time_s > 0.65);
   }
 }
+
+TEST_CASE("sim: a transfer that joins a busy link slows the one already on it", "[simulator]") {
+  // Rank 0 sends a large block (400 µs alone) and, 200 µs later (after a local copy), a small
+  // one (40 µs alone) over the same link direction. Shared, both move at half rate while both
+  // are on it, so the link carries 440 µs of bytes in 440 µs: the large one ends at 440 µs, not
+  // at the 400 µs it would take alone (then the link would have carried more than it can).
+  using schedule::Buf;
+  using schedule::Kind;
+  const SimModel m = make_model(Torus2D(2, 1), 10e9, 1e-6, 40e9);
+  const std::uint32_t large = 1'000'000, small = 100'000, delay = 2'000'000;  // f32 elements
+  const auto run = [&](bool with_small) {
+    std::vector<schedule::Schedule> s(2);
+    for (int r = 0; r < 2; ++r) {
+      s[r].rank = r;
+      s[r].nranks = 2;
+    }
+    s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::input, 0, large}, {}});
+    s[1].steps.push_back({Kind::recv, 0, 0, 0, {}, {Buf::output, 0, large}});
+    if (with_small) {
+      s[0].steps.push_back(
+          {Kind::copy, -1, 0, 0, {Buf::input, 0, delay}, {Buf::scratch, 0, delay}});
+      s[0].steps.push_back({Kind::send, 1, 1, 1, {Buf::scratch, 0, small}, {}});
+      s[1].steps.push_back({Kind::recv, 0, 1, 0, {}, {Buf::output, large, small}});
+    }
+    for (auto& sched : s) schedule::derive_dependencies(sched);
+    const SimResult r = model::simulate(m, s, 4);
+    REQUIRE(r.error == "");
+    return r;
+  };
+  CHECK(run(false).time_s == Approx(400e-6 + 1e-6).epsilon(1e-9));
+  const SimResult both = run(true);
+  CHECK(both.time_s == Approx(440e-6 + 1e-6).epsilon(1e-9));
+  const int link = link_id(0, LinkDir::plus_x);
+  CHECK(both.link_busy_s[link] == Approx(440e-6).epsilon(1e-9));
+  CHECK(both.link_busy_s[link] <= both.time_s);
+}
