@@ -22,11 +22,12 @@ constexpr Algorithm kCandidates[] = {
 constexpr std::uint64_t kSmallMessageBytes = 128 * 1024;
 constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
 // On a 2D shape: Swing's halving below this, torus2d_both from it. toroid-sim on the tpu-v3
-// presets (f32, 1 KiB - 1 GiB by powers of two) puts the crossover at 16-32 MiB on the 32x32
-// torus, and at 512 KiB-1 MiB on 128x32, whose X is a line: there Swing's peers are XOR
-// partners whose messages pile up on the line's links (algorithms.md).
-constexpr std::uint64_t kSwingBytesTorus = 32 * 1024 * 1024;
-constexpr std::uint64_t kSwingBytesMesh = 1024 * 1024;
+// presets (f32, 1 KiB - 1 GiB by powers of two; links shared by processor sharing) puts the
+// crossover at 8-16 MiB on the 32x32 torus (167 against 185 us at 8 MiB, 264 against 246 at
+// 16), and at 2-4 MiB on 128x32, whose X is a line: there Swing's peers are XOR partners whose
+// messages pile up on the line's links (algorithms.md).
+constexpr std::uint64_t kSwingBytesTorus = 16 * 1024 * 1024;
+constexpr std::uint64_t kSwingBytesMesh = 4 * 1024 * 1024;
 // Reduce-scatter on a 2D shape: swing_latency (an all-reduce, each keeping its block) below
 // this, torus2d from it: the crossover is 32-64 KiB on 32x32 and 8-16 KiB on 128x32.
 constexpr std::uint64_t kScatterLatencyBytesTorus = 64 * 1024;

@@ -240,11 +240,11 @@ TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_bot
   const Torus2D pod(32, 32), multipod(128, 32, false, true);
   CHECK(fixed_rule(Collective::allreduce, 1024, pod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::allreduce, 256u << 10, pod) == Algorithm::swing);
-  CHECK(fixed_rule(Collective::allreduce, 16u << 20, pod) == Algorithm::swing);
-  CHECK(fixed_rule(Collective::allreduce, 32u << 20, pod) == Algorithm::torus2d_both);
-  // A line dimension: Swing's XOR peers load it, so torus2d_both takes over from 1 MiB.
-  CHECK(fixed_rule(Collective::allreduce, 512u << 10, multipod) == Algorithm::swing);
-  CHECK(fixed_rule(Collective::allreduce, 1u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allreduce, 8u << 20, pod) == Algorithm::swing);
+  CHECK(fixed_rule(Collective::allreduce, 16u << 20, pod) == Algorithm::torus2d_both);
+  // A line dimension: Swing's XOR peers load it, so torus2d_both takes over from 4 MiB.
+  CHECK(fixed_rule(Collective::allreduce, 2u << 20, multipod) == Algorithm::swing);
+  CHECK(fixed_rule(Collective::allreduce, 4u << 20, multipod) == Algorithm::torus2d_both);
   // 1D: unchanged. Small reduce-scatters take swing_latency (an all-reduce keeping one block),
   // and small all-gathers its recursive doubling.
   CHECK(fixed_rule(Collective::allreduce, 1024, Torus2D(128, 1)) == Algorithm::recursive_doubling);
