@@ -24,7 +24,7 @@
 // Pipelined pieces (torus2d_both all-reduce with a line dimension of more than 2): a line's
 // reduce-scatter loads the links leaving one end ((p-1)/p of the data on m0 -> m1) and its
 // all-gather those leaving the other, so in turn each half of the line idles. Each part is cut
-// into k pieces (k = 2 or 3, from the vector's size) that follow each other on the same
+// into k pieces (k = 2 to 4, from the vector's size) that follow each other on the same
 // channels; piece i's all-gather is placed beside piece i+d's reduce-scatter (d = 1, or 2 when
 // the middle phase runs on the line, so that middle has a piece's time to finish):
 //
@@ -126,11 +126,13 @@ void allreduce_2d_pipelined(Schedule& s, const Grid& g, bool x_first, Block regi
 
 // How many pipelined pieces torus2d_both's all-reduce cuts each part into: 1 on a torus; with a
 // line, by the half vector a part holds against line x 64Ki elements (a piece's line block):
-// 2 from 2x, 3 from 16x. The thresholds are toroid-sim's (links shared by processor sharing)
-// on 128x32 and 64x16 with X a line (docs/simulator.md): on 128x32 1, 2, 3 and 4 pieces take
-// 1.85, 1.81 ms at 128 MiB (1 or 2), 3.07, 2.85, -, 3.50 ms at 256 MiB, -, 4.76, 5.13, 5.39 ms
-// at 512 MiB and 10.54, 9.05, 8.86, 9.19 ms at 1 GiB; on 64x16 8.88, 8.38 and 8.53 ms at 1 GiB
-// for 2, 3 and 4. More pieces mean shorter line blocks, each step's hop a larger part of it.
+// 2 from 2x, 3 from 16x, 4 from 32x. The thresholds are toroid-sim's (links shared by
+// processor sharing, docs/simulator.md), pieces 2/3/4 in ms: 128x32 at 512 MiB (8 blocks)
+// 4.76/5.13/5.39, at 1 GiB (16) 9.05/8.86/9.19; 64x16 at 1 GiB (32) 8.88/8.38/8.53; 16x8 at
+// 128 MiB (16) 1.23/1.20/1.20, at 512 MiB (64) 4.60/4.28/4.15; 32x8 at 512 MiB (32)
+// 4.90/4.57/4.33 (X a line, Y a ring each time). More pieces mean shorter line blocks, each
+// step's hop and segment a larger part of it. Short lines gain from more pieces sooner: the
+// emulated 4x2 cluster's model at 16 MiB (8 blocks) takes 2.80/2.46/2.48 s.
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
 int pieces_for(const Context& ctx, std::uint64_t count) {
   const Torus2D& t = ctx.topology;
@@ -138,7 +140,7 @@ int pieces_for(const Context& ctx, std::uint64_t count) {
   const int line = !t.wraps(Axis::x) && X > 2 ? X : !t.wraps(Axis::y) && Y > 2 ? Y : 0;
   if (line == 0 || X < 2 || Y < 2) return 1;
   const std::uint64_t blocks = count / 2 / (static_cast<std::uint64_t>(line) * kLineBlock);
-  return blocks >= 16 ? 3 : blocks >= 2 ? 2 : 1;
+  return blocks >= 32 ? 4 : blocks >= 16 ? 3 : blocks >= 2 ? 2 : 1;
 }
 
 // What a dimension carries per direction, relative to its link rate: a ring of more than 2
