@@ -18,6 +18,8 @@ SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes) {
   const double capacity = static_cast<double>(link_directions(t, Axis::x)) * m.link_bytes_per_s[0] +
                           static_cast<double>(link_directions(t, Axis::y)) * m.link_bytes_per_s[1];
   l.bandwidth_s = crossings * static_cast<double>(bytes) / capacity;
+  if (c == Collective::allreduce || c == Collective::reduce_scatter)
+    l.reduction_s = (p - 1) / p * static_cast<double>(bytes) / m.reduce_bytes_per_s;
   for (Axis a : {Axis::x, Axis::y}) {
     const int k = t.dim(a);
     const int diameter = t.wraps(a) ? k / 2 : k - 1;

@@ -7,7 +7,13 @@
 //                      T ≥ crossings · bytes / Σ (link directions · their bandwidth)
 //   latency floor    the diameter (the farthest two chips, each dimension the short way round
 //                    a ring, end to end along a line) times the hop latency
-//   limit            the larger of the two; of_limit = limit / simulated time (1 = at the limit)
+//   reduction bound  an all-reduce or reduce-scatter sums p contributions of every element:
+//                    p−1 pairwise reductions each, (p−1)·bytes of reducer input in all, spread
+//                    over p chips' reducers at best. So T ≥ (p−1)/p · bytes / reduce_bw. It
+//                    binds where the reducer is slower than the links feeding it (a 32x32
+//                    reduce-scatter: four 80 GB/s links into a 300 GB/s reducer)
+//   limit            the largest of the three; of_limit = limit / simulated time (1 = at the
+//                    limit)
 //
 //   32x32 torus:  4·32·32 = 4096 link directions; diameter 16 + 16 hops
 //   128x32, wraparound along Y only:  X lines 2·127·32 + Y rings 2·32·128 = 16,320; 127 + 16 hops
@@ -26,7 +32,8 @@ namespace toroid::model {
 struct SimLimit {
   double bandwidth_s = 0;
   double latency_s = 0;
-  double limit_s() const { return std::max(bandwidth_s, latency_s); }
+  double reduction_s = 0;  // 0 for the collectives that do not reduce
+  double limit_s() const { return std::max({bandwidth_s, latency_s, reduction_s}); }
 };
 
 // For the torus of `m` (not its endpoint links); `bytes` = the collective's whole vector.

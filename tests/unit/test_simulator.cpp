@@ -353,6 +353,16 @@ TEST_CASE("sim: the limit is the bandwidth bound or the diameter's latency, per 
     CHECK(model::limit_of(pod, c, mib16).bandwidth_s == Approx(a.bandwidth_s / 2));
     CHECK(model::limit_of(pod, c, mib16).latency_s == Approx(a.latency_s));
   }
+  // The reduction bound: (p-1)/p of the vector through each chip's reducer, for the collectives
+  // that reduce. On the pod it is under the all-reduce's bandwidth bound and over the
+  // reduce-scatter's (four 80 GB/s links feed a 300 GB/s reducer).
+  CHECK(a.reduction_s == Approx(1023.0 / 1024 * mib16 / 300e9));
+  CHECK(a.limit_s() == a.bandwidth_s);
+  const model::SimLimit rs = model::limit_of(pod, Collective::reduce_scatter, mib16);
+  CHECK(rs.reduction_s == Approx(a.reduction_s));
+  CHECK(rs.limit_s() == rs.reduction_s);
+  CHECK(model::limit_of(pod, Collective::allgather, mib16).reduction_s == 0);
+  CHECK(model::limit_of(pod, Collective::broadcast, mib16).reduction_s == 0);
   // Slower Y links lower the capacity; one chip has no limit.
   SimModel slow_y = pod;
   slow_y.link_bytes_per_s[1] = 40e9;
