@@ -14,6 +14,7 @@
 #include "exec/tracer.hpp"
 #include "model/selector.hpp"
 #include "mpi_base/nodes.hpp"
+#include "schedule/later_use.hpp"
 #include "schedule/step.hpp"
 #include "toroid/communicator.hpp"
 
@@ -33,7 +34,9 @@ class ScheduleCache {
     auto it = entries_.find(key);
     if (it != entries_.end()) return it->second;
     if (entries_.size() >= kCapacity) clear();
-    auto made = std::make_shared<const schedule::Schedule>(build());
+    schedule::Schedule built = build();
+    schedule::set_later_uses(built);  // once per schedule, not at every bind
+    auto made = std::make_shared<const schedule::Schedule>(std::move(built));
     return entries_.emplace(key, Entry{std::move(made), ++serial_}).first->second;
   }
   static constexpr std::size_t kCapacity = 256;

@@ -6,56 +6,14 @@
 #include <cstring>
 
 #include "exec/engine.hpp"
-#include "schedule/chunk_range.hpp"
+#include "schedule/later_use.hpp"
+#include "toroid/error.hpp"
 
 namespace toroid::exec {
-namespace {
 
 using schedule::Kind;
+using schedule::LaterUse;
 using schedule::Step;
-
-struct Range {
-  const std::byte* begin = nullptr;
-  const std::byte* end = nullptr;
-  bool empty() const { return begin == end; }
-  bool overlaps(const Range& o) const {
-    return !empty() && !o.empty() && begin < o.end && o.begin < end;
-  }
-  bool within(const Range& o) const { return !empty() && o.begin <= begin && end <= o.end; }
-};
-
-// What a step reads and writes, by address (in place, input and output are one buffer).
-Range step_reads(const Step& st, const schedule::BufferSet& buf) {
-  const schedule::Chunk* c = schedule::read_chunk(st);
-  if (!c) return {};
-  const std::byte* p = buf.readable(*c);
-  return {p, p + c->span() * buf.elem_size};  // a gathered chunk: its whole span
-}
-Range step_writes(const Step& st, const schedule::BufferSet& buf) {
-  const schedule::Chunk* c = schedule::written_chunk(st);
-  if (!c) return {};
-  const std::byte* p = buf.writable(*c);
-  return {p, p + c->span() * buf.elem_size};
-}
-
-// What becomes of the bytes step g writes once step `reader` (a relay, or none) has read them:
-// dead (no other later step reads them before one overwrites them all, or the schedule ends
-// with them in scratch; a ring all-reduce's partial sums), read (something else reads them
-// later), or final (output that nothing in the collective reads again).
-enum class LaterUse { dead, read, final };
-LaterUse later_use(const schedule::Schedule& s, std::size_t g, std::size_t reader,
-                   const schedule::BufferSet& buf) {
-  const Range w = step_writes(s.steps[g], buf);
-  for (std::size_t j = g + 1; j < s.steps.size(); ++j) {
-    const Step& st = s.steps[j];
-    if (j == reader || st.phase == s.steps[g].phase) continue;
-    if (step_reads(st, buf).overlaps(w)) return LaterUse::read;
-    if (!st.dst.gathered() && w.within(step_writes(st, buf))) return LaterUse::dead;
-  }
-  return s.steps[g].dst.buf == schedule::Buf::scratch ? LaterUse::dead : LaterUse::final;
-}
-
-}  // namespace
 
 void run_local_step(const Step& st, const schedule::BufferSet& buf, DataType type) {
   if (st.kind == Kind::copy) {
@@ -80,6 +38,8 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
                            Engine& engine) {
   schedule_ = std::move(sp);
   const schedule::Schedule& s = *schedule_;
+  if (s.later_use.size() != s.steps.size())
+    throw toroid::Error("bind: a schedule without its later uses (schedule::set_later_uses)");
   single_copy_.reset();
   serial_ = 0;
   user_ = user;
@@ -174,15 +134,14 @@ void BoundCollective::mark_shared_memory_hints() {
       if (d.wait == schedule::Wait::follow && d.offset == 0 && g.via == Via::shm && g.relay < 0 &&
           g.bytes == t.bytes && g.shm.channel.slot_bytes == t.shm.channel.slot_bytes) {
         g.relay = static_cast<int>(i);
-        const LaterUse use = later_use(s, d.step, i, buf_);
+        const LaterUse use = s.later_use[i];  // of the receive's bytes, this relay aside
         g.shm.keep_dst = use != LaterUse::dead;
         g.shm.store =
             use == LaterUse::final && g.bytes >= kStreamBytes ? kernels::copy_stream_fn() : nullptr;
       }
     }
     // (A send that relays this receive comes later in the loop and sets its store again.)
-    if (st.kind == Kind::recv && t.bytes >= kStreamBytes &&
-        later_use(s, i, s.steps.size(), buf_) == LaterUse::final)
+    if (st.kind == Kind::recv && t.bytes >= kStreamBytes && s.later_use[i] == LaterUse::final)
       t.shm.store = kernels::copy_stream_fn();
   }
 }

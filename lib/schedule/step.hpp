@@ -86,6 +86,12 @@ struct Dep {
   std::uint64_t offset = 0;  // follow: where this step's source starts in the earlier destination
 };
 
+// What becomes of the bytes a receive writes (schedule/later_use.hpp): dead (no other later
+// step reads them before one overwrites them all, or the schedule ends with them in scratch; a
+// ring all-reduce's partial sums), read (something else reads them later), or final (output
+// that nothing in the collective reads again). not_asked: a step the question is not asked of.
+enum class LaterUse : std::uint8_t { not_asked, dead, read, final };
+
 struct Schedule {
   std::string algorithm;
   int rank = 0;
@@ -95,6 +101,9 @@ struct Schedule {
   std::vector<Step> steps;          // ordered by phase
   std::vector<Dep> deps;            // grouped by step (Step::dep_begin)
   std::vector<Block> pieces;        // the runs of gathered chunks (Chunk::first_piece)
+  // Per step, where the engine asks (schedule/later_use.hpp: set_later_uses, once per schedule
+  // it runs; empty in schedules only simulated or verified).
+  std::vector<LaterUse> later_use;
 
   std::uint32_t phase_count() const { return steps.empty() ? 0 : steps.back().phase + 1; }
 };

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "core/element.hpp"
+#include "schedule/dependencies.hpp"
+#include "schedule/later_use.hpp"
 #include "schedule_check.hpp"
 #include "toroid/block.hpp"
 
@@ -310,4 +312,55 @@ TEST_CASE("torus2d_both pipelines its parts in pieces when a dimension is a line
       }
     }
   }
+}
+
+TEST_CASE("later uses: what becomes of a receive's bytes, and of a relayed receive's",
+          "[schedules]") {
+  using schedule::Buf;
+  using schedule::Kind;
+  using schedule::LaterUse;
+  // Rank 0: phase 0 reduces into acc, phase 1 forwards acc segment by segment (a relay), then
+  // `after` (phase 2 on) decides what the relay leaves of acc.
+  const auto uses = [](Buf acc, bool in_place, std::vector<schedule::Step> after) {
+    schedule::Schedule s;
+    s.nranks = 2;
+    s.in_place = in_place;
+    s.steps.push_back({Kind::recv_reduce, 1, 0, 0, {acc, 0, 8}, {acc, 0, 8}});
+    s.steps.push_back({Kind::send, 1, 0, 1, {acc, 0, 8}, {}});
+    for (schedule::Step& st : after) s.steps.push_back(st);
+    schedule::derive_dependencies(s);
+    REQUIRE(s.steps[1].dep_count == 1);  // the relay: one follow at offset 0
+    schedule::set_later_uses(s);
+    REQUIRE(s.later_use.size() == s.steps.size());
+    CHECK(s.later_use[0] == LaterUse::read);  // the relay reads it
+    return s.later_use;
+  };
+  // Overwritten whole before anyone else reads it: dead (a ring's partial sums).
+  auto u = uses(Buf::output, false,
+                {{Kind::recv, 1, 0, 2, {}, {Buf::output, 0, 8}},
+                 {Kind::send, 1, 0, 3, {Buf::output, 0, 4}, {}}});
+  CHECK(u[1] == LaterUse::dead);
+  CHECK(u[2] == LaterUse::read);   // the last send reads what the receive wrote
+  CHECK(u[3] == LaterUse::final);  // it relays that receive: nothing else reads it after
+  // A send that forwards nothing segment by segment is not asked.
+  schedule::Schedule plain;
+  plain.nranks = 2;
+  plain.steps.push_back({Kind::send, 1, 0, 0, {Buf::input, 0, 8}, {}});
+  schedule::derive_dependencies(plain);
+  schedule::set_later_uses(plain);
+  CHECK(plain.later_use == std::vector<LaterUse>{LaterUse::not_asked});
+  // Read again later (a copy out of it): read. Partly overwritten first: still read.
+  u = uses(Buf::output, false,
+           {{Kind::recv, 1, 0, 2, {}, {Buf::output, 0, 4}},
+            {Kind::copy, -1, 0, 3, {Buf::output, 2, 6}, {Buf::scratch, 0, 6}}});
+  CHECK(u[1] == LaterUse::read);
+  CHECK(u[2] == LaterUse::read);
+  // Nothing after it: output is final, scratch dead.
+  CHECK(uses(Buf::output, false, {})[1] == LaterUse::final);
+  CHECK(uses(Buf::scratch, false, {})[1] == LaterUse::dead);
+  // In place the input is the output: a later send of the input reads the final receive.
+  const std::vector<schedule::Step> reads_input = {{Kind::recv, 1, 0, 2, {}, {Buf::output, 8, 8}},
+                                                   {Kind::send, 1, 0, 3, {Buf::input, 8, 8}, {}}};
+  CHECK(uses(Buf::output, true, reads_input)[2] == LaterUse::read);
+  CHECK(uses(Buf::output, false, reads_input)[2] == LaterUse::final);
 }
