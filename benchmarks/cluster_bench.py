@@ -104,7 +104,8 @@ def calibrate(args):
 def simulate(args, hop_us, link_gbps, reduce_gbps):
     p = subprocess.run([os.path.join(args.build, "tools", "toroid-sim"), "--topology", args.torus, "--op", args.op, "--algo",
                         ",".join(TOROID_ALGOS), "--bytes", f"{args.b}:{args.e}", "--link-gbps", f"{link_gbps}",
-                        "--hop-us", f"{hop_us}", "--reduce-gbps", f"{reduce_gbps}", "--format", "csv"],
+                        "--hop-us", f"{hop_us}", "--reduce-gbps", f"{reduce_gbps}",
+                        "--segment-bytes", "cross-node", "--format", "csv"],  # one rank per host
                        capture_output=True, text=True, check=True)
     rows = csv.DictReader(io.StringIO("\n".join(l for l in p.stdout.splitlines() if not l.startswith("#"))))
     return {(r["algo"], int(r["bytes"])): float(r["time_us"]) for r in rows}
