@@ -5,33 +5,24 @@
 namespace toroid::schedule {
 namespace {
 
-// A chunk's whole span in its buffer (in place, input and output are one space).
-struct Span {
-  int space = 0;
-  std::uint64_t lo = 0, hi = 0;
-  bool empty() const { return lo >= hi; }
-  bool overlaps(const Span& o) const {
-    return !empty() && !o.empty() && space == o.space && lo < o.hi && o.lo < hi;
-  }
-  bool within(const Span& o) const {
-    return !empty() && space == o.space && o.lo <= lo && hi <= o.hi;
-  }
-};
-
-Span span_of(const Chunk* c, bool in_place) {
-  if (!c) return {};
-  const ChunkRange r = range_of(*c, in_place, nullptr);
-  return {r.space, r.lo, r.hi};
+// A chunk's whole extent, a gathered one's runs aside: the engine decided by these spans when
+// it scanned by address at every bind, and the answers stay the same.
+ChunkRange hull(ChunkRange r) {
+  r.runs = nullptr;
+  r.nruns = 0;
+  return r;
 }
 
 // The later use of what step g writes, `reader` (a relay, or none: steps.size()) aside.
 LaterUse later_use_of(const Schedule& s, std::size_t g, std::size_t reader) {
-  const Span w = span_of(written_chunk(s.steps[g]), s.in_place);
+  const bool ip = s.in_place;
+  const Block* pieces = s.pieces.data();
+  const ChunkRange w = hull(write_range(s.steps[g], ip, pieces));
   for (std::size_t j = g + 1; j < s.steps.size(); ++j) {
     const Step& st = s.steps[j];
     if (j == reader || st.phase == s.steps[g].phase) continue;
-    if (span_of(read_chunk(st), s.in_place).overlaps(w)) return LaterUse::read;
-    if (!st.dst.gathered() && w.within(span_of(written_chunk(st), s.in_place)))
+    if (overlaps(hull(read_range(st, ip, pieces)), w)) return LaterUse::read;
+    if (!w.empty() && !st.dst.gathered() && contains(write_range(st, ip, pieces), w))
       return LaterUse::dead;
   }
   return s.steps[g].dst.buf == Buf::scratch ? LaterUse::dead : LaterUse::final;
