@@ -17,6 +17,10 @@ void Backoff::note_node_ranks(int node_ranks) {
   if (cores > 0 && node_ranks > cores) spins.store(1, std::memory_order_relaxed);
 }
 
+void Backoff::after_idle_test() {
+  if (spins.load(std::memory_order_relaxed) == 1) sched_yield();
+}
+
 bool Backoff::idle() {
   if (rounds_ == 0 && timeout_s_ > 0) since_ = MPI_Wtime();
   if (++rounds_ < spins.load(std::memory_order_relaxed)) {

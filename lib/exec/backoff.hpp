@@ -21,6 +21,10 @@ class Backoff {
   // process has more than the machine's online cores, waits yield from the first idle round.
   static void note_node_ranks(int node_ranks);
   static constexpr int kSpins = 64;  // idle rounds spun before the first yield, not oversubscribed
+  // After one round of a caller's polling loop (Request::test) that moved nothing: yields the
+  // core when the node is oversubscribed, as Open MPI's progress does then, so a rank that polls
+  // test() in a loop does not hold the core its peers need for a whole time slice.
+  static void after_idle_test();
 
  private:
   double timeout_s_;

@@ -221,7 +221,9 @@ void Engine::wait(BoundCollective& op) {
 }
 
 bool Engine::test(BoundCollective& op) {
-  if (op.state_ == BoundCollective::State::active) progress();
+  if (op.state_ == BoundCollective::State::active && !progress() &&
+      op.state_ == BoundCollective::State::active)
+    Backoff::after_idle_test();
   if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);
   return op.state_ != BoundCollective::State::active;
 }
