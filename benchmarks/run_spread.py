@@ -11,6 +11,11 @@ comparison would have reported).
 
   benchmarks/run_spread.py -np 2 -n 10 --algo ring,rabenseifner,auto -b 1M -e 64M -f 4 [--cold]
 
+--host-probe runs toroid-host-probe (no toroid, no MPI: two processes handing a cache line and a
+vector through shared memory, benchmarks/host_probe.c) just before every job and prints, per job,
+the host's numbers beside the job's toroid and stock rows relative to their medians: a slow
+job whose probe was slow too was the host's.
+
 Exit 0; the summary's last line names the widest toroid row and the runs where toroid lost.
 --csv FILE writes every run's rows (run, collective, algo, bytes, time_us).
 """
@@ -39,6 +44,30 @@ def one_run(args, bench):
     return {(r["collective"], r["algo"], int(r["size"])): float(r["time_us"]) for r in rows}
 
 
+def host_probe(probe):
+    p = subprocess.run([probe], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"run_spread: {probe} failed ({p.returncode}): {p.stderr}")
+    return {k: float(v) for k, v in (f.split("=") for f in p.stdout.split())}
+
+
+def print_probes(runs, probes, from_bytes):
+    """Per job: its toroid rows and its stock rows from `from_bytes`, each as the geometric mean
+    of time / that row's median over the jobs (1.00: a typical job), beside the probe's numbers."""
+    keys = set().union(*runs)
+    median = {key: statistics.median(r[key] for r in runs if key in r) for key in keys}
+
+    def slowness(r, stock):
+        ratios = [r[key] / median[key] for key in r if key[2] >= from_bytes and (key[1] == "mpi") == stock]
+        return statistics.geometric_mean(ratios) if ratios else float("nan")
+
+    print(f"# per job, rows from {from_bytes} B against their medians, and the host probe before it")
+    print(f"{'job':>4}{'toroid':>8}{'stock':>8}{'pingpong_ns':>13}{'stalls':>8}{'pipe_gbs':>10}{'copy_gbs':>10}{'steal_pct':>10}")
+    for k, (r, pr) in enumerate(zip(runs, probes)):
+        print(f"{k + 1:>4}{slowness(r, False):>8.2f}{slowness(r, True):>8.2f}{pr['pingpong_ns']:>13.0f}"
+              f"{pr['stalls']:>8.0f}{pr['pipe_gbs']:>10.2f}{pr['copy_gbs']:>10.2f}{pr['steal_pct']:>10.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-np", type=int, default=2)
@@ -52,6 +81,7 @@ def main():
     ap.add_argument("--cold", action="store_true")
     ap.add_argument("--bench", default=os.path.join(ROOT, "build", "benchmarks", "toroid-bench"))
     ap.add_argument("--csv", help="write every run's rows here")
+    ap.add_argument("--host-probe", action="store_true", help="probe the host before every job (toroid-host-probe)")
     ap.add_argument("--from-bytes", type=int, default=256 << 10, help="where toroid must not lose to stock")
     ap.add_argument("extra", nargs="*", help="more toroid-bench arguments (after --)")
     args = ap.parse_args()
@@ -59,8 +89,13 @@ def main():
         ap.error("--runs must be at least 2")
     if not os.access(args.bench, os.X_OK):
         sys.exit(f"run_spread: {args.bench} is not built (scripts/setup.sh builds it)")
-    runs = []
+    probe = os.path.join(os.path.dirname(args.bench), "toroid-host-probe")
+    if args.host_probe and not os.access(probe, os.X_OK):
+        sys.exit(f"run_spread: --host-probe: {probe} is not built")
+    runs, probes = [], []
     for k in range(args.runs):
+        if args.host_probe:
+            probes.append(host_probe(probe))
         runs.append(one_run(args, args.bench))
         print(f"# run {k + 1}/{args.runs} done", file=sys.stderr, flush=True)
     keys = sorted(set().union(*runs), key=lambda t: (t[0], t[1] == "mpi", t[1], t[2]))
@@ -84,6 +119,8 @@ def main():
     print(f"# widest toroid row: {widest[1][1]} {widest[1][2]} B, max/min {widest[0]:.2f}" if widest else "# no toroid rows")
     print("# toroid slower than the same run's stock row from "
           f"{args.from_bytes} B: " + ("; ".join(losses) if losses else "never"))
+    if probes:
+        print_probes(runs, probes, args.from_bytes)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)
