@@ -83,8 +83,10 @@ static int compare_double(const void* a, const void* b) {
 static size_t parse_size(const char* what, const char* text) {
   char* end = NULL;
   unsigned long long v = strtoull(text, &end, 10);
-  if (end && (*end == 'K' || *end == 'k')) v <<= 10, ++end;
-  else if (end && *end == 'M') v <<= 20, ++end;
+  if (end && (*end == 'K' || *end == 'k'))
+    v <<= 10, ++end;
+  else if (end && *end == 'M')
+    v <<= 20, ++end;
   if (!end || *end != '\0' || v == 0) {
     fprintf(stderr, "toroid-host-probe: %s: '%s' is not a size\n", what, text);
     exit(2);
