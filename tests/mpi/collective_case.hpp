@@ -77,13 +77,30 @@ struct Case {
   }
 };
 
-// Runs one case of `coll`; returns the number of wrong elements on this rank.
+// The input and output vectors of a case. A sweep keeps one across the cases of one byte size:
+// a fresh vector of megabytes costs its page faults (under the sanitizers a fresh mapping every
+// time), which were most of a sweep's time. Each is exactly its case's size, so a write past
+// the end still lands in the allocator's red zone; a new size gets new vectors.
+struct CaseBuffers {
+  std::vector<std::byte> in, out;
+  void prepare(std::size_t bytes) {
+    if (in.size() != bytes) {
+      std::vector<std::byte>(bytes).swap(in);
+      std::vector<std::byte>(bytes).swap(out);
+    }
+    std::fill(out.begin(), out.end(), std::byte{0x7f});  // what no collective writes
+  }
+};
+
+// Runs one case of `coll` on `bufs`; returns the number of wrong elements on this rank.
 inline std::uint64_t run_case(Collective coll, const Case& c, Communicator& comm,
-                              const std::vector<double>& ref) {
+                              const std::vector<double>& ref, CaseBuffers& bufs) {
   const int p = comm.size(), r = comm.rank();
   const std::size_t es = size_of(c.type);
   const Block own = block_of(c.n, p, r);
-  std::vector<std::byte> in(c.n * es), out(c.n * es, std::byte{0x7f});
+  bufs.prepare(c.n * es);
+  std::vector<std::byte>& in = bufs.in;
+  std::vector<std::byte>& out = bufs.out;
   for (std::uint64_t i = 0; i < c.n; ++i)
     store_as(c.type, in.data() + i * es, exact_input(c.op, r, i));
   std::uint64_t wrong = 0;
@@ -145,6 +162,13 @@ inline std::uint64_t run_case(Collective coll, const Case& c, Communicator& comm
     }
   }
   return wrong;
+}
+
+// Runs one case of `coll` on vectors of its own.
+inline std::uint64_t run_case(Collective coll, const Case& c, Communicator& comm,
+                              const std::vector<double>& ref) {
+  CaseBuffers bufs;
+  return run_case(coll, c, comm, ref, bufs);
 }
 
 // Shapes of the current rank count: 2D factorizations both ways (torus and mesh), Nx1, 1xN.

@@ -21,17 +21,22 @@ namespace {
 void sweep(Collective coll, const char* name) {
   Communicator comm(MPI_COMM_WORLD);
   const int p = comm.size();
-  for (ReduceOp op : kOps) {
-    if ((coll == Collective::allgather || coll == Collective::broadcast) && op != ReduceOp::sum)
-      continue;  // no op
-    for (std::uint64_t n : counts(p)) {
-      const std::vector<double> ref = reference(op, n, comm.rank(), p);
-      for (DataType t : kTypes) {
+  const bool has_op = coll == Collective::allreduce || coll == Collective::reduce_scatter;
+  for (std::uint64_t n : counts(p)) {
+    std::vector<std::vector<double>> refs;  // by op, as kOps lists them
+    for (ReduceOp op : kOps)
+      refs.push_back(has_op || op == ReduceOp::sum ? reference(op, n, comm.rank(), p)
+                                                   : std::vector<double>{});
+    for (DataType t : kTypes) {
+      CaseBuffers bufs;  // one pair for every case of this count and type
+      for (std::size_t o = 0; o < std::size(kOps); ++o) {
+        const ReduceOp op = kOps[o];
+        if (!has_op && op != ReduceOp::sum) continue;  // no op
         if (op == ReduceOp::avg && !is_floating(t)) continue;
         for (Algorithm a : {Algorithm::ring, Algorithm::mpi})
           for (bool ip : {false, true}) {
             const Case c{a, t, op, n, ip};
-            const std::uint64_t wrong = run_case(coll, c, comm, ref);
+            const std::uint64_t wrong = run_case(coll, c, comm, refs[o], bufs);
             if (!all_ranks(wrong == 0)) {
               FAIL(c.describe(name) << ": " << wrong << " wrong elements on rank " << comm.rank()
                                     << " (p=" << p << ")");
