@@ -171,10 +171,10 @@ int ranks_on_node(Communicator& comm) {
 // never finds its buffers cached by the one before; at most kMaxColdSets (below a few KiB the
 // sets then fit the cache: small calls are latency, not memory, bound).
 constexpr std::uint64_t kMaxColdSets = 1024;
-std::uint64_t cold_sets(std::uint64_t set_bytes, int node_ranks) {
+std::uint64_t cold_sets(const Settings& s, std::uint64_t set_bytes, int node_ranks) {
   const std::uint64_t per_set =
       std::max<std::uint64_t>(set_bytes, 1) * static_cast<std::uint64_t>(node_ranks);
-  const std::uint64_t want = (2 * last_level_cache_bytes() + per_set - 1) / per_set;
+  const std::uint64_t want = (2 * cache_bytes(s) + per_set - 1) / per_set;
   return std::clamp<std::uint64_t>(want, 2, kMaxColdSets);
 }
 
@@ -200,6 +200,10 @@ std::uint64_t last_level_cache_bytes() {
   long llc = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (llc <= 0) llc = sysconf(_SC_LEVEL2_CACHE_SIZE);
   return llc > 0 ? static_cast<std::uint64_t>(llc) : std::uint64_t{32} << 20;
+}
+
+std::uint64_t cache_bytes(const Settings& s) {
+  return s.cache_bytes > 0 ? s.cache_bytes : last_level_cache_bytes();
 }
 
 // Median over iterations of the slowest rank's time of fn(iteration), each after a barrier;
@@ -233,7 +237,7 @@ Row measure_copy_bound(Collective c, const Settings& s, std::uint64_t bytes, Com
   const int p = comm.size();
   const std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   const int node_size = ranks_on_node(comm);
-  const std::uint64_t sets = s.cold ? cold_sets(2 * count * es, node_size) : 1;
+  const std::uint64_t sets = s.cold ? cold_sets(s, 2 * count * es, node_size) : 1;
   std::vector<std::vector<std::byte>> in(sets, std::vector<std::byte>(count * es, std::byte{1})),
       out(sets, std::vector<std::byte>(count * es, std::byte{0}));
   const int reps = static_cast<int>(
@@ -292,7 +296,7 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
   std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   // Warm rows ask MPI nothing here: the node's size matters only to cold sets.
-  const std::uint64_t sets = s.cold ? cold_sets(2 * count * es, ranks_on_node(comm)) : 1;
+  const std::uint64_t sets = s.cold ? cold_sets(s, 2 * count * es, ranks_on_node(comm)) : 1;
   Sets ins(comm, count * es, sets, memory), outs(comm, count * es, sets, memory);
   auto fill = [&](std::uint64_t k) {
     for (std::uint64_t i = 0; i < count; ++i)

@@ -27,6 +27,8 @@ struct Row {
 // The last-level cache of this machine (sysfs, else sysconf), 32 MiB when neither says; --cold
 // rotates over buffer sets twice its size.
 std::uint64_t last_level_cache_bytes();
+// The cache --cold defeats: --cache when given, else last_level_cache_bytes().
+std::uint64_t cache_bytes(const Settings& s);
 
 // Checks once (when s.check) and times s.warmup + s.iters calls; every rank returns the same row.
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo,

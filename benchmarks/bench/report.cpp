@@ -67,8 +67,8 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
                   : s.memories.front() == Settings::Memory::toroid
                       ? "toroid (Communicator::allocate)"
                       : "user"},
-      {"caches", s.cold ? fmt::format("cold (buffer sets over 2x the {} MiB last-level cache)",
-                                      last_level_cache_bytes() >> 20)
+      {"caches", s.cold ? fmt::format("cold (buffer sets over 2x the {} KiB last-level cache{})",
+                                      cache_bytes(s) >> 10, s.cache_bytes > 0 ? ", --cache" : "")
                         : "warm (the same buffers every iteration)"}};
   if (host.cores > 0 && per_node > host.cores)
     info.warnings.push_back(fmt::format(

@@ -82,6 +82,9 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "cold",
       "cold caches: every row (and the copy bound) rotates over input/output sets whose total on "
       "the node is twice the last-level cache (2 to 1024 sets), instead of reusing one")(
+      "cache", po::value<std::string>(),
+      "the last-level cache --cold defeats (bytes, K/M/G suffixes; default: the kernel's "
+      "figure, else the CPU's, which under a VM can be many times the real one)")(
       "timeout", po::value<double>(),
       "seconds without progress before a stuck collective reports and ends the run (0: off; "
       "default: "
@@ -164,6 +167,11 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
   }
   s.bound = vm.count("bound") > 0;
   s.cold = vm.count("cold") > 0;
+  if (vm.count("cache")) {
+    s.cache_bytes = parse_size(vm["cache"].as<std::string>(), "--cache");
+    if (s.cache_bytes == 0) throw InvalidArgument("--cache: must be at least 1 byte, got 0");
+    if (!s.cold) throw InvalidArgument("--cache: only --cold uses it (add --cold)");
+  }
   s.check = check != 0;
   s.in_place = inplace != 0;
   return s;

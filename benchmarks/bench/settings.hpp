@@ -43,6 +43,9 @@ struct Settings {
   // Rotate over buffer sets larger than the last-level cache, so no iteration finds its input
   // or output cached (measure.cpp, cold_sets); false: the same buffers every iteration.
   bool cold = false;
+  // --cache: the last-level cache `cold` must defeat, in bytes; 0: what the machine says
+  // (last_level_cache_bytes). Under a VM CPUID can claim many times the host's L3.
+  std::uint64_t cache_bytes = 0;
 };
 
 // Parses argv; sets `help` (and `help_text`) for --help. Throws InvalidArgument naming the option
