@@ -7,6 +7,7 @@
 
 #include "bench/host_info.hpp"
 #include "kernels/table.hpp"
+#include "model/selector.hpp"
 #include "topology/node_layout.hpp"
 
 namespace toroid::bench {
@@ -67,9 +68,10 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
                   : s.memories.front() == Settings::Memory::toroid
                       ? "toroid (Communicator::allocate)"
                       : "user"},
-      {"caches", s.cold ? fmt::format("cold (buffer sets over 2x the {} KiB last-level cache{})",
-                                      cache_bytes(s) >> 10, s.cache_bytes > 0 ? ", --cache" : "")
-                        : "warm (the same buffers every iteration)"}};
+      {"caches",
+       s.cold ? fmt::format("cold (buffer sets over 2x the {} last-level cache{})",
+                            model::size_text(cache_bytes(s)), s.cache_bytes > 0 ? ", --cache" : "")
+              : "warm (the same buffers every iteration)"}};
   if (host.cores > 0 && per_node > host.cores)
     info.warnings.push_back(fmt::format(
         "{} ranks per node on {} cores: ranks share cores, timings include waiting for a core",

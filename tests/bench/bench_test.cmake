@@ -49,7 +49,7 @@ if(MODE STREQUAL "sweep")
   # row, most of this test's time); the run after it sizes its sets by the machine's figure.
   set(bound_csv ${WORK_DIR}/bound${NP}.csv)
   file(REMOVE ${bound_csv})
-  run_bench(0 "caches +cold \\(buffer sets over 2x the 4096 KiB last-level cache, --cache\\)"
+  run_bench(0 "caches +cold \\(buffer sets over 2x the 4 MiB last-level cache, --cache\\)"
             --op allreduce,allgather --algo ring,mpi --bound --cold --cache 4M -b 64 -e 1M -f 128
             -n 3 -w 1 --check 1 --mode blocking,persistent --csv ${bound_csv})
   foreach(row "allreduce +64 [^\n]* copy_bound [^\n]* 100%" "allreduce +1048576 [^\n]*ring:persistent [^\n]* [0-9]+%")
