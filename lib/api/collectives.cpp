@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "api/agreement.hpp"
@@ -63,8 +65,8 @@ void validate(const Call& c, int rank, Span group) {
   // Built only when there is an error to report: validation runs on every call.
   const auto name = [&] { return std::string(toroid::to_string(c.collective)) + along(c); };
   const std::size_t es = size_of(c.type);
-  constexpr std::uint64_t max_bytes = 1ull << 62;
-  if (c.in_count > max_bytes / es || c.out_count > max_bytes / es)
+  constexpr std::uint64_t max_bytes = 1ull << 62;  // es is a power of two: a shift, no division
+  if (std::max(c.in_count, c.out_count) > max_bytes >> std::countr_zero(es))
     throw InvalidArgument(fmt::format("{} on rank {}: count {} of {} is too large", name(), rank,
                                       std::max(c.in_count, c.out_count), to_string(c.type)));
   if (c.op == ReduceOp::avg && !is_floating(c.type))
@@ -73,7 +75,10 @@ void validate(const Call& c, int rank, Span group) {
   if (c.in_count > 0 && c.in == nullptr)
     throw InvalidArgument(
         fmt::format("{} on rank {}: input is null with count {}", name(), rank, c.in_count));
-  const Block own = block_of(full_count(c), group.size, group.position);
+  // Only a reduce-scatter's and an all-gather's checks look at this rank's block.
+  const bool blocks =
+      c.collective == Collective::reduce_scatter || c.collective == Collective::allgather;
+  const Block own = blocks ? block_of(full_count(c), group.size, group.position) : Block{};
   std::uint64_t needed = 0;
   switch (c.collective) {
     case Collective::allreduce:
@@ -255,6 +260,14 @@ std::array<std::uint64_t, 6> key_of(const Call& c, Algorithm algo) {
           static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.root))};
 }
 
+// Whether two keys are equal: six words compared inline, where the array's == calls memcmp
+// (a dozen instructions more on every repeated call).
+bool same_key(const std::array<std::uint64_t, 6>& a, const std::array<std::uint64_t, 6>& b) {
+  std::uint64_t differ = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) differ |= a[i] ^ b[i];
+  return differ == 0;
+}
+
 // The same call as `last` but for its buffers' addresses: the same collective, type, op,
 // algorithm, axis, root and counts, both in place or both not, on a communicator that never
 // allocated (where no buffer can be toroid's, whose path would be single-copy). Its path and
@@ -277,7 +290,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   Communicator::Impl& m = internal::impl(comm);
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
   if (m.last_call.op && m.last_call.op->state() != exec::BoundCollective::State::active) {
-    if (m.last_call.key == key) {
+    if (same_key(m.last_call.key, key)) {
       m.executor->run(m.last_call.op);
       return;
     }
@@ -324,7 +337,7 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
   // The same non-blocking call as the last, whose request is gone and whose op has finished:
   // started again as it is, without prepare() (an op a request still holds is never shared).
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
-  if (!persistent && m.last_start.op && m.last_start.key == key &&
+  if (!persistent && m.last_start.op && same_key(m.last_start.key, key) &&
       m.last_start.op.use_count() == 1 && m.executor->finished(*m.last_start.op)) {
     state->what = m.last_start.what;
     state->op = m.last_start.op;

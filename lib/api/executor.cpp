@@ -4,6 +4,12 @@
 
 namespace toroid::api {
 
+Executor::Executor(MPI_Comm comm) : engine_(comm) {
+  int level = MPI_THREAD_MULTIPLE;
+  MPI_Query_thread(&level);  // on failure: the safe assumption, locking
+  locking_ = level >= MPI_THREAD_MULTIPLE;
+}
+
 Executor::~Executor() {
   if (!thread_.joinable()) return;
   {
@@ -26,6 +32,7 @@ void Executor::set_tracer(exec::Tracer* t) {
 }
 
 void Executor::start_thread() {
+  locking_ = true;  // set before the thread exists: it and the caller share the engine now
   thread_ = std::thread([this] {
     progress_thread = true;
     run_thread();

@@ -5,7 +5,11 @@
 // wait, any blocking collective). With TOROID_PROGRESS=thread (Options::progress) a thread per
 // communicator runs engine rounds while collectives are in flight and sleeps otherwise, so a
 // collective advances while the caller computes. It calls MPI, so it needs MPI_THREAD_MULTIPLE
-// (checked at construction). Every engine call, from either thread, holds `mutex`.
+// (checked at construction). Every engine call, from either thread, holds `mutex` where two
+// threads may call at once: with the progress thread, or where MPI was initialized with
+// MPI_THREAD_MULTIPLE (the program's threads may test and wait on requests side by side).
+// Below that level MPI's own rules let one thread call at a time, so the lock (a lock, an
+// unlock and two atomic counts on every call) is left out.
 #pragma once
 
 #include <mpi.h>
@@ -27,7 +31,7 @@ bool on_progress_thread() noexcept;
 
 class Executor {
  public:
-  explicit Executor(MPI_Comm comm) : engine_(comm) {}
+  explicit Executor(MPI_Comm comm);
   ~Executor();  // stops the thread; the owner has completed what was in flight
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -61,6 +65,7 @@ class Executor {
   class Hold {
    public:
     explicit Hold(Executor& p) : p_(p) {
+      if (!p_.locking_) return;
       ++p_.callers_;
       lock_ = std::unique_lock(p_.mutex_);
       --p_.callers_;
@@ -77,6 +82,7 @@ class Executor {
   std::condition_variable wake_;
   std::atomic<bool> stop_{false};
   std::atomic<int> callers_{0};  // caller threads waiting for the mutex
+  bool locking_ = true;          // whether Hold takes the mutex (the comment at the top)
   std::thread thread_;
 };
 
