@@ -14,6 +14,8 @@ run_sim(0 "reduce_scatter,torus2d,16777216,4194304,[0-9.]+,52\\.3[0-9]*,32\\.0+,
 # The segment by name: a communicator spanning nodes pipelines in 56 KiB.
 run_sim(0 "segment 57344" --topology 2x2 --bytes 1M --segment-bytes cross-node)
 run_sim(0 "segment 262144" --topology 2x2 --bytes 1M)
+# A preset's chips span hosts, so by default it pipelines as the engine would there.
+run_sim(0 "segment 57344" --preset tpu-v3-pod --algo swing_latency --bytes 1K)
 run_sim(2 "--segment-bytes: 'cross' is not a size" --topology 2x2 --segment-bytes cross)
 run_sim(2 "--topology: invalid topology '8x'" --topology 8x)
 run_sim(2 "--preset: unknown preset 'foo'" --preset foo)

@@ -74,7 +74,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   Options o;
   std::string preset = "tpu-v3-pod", topology, wrap, op = "allreduce",
               algo = "ring,bidir_ring,torus2d,torus2d_both,hierarchical", bytes = "1K:1G",
-              dtype = "f32", segment = "default", cal_max = "64M", compare;
+              dtype = "f32", segment = "engine", cal_max = "64M", compare;
   std::uint64_t factor = 4;
   po::options_description d(
       "toroid-sim: the schedules of toroid's algorithms costed on a modeled 2D torus of chips\n"
@@ -112,7 +112,8 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "reduction throughput per chip, GB/s of received data (also copies)")(
       "segment-bytes", po::value(&segment)->default_value(segment),
       "pipelining segment (as TOROID_SEGMENT_BYTES): a size, 'default' (a communicator on one "
-      "node) or 'cross-node' (one spanning nodes, e.g. one rank per host)")(
+      "node), 'cross-node' (one spanning nodes, e.g. one rank per host) or 'engine' (what the "
+      "engine picks: cross-node for a preset, whose chips span hosts; default for --topology)")(
       "chips-per-node", po::value(&o.chips_per_node)->default_value(0),
       "hierarchical: consecutive chips per node (0: one row of X chips)")(
       "phases", "also print rank 0's time per phase")(
@@ -160,9 +161,13 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   o.model.hop_latency_s[0] = not_negative(vm, "hop-us-x", hop) * 1e-6;
   o.model.hop_latency_s[1] = not_negative(vm, "hop-us-y", hop) * 1e-6;
   o.model.reduce_bytes_per_s = positive(vm, "reduce-gbps", 300.0) * 1e9;
-  o.model.segment_bytes = segment == "default"      ? default_segment_bytes
-                          : segment == "cross-node" ? cross_node_segment_bytes
-                                                    : parse_size(segment, "--segment-bytes");
+  // A preset is a pod: its chips sit on many hosts, where the engine pipelines in cross-node
+  // segments (api/communicator.cpp); a bare --topology keeps the one-node default.
+  const bool spans_hosts = topology.empty();
+  o.model.segment_bytes =
+      segment == "default" || (segment == "engine" && !spans_hosts) ? default_segment_bytes
+      : segment == "cross-node" || segment == "engine"              ? cross_node_segment_bytes
+                                                       : parse_size(segment, "--segment-bytes");
   if (o.model.segment_bytes < 64)
     throw InvalidArgument(fmt::format("--segment-bytes {} must be at least 64", segment));
   if (o.chips_per_node < 0 || o.chips_per_node > o.model.topology.size())
