@@ -20,8 +20,23 @@ struct float16 {
 enum class DataType : std::uint8_t { f32, f64, f16, bf16, i32, i64 };
 enum class ReduceOp : std::uint8_t { sum, prod, min, max, avg };
 
-std::size_t size_of(DataType t) noexcept;
-bool is_floating(DataType t) noexcept;
+// Inline: every call asks it, and a call into the library for a table lookup costs more than
+// the lookup.
+constexpr std::size_t size_of(DataType t) noexcept {
+  switch (t) {
+    case DataType::f32:
+    case DataType::i32:
+      return 4;
+    case DataType::f64:
+    case DataType::i64:
+      return 8;
+    case DataType::f16:
+    case DataType::bf16:
+      return 2;
+  }
+  return 0;
+}
+constexpr bool is_floating(DataType t) noexcept { return t != DataType::i32 && t != DataType::i64; }
 std::string_view to_string(DataType t) noexcept;
 std::string_view to_string(ReduceOp op) noexcept;
 // Parse "f32", "bf16", ... / "sum", "avg", ...; throw InvalidArgument naming the bad text.

@@ -117,6 +117,22 @@ void validate(const Call& c, int rank, Span group) {
   }
 }
 
+// validate's checks for an all-reduce that passes them all, inline and without messages: the
+// repeated call on new buffers runs this, and anything it does not pass goes to validate,
+// which says what is wrong.
+bool plainly_valid_allreduce(const Call& c) {
+  const std::uint64_t n = c.in_count;
+  const std::size_t es = size_of(c.type);
+  if (c.collective != Collective::allreduce ||
+      std::max(n, c.out_count) > (std::uint64_t{1} << 62) >> std::countr_zero(es) ||
+      (c.op == ReduceOp::avg && !is_floating(c.type)) || c.out_count < n)
+    return false;
+  if (n == 0) return true;
+  const auto* i = static_cast<const std::byte*>(c.in);
+  const auto* o = static_cast<const std::byte*>(c.out);
+  return i && o && (i == o || i >= o + n * es || o >= i + n * es);
+}
+
 // An enum's name from its value, for the cross-rank check's messages.
 template <class E>
 std::string_view named(std::int64_t v) {
@@ -296,13 +312,14 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
     }
     const bool ip = in_place_call(c, m);
     if (same_but_buffers(m, key, c, ip)) {
-      validate(c, m.rank, span_of(c, m));
+      if (!plainly_valid_allreduce(c)) validate(c, m.rank, span_of(c, m));
       schedule::BufferSet user;
       user.input =
           static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
       user.output = static_cast<std::byte*>(c.out);
       user.elem_size = size_of(c.type);
-      m.last_call.key = key;
+      m.last_call.key[1] = key[1];  // the rest is equal (same_but_buffers)
+      m.last_call.key[3] = key[3];
       m.executor->run_on(m.last_call.op, user);
       return;
     }

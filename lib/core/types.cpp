@@ -8,26 +8,6 @@
 
 namespace toroid {
 
-std::size_t size_of(DataType t) noexcept {
-  switch (t) {
-    case DataType::f32:
-      return 4;
-    case DataType::f64:
-      return 8;
-    case DataType::f16:
-      return 2;
-    case DataType::bf16:
-      return 2;
-    case DataType::i32:
-      return 4;
-    case DataType::i64:
-      return 8;
-  }
-  return 0;
-}
-
-bool is_floating(DataType t) noexcept { return t != DataType::i32 && t != DataType::i64; }
-
 std::string_view to_string(DataType t) noexcept {
   switch (t) {
     case DataType::f32:

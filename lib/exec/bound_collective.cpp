@@ -54,6 +54,8 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
 
   const std::size_t seg = std::max<std::size_t>(1, params.segment_bytes / es) * es;
   const auto depth = static_cast<std::uint32_t>(std::max(1, params.depth));
+  segment_ = seg;
+  depth_ = depth;
   const ShmLinks* links = params.shm;
   std::size_t staged = 0;
   for (const Step& st : s.steps)
@@ -78,17 +80,15 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
 }
 
 void BoundCollective::rebind(const schedule::BufferSet& user) {
-  user_ = user;
-  buf_ = user;
-  buf_.scratch = scratch_.data();
-  buf_.pieces = schedule_->pieces.data();
+  // Same type and schedule: only the two addresses change (scratch and pieces stay the op's).
+  user_.input = buf_.input = user.input;
+  user_.output = buf_.output = user.output;
   bind_addresses();
 }
 
 void BoundCollective::bind_addresses() {
-  const std::size_t es = buf_.elem_size;
-  const std::size_t seg = std::max<std::size_t>(1, params_.segment_bytes / es) * es;
-  const auto depth = static_cast<std::uint32_t>(std::max(1, params_.depth));
+  const std::size_t es = buf_.elem_size, seg = segment_;
+  const std::uint32_t depth = depth_;
   std::size_t slot = 0;
   for (Task& t : tasks_) {
     const Step& st = *t.step;

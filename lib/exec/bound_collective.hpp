@@ -87,6 +87,8 @@ class BoundCollective {
   std::unique_ptr<SingleCopy> single_copy_;  // set: a single-copy op (no tasks)
   std::vector<std::byte> scratch_, staging_;
   std::size_t first_open_ = 0, shm_tasks_ = 0;
+  std::size_t segment_ = 0;  // bytes per staged segment, and segments staged per receive:
+  std::uint32_t depth_ = 1;  // set by bind, kept by rebind (same type, same params)
   State state_ = State::idle;
   std::exception_ptr error_;
   std::uint32_t trace_call_ = UINT32_MAX;  // its call in the timeline being recorded

@@ -43,14 +43,20 @@ void Engine::start(const std::shared_ptr<BoundCollective>& op, bool move_now) {
     t.channel->tail = &t;
   }
   shm_open_ += op->shm_tasks_;
-  active_.push_back(op);
-  if (!move_now) return;
+  if (!move_now) {
+    active_.push_back(op);
+    return;
+  }
+  // Moved first and listed only when it is still active: an op that ends in its first round
+  // (all its steps local, or a small one whose peers were there already) is never listed.
   try {
     advance(*op);
   } catch (...) {
+    active_.push_back(op);  // failed with the others that are in flight
     fail_all(std::current_exception());
+    return;
   }
-  if (op->state_ != BoundCollective::State::active) std::erase(active_, op);
+  if (op->state_ == BoundCollective::State::active) active_.push_back(op);
 }
 
 bool Engine::can_start(const BoundCollective& op, const Task& t) const {
@@ -197,7 +203,7 @@ void Engine::fail_all(std::exception_ptr e) {
   shm_open_ = 0;
 }
 
-void Engine::wait(BoundCollective& op) {
+void Engine::wait_until_ended(BoundCollective& op) {
   Backoff backoff(op.params_.timeout_s);
   while (op.state_ == BoundCollective::State::active) {
     if (progress()) {

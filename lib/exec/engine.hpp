@@ -54,7 +54,9 @@ class Engine {
   bool progress();
   // Progress until `op` is done (blocking inside MPI when only MPI can move, and no watchdog);
   // rethrows the op's error. The watchdog (the op's timeout) aborts the job when nothing moves.
-  void wait(BoundCollective& op);
+  void wait(BoundCollective& op) {
+    if (op.state() != BoundCollective::State::done) wait_until_ended(op);  // done: nothing to do
+  }
   // One round; whether `op` is done (rethrows its error).
   bool test(BoundCollective& op);
   // Completes everything in flight.
@@ -67,6 +69,7 @@ class Engine {
   void set_tracer(Tracer* t) noexcept { tracer_ = t; }
 
  private:
+  void wait_until_ended(BoundCollective& op);
   bool advance(BoundCollective& op) {
     return tracer_ ? advance_as<true>(op) : advance_as<false>(op);
   }
