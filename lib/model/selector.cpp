@@ -21,30 +21,34 @@ constexpr Algorithm kCandidates[] = {
 // node over MPI before the shared-memory transport.
 constexpr std::uint64_t kSmallMessageBytes = 128 * 1024;
 constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
-// On a 2D shape: Swing's halving below this, torus2d_both from it. toroid-sim on the tpu-v3
-// presets (f32, 1 KiB - 1 GiB by powers of two; links shared by processor sharing) puts the
-// crossover at 8-16 MiB on the 32x32 torus (167 against 185 us at 8 MiB, 264 against 246 at
-// 16), and at 2-4 MiB on 128x32, whose X is a line: there Swing's peers are XOR partners whose
-// messages pile up on the line's links (algorithms.md).
+// The rule serves communicators above 64 ranks, which span hosts, so its crossovers are
+// toroid-sim's on the tpu-v3 presets with the engine's cross-node segments (56 KiB; f32,
+// powers of two, links shared by processor sharing; docs/simulator.md, 2026-12-04).
+// On a 2D shape: Swing's halving below this, torus2d_both from it: the crossover is 8-16 MiB
+// on the 32x32 torus (159 against 187 us at 8 MiB, 247 against 236 at 16), and 1-2 MiB on
+// 128x32, whose X is a line (317 against 330 us at 1 MiB, 391 against 344 at 2): there
+// Swing's peers are XOR partners whose messages pile up on the line's links (algorithms.md).
 constexpr std::uint64_t kSwingBytesTorus = 16 * 1024 * 1024;
-constexpr std::uint64_t kSwingBytesMesh = 4 * 1024 * 1024;
+constexpr std::uint64_t kSwingBytesMesh = 2 * 1024 * 1024;
 // Reduce-scatter on a 2D shape: swing_latency (an all-reduce, each keeping its block) below
-// this, torus2d from it: the crossover is 32-64 KiB on 32x32 and 8-16 KiB on 128x32.
+// this, torus2d from it: the crossover is 32-64 KiB on 32x32 (53.7 against 62.3 us at 32 KiB,
+// 64.6 against 62.5 at 64) and 4-8 KiB on 128x32 (155 against 159, 163 against 159).
 constexpr std::uint64_t kScatterLatencyBytesTorus = 64 * 1024;
-constexpr std::uint64_t kScatterLatencyBytesMesh = 16 * 1024;
+constexpr std::uint64_t kScatterLatencyBytesMesh = 8 * 1024;
 // All-gather on a 2D shape: swing_latency (recursive doubling with Swing's peers) below this,
 // torus2d from it: the crossover is 1-2 MiB on 32x32 (59.7 against 68.5 us at 1 MiB, 77.4
 // against 75.1 at 2 MiB) and 512 KiB-1 MiB on 128x32.
 constexpr std::uint64_t kGatherLatencyBytesTorus = 2 * 1024 * 1024;
 constexpr std::uint64_t kGatherLatencyBytesMesh = 1024 * 1024;
 // Reduce-scatter and all-gather on a 2D shape: torus2d_both (both dimensions' links at once, its
-// X-first part on gathered columns) from these sizes, torus2d below. toroid-sim, f32, 4 MiB -
-// 1 GiB by powers of two: on 32x32 both forms win from 32 MiB (1-3% slower below); on 128x32,
-// whose X-first part runs along the 128-long line, the reduce-scatter from 512 MiB and the
-// all-gather from 128 MiB.
-constexpr std::uint64_t kBothBytesTorus = 32u << 20;
-constexpr std::uint64_t kScatterBothBytesMesh = 512u << 20;
-constexpr std::uint64_t kGatherBothBytesMesh = 128u << 20;
+// X-first part on gathered columns) from these sizes, torus2d below. On 32x32 both forms win
+// from 4 MiB (reduce-scatter 94.6 against 98.0 us, all-gather 87.2 against 88.2; at 2 MiB
+// torus2d by under 1%); on 128x32, whose X-first part runs along the 128-long line, the
+// reduce-scatter from 128 MiB (1.01 against 1.04 ms; torus2d at 64 MiB, 605 against 655 us)
+// and the all-gather from 32 MiB (356 against 374 us; torus2d at 16 MiB, 266 against 288).
+constexpr std::uint64_t kBothBytesTorus = 4u << 20;
+constexpr std::uint64_t kScatterBothBytesMesh = 128u << 20;
+constexpr std::uint64_t kGatherBothBytesMesh = 32u << 20;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 
 }  // namespace

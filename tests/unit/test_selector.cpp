@@ -242,29 +242,30 @@ TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_bot
   CHECK(fixed_rule(Collective::allreduce, 256u << 10, pod) == Algorithm::swing);
   CHECK(fixed_rule(Collective::allreduce, 8u << 20, pod) == Algorithm::swing);
   CHECK(fixed_rule(Collective::allreduce, 16u << 20, pod) == Algorithm::torus2d_both);
-  // A line dimension: Swing's XOR peers load it, so torus2d_both takes over from 4 MiB.
-  CHECK(fixed_rule(Collective::allreduce, 2u << 20, multipod) == Algorithm::swing);
-  CHECK(fixed_rule(Collective::allreduce, 4u << 20, multipod) == Algorithm::torus2d_both);
+  // A line dimension: Swing's XOR peers load it, so torus2d_both takes over from 2 MiB.
+  CHECK(fixed_rule(Collective::allreduce, 1u << 20, multipod) == Algorithm::swing);
+  CHECK(fixed_rule(Collective::allreduce, 2u << 20, multipod) == Algorithm::torus2d_both);
   // 1D: unchanged. Small reduce-scatters take swing_latency (an all-reduce keeping one block),
   // and small all-gathers its recursive doubling.
   CHECK(fixed_rule(Collective::allreduce, 1024, Torus2D(128, 1)) == Algorithm::recursive_doubling);
   CHECK(fixed_rule(Collective::reduce_scatter, 1024, pod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::reduce_scatter, 32u << 10, pod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::reduce_scatter, 64u << 10, pod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::reduce_scatter, 16u << 10, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 4u << 10, multipod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::reduce_scatter, 8u << 10, multipod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::allgather, 1024, pod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::allgather, 1u << 20, pod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::allgather, 2u << 20, pod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::allgather, 512u << 10, multipod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::allgather, 1u << 20, multipod) == Algorithm::torus2d);
   // Large reduce-scatters and all-gathers use both dimensions at once; later with a line.
-  CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, pod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::reduce_scatter, 32u << 20, pod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::allgather, 32u << 20, pod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::reduce_scatter, 256u << 20, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::reduce_scatter, 512u << 20, multipod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::allgather, 64u << 20, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::allgather, 128u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::reduce_scatter, 2u << 20, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 4u << 20, pod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allgather, 4u << 20, pod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::reduce_scatter, 64u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 128u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allgather, 16u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 32u << 20, multipod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 1u << 30, Torus2D(128, 1)) == Algorithm::bidir_ring);
 }
 
