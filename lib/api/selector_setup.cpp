@@ -44,6 +44,8 @@ std::string line_for(const Communicator::Impl& m, const model::Selector& s, Coll
     why = fmt::format("measured fastest by toroid-tune: {}", ch.rule->text);
   else if (ch.rule)
     why = fmt::format("by rule {}", ch.rule->text);
+  else if (ch.exchange)
+    why = "two ranks: one exchange below 1 MiB";
   else if (!ch.modeled)
     why = m.size == 1 ? "one rank"
                       : fmt::format("fixed rule above {} ranks", model::kMaxModeledRanks);

@@ -69,6 +69,7 @@ struct Choice {
   const AlgorithmRule* rule = nullptr;  // the rule that decided, if one did
   bool measured = false;                // that rule is the tuning's measured choice
   bool modeled = false;                 // false: fixed_rule decided (too many ranks)
+  bool exchange = false;                // two ranks, a small all-reduce: one exchange
   std::vector<std::pair<Algorithm, double>>
       predicted;  // seconds per candidate priced, in candidate order
 };

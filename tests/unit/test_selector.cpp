@@ -38,6 +38,19 @@ TEST_CASE("selector: few rounds for small messages, bandwidth algorithms for lar
   }
 }
 
+TEST_CASE("selector: two ranks all-reduce by one exchange below 1 MiB, the model above", "[auto]") {
+  Selector s(inputs(Torus2D(2, 1)));
+  for (std::uint64_t bytes :
+       {std::uint64_t{8}, std::uint64_t{16} << 10, std::uint64_t{600} << 10}) {
+    INFO(bytes);
+    CHECK(s.choose(Collective::allreduce, bytes) == Algorithm::recursive_doubling);
+    CHECK(s.choice(Collective::allreduce, Selector::size_class(bytes)).exchange);
+  }
+  CHECK(s.choice(Collective::allreduce, Selector::size_class(4u << 20)).modeled);
+  CHECK_FALSE(s.choice(Collective::allgather, Selector::size_class(16u << 10)).exchange);
+  CHECK_FALSE(Selector(inputs(Torus2D(4, 1))).choice(Collective::allreduce, 10).exchange);
+}
+
 TEST_CASE(
     "selector: a slow network between nodes makes a node-aware algorithm win at 2 nodes x 4 "
     "ranks") {
@@ -331,7 +344,7 @@ TEST_CASE("tuning file: measured choices per layout, read back, applied to that 
   over_mpi.shm_inside_node = false;
   Selector m(over_mpi);
   CHECK(m.layout() == "2 ranks, 2x1, 1 node(s), mpi");
-  CHECK(m.choice(Collective::allreduce, Selector::size_class(16)).modeled);
+  CHECK_FALSE(m.choice(Collective::allreduce, Selector::size_class(16)).measured);
   SelectorInputs emulated = inputs(Torus2D(2, 1), {0, 1});
   emulated.link_node_of_rank = {0, 0};
   emulated.tuning = t;
