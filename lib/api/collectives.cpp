@@ -61,12 +61,23 @@ const char* along(const Call& c) {
   return !c.axis ? "" : *c.axis == Axis::x ? " along x" : " along y";
 }
 
+// The checks validate and plainly_valid_allreduce share. More elements of size `es` than
+// 2^62 bytes hold (es is a power of two: a shift, no division).
+bool too_large(std::uint64_t count, std::size_t es) {
+  return count > (std::uint64_t{1} << 62) >> std::countr_zero(es);
+}
+// Whether [a, a + a_bytes) and [b, b + b_bytes) share a byte.
+bool overlap(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t b_bytes) {
+  const auto* x = static_cast<const std::byte*>(a);
+  const auto* y = static_cast<const std::byte*>(b);
+  return x < y + b_bytes && y < x + a_bytes;
+}
+
 void validate(const Call& c, int rank, Span group) {
   // Built only when there is an error to report: validation runs on every call.
   const auto name = [&] { return std::string(toroid::to_string(c.collective)) + along(c); };
   const std::size_t es = size_of(c.type);
-  constexpr std::uint64_t max_bytes = 1ull << 62;  // es is a power of two: a shift, no division
-  if (std::max(c.in_count, c.out_count) > max_bytes >> std::countr_zero(es))
+  if (too_large(std::max(c.in_count, c.out_count), es))
     throw InvalidArgument(fmt::format("{} on rank {}: count {} of {} is too large", name(), rank,
                                       std::max(c.in_count, c.out_count), to_string(c.type)));
   if (c.op == ReduceOp::avg && !is_floating(c.type))
@@ -109,9 +120,7 @@ void validate(const Call& c, int rank, Span group) {
                                       rank, c.out_count, needed));
   // Input and output must be the same memory (in place) or not overlap at all.
   if (!in_place(c, own) && c.in_count > 0 && needed > 0) {
-    const auto* i = static_cast<const std::byte*>(c.in);
-    const auto* o = static_cast<const std::byte*>(c.out);
-    if (i < o + needed * es && o < i + c.in_count * es)
+    if (overlap(c.in, c.in_count * es, c.out, needed * es))
       throw InvalidArgument(fmt::format(
           "{} on rank {}: input and output overlap without being in place", name(), rank));
   }
@@ -123,14 +132,11 @@ void validate(const Call& c, int rank, Span group) {
 bool plainly_valid_allreduce(const Call& c) {
   const std::uint64_t n = c.in_count;
   const std::size_t es = size_of(c.type);
-  if (c.collective != Collective::allreduce ||
-      std::max(n, c.out_count) > (std::uint64_t{1} << 62) >> std::countr_zero(es) ||
+  if (c.collective != Collective::allreduce || too_large(std::max(n, c.out_count), es) ||
       (c.op == ReduceOp::avg && !is_floating(c.type)) || c.out_count < n)
     return false;
   if (n == 0) return true;
-  const auto* i = static_cast<const std::byte*>(c.in);
-  const auto* o = static_cast<const std::byte*>(c.out);
-  return i && o && (i == o || i >= o + n * es || o >= i + n * es);
+  return c.in && c.out && (c.in == c.out || !overlap(c.in, n * es, c.out, n * es));
 }
 
 // An enum's name from its value, for the cross-rank check's messages.
