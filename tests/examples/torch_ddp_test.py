@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""examples/torch_ddp.py end to end on the "toroid" backend: the losses match gloo's (same rank
-count) and across rank counts within 1e-4 relative over the first 20 steps (after that the
+"""examples/torch_ddp.py end to end on the "toroid" backend: the losses match gloo's at 4 ranks
+and toroid's own at 1, 2 and 4 ranks within 1e-4 relative over the first 20 steps (after that the
 addition order's rounding grows as training amplifies it: about 6e-3 by step 40), the loss
 falls, a checkpoint written at 2 ranks resumes at 4 on the same curve, bad options are errors.
 
@@ -32,8 +32,6 @@ check(len(t4) == 40 and t4[40] < 0.6 * t4[1], f"the loss falls at 4 ranks ({t4[1
 g4 = losses(run(4, "--backend", "gloo", "--steps", "20"))
 check(close(t4, g4, first20), "4 ranks: toroid's losses match gloo's (1e-4 relative, 20 steps)")
 t2 = losses(run(2, "--steps", "20"))
-g2 = losses(run(2, "--backend", "gloo", "--steps", "20"))
-check(close(t2, g2, first20), "2 ranks: toroid's losses match gloo's")
 t1 = losses(run(1, "--steps", "20"))
 check(close(t1, t4, first20) and close(t2, t4, first20), "1, 2 and 4 ranks: the same losses")
 
@@ -42,6 +40,6 @@ run(2, "--steps", "10", "--checkpoint", ckpt)
 resumed = losses(run(4, "--steps", "10", "--resume", ckpt))
 check(sorted(resumed) == list(range(11, 21)) and close(resumed, t4, range(11, 21)),
       "a checkpoint from 2 ranks resumes at 4 on the same curve")
-check("--batch 30 is not a multiple of the 4 ranks" in run(4, "--batch", "30", "--steps", "1", expect_rc=2),
+check("--batch 31 is not a multiple of the 2 ranks" in run(2, "--batch", "31", "--steps", "1", expect_rc=2),
       "a batch that does not split is an error")
 example_run.finish()

@@ -43,6 +43,6 @@ check(sorted(resumed) == [5, 6, 7, 8] and close(resumed, t4, range(5, 9)),
 cmp = run(2, "--compare", "--steps", "3")
 check(all(s in cmp for s in ("sharded, toroid", "DDP, toroid", "DDP, gloo", "exposed comm")),
       "--compare prints the three set-ups")
-check("--batch 6 is not a multiple of the 4 ranks" in run(4, "--batch", "6", "--steps", "1", expect_rc=2),
+check("--batch 5 is not a multiple of the 2 ranks" in run(2, "--batch", "5", "--steps", "1", expect_rc=2),
       "a batch that does not split is an error")
 example_run.finish()
