@@ -10,8 +10,9 @@
 //
 //   head = segments the sender has published, tail = segments the receiver has consumed; both
 //   only grow, across collectives, so a ring never needs resetting. Which slot a segment uses
-//   depends on its transfer (both ends know the transfer's size): small transfers cycle through
-//   slots 0-7 by sequence number, a large one puts its k-th segment in slot k % depth. The
+//   depends on its transfer (both ends know the transfer's size): one-segment transfers cycle
+//   through slots 0-7 by sequence number, a longer one puts its k-th segment in slot k % depth
+//   (depth: its segment count, up to the ring's), so it touches no more slots than it fills. The
 //   sender writes a slot once the receiver has consumed whatever went there last (tail past the
 //   sequence number it recorded for that slot, acquire) and then publishes head + 1 (release);
 //   the receiver reads the slot once head > tail (acquire), reduces or copies it straight into
@@ -46,8 +47,8 @@ struct ShmChannel {
 class ShmLinks {
  public:
   static constexpr int kLanes = 8;
-  // Transfers of up to kSlots segments cycle through the first kSlots slots; larger ones use up
-  // to deep_slots_for(..) slots, starting at slot 0 (see ShmTransfer::slot_index), so a sender
+  // One-segment transfers cycle through the first kSlots slots; longer ones use as many slots
+  // as they have segments, up to deep_slots_for(..), from slot 0 (ShmTransfer::slot_index), so a sender
   // can run further ahead of a receiver that is not running. The deep slots are reserved address
   // space: only transfers that large ever touch them (first touches of fresh shared pages are
   // slow, so small collectives must not wander through them).
