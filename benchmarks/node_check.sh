@@ -8,6 +8,7 @@
 # the ranks share them and the numbers say more about the scheduler than about toroid.
 #   benchmarks/node_check.sh OUTDIR [BUILD]        (BUILD holds benchmarks/toroid-bench)
 #   TOROID_NODE_CHECK_QUICK=1 ...                  (tiny sizes and counts: checks the script)
+#   TOROID_NODE_CHECK_STEPS="probe auto_np2 ..."   (only these steps; names as in the output)
 # Each step writes OUTDIR/<step>.txt (and .csv where there are rows); the summary goes to stdout.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,9 +28,11 @@ else
   maxnp=16 stock=default,tuned:1,tuned:2,tuned:3,tuned:4,tuned:5,tuned:6,han,adapt,sm,ucx
 fi
 
+steps=" ${TOROID_NODE_CHECK_STEPS:-} "
 step() {  # step NAME SECONDS command...
   local name=$1 limit=$2 start rc
   shift 2
+  [ "$steps" = "  " ] || [[ "$steps" == *" $name "* ]] || [[ "$steps" == *" ${name%_[0-9]} "* ]] || return 0
   start=$(date +%s)
   timeout --kill-after=5 "$limit" "$@" >"$out/$name.txt" 2>&1
   rc=$?
@@ -40,10 +43,17 @@ step() {  # step NAME SECONDS command...
 echo "node_check: $(nproc) cores, $(date -u +%FT%TZ), $bench"
 lscpu 2>/dev/null | grep -E 'Model name|^CPU\(s\)|Thread|Socket|NUMA node\(s\)|L3' | sed 's/  */ /g'
 step smoke 60 "$root/scripts/mpirun.sh" -np 2 "$bench" -b 8 -e 64K -f 64 -n 2 --check 1
+# How far apart the cores are: a cache line's round trip between CPU 0 and a near, a middle and
+# the last CPU (no toroid, no MPI; the slow state of docs/performance.md is this number).
+probe="$build/benchmarks/toroid-host-probe"
+probing=()
+[ -x "$probe" ] && probing=(--host-probe)
+[ -x "$probe" ] && step probe 60 bash -c 'last=$(($(nproc) - 1)); for b in $(printf "%s\n" 1 $((last / 2)) $last | sort -un); do
+  ((b > 0)) && echo "cpus 0,$b: $("$0" --cpus 0,$b)"; done; echo "unpinned: $("$0")"' "$probe"
 step spread_np2 150 "$py" "$root/benchmarks/run_spread.py" -np 2 --runs "$runs" -n "$iters" "${big[@]}" \
-  --bench "$bench" --csv "$out/spread_np2.csv"
+  --bench "$bench" --csv "$out/spread_np2.csv" "${probing[@]}"
 step spread_np4 150 "$py" "$root/benchmarks/run_spread.py" -np 4 --runs "$runs" -n "$iters" "${big[@]}" \
-  --bench "$bench" --csv "$out/spread_np4.csv"
+  --bench "$bench" --csv "$out/spread_np4.csv" "${probing[@]}"
 step stock_np4_warm 120 "$py" "$root/benchmarks/compare_stock.py" -np 4 "${big[@]}" -f 4 -n "$iters" \
   --configs "$stock" --build "$build" --brief --csv "$out/stock_np4_warm.csv"
 step stock_np4_cold 150 "$py" "$root/benchmarks/compare_stock.py" -np 4 --cold "${big[@]}" -f 4 -n "$iters" \
