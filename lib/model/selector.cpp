@@ -16,15 +16,12 @@ namespace {
 // model sees one schedule in bidir_ring, torus2d, hierarchical and swing, and swing measured
 // 1.0-1.1x the best at 2, 8 and 32 MiB (16-core Xeon, 2-core VM) where bidir_ring was 1.2-1.5x
 // at 2 and 8 MiB.
-constexpr Algorithm kCandidates[] = {Algorithm::ring,
-                                     Algorithm::swing,
-                                     Algorithm::bidir_ring,
-                                     Algorithm::torus2d,
-                                     Algorithm::torus2d_both,
-                                     Algorithm::hierarchical,
-                                     Algorithm::recursive_doubling,
-                                     Algorithm::rabenseifner,
-                                     Algorithm::swing_latency};
+// clang-format off
+constexpr Algorithm kCandidates[] = {
+    Algorithm::ring,               Algorithm::swing,        Algorithm::bidir_ring,
+    Algorithm::torus2d,            Algorithm::torus2d_both, Algorithm::hierarchical,
+    Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::swing_latency};
+// clang-format on
 
 // Crossovers of the fixed rule (bytes of the whole vector), measured with toroid-bench on one
 // node over MPI before the shared-memory transport.
