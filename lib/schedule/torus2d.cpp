@@ -276,12 +276,21 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
                                         x_first ? own_src : none, Buf::scratch, 0);
     ph = append_allgather(s, g.row_links, g.row, l.column, 4, chunk(Buf::scratch, l.column[my_x]),
                           Buf::scratch, ph);
-    // Each column out to its places as soon as it is complete (the copies wait only for it).
-    const int Y = ctx.topology.y_dim();
+    // Each column's halves out to their places as soon as each is complete (the copies wait
+    // only for it). A bidirectional row brings a column's two halves from its two sides, the
+    // later one no sooner than half way through; copied whole, the last columns waited for
+    // the links to finish and their copies ran after them (1 GiB on 32x32: 8% of the time).
     for (int x = l.split; x < ctx.topology.x_dim(); ++x) {
-      std::vector<Block> places;
-      for (int y = 0; y < Y; ++y) places.push_back(l.global[y * ctx.topology.x_dim() + x]);
-      append_move(s, chunk(Buf::scratch, l.column[x]), gathered_chunk(s, Buf::output, places), ph);
+      const Chunk whole = chunk(Buf::scratch, l.column[x]);
+      for (const Chunk part : {first_half(whole), second_half(whole)}) {
+        std::vector<Block> places;
+        for (const Gather::Run& run : l.columns.runs) {
+          const std::uint64_t lo = std::max(run.at, part.offset);
+          const std::uint64_t hi = std::min(run.at + run.count, part.offset + part.count);
+          if (lo < hi) places.push_back({run.from + (lo - run.at), hi - lo});
+        }
+        append_move(s, part, gathered_chunk(s, Buf::output, places), ph);
+      }
     }
   }
   return s;
