@@ -48,10 +48,10 @@ class ShmLinks {
  public:
   static constexpr int kLanes = 8;
   // One-segment transfers cycle through the first kSlots slots; longer ones use as many slots
-  // as they have segments, up to deep_slots_for(..), from slot 0 (ShmTransfer::slot_index), so a sender
-  // can run further ahead of a receiver that is not running. The deep slots are reserved address
-  // space: only transfers that large ever touch them (first touches of fresh shared pages are
-  // slow, so small collectives must not wander through them).
+  // as they have segments, up to deep_slots_for(..), from slot 0 (ShmTransfer::slot_index), so
+  // a sender can run further ahead of a receiver that is not running. The deep slots are
+  // reserved address space: only transfers that large ever touch them (first touches of fresh
+  // shared pages are slow, so small collectives must not wander through them).
   static constexpr std::uint32_t kSlots = 8;
   static constexpr std::uint32_t kDeepSlots = 64;
   // Slot size: the largest power of two in [16 KiB, 64 KiB] that keeps the first kSlots slots of

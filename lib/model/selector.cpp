@@ -11,11 +11,10 @@
 namespace toroid::model {
 namespace {
 
-// Candidates in tie-break order: the simpler algorithm first.
-// In this order; of equal predictions the first wins. Swing before bidir_ring: at 2 ranks the
-// model sees one schedule in bidir_ring, torus2d, hierarchical and swing, and swing measured
-// 1.0-1.1x the best at 2, 8 and 32 MiB (16-core Xeon, 2-core VM) where bidir_ring was 1.2-1.5x
-// at 2 and 8 MiB.
+// Candidates in tie-break order (of equal predictions the first wins): the simpler algorithm
+// first, but swing before bidir_ring: at 2 ranks the model sees one schedule in bidir_ring,
+// torus2d, hierarchical and swing, and swing measured 1.0-1.1x the best at 2, 8 and 32 MiB
+// (16-core Xeon, 2-core VM) where bidir_ring was 1.2-1.5x at 2 and 8 MiB.
 // clang-format off
 constexpr Algorithm kCandidates[] = {
     Algorithm::ring,               Algorithm::swing,        Algorithm::bidir_ring,
