@@ -79,8 +79,10 @@ TEST_CASE(
   std::vector<float> in(n);
   for (std::size_t i = 0; i < n; ++i)
     in[i] = 1.0f / static_cast<float>(i % 613 + 1 + 2 * world_rank());
+  // Named algorithms only: auto prices shared-memory and MPI links apart and may pick
+  // different algorithms for the two communicators, which round differently.
   for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::rabenseifner,
-                         Algorithm::torus2d, Algorithm::automatic}) {
+                         Algorithm::torus2d, Algorithm::swing}) {
     for (bool in_place : {false, true}) {
       INFO(to_string(algo) << (in_place ? " in place" : ""));
       std::vector<float> x(in), y(in);
