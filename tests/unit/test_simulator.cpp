@@ -403,6 +403,22 @@ TEST_CASE("sim: torus2d_both's reduce-scatter and all-gather use both dimensions
   }
 }
 
+TEST_CASE("sim: torus2d_both's all-gather copies each column half out as it lands", "[simulator]") {
+  // The X-first part gathers whole columns in scratch and copies them out on the reducer; a
+  // bidirectional row brings a column's halves from its two sides, the later half no sooner
+  // than half way through. Copying whole columns left the last copies after the links had
+  // finished: 8x8, 256 MiB, 300 GB/s reducer, 0.61 of the limit then, 0.67 with halves.
+  const SimModel m = make_model(Torus2D(8, 8), 80e9, 1e-6, 300e9);
+  schedule::Spec r;
+  r.collective = Collective::allgather;
+  r.count = 64u << 20;
+  const SimResult both = simulate_collective(m, Algorithm::torus2d_both, r, DataType::f32);
+  REQUIRE(both.error == "");
+  const double limit = model::limit_of(m, Collective::allgather, r.count * 4).limit_s();
+  INFO("torus2d_both " << both.time_s << " s, limit " << limit << " s");
+  CHECK(limit / both.time_s > 0.65);
+}
+
 TEST_CASE("sim: a transfer that joins a busy link slows the one already on it", "[simulator]") {
   // Rank 0 sends a large block (400 µs alone) and, 200 µs later (after a local copy), a small
   // one (40 µs alone) over the same link direction. Shared, both move at half rate while both
