@@ -280,17 +280,11 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
     // only for it). A bidirectional row brings a column's two halves from its two sides, the
     // later one no sooner than half way through; copied whole, the last columns waited for
     // the links to finish and their copies ran after them (1 GiB on 32x32: 8% of the time).
+    const Source places(Buf::output, l.columns);  // a scratch range -> its output runs
     for (int x = l.split; x < ctx.topology.x_dim(); ++x) {
       const Chunk whole = chunk(Buf::scratch, l.column[x]);
-      for (const Chunk part : {first_half(whole), second_half(whole)}) {
-        std::vector<Block> places;
-        for (const Gather::Run& run : l.columns.runs) {
-          const std::uint64_t lo = std::max(run.at, part.offset);
-          const std::uint64_t hi = std::min(run.at + run.count, part.offset + part.count);
-          if (lo < hi) places.push_back({run.from + (lo - run.at), hi - lo});
-        }
-        append_move(s, part, gathered_chunk(s, Buf::output, places), ph);
-      }
+      for (const Chunk part : {first_half(whole), second_half(whole)})
+        append_move(s, part, places.chunk(s, {part.offset, part.count}), ph);
     }
   }
   return s;
