@@ -24,12 +24,14 @@ inline constexpr std::uint32_t kMany = UINT32_MAX - 1;  // Instr::follows: sever
 
 // Instr::flags, set by the run
 enum : std::uint8_t {
-  kPosted = 1,       // posted, its partner not yet
-  kFirstWanted = 2,  // some op follows its first segment
-  kDoneWanted = 4,   // some op waits for its end
-  kScale = 8,        // set by append: a local op that is a scale (else a copy)
-  kInFlight = 16,    // its transfer is on the torus's links, its end not known yet (`waits`
-                     // then holds the flow's index: an op posted waits for nothing)
+  kPosted = 1,          // posted, its partner not yet
+  kFirstWanted = 2,     // some op follows its first segment
+  kDoneWanted = 4,      // some op waits for its end
+  kScale = 8,           // set by append: a local op that is a scale (else a copy)
+  kInFlight = 16,       // its transfer is on the torus's links, its end not known yet (`waits`
+                        // then holds the flow's index: an op posted waits for nothing)
+  kChannelWanted = 32,  // the next op on its channel waits for it
+  kIssued = 64,         // that next op was let go when this one was issued, before its end
 };
 
 struct Instr {

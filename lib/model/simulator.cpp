@@ -35,10 +35,12 @@ namespace toroid::model {
 namespace {
 
 using sim::Instr;
+using sim::kChannelWanted;
 using sim::kDoneWanted;
 using sim::kFirstWanted;
 using sim::kFollow;
 using sim::kInFlight;
+using sim::kIssued;
 using sim::kMany;
 using sim::kNone;
 using sim::kPosted;
@@ -46,6 +48,7 @@ using sim::OpKind;
 using sim::Programs;
 
 constexpr std::uint32_t kIndex = schedule::WaitGraph::kIndex;
+constexpr std::uint32_t kChannel = schedule::WaitGraph::kChannel;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 using schedule::channel_key;
@@ -218,7 +221,9 @@ class Engine {
         o.waits = g.waits[j];
         o.waiters = offset + g.begin[j];
         for (std::uint32_t k = g.begin[j]; k < g.begin[j + 1]; ++k)
-          o.flags |= (g.waiters[k] & kFollow) ? kFirstWanted : kDoneWanted;
+          o.flags |= (g.waiters[k] & kFollow)    ? kFirstWanted
+                     : (g.waiters[k] & kChannel) ? kChannelWanted
+                                                 : kDoneWanted;
       }
       v.waiters_end = static_cast<std::uint32_t>(waiters_.size());
     }
@@ -265,22 +270,28 @@ class Engine {
     }
   }
 
+  // An event of op j: its first segment is final (kFollow: its followers go), it is issued
+  // (kChannel: the next op on its channel goes), or it ended (the rest, and the next op on its
+  // channel unless that went when it was issued).
   void handle(const Event& e) {
-    const bool first = (e.op & kFollow) != 0;
+    const std::uint32_t what = e.op & (kFollow | kChannel);
     const int r = static_cast<int>(e.rank);
     Instr* ops = ranks_[e.rank].ops;
+    const bool channel_gone = what == 0 && (ops[e.op & kIndex].flags & kIssued);
     for (std::uint32_t k = e.begin; k < e.end && error_.empty(); ++k) {
       const std::uint32_t d = waiters_[k];
-      if (((d & kFollow) != 0) != first)
-        continue;  // follow waits for the first segment, the rest for the end
+      const std::uint32_t kind = d & (kFollow | kChannel);
+      if (what == 0 ? kind == kFollow || (kind == kChannel && channel_gone) : kind != what)
+        continue;
       const std::uint32_t j = d & kIndex;
       if (--ops[j].waits == 0) post(r, j, e.t);
     }
   }
 
-  void push(double t, int r, std::uint32_t j, bool first) {
-    queue_.push_back({t, seq_++, static_cast<std::uint32_t>(r), j | (first ? kFollow : 0u),
-                      op(r, j).waiters, waiters_end(r, j)});
+  // `what`: kFollow (first segment final), kChannel (issued) or 0 (ended).
+  void push(double t, int r, std::uint32_t j, std::uint32_t what) {
+    queue_.push_back(
+        {t, seq_++, static_cast<std::uint32_t>(r), j | what, op(r, j).waiters, waiters_end(r, j)});
     std::push_heap(queue_.begin(), queue_.end(), std::greater<>{});
   }
 
@@ -291,7 +302,8 @@ class Engine {
     o.done = t;
     s.finish = std::max(s.finish, t);
     --s.remaining;
-    if (o.flags & kDoneWanted) push(t, r, j, false);
+    if ((o.flags & kDoneWanted) || (o.flags & (kChannelWanted | kIssued)) == kChannelWanted)
+      push(t, r, j, 0);
     if (o.flags & kFirstWanted)  // a flow that forwards it may have been waiting for its end
       for (std::uint32_t k = o.waiters, e = waiters_end(r, j); k < e; ++k) {
         const std::uint32_t d = waiters_[k];
@@ -301,7 +313,7 @@ class Engine {
   }
   // Instr j of rank r's first segment is final at t.
   void first_final(int r, std::uint32_t j, double t) {
-    if (op(r, j).flags & kFirstWanted) push(t, r, j, true);
+    if (op(r, j).flags & kFirstWanted) push(t, r, j, kFollow);
   }
 
   // When the latest `follow` source of op j is all final (0: it follows nothing).
@@ -442,7 +454,16 @@ class Engine {
     if (f.carried == kNever || !(op(f.from, f.send).flags & kInFlight)) return;
     const double source = source_done(f.from, f.send), local = source_done(f.to, f.recv);
     if (source == kNever || local == kNever) return;
-    const double arrive = std::max(f.carried, source > 0 ? source + f.segment_s : 0.0) + f.latency;
+    const double issued = std::max(f.carried, source > 0 ? source + f.segment_s : 0.0);
+    const double arrive = issued + f.latency;
+    // Its last byte has left: as in the engine over MPI (a step goes once the one before it on
+    // its channel has posted every segment), the next transfer on either side's channel may
+    // follow it on the links now, not a route's latency later.
+    for (auto [r, j] : {std::pair{f.from, f.send}, std::pair{f.to, f.recv}})
+      if (op(r, j).flags & kChannelWanted) {
+        op(r, j).flags |= kIssued;
+        push(issued, r, j, kChannel);
+      }
     const double received = received_at(f.to, f.recv, arrive, f.reducer_end, local);
     op(f.from, f.send).flags &= static_cast<std::uint8_t>(~kInFlight);
     op(f.to, f.recv).flags &= static_cast<std::uint8_t>(~kInFlight);

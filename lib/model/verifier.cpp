@@ -274,7 +274,8 @@ class Runner {
         const bool kinds = (st.kind == Kind::send || st.kind == Kind::recv_reduce) &&
                            (g.kind == Kind::recv || g.kind == Kind::recv_reduce);
         const bool inside = schedule::contains(gw, rd) && rd.lo - gw.lo == d.offset;
-        if (!kinds || !inside || overlaps(write_range(st, ip, pieces), gw))
+        const ChunkRange wr = write_range(st, ip, pieces);
+        if (!kinds || !inside || (overlaps(wr, gw) && !schedule::accumulates_in_place(st, rd, wr)))
           return fmt::format("rank {}: wrong dependency: '{}' follows '{}' at offset {}", r,
                              schedule::describe(st), schedule::describe(g), d.offset);
       }
@@ -292,7 +293,9 @@ class Runner {
         const schedule::Dep& d = s.deps[b.dep_begin + k];
         followed = d.step == h.earlier && d.wait == schedule::Wait::follow;
       }
-      if (followed && !h.other) continue;
+      if (followed && (!h.other || schedule::accumulates_in_place(b, read_range(b, ip, pieces),
+                                                                  write_range(b, ip, pieces))))
+        continue;
       return fmt::format("rank {}: missing dependency: '{}' {} '{}' but does not wait for it", r,
                          schedule::describe(b), h.raw ? "reads what" : "overwrites what",
                          schedule::describe(a));

@@ -71,4 +71,13 @@ inline bool contains(const ChunkRange& outer, const ChunkRange& inner) noexcept 
          outer.lo <= inner.lo && inner.hi <= outer.hi;
 }
 
+// A recv_reduce that adds into its own operand (`dst op= incoming` over one contiguous range).
+// Following the receive that wrote that range is safe element by element: element e is read,
+// reduced and written only once that receive has made it final, and it writes e no more.
+inline bool accumulates_in_place(const Step& s, const ChunkRange& read,
+                                 const ChunkRange& written) noexcept {
+  return s.kind == Kind::recv_reduce && !read.gathered() && !written.gathered() &&
+         read.space == written.space && read.lo == written.lo && read.hi == written.hi;
+}
+
 }  // namespace toroid::schedule

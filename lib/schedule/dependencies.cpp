@@ -132,16 +132,25 @@ void derive_dependencies(Schedule& s) {
   for (Space& sp : spaces) sp.seal();
   s.deps.clear();
   std::vector<std::pair<std::uint32_t, unsigned>> found;  // (earlier step, conflicts)
+  // Per step: the receive it accumulates over in place, following it (accumulates_in_place),
+  // or kNoStep. Its bytes are that receive's, reduced once more: whoever conflicts with it
+  // conflicts with that receive too, and depends on both (so that every conflict is ordered by
+  // a dependency of its own, as the verifier checks).
+  constexpr std::uint32_t kNoStep = UINT32_MAX;
+  std::vector<std::uint32_t> over(s.steps.size(), kNoStep);
   for (std::size_t j = 0; j < s.steps.size(); ++j) {
     Step& st = s.steps[j];
     const ChunkRange r = read_range(st, ip, s.pieces.data()),
                      w = write_range(st, ip, s.pieces.data());
     found.clear();
     auto note = [&](std::int64_t i, unsigned what) {
-      if (i < 0 || static_cast<std::size_t>(i) == j ||
-          s.steps[static_cast<std::size_t>(i)].phase == st.phase)
-        return;
-      found.emplace_back(static_cast<std::uint32_t>(i), what);
+      for (; i >= 0 && static_cast<std::uint32_t>(i) != kNoStep;
+           i = over[static_cast<std::size_t>(i)]) {
+        if (static_cast<std::size_t>(i) == j ||
+            s.steps[static_cast<std::size_t>(i)].phase == st.phase)
+          return;
+        found.emplace_back(static_cast<std::uint32_t>(i), what);
+      }
     };
     each_piece(spaces[r.space], r, [&](const Space::Piece& p) { note(p.writer(), raw); });
     each_piece(spaces[w.space], w, [&](const Space::Piece& p) {
@@ -159,10 +168,11 @@ void derive_dependencies(Schedule& s) {
       const bool in_order_reader = st.kind == Kind::send || st.kind == Kind::recv_reduce;
       const bool in_order_writer = earlier.kind == Kind::recv || earlier.kind == Kind::recv_reduce;
       Dep d{i, Wait::done, 0};
-      if (what == raw && in_order_reader && in_order_writer && contains(ew, r) &&
-          !overlaps(w, ew)) {
+      if ((what & raw) && in_order_reader && in_order_writer && contains(ew, r) &&
+          (what == raw ? !overlaps(w, ew) : accumulates_in_place(st, r, w))) {
         d.wait = Wait::follow;
         d.offset = r.lo - ew.lo;
+        if (what != raw) over[j] = i;
       }
       s.deps.push_back(d);
     }

@@ -1,6 +1,7 @@
 #include "schedule/group.hpp"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 
 namespace toroid::schedule {
@@ -97,21 +98,43 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
                         end = blocks[hi - 1].offset + blocks[hi - 1].count;
     return Block{begin, end - begin};
   };
-  auto add = [&](Kind k, int to, Chunk src, Chunk dst) {
+  auto add = [&](Kind k, int to, Chunk src, Chunk dst, std::uint32_t half = 0) {
     if ((k == Kind::send ? src.count : dst.count) > 0)
-      s.steps.push_back({k, to, tag, phase, src, dst});
+      s.steps.push_back({k, to, tag, phase + half, src, dst});
+  };
+  // Blocks [lo, hi) as its two halves, the one `first` names first (true: the upper one).
+  auto halves = [&](std::uint32_t lo, std::uint32_t hi, bool upper_first) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    std::array<Block, 2> h{range(lo, mid), range(mid, hi)};
+    if (upper_first) std::swap(h[0], h[1]);
+    return h;
   };
   std::uint32_t lo = 0, hi = 1U << moves;
   for (int m = 0; m < moves; ++m) {
-    const int to = peer(m).rank;
+    const HalvingPeer q = peer(m);
     const std::uint32_t mask = 1U << (moves - 1 - m), mid = lo + (hi - lo) / 2;
     const bool lower = (position & mask) == 0;
-    const Block keep = lower ? range(lo, mid) : range(mid, hi);
-    const Block give = lower ? range(mid, hi) : range(lo, mid);
-    add(Kind::send, to, chunk(from, give), {});
-    add(Kind::recv_reduce, to, chunk(from, keep), chunk(Buf::output, keep));
+    const std::uint32_t keep_lo = lower ? lo : mid, give_lo = lower ? mid : lo;
+    if (m + 1 == moves) {
+      add(Kind::send, q.rank, chunk(from, range(give_lo, give_lo + 1)), {});
+      add(Kind::recv_reduce, q.rank, chunk(from, range(keep_lo, keep_lo + 1)),
+          chunk(Buf::output, range(keep_lo, keep_lo + 1)));
+    } else {
+      // Each half in two, the half its receiver sends on at the next move first: that send
+      // then follows this transfer from its first segment (and the receiver's reduction of the
+      // rest follows the second), instead of waiting for it to end.
+      // The two halves of a channel go in phases of their own, one after the other.
+      const std::uint32_t next = mask >> 1;
+      const auto give = halves(give_lo, give_lo + mask, (q.position & next) == 0);
+      const auto keep = halves(keep_lo, keep_lo + mask, (position & next) == 0);
+      for (std::uint32_t h = 0; h < 2; ++h) {
+        add(Kind::send, q.rank, chunk(from, give[h]), {}, h);
+        add(Kind::recv_reduce, q.rank, chunk(from, keep[h]), chunk(Buf::output, keep[h]), h);
+      }
+      ++phase;
+    }
     ++phase;
-    (lower ? hi : lo) = mid;
+    lo = keep_lo, hi = keep_lo + mask;
     from = Buf::output;
   }
   phase = append_average(s, average, chunk(Buf::output, blocks[position]), divisor, phase);
@@ -119,8 +142,21 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
     const HalvingPeer q = peer(m);
     const std::uint32_t mask = 1U << (moves - 1 - m);
     const std::uint32_t mine = position & ~(mask - 1), theirs = q.position & ~(mask - 1);
-    add(Kind::send, q.rank, chunk(Buf::output, range(mine, mine + mask)), {});
-    add(Kind::recv, q.rank, {}, chunk(Buf::output, range(theirs, theirs + mask)));
+    // What a rank holds is the half it held before the last move (final) and the half that
+    // move brought (maybe still arriving): the final one first, so the other can follow its
+    // receive to the end.
+    if (mask == 1) {
+      add(Kind::send, q.rank, chunk(Buf::output, range(mine, mine + 1)), {});
+      add(Kind::recv, q.rank, {}, chunk(Buf::output, range(theirs, theirs + 1)));
+    } else {
+      const auto out = halves(mine, mine + mask, (position & (mask >> 1)) != 0);
+      const auto in = halves(theirs, theirs + mask, (q.position & (mask >> 1)) != 0);
+      for (std::uint32_t h = 0; h < 2; ++h) {
+        add(Kind::send, q.rank, chunk(Buf::output, out[h]), {}, h);
+        add(Kind::recv, q.rank, {}, chunk(Buf::output, in[h]), h);
+      }
+      ++phase;
+    }
     ++phase;
   }
   return phase;
