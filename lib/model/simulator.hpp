@@ -12,7 +12,10 @@
 //                verifier's rendezvous matching); it starts when both steps are posted
 //   posted     = a step whose dependencies are met (`done`: that step has ended; `follow`: that
 //                receive's first segment is final) and the step before it on its channel
-//                (direction, peer, tag) has ended, as in the engine
+//                (direction, peer, tag) is out of the way, as in the engine: on the torus's
+//                links (MPI between hosts) once that one is issued, its last byte sent (its
+//                landing is a route's latency later); with endpoint links (one node's shared
+//                memory) once it has ended
 //   reducer    = the chip's reduction unit, a resource with a throughput (bytes/s); recv_reduce
 //                and the local steps (copy, scale) queue on it
 //

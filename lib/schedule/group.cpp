@@ -102,7 +102,7 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
     if ((k == Kind::send ? src.count : dst.count) > 0)
       s.steps.push_back({k, to, tag, phase + half, src, dst});
   };
-  // Blocks [lo, hi) as its two halves, the one `first` names first (true: the upper one).
+  // Blocks [lo, hi) as its two halves, the upper one first when `upper_first`.
   auto halves = [&](std::uint32_t lo, std::uint32_t hi, bool upper_first) {
     const std::uint32_t mid = lo + (hi - lo) / 2;
     std::array<Block, 2> h{range(lo, mid), range(mid, hi)};
@@ -120,10 +120,9 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
       add(Kind::recv_reduce, q.rank, chunk(from, range(keep_lo, keep_lo + 1)),
           chunk(Buf::output, range(keep_lo, keep_lo + 1)));
     } else {
-      // Each half in two, the half its receiver sends on at the next move first: that send
-      // then follows this transfer from its first segment (and the receiver's reduction of the
-      // rest follows the second), instead of waiting for it to end.
-      // The two halves of a channel go in phases of their own, one after the other.
+      // Each half in two, the half its receiver sends on at the next move first (group.hpp),
+      // in phases of their own: that send then follows this transfer from its first segment,
+      // and the receiver's reduction of the rest follows the second.
       const std::uint32_t next = mask >> 1;
       const auto give = halves(give_lo, give_lo + mask, (q.position & next) == 0);
       const auto keep = halves(keep_lo, keep_lo + mask, (position & next) == 0);

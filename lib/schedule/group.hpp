@@ -96,6 +96,16 @@ class AlternatingTargets {
 // the half with its own position (bit moves-1-s) and sends the other. The first move reads
 // `from`, partials and results are kept in the output at the blocks' offsets, and the own block
 // is averaged in between. Returns the next free phase.
+//
+// Every move but the last sends its range as two halves, in two phases, in the order the
+// receiver goes on with them, so that the next move streams behind this one (a send or an
+// in-place reduction follows the receive it reads, from that receive's first segment):
+//
+//   reduce-scatter, move s:  [ what the peer sends at s+1 | what it keeps ]   (by the peer's
+//                                                                             next bit)
+//   all-gather, move s:      [ the half held before s+1 (final) | the half s+1 brought ]
+//
+// Sent whole, a half the next move needs might come second, and that move would wait for it.
 struct HalvingPeer {
   int rank = -1;               // communicator rank
   std::uint32_t position = 0;  // its block's position

@@ -119,6 +119,37 @@ TEST_CASE("a ring all-reduce forwards each received block segment by segment", "
   CHECK(follows == 5);
 }
 
+TEST_CASE("rabenseifner's halving moves follow the receives before them", "[verifier]") {
+  // 8 ranks: 3 moves each way. From the second move of the reduce-scatter on, each send and each
+  // reduction (into its own operand, in place) follows the receive of the move before, and so
+  // does each all-gather send of what the move before brought: no move waits for the one
+  // before it to end. (A recv_reduce over its own operand used to wait for it: done.)
+  const Schedule s = build(Algorithm::rabenseifner, {Collective::allreduce, 8000, false, false, {}},
+                           {5, Torus2D(8, 1), {}});
+  int in_place = 0, received_waits = 0;
+  for (const Step& st : s.steps) {
+    if (st.kind != Kind::send && st.kind != Kind::recv_reduce) continue;
+    for (std::uint32_t k = 0; k < st.dep_count; ++k) {
+      const Dep& d = s.deps[st.dep_begin + k];
+      const Step& earlier = s.steps[d.step];
+      if (earlier.kind != Kind::recv && earlier.kind != Kind::recv_reduce) continue;
+      if (d.wait == Wait::follow && st.kind == Kind::recv_reduce) ++in_place;
+      if (d.wait == Wait::done && st.src.buf == earlier.dst.buf &&
+          st.src.offset >= earlier.dst.offset &&
+          st.src.offset + st.src.count <= earlier.dst.offset + earlier.dst.count)
+        ++received_waits;  // reads what a receive brings, yet waits for its end
+    }
+  }
+  CHECK(in_place >= 4);  // moves 2 and 3 of the reduce-scatter, two halves each (move 3 whole)
+  CHECK(received_waits == 0);
+  std::vector<Schedule> all;
+  for (int r = 0; r < 8; ++r)
+    all.push_back(build(Algorithm::rabenseifner, {Collective::allreduce, 8000, false, false, {}},
+                        {r, Torus2D(8, 1), {}}));
+  auto m = memory(8, 8000 * 4);
+  CHECK(model::execute_in_process(all, m, DataType::f32, ReduceOp::sum) == "");
+}
+
 TEST_CASE("a phase that writes what it also sends is a hazard", "[verifier]") {
   std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
   s[0].steps.push_back({Kind::send, 1, 0, 0, {Buf::output, 0, 4}, {}});
