@@ -13,8 +13,9 @@ jobs=$(nproc)
 mpich=$root/build-mpich
 asan=$root/build-asan
 
-# The MPICH tree: unit tests of the MPI layers, the MPI tests at np 1 and 2, at np 3 and 4 the
-# cases tagged [mpich] (MPICH spins without yielding on oversubscribed cores).
+# The MPICH tree: unit tests of the MPI layers, the MPI tests at np 1 and 2, at np 3 the cases
+# tagged [mpich] (MPICH spins without yielding on oversubscribed cores: np 4 took 40 s more,
+# for shapes whose engine paths do not depend on the MPI; Open MPI runs them in both trees).
 build_mpich() {
   cmake -S "$root" -B "$mpich" -DCMAKE_BUILD_TYPE=Release -DTOROID_WERROR=ON \
         -DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich \
@@ -77,7 +78,7 @@ finish_background
 if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
   echo "== tests (MPICH) == $(at)"
   ctest --test-dir "$mpich" --output-on-failure -j"$jobs" \
-        -R '^unit_mpi_layers$|^mpi_np[1-4]$|^preload_nonblocking_(np[1-3]|single)$'
+        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single)$'
 fi
 if [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests (ASan + UBSan) == $(at)"
