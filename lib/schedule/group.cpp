@@ -1,8 +1,8 @@
 #include "schedule/group.hpp"
 
 #include <algorithm>
-#include <array>
 #include <stdexcept>
+#include <vector>
 
 namespace toroid::schedule {
 
@@ -89,8 +89,9 @@ bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase) {
 }
 
 std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std::uint32_t position,
-                                      const std::function<HalvingPeer(int move)>& peer, int tag,
-                                      Buf from, bool average, std::uint32_t divisor,
+                                      const std::function<HalvingPeer(int move)>& peer,
+                                      const std::function<std::uint32_t(int move, int k)>& relayed,
+                                      int tag, Buf from, bool average, std::uint32_t divisor,
                                       std::uint32_t phase) {
   const Blocks blocks = even_blocks(region.offset, region.count, 1 << moves);
   auto range = [&](std::uint32_t lo, std::uint32_t hi) {  // blocks [lo, hi) as one chunk
@@ -102,12 +103,25 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
     if ((k == Kind::send ? src.count : dst.count) > 0)
       s.steps.push_back({k, to, tag, phase + half, src, dst});
   };
-  // Blocks [lo, hi) as its two halves, the upper one first when `upper_first`.
-  auto halves = [&](std::uint32_t lo, std::uint32_t hi, bool upper_first) {
-    const std::uint32_t mid = lo + (hi - lo) / 2;
-    std::array<Block, 2> h{range(lo, mid), range(mid, hi)};
-    if (upper_first) std::swap(h[0], h[1]);
-    return h;
+  // The `size` blocks from `lo` that the rank at `self` receives at a reduce-scatter move, in
+  // the order it goes on with them: the half it gives at its next move (the one without
+  // `self`), then the half it keeps; and each of those halves in two the same way, the given
+  // one as `taker` (who keeps it at that next move) goes on, the kept one as `self` does.
+  auto in_use_order = [&](std::uint32_t lo, std::uint32_t size, std::uint32_t self,
+                          std::uint32_t taker) {
+    const std::uint32_t half = size / 2;
+    const std::uint32_t given = (self & half) ? lo : lo + half,
+                        kept = (self & half) ? lo + half : lo;
+    std::vector<Block> out;
+    if (half < 2) return std::vector<Block>{range(given, given + half), range(kept, kept + half)};
+    auto split = [&](std::uint32_t at, std::uint32_t n, std::uint32_t keeper) {
+      const std::uint32_t gives = (keeper & n) ? at : at + n, keeps = (keeper & n) ? at + n : at;
+      out.push_back(range(gives, gives + n));
+      out.push_back(range(keeps, keeps + n));
+    };
+    split(given, half / 2, taker);
+    split(kept, half / 2, self);
+    return out;
   };
   std::uint32_t lo = 0, hi = 1U << moves;
   for (int m = 0; m < moves; ++m) {
@@ -120,43 +134,48 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
       add(Kind::recv_reduce, q.rank, chunk(from, range(keep_lo, keep_lo + 1)),
           chunk(Buf::output, range(keep_lo, keep_lo + 1)));
     } else {
-      // Each half in two, the half its receiver sends on at the next move first (group.hpp),
-      // in phases of their own: that send then follows this transfer from its first segment,
-      // and the receiver's reduction of the rest follows the second.
-      const std::uint32_t next = mask >> 1;
-      const auto give = halves(give_lo, give_lo + mask, (q.position & next) == 0);
-      const auto keep = halves(keep_lo, keep_lo + mask, (position & next) == 0);
-      for (std::uint32_t h = 0; h < 2; ++h) {
-        add(Kind::send, q.rank, chunk(from, give[h]), {}, h);
-        add(Kind::recv_reduce, q.rank, chunk(from, keep[h]), chunk(Buf::output, keep[h]), h);
+      // In the order its receiver goes on with it (group.hpp), each piece in a phase of its
+      // own: the receiver's next send follows this transfer from its first segment.
+      const std::vector<Block> give = in_use_order(give_lo, mask, q.position, relayed(m, 1));
+      const std::vector<Block> keep = in_use_order(keep_lo, mask, position, relayed(m + 1, 0));
+      for (std::uint32_t k = 0; k < give.size(); ++k) {
+        add(Kind::send, q.rank, chunk(from, give[k]), {}, k);
+        add(Kind::recv_reduce, q.rank, chunk(from, keep[k]), chunk(Buf::output, keep[k]), k);
       }
-      ++phase;
+      phase += static_cast<std::uint32_t>(give.size()) - 1;
     }
     ++phase;
     lo = keep_lo, hi = keep_lo + mask;
     from = Buf::output;
   }
   phase = append_average(s, average, chunk(Buf::output, blocks[position]), divisor, phase);
+  // Blocks [lo, lo + size) as the rank holding it at some all-gather move sends them: the half
+  // with position `held(0)` (what it held before) whole, then the other half as the move before
+  // brought it, from the rank at position held(1) (group.hpp).
+  auto pieces = [&](std::uint32_t lo, std::uint32_t size,
+                    const std::function<std::uint32_t(int)>& held) {
+    std::vector<Block> out;
+    for (int k = 0; size > 1; ++k) {
+      size /= 2;
+      const bool upper = (held(k) & size) != 0;
+      out.push_back(range(upper ? lo + size : lo, (upper ? lo + size : lo) + size));
+      if (!upper) lo += size;
+    }
+    out.push_back(range(lo, lo + 1));
+    return out;
+  };
   for (int m = moves - 1; m >= 0; --m) {
     const HalvingPeer q = peer(m);
     const std::uint32_t mask = 1U << (moves - 1 - m);
     const std::uint32_t mine = position & ~(mask - 1), theirs = q.position & ~(mask - 1);
-    // What a rank holds is the half it held before the last move (final) and the half that
-    // move brought (maybe still arriving): the final one first, so the other can follow its
-    // receive to the end.
-    if (mask == 1) {
-      add(Kind::send, q.rank, chunk(Buf::output, range(mine, mine + 1)), {});
-      add(Kind::recv, q.rank, {}, chunk(Buf::output, range(theirs, theirs + 1)));
-    } else {
-      const auto out = halves(mine, mine + mask, (position & (mask >> 1)) != 0);
-      const auto in = halves(theirs, theirs + mask, (q.position & (mask >> 1)) != 0);
-      for (std::uint32_t h = 0; h < 2; ++h) {
-        add(Kind::send, q.rank, chunk(Buf::output, out[h]), {}, h);
-        add(Kind::recv, q.rank, {}, chunk(Buf::output, in[h]), h);
-      }
-      ++phase;
+    const std::vector<Block> out =
+        pieces(mine, mask, [&](int k) { return k == 0 ? position : relayed(m + 1, k - 1); });
+    const std::vector<Block> in = pieces(theirs, mask, [&](int k) { return relayed(m, k); });
+    for (std::uint32_t k = 0; k < out.size(); ++k) {
+      add(Kind::send, q.rank, chunk(Buf::output, out[k]), {}, k);
+      add(Kind::recv, q.rank, {}, chunk(Buf::output, in[k]), k);
     }
-    ++phase;
+    phase += static_cast<std::uint32_t>(out.size());
   }
   return phase;
 }

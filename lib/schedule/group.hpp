@@ -97,22 +97,31 @@ class AlternatingTargets {
 // `from`, partials and results are kept in the output at the blocks' offsets, and the own block
 // is averaged in between. Returns the next free phase.
 //
-// Every move but the last sends its range as two halves, in two phases, in the order the
-// receiver goes on with them, so that the next move streams behind this one (a send or an
-// in-place reduction follows the receive it reads, from that receive's first segment):
+// Every move but the last sends its range in pieces, each in a phase of its own, in the order
+// the receiver goes on with them, so that the next move streams behind this one (a send or an
+// in-place reduction follows the receive it reads, from that receive's first segment). A
+// reduce-scatter move's range in quarters (halves at the second-to-last move):
 //
-//   reduce-scatter, move s:  [ what the peer sends at s+1 | what it keeps ]   (by the peer's
-//                                                                             next bit)
-//   all-gather, move s:      [ the half held before s+1 (final) | the half s+1 brought ]
+//   [ the peer gives at s+1:          |  the peer keeps at s+1:           ]
+//   [ its taker gives at s+2 | keeps  |  it gives at s+2 | it keeps       ]
 //
-// Sent whole, a half the next move needs might come second, and that move would wait for it.
+// Sent whole, a part the next move needs might come last, and that move would wait for it.
+// The all-gather sends what it holds as it came: the half it held before move s+1 (final) in
+// one piece, then the other half in the pieces move s+1 brought it in, which the peer of s+1
+// sent the same way, so every piece but the first is exactly one earlier receive and follows it:
+//
+//   all-gather, move s:      [ held before s+1 | held by the s+1 peer before s+2 | … | 1 block ]
+//                              mask/2 blocks      mask/4                              1
 struct HalvingPeer {
   int rank = -1;               // communicator rank
   std::uint32_t position = 0;  // its block's position
 };
+// `relayed(move, k)`: the position of the rank reached from my move-`move` peer through that
+// peer's moves move+1, …, move+k (k = 0: the peer itself); the all-gather orders its pieces by it.
 std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std::uint32_t position,
-                                      const std::function<HalvingPeer(int move)>& peer, int tag,
-                                      Buf from, bool average, std::uint32_t divisor,
+                                      const std::function<HalvingPeer(int move)>& peer,
+                                      const std::function<std::uint32_t(int move, int k)>& relayed,
+                                      int tag, Buf from, bool average, std::uint32_t divisor,
                                       std::uint32_t phase);
 
 // The last step of an average: `c` divided by `divisor`, in a phase of its own. Nothing when not

@@ -110,6 +110,11 @@ Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx) 
           const int partner = f.new_rank ^ (1 << (rounds - 1 - m));
           return HalvingPeer{f.real(partner), static_cast<std::uint32_t>(partner)};
         },
+        [&](int m, int k) {
+          int at = f.new_rank;
+          for (int j = m; j <= m + k; ++j) at ^= 1 << (rounds - 1 - j);
+          return static_cast<std::uint32_t>(at);
+        },
         0, from, r.average, static_cast<std::uint32_t>(p), b.phase);
   }
   if (a == Algorithm::recursive_doubling) scale(output);
