@@ -99,9 +99,10 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
                         end = blocks[hi - 1].offset + blocks[hi - 1].count;
     return Block{begin, end - begin};
   };
-  auto add = [&](Kind k, int to, Chunk src, Chunk dst, std::uint32_t half = 0) {
+  // A step in `phase`, or `piece` phases later (a move's pieces go one phase each).
+  auto add = [&](Kind k, int to, Chunk src, Chunk dst, std::uint32_t piece = 0) {
     if ((k == Kind::send ? src.count : dst.count) > 0)
-      s.steps.push_back({k, to, tag, phase + half, src, dst});
+      s.steps.push_back({k, to, tag, phase + piece, src, dst});
   };
   // The `size` blocks from `lo` that the rank at `self` receives at a reduce-scatter move, in
   // the order it goes on with them: the half it gives at its next move (the one without
