@@ -14,8 +14,9 @@
 //
 // rabenseifner: recursive halving reduce-scatter (round k: keep one half of the current range
 // of blocks, send the other half to n XOR p2/2^(k+1), reduce what arrives) leaves new rank n with
-// block n; then recursive doubling all-gather reverses the exchanges. 2·log2(p2) rounds, about
-// 2(p2-1)/p2 of the vector sent per rank.
+// block n; then recursive doubling all-gather reverses the exchanges. 2·log2(p2) rounds (each
+// sent in pieces in the order the next rounds use them, group.hpp), about 2(p2-1)/p2 of the
+// vector sent per rank.
 #include <bit>
 
 #include "schedule/build.hpp"

@@ -17,7 +17,8 @@
 //
 // swing (bandwidth-optimal), per part: a reduce-scatter halving the part's data at every move,
 // keeping the half of its own class (the blocks at the positions of its class), then an
-// all-gather retracing the moves in reverse: 2·log2(p2) steps, 2(p2−1)/p2 of the vector sent
+// all-gather retracing the moves in reverse: 2·log2(p2) moves (each sent in pieces in the order
+// the next moves use them, group.hpp), 2(p2−1)/p2 of the vector sent
 // per rank, the distance of move s about 2^(s/D+1)/3 hops while the data is 1/2^(s+1).
 //
 //     positions   [ 0 1 2 3 | 4 5 6 7 ]   move 0: keep my half, send the other to my peer
