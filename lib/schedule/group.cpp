@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace toroid::schedule {
@@ -89,8 +90,7 @@ bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase) {
 }
 
 std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std::uint32_t position,
-                                      const std::function<HalvingPeer(int move)>& peer,
-                                      const std::function<std::uint32_t(int move, int k)>& relayed,
+                                      const std::function<HalvingPeer(int move, int k)>& peer,
                                       int tag, Buf from, bool average, std::uint32_t divisor,
                                       std::uint32_t phase) {
   const Blocks blocks = even_blocks(region.offset, region.count, 1 << moves);
@@ -104,32 +104,33 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
     if ((k == Kind::send ? src.count : dst.count) > 0)
       s.steps.push_back({k, to, tag, phase + piece, src, dst});
   };
+  // The `n` blocks from `at` as `keeper` splits them at a reduce-scatter move: where the half
+  // it gives starts, and where the half it keeps.
+  auto split = [](std::uint32_t at, std::uint32_t n, std::uint32_t keeper) {
+    return (keeper & n) ? std::pair{at, at + n} : std::pair{at + n, at};
+  };
   // The `size` blocks from `lo` that the rank at `self` receives at a reduce-scatter move, in
-  // the order it goes on with them: the half it gives at its next move (the one without
-  // `self`), then the half it keeps; and each of those halves in two the same way, the given
-  // one as `taker` (who keeps it at that next move) goes on, the kept one as `self` does.
+  // the order it goes on with them: the half it gives at its next move, then the half it keeps;
+  // and each of those halves in two the same way, the given one as `taker` (who keeps it at
+  // that next move) goes on, the kept one as `self` does.
   auto in_use_order = [&](std::uint32_t lo, std::uint32_t size, std::uint32_t self,
                           std::uint32_t taker) {
     const std::uint32_t half = size / 2;
-    const std::uint32_t given = (self & half) ? lo : lo + half,
-                        kept = (self & half) ? lo + half : lo;
+    const auto [given, kept] = split(lo, half, self);
+    if (half < 2) return std::vector<Block>{range(given, given + 1), range(kept, kept + 1)};
     std::vector<Block> out;
-    if (half < 2) return std::vector<Block>{range(given, given + half), range(kept, kept + half)};
-    auto split = [&](std::uint32_t at, std::uint32_t n, std::uint32_t keeper) {
-      const std::uint32_t gives = (keeper & n) ? at : at + n, keeps = (keeper & n) ? at + n : at;
-      out.push_back(range(gives, gives + n));
-      out.push_back(range(keeps, keeps + n));
-    };
-    split(given, half / 2, taker);
-    split(kept, half / 2, self);
+    for (const auto& [at, keeper] : {std::pair{given, taker}, std::pair{kept, self}}) {
+      const auto [gives, keeps] = split(at, half / 2, keeper);
+      out.push_back(range(gives, gives + half / 2));
+      out.push_back(range(keeps, keeps + half / 2));
+    }
     return out;
   };
-  std::uint32_t lo = 0, hi = 1U << moves;
+  std::uint32_t lo = 0;  // the range this rank holds: 2^(moves-m) blocks from lo
   for (int m = 0; m < moves; ++m) {
-    const HalvingPeer q = peer(m);
-    const std::uint32_t mask = 1U << (moves - 1 - m), mid = lo + (hi - lo) / 2;
-    const bool lower = (position & mask) == 0;
-    const std::uint32_t keep_lo = lower ? lo : mid, give_lo = lower ? mid : lo;
+    const HalvingPeer q = peer(m, 0);
+    const std::uint32_t mask = 1U << (moves - 1 - m);
+    const auto [give_lo, keep_lo] = split(lo, mask, position);
     if (m + 1 == moves) {
       add(Kind::send, q.rank, chunk(from, range(give_lo, give_lo + 1)), {});
       add(Kind::recv_reduce, q.rank, chunk(from, range(keep_lo, keep_lo + 1)),
@@ -137,8 +138,9 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
     } else {
       // In the order its receiver goes on with it (group.hpp), each piece in a phase of its
       // own: the receiver's next send follows this transfer from its first segment.
-      const std::vector<Block> give = in_use_order(give_lo, mask, q.position, relayed(m, 1));
-      const std::vector<Block> keep = in_use_order(keep_lo, mask, position, relayed(m + 1, 0));
+      const std::vector<Block> give = in_use_order(give_lo, mask, q.position, peer(m, 1).position);
+      const std::vector<Block> keep =
+          in_use_order(keep_lo, mask, position, peer(m + 1, 0).position);
       for (std::uint32_t k = 0; k < give.size(); ++k) {
         add(Kind::send, q.rank, chunk(from, give[k]), {}, k);
         add(Kind::recv_reduce, q.rank, chunk(from, keep[k]), chunk(Buf::output, keep[k]), k);
@@ -146,7 +148,7 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
       phase += static_cast<std::uint32_t>(give.size()) - 1;
     }
     ++phase;
-    lo = keep_lo, hi = keep_lo + mask;
+    lo = keep_lo;
     from = Buf::output;
   }
   phase = append_average(s, average, chunk(Buf::output, blocks[position]), divisor, phase);
@@ -166,12 +168,12 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
     return out;
   };
   for (int m = moves - 1; m >= 0; --m) {
-    const HalvingPeer q = peer(m);
+    const HalvingPeer q = peer(m, 0);
     const std::uint32_t mask = 1U << (moves - 1 - m);
     const std::uint32_t mine = position & ~(mask - 1), theirs = q.position & ~(mask - 1);
     const std::vector<Block> out =
-        pieces(mine, mask, [&](int k) { return k == 0 ? position : relayed(m + 1, k - 1); });
-    const std::vector<Block> in = pieces(theirs, mask, [&](int k) { return relayed(m, k); });
+        pieces(mine, mask, [&](int k) { return k == 0 ? position : peer(m + 1, k - 1).position; });
+    const std::vector<Block> in = pieces(theirs, mask, [&](int k) { return peer(m, k).position; });
     for (std::uint32_t k = 0; k < out.size(); ++k) {
       add(Kind::send, q.rank, chunk(Buf::output, out[k]), {}, k);
       add(Kind::recv, q.rank, {}, chunk(Buf::output, in[k]), k);

@@ -116,11 +116,10 @@ struct HalvingPeer {
   int rank = -1;               // communicator rank
   std::uint32_t position = 0;  // its block's position
 };
-// `relayed(move, k)`: the position of the rank reached from my move-`move` peer through that
-// peer's moves move+1, …, move+k (k = 0: the peer itself); the all-gather orders its pieces by it.
+// `peer(move, k)`: the rank reached from my move-`move` peer through that peer's moves move+1,
+// …, move+k; k = 0 is the peer itself (the pieces' order needs the others' positions).
 std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std::uint32_t position,
-                                      const std::function<HalvingPeer(int move)>& peer,
-                                      const std::function<std::uint32_t(int move, int k)>& relayed,
+                                      const std::function<HalvingPeer(int move, int k)>& peer,
                                       int tag, Buf from, bool average, std::uint32_t divisor,
                                       std::uint32_t phase);
 

@@ -107,14 +107,10 @@ Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx) 
     }
     b.phase = append_halving_doubling(
         s, {0, n}, rounds, static_cast<std::uint32_t>(f.new_rank),
-        [&](int m) {  // distance p2/2 first
-          const int partner = f.new_rank ^ (1 << (rounds - 1 - m));
-          return HalvingPeer{f.real(partner), static_cast<std::uint32_t>(partner)};
-        },
-        [&](int m, int k) {
+        [&](int m, int k) {  // distance p2/2 first
           int at = f.new_rank;
           for (int j = m; j <= m + k; ++j) at ^= 1 << (rounds - 1 - j);
-          return static_cast<std::uint32_t>(at);
+          return HalvingPeer{f.real(at), static_cast<std::uint32_t>(at)};
         },
         0, from, r.average, static_cast<std::uint32_t>(p), b.phase);
   }

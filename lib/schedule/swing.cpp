@@ -288,14 +288,10 @@ Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx) {
       const auto moves = static_cast<int>(pattern.moves().size());
       end = std::max(end, append_halving_doubling(
                               s, regions[i], moves, pattern.position(v),
-                              [&](int m) {
-                                const Coord q = pattern.peer(v, m);
-                                return HalvingPeer{g.rank_of_virtual(q), pattern.position(q)};
-                              },
                               [&](int m, int k) {
                                 Coord q = pattern.peer(v, m);
                                 for (int j = 1; j <= k; ++j) q = pattern.peer(q, m + j);
-                                return pattern.position(q);
+                                return HalvingPeer{g.rank_of_virtual(q), pattern.position(q)};
                               },
                               static_cast<int>(i), cur.buf, r.average, divisor, start));
     }
