@@ -14,4 +14,12 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
 std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& blocks, int tag,
                                     Chunk own, Buf out, std::uint32_t phase);
 
+// All-reduce along a line of more than 2: every member's own partial in `partial`, reduced
+// towards the middle member from both ends (in place there: `partial` is overwritten), the total
+// sent back out both ways into `total` (line.cpp). The two must not overlap: the total arrives
+// while the partials still pass. Tags `tag` (rightward) and `tag + 1` (leftward). Returns the
+// next free phase.
+std::uint32_t append_line_allreduce(Schedule& s, const Group& g, int tag, Chunk partial,
+                                    Chunk total, std::uint32_t phase);
+
 }  // namespace toroid::schedule

@@ -10,6 +10,12 @@
 //
 //   Per chip: 2(X-1)/X·n + 2(Y-1)/(XY)·n = 2(N-1)/N·n elements sent, 2(X-1)+2(Y-1) steps.
 //
+// When the second dimension is a line of more than 2, phase 2 is the line's all-reduce
+// (line.hpp): the partials flow to the line's middle and the total back out, one pipeline of
+// about Y hops instead of 2(Y-1) steps, each link direction carrying the shard once, as the
+// line's reduce-scatter and all-gather do together. The partials pass in scratch while the
+// total lands in the output, so neither waits for the other.
+//
 // torus2d_both: a share a of the vector runs X-then-Y while the rest runs Y-then-X, in the same
 // phases, so X and Y links are busy together (tags 0-3 vs 4-7). The share balances the two
 // dimensions' link time. With c = what a dimension carries per direction (its link rate, twice
@@ -59,6 +65,7 @@
 #include "schedule/build.hpp"
 #include "schedule/dimension.hpp"
 #include "schedule/group.hpp"
+#include "schedule/line.hpp"
 
 namespace toroid::schedule {
 namespace {
@@ -90,12 +97,24 @@ std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block regio
   const Block shard = outer[a.position];
   const Blocks inner = even_blocks(shard.offset, shard.count, b.size());
   const Block piece = inner[b.position];
-  phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output,
-                                chunk(Buf::output, shard), phase);
-  phase = append_reduce_scatter(s, lb, b, inner, tag + 2, Buf::output, Buf::output,
-                                chunk(Buf::output, piece), phase);
-  phase = append_average(s, average, chunk(Buf::output, piece), divisor, phase);
-  phase = append_allgather(s, lb, b, inner, tag + 2, chunk(Buf::output, piece), Buf::output, phase);
+  if (lb == Links::line && b.size() > 2) {
+    // A line all-reduces in one pipeline to its middle and back (line.hpp), not in 2(k-1) steps.
+    // The partials pass in scratch (at the output's offsets) while the total lands in the output.
+    phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output,
+                                  chunk(Buf::scratch, shard), phase);
+    s.scratch_count = std::max(s.scratch_count, shard.offset + shard.count);
+    phase = append_line_allreduce(s, b, tag + 2, chunk(Buf::scratch, shard),
+                                  chunk(Buf::output, shard), phase);
+    phase = append_average(s, average, chunk(Buf::output, shard), divisor, phase);
+  } else {
+    phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output,
+                                  chunk(Buf::output, shard), phase);
+    phase = append_reduce_scatter(s, lb, b, inner, tag + 2, Buf::output, Buf::output,
+                                  chunk(Buf::output, piece), phase);
+    phase = append_average(s, average, chunk(Buf::output, piece), divisor, phase);
+    phase =
+        append_allgather(s, lb, b, inner, tag + 2, chunk(Buf::output, piece), Buf::output, phase);
+  }
   if (before_gather) *before_gather = phase;
   return append_allgather(s, la, a, outer, tag, chunk(Buf::output, shard), Buf::output,
                           std::max(phase, gather_from));

@@ -1,6 +1,7 @@
 // Every algorithm's schedules, checked by the in-process verifier on real data: matching sends
 // and receives under rendezvous semantics, no phase hazards, and the exact reference result.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/element.hpp"
@@ -195,6 +196,35 @@ TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound lin
   CHECK(t.links.count({0, 5}) == 0);
   // Busiest link direction carries (p-1)/p of the vector, as a one-directional ring would.
   CHECK(t.bytes == 2 * (600 / 6) * 8 * (1 + 2 + 3 + 4 + 5));
+}
+
+TEST_CASE("torus2d_both all-reduces on a line to its middle and back, in one pipeline",
+          "[schedules]") {
+  // 7x3 with X a line: the Y-first part's middle phase runs along X (tags 6 and 7). Each rank
+  // has at most 4 steps there (receive and add, send on; receive the total, send it on), the
+  // middle member (x = 3) adds from both sides; a reduce-scatter and an all-gather along the
+  // line took 2 * 6 steps and more.
+  const Shape s = shape(7, 3, false, true);
+  const std::uint64_t n = 7 * 3 * 10 + 5;
+  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, false) == "");
+  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, true, DataType::f32,
+                ReduceOp::avg) == "");
+  for (int r = 0; r < s.topology.size(); ++r) {
+    const auto sched = schedule::build(
+        Algorithm::torus2d_both, {Collective::allreduce, n, false, false, {}}, {r, s.topology, {}});
+    int on_line = 0, adds = 0;
+    for (const schedule::Step& st : sched.steps)
+      if (st.tag == 6 || st.tag == 7) {
+        ++on_line;
+        adds += st.kind == schedule::Kind::recv_reduce;
+        const int x = s.topology.coord_of(r).x, px = s.topology.coord_of(st.peer).x;
+        CHECK(std::abs(x - px) == 1);  // neighbours on the line only
+      }
+    INFO("rank " << r);
+    CHECK(on_line >= 2);
+    CHECK(on_line <= 4);
+    CHECK(adds == (s.topology.coord_of(r).x == 3 ? 2 : s.topology.coord_of(r).x % 6 ? 1 : 0));
+  }
 }
 
 TEST_CASE("axis collectives reduce every row (column) independently", "[schedules]") {
