@@ -243,10 +243,14 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   }
   const bool average = c.op == ReduceOp::avg;
   const int axis_key = c.axis ? static_cast<int>(*c.axis) : -1;
-  p.schedule = &m.schedules.get({c.collective, algo, p.count, ip, average, axis_key, c.root}, [&] {
-    schedule::Context ctx{m.rank, m.topology, m.nodes.node_of_rank};
-    return schedule::build(algo, {c.collective, p.count, ip, average, c.axis, c.root}, ctx);
-  });
+  const schedule::Context& ctx = m.schedule_context;
+  const std::uint32_t elem_bytes =
+      ctx.hop_seconds[0] + ctx.hop_seconds[1] > 0 ? static_cast<std::uint32_t>(size_of(c.type)) : 0;
+  p.schedule = &m.schedules.get(
+      {c.collective, algo, p.count, ip, average, axis_key, c.root, elem_bytes}, [&] {
+        return schedule::build(
+            algo, {c.collective, p.count, ip, average, c.axis, c.root, elem_bytes}, ctx);
+      });
   p.buffers.input =
       static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
   p.buffers.output = static_cast<std::byte*>(c.out);

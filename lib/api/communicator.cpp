@@ -86,6 +86,8 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
         m.shm_links->local_ranks() == m.size)
       api::run_agreed(m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.node_split); });
     m.selector = api::make_selector(m);
+    m.schedule_context = model::schedule_context(m.selector->model(), m.nodes.node_of_rank);
+    m.schedule_context.rank = m.rank;
     m.executor = std::make_shared<api::Executor>(m.comm);
     if (!m.config.trace.empty()) {
       const std::string path = exec::Tracer::path_for(m.config.trace);

@@ -23,8 +23,10 @@ namespace toroid {
 // Built schedules, keyed by everything a builder looks at. Bounded: cleared when full.
 class ScheduleCache {
  public:
-  // collective, algorithm, count, in place, average, axis (-1: whole communicator), root
-  using Key = std::tuple<schedule::Collective, Algorithm, std::uint64_t, bool, bool, int, int>;
+  // collective, algorithm, count, in place, average, axis (-1: whole communicator), root,
+  // element size (0 where the schedules do not depend on it: schedule::Context::hop_seconds)
+  using Key = std::tuple<schedule::Collective, Algorithm, std::uint64_t, bool, bool, int, int,
+                         std::uint32_t>;
   struct Entry {
     std::shared_ptr<const schedule::Schedule> schedule;  // ops bound to it share it
     std::uint64_t serial;  // unique per built schedule: ops bound to it know it is still this one
@@ -79,7 +81,10 @@ struct Communicator::Impl {
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> shm_links;  // null with Transport::mpi
   std::unique_ptr<model::Selector> selector;  // `auto`
-  std::unique_ptr<exec::Tracer> tracer;       // TOROID_TRACE: the timeline; null: none
+  // What the schedules are built for: the links `auto` prices (model::schedule_context), so that
+  // what it priced is what runs.
+  schedule::Context schedule_context;
+  std::unique_ptr<exec::Tracer> tracer;  // TOROID_TRACE: the timeline; null: none
   std::shared_ptr<api::Executor>
       executor;  // after shm_links: destroyed first; requests hold it weakly
   // The node's control block and the memory handed to the program (Communicator::allocate):

@@ -29,12 +29,15 @@ constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
 // The rule serves communicators above 64 ranks, which span hosts, so its crossovers are
 // toroid-sim's on the tpu-v3 presets with the engine's cross-node segments (56 KiB; f32,
 // powers of two, links shared by processor sharing; docs/simulator.md, 2026-12-04).
-// On a 2D shape: Swing's halving below this, torus2d_both from it: the crossover is 8-16 MiB
-// on the 32x32 torus (159 against 187 us at 8 MiB, 247 against 236 at 16), and 1-2 MiB on
-// 128x32, whose X is a line (317 against 330 us at 1 MiB, 391 against 344 at 2): there
-// Swing's peers are XOR partners whose messages pile up on the line's links (algorithms.md).
+// On a 2D torus: Swing's halving below this, torus2d_both from it: the crossover is 8-16 MiB
+// on 32x32 (159 against 187 us at 8 MiB, 247 against 236 at 16).
 constexpr std::uint64_t kSwingBytesTorus = 16 * 1024 * 1024;
-constexpr std::uint64_t kSwingBytesMesh = 2 * 1024 * 1024;
+// With a line: swing_latency below this, torus2d_both from it (no Swing: its peers are XOR
+// partners whose messages pile up on the line's links, algorithms.md). On 128x32 the crossover
+// is 16-32 KiB (177 against 191 us at 16 KiB, 207 against 192 at 32); torus2d_both, whose
+// shorter Y-first part takes the whole vector there (torus2d.cpp), beats Swing from 32 KiB to
+// 2 MiB (199 against 307 us at 128 KiB, 264 against 308 at 1 MiB; 2026-12-05).
+constexpr std::uint64_t kLatencyBytesMesh = 32 * 1024;
 // Reduce-scatter on a 2D shape: swing_latency (an all-reduce, each keeping its block) below
 // this, torus2d from it: the crossover is 32-64 KiB on 32x32 (53.7 against 62.3 us at 32 KiB,
 // 64.6 against 62.5 at 64) and 4-8 KiB on 128x32 (155 against 159, 163 against 159).
@@ -71,10 +74,11 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);  // a dimension is a line
   if (c == Collective::allreduce) {
     if (t.size() == 1) return Algorithm::ring;
+    if (two_d && mesh)
+      return bytes < kLatencyBytesMesh ? Algorithm::swing_latency : Algorithm::torus2d_both;
     if (two_d) {
       if (bytes < kSmallMessageBytes) return Algorithm::swing_latency;
-      return bytes < (mesh ? kSwingBytesMesh : kSwingBytesTorus) ? Algorithm::swing
-                                                                 : Algorithm::torus2d_both;
+      return bytes < kSwingBytesTorus ? Algorithm::swing : Algorithm::torus2d_both;
     }
     if (bytes < kSmallMessageBytes) return Algorithm::recursive_doubling;
     if (bytes < kMediumMessageBytes)

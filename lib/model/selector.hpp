@@ -43,13 +43,9 @@ namespace toroid::model {
 inline constexpr int kMaxModeledRanks = 64;
 inline constexpr int kSizeClasses = 65;
 
-// The rule without a model (above kMaxModeledRanks): on a 2D shape swing_latency below
-// 128 KiB, swing below 32 MiB (1 MiB when a dimension is a line), then torus2d_both
-// (reduce-scatter: swing_latency below 64 KiB, 16 KiB with a line, then torus2d; torus2d_both
-// from 32 MiB, 512 MiB with a line; all-gather: torus2d, torus2d_both from 32 MiB, 128 MiB
-// with a line); otherwise
-// recursive doubling below 128 KiB, Rabenseifner (2 ranks: recursive doubling) below 2 MiB, then
-// bidir_ring; broadcast: a binomial tree below 64 KiB, then chains.
+// The rule without a model (above kMaxModeledRanks): by size, with crossovers taken from
+// toroid-sim on the tpu-v3 presets (their values and the measurements behind them in
+// selector.cpp; the rule in words in docs/algorithms.md).
 Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t);
 
 struct SelectorInputs {
@@ -103,9 +99,10 @@ class Selector {
   // shm" (", 2 emulated nodes" under TOROID_NODES). toroid-tune writes it; equal text applies.
   const std::string& layout() const noexcept { return layout_; }
 
-  static int size_class(std::uint64_t bytes) noexcept;  // 0 for 0 bytes, else bit_width
-  static std::uint64_t class_low(int k) noexcept;       // the smallest size in class k
-  static std::uint64_t class_middle(int k) noexcept;    // where class k is priced
+  static int size_class(std::uint64_t bytes) noexcept;       // 0 for 0 bytes, else bit_width
+  static std::uint64_t class_low(int k) noexcept;            // the smallest size in class k
+  static std::uint64_t class_middle(int k) noexcept;         // where class k is priced
+  const SimModel& model() const noexcept { return model_; }  // what candidates are priced on
 
  private:
   SelectorInputs in_;

@@ -607,21 +607,32 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
   return run_programs(m, parts);
 }
 
+schedule::Context schedule_context(const SimModel& m, const std::vector<int>& node_of_rank) {
+  schedule::Context ctx{0, m.topology, node_of_rank};
+  ctx.link_rate[0] = m.link_bytes_per_s[0];
+  ctx.link_rate[1] = m.link_bytes_per_s[1];
+  if (!m.endpoints) {  // the endpoint links have no hops
+    ctx.hop_seconds[0] = m.hop_latency_s[0];
+    ctx.hop_seconds[1] = m.hop_latency_s[1];
+  }
+  return ctx;
+}
+
 SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Spec& r,
                               DataType type, const std::vector<int>& node_of_rank,
                               std::vector<RankTimeline>* timeline) {
   const int p = m.topology.size();
   const std::size_t es = size_of(type);
-  schedule::Context ctx{0, m.topology, node_of_rank};
-  ctx.link_rate[0] = m.link_bytes_per_s[0];
-  ctx.link_rate[1] = m.link_bytes_per_s[1];
+  const schedule::Context ctx = schedule_context(m, node_of_rank);
+  schedule::Spec spec = r;
+  spec.elem_bytes = static_cast<std::uint32_t>(es);
   // Ranks [lo, hi) into `into`.
   const auto build_ranks = [&](Programs& into, int lo, int hi) {
     into.every_phase = timeline != nullptr;
     schedule::Context c = ctx;
     for (int q = lo; q < hi; ++q) {
       c.rank = q;
-      const schedule::Schedule s = schedule::build(a, r, c);
+      const schedule::Schedule s = schedule::build(a, spec, c);
       if (q == lo) {  // most algorithms give every rank about as many steps as the first
         const auto ranks = static_cast<std::size_t>(hi - lo) + 1;
         reserve_huge(into.ops, s.steps.size() * ranks);

@@ -110,6 +110,11 @@ struct SimResult {
   double algbw_gbps = 0, busbw_gbps = 0;  // 1e9 bytes/s; busbw as toroid-bench computes it
 };
 
+// What the schedules of a collective on `m` are built for (rank 0's; set `rank` for others): the
+// torus links' rates and hop latency (endpoint links: their rates only). A communicator whose
+// `auto` prices on `m` builds what it runs from the same context, so that both are one schedule.
+schedule::Context schedule_context(const SimModel& m, const std::vector<int>& node_of_rank);
+
 // Simulates schedules (index = rank) whose chunks count elements of `elem_size` bytes.
 SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& schedules,
                    std::size_t elem_size);

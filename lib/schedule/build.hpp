@@ -18,6 +18,11 @@ struct Context {
   // 2D algorithms share the vector between their X-first and Y-first parts by what each
   // dimension carries (torus2d.cpp). Equal on every rank.
   double link_rate[2] = {1.0, 1.0};
+  // The latency of one hop along X and Y in seconds, with link_rate then in bytes per second:
+  // torus2d_both's all-reduce weighs its two parts' different step counts (a line's middle
+  // phase is shorter than its reduce-scatter and all-gather) against their link time
+  // (torus2d.cpp). 0: unknown, the share follows the link rates alone.
+  double hop_seconds[2] = {0.0, 0.0};
   int nranks() const { return topology.size(); }
 };
 
@@ -27,8 +32,9 @@ struct Spec {
   std::uint64_t count = 0;  // full vector length
   bool in_place = false;
   bool average = false;
-  std::optional<Axis> axis;  // set: the collective runs along this axis only (rows or columns)
-  int root = 0;              // broadcast: the rank whose vector everyone receives
+  std::optional<Axis> axis;      // set: the collective runs along this axis only (rows or columns)
+  int root = 0;                  // broadcast: the rank whose vector everyone receives
+  std::uint32_t elem_bytes = 0;  // an element's size; 0: unknown (see Context::hop_seconds)
 };
 
 // Throws InvalidArgument saying why when the algorithm cannot run this request

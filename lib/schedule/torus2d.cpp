@@ -27,6 +27,18 @@
 //
 // a = 1/2 on a square torus; 0.32 on 128x32 with X a line (its links carry half a ring's).
 //
+// That balances link time. Where the two parts take different numbers of steps (a line of
+// length k first takes 2(k-1) of them, in the middle about k), the one with more also waits
+// longer; with each part's time taken as its steps' latency L plus its share of the balanced
+// link time T (so moving a share d from one part to the other moves d*T/a and d*T/(1-a)),
+// the finishes are equal at
+//
+//     a' = a - a (1-a) (Lx - Ly) / T          (clamped to [0, 1])
+//
+// when the hop latency is known (Context::hop_seconds; the simulator's and `auto`'s model). On
+// the 128x32 multipod Lx - Ly = 126 hops: 1 MiB goes all Y-first, 16 MiB 0.12 X-first, 1 GiB
+// 0.36 as before; a torus of two rings is unchanged (Lx = Ly).
+//
 // Pipelined pieces (torus2d_both all-reduce with a line dimension of more than 2): a line's
 // reduce-scatter loads the links leaving one end ((p-1)/p of the data on m0 -> m1) and its
 // all-gather those leaving the other, so in turn each half of the line idles. Each part is cut
@@ -170,14 +182,28 @@ double carries(bool wraps, int size, int pieces) {
   return pieces > 1 ? 2.0 * pieces / (pieces + 2) : 1;
 }
 
+// Steps of one dimension in a 2D all-reduce: first (reduce-scatter and all-gather, ring or line
+// alike) or in the middle (a line's all-reduce is one pipeline of about its length).
+double first_steps(int size) { return 2.0 * (size - 1); }
+double middle_steps(bool wraps, int size) { return !wraps && size > 2 ? size : 2.0 * (size - 1); }
+
 // The X-first share of torus2d_both (the block comment above); 1/2 when a dimension is 1 long.
-double x_first_share(const Context& ctx, int pieces) {
+// `bytes`: the vector's, for the latency term (0: none).
+double x_first_share(const Context& ctx, int pieces, double bytes = 0) {
   const Torus2D& t = ctx.topology;
   const double X = t.x_dim(), Y = t.y_dim();
   if (X < 2 || Y < 2) return 0.5;
-  const double cx = ctx.link_rate[0] * carries(t.wraps(Axis::x), t.x_dim(), pieces);
-  const double cy = ctx.link_rate[1] * carries(t.wraps(Axis::y), t.y_dim(), pieces);
-  const double a = (1 / cy - 1 / (Y * cx)) / ((1 - 1 / Y) / cx + (1 - 1 / X) / cy);
+  const bool wx = t.wraps(Axis::x), wy = t.wraps(Axis::y);
+  const double cx = ctx.link_rate[0] * carries(wx, t.x_dim(), pieces);
+  const double cy = ctx.link_rate[1] * carries(wy, t.y_dim(), pieces);
+  double a = (1 / cy - 1 / (Y * cx)) / ((1 - 1 / Y) / cx + (1 - 1 / X) / cy);
+  if (bytes > 0 && ctx.hop_seconds[0] + ctx.hop_seconds[1] > 0) {
+    const double hx = ctx.hop_seconds[0], hy = ctx.hop_seconds[1];
+    const double link_time = 2 * (a + (1 - a) / Y) * bytes / cx;
+    const double lx = hx * first_steps(t.x_dim()) + hy * middle_steps(wy, t.y_dim());
+    const double ly = hy * first_steps(t.y_dim()) + hx * middle_steps(wx, t.x_dim());
+    a -= a * (1 - a) * (lx - ly) / link_time;
+  }
   return std::clamp(a, 0.0, 1.0);
 }
 
@@ -241,7 +267,8 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
     } else {
       const int k = pieces_for(ctx, r.count);
       const auto x_first = static_cast<std::uint64_t>(
-          std::llround(x_first_share(ctx, k) * static_cast<double>(r.count)));
+          std::llround(x_first_share(ctx, k, static_cast<double>(r.count) * r.elem_bytes) *
+                       static_cast<double>(r.count)));
       const bool x_line = !ctx.topology.wraps(Axis::x), y_line = !ctx.topology.wraps(Axis::y);
       allreduce_2d_pipelined(s, g, true, {0, x_first}, 0, r.average, divisor, k, y_line ? 2 : 1);
       allreduce_2d_pipelined(s, g, false, {x_first, r.count - x_first}, 4, r.average, divisor, k,

@@ -1,6 +1,7 @@
 // The simulator against closed-form costs: contention-free rings and rows, the 2D torus'
 // latency steps and bytes per chip, per-link byte counts, a mesh dimension against a torus one,
 // and the 4096-chip pod.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <numeric>
 
@@ -485,4 +486,47 @@ TEST_CASE("sim: a transfer that joins a busy link slows the one already on it", 
   const int link = link_id(0, LinkDir::plus_x);
   CHECK(both.link_busy_s[link] == Approx(440e-6).epsilon(1e-9));
   CHECK(both.link_busy_s[link] <= both.time_s);
+}
+
+TEST_CASE("sim: torus2d_both weighs its parts' steps against their link time", "[simulator]") {
+  // 32x8 with X a line: the X-first part takes 2*31 + 2*7 steps, the Y-first part 2*7 + 32 (its
+  // middle on the line is one pipeline). At 64 KiB link time is small against those 30 hops'
+  // difference, so with the hop latency known the whole vector goes Y-first; shared by link
+  // rates alone (a context without hop latency, as before) 0.28 of it goes X-first.
+  const SimModel m = make_model(Torus2D(32, 8, false, true), 80e9, 1e-6, 300e9, 57344);
+  schedule::Spec req;
+  req.count = 16384;
+  std::vector<schedule::Schedule> by_rates;
+  for (int r = 0; r < m.topology.size(); ++r) {
+    schedule::Context ctx{r, m.topology, {}};
+    ctx.link_rate[0] = ctx.link_rate[1] = 80e9;
+    by_rates.push_back(schedule::build(Algorithm::torus2d_both, req, ctx));
+  }
+  const SimResult rates = model::simulate(m, by_rates, 4);
+  const SimResult weighed = allreduce(m, Algorithm::torus2d_both, req.count);
+  REQUIRE(rates.error == "");
+  CHECK(weighed.time_s < 0.8 * rates.time_s);
+  schedule::Context ctx = model::schedule_context(m, {});
+  req.elem_bytes = 4;
+  for (int r : {0, 17, 255}) {
+    ctx.rank = r;
+    const schedule::Schedule s = schedule::build(Algorithm::torus2d_both, req, ctx);
+    CHECK(std::none_of(s.steps.begin(), s.steps.end(),
+                       [](const schedule::Step& st) { return st.peer >= 0 && st.tag < 4; }));
+    // 1 GiB is bandwidth-bound: the shares by link rates, within a few elements.
+    schedule::Spec big = req;
+    big.count = std::uint64_t{1} << 28;
+    schedule::Context rates_only{r, m.topology, {}};
+    rates_only.link_rate[0] = rates_only.link_rate[1] = 80e9;
+    const auto xfirst = [](const schedule::Schedule& x) {
+      std::uint64_t n = 0;
+      for (const schedule::Step& st : x.steps)
+        if (st.kind == schedule::Kind::send && st.tag < 4) n += st.src.count;
+      return static_cast<double>(n);
+    };
+    const double a = xfirst(schedule::build(Algorithm::torus2d_both, big, ctx));
+    const double b = xfirst(schedule::build(Algorithm::torus2d_both, big, rates_only));
+    CHECK(a > 0.9 * b);
+    CHECK(a <= b);
+  }
 }
