@@ -255,8 +255,15 @@ TEST_CASE("selector: network.links = torus prices hosts wired as the torus per l
          big == Algorithm::bidir_ring));
   CHECK(*torus.predict(Collective::allreduce, big, 2u << 20) <
         *torus.predict(Collective::allreduce, Algorithm::ring, 2u << 20) * 0.6);
+  // What the communicator builds its schedules for (model::schedule_context): the torus's
+  // link rate and hop latency, so torus2d_both weighs its parts' steps as auto priced them; a
+  // switch (endpoint links) has no hops.
+  const schedule::Context on_torus = model::schedule_context(torus.model(), in.node_of_rank);
+  CHECK(on_torus.hop_seconds[0] == Approx(100e-6));
+  CHECK(on_torus.link_rate[1] == Approx(0.025e9));
   in.tuning.network_torus = false;
   Selector sw(in);
+  CHECK(model::schedule_context(sw.model(), in.node_of_rank).hop_seconds[1] == 0.0);
   CHECK(*sw.predict(Collective::allreduce, Algorithm::torus2d_both, 2u << 20) >
         *torus.predict(Collective::allreduce, Algorithm::torus2d_both, 2u << 20));
   CHECK_THROWS_WITH(model::parse_tuning("toroid-tuning 1\nnetwork.links = ring\n", "f"),
