@@ -245,7 +245,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   const int axis_key = c.axis ? static_cast<int>(*c.axis) : -1;
   const schedule::Context& ctx = m.schedule_context;
   const std::uint32_t elem_bytes =
-      ctx.hop_seconds[0] + ctx.hop_seconds[1] > 0 ? static_cast<std::uint32_t>(size_of(c.type)) : 0;
+      ctx.knows_hops() ? static_cast<std::uint32_t>(size_of(c.type)) : 0;
   p.schedule = &m.schedules.get(
       {c.collective, algo, p.count, ip, average, axis_key, c.root, elem_bytes}, [&] {
         return schedule::build(

@@ -23,6 +23,7 @@ struct Context {
   // phase is shorter than its reduce-scatter and all-gather) against their link time
   // (torus2d.cpp). 0: unknown, the share follows the link rates alone.
   double hop_seconds[2] = {0.0, 0.0};
+  bool knows_hops() const { return hop_seconds[0] + hop_seconds[1] > 0; }
   int nranks() const { return topology.size(); }
 };
 

@@ -94,6 +94,9 @@ Grid grid_of(const Context& ctx) {
           links_of(t.wraps(Axis::y))};
 }
 
+// Whether the middle phase along a dimension with these links is the line's one pipeline.
+bool pipelines_middle(Links links, int size) { return links == Links::line && size > 2; }
+
 // All-reduce of [offset, offset+count): reduce-scatter along `first`, all-reduce along the
 // other axis on the shard, all-gather along `first`, that last one from phase `gather_from` at
 // the earliest. Returns the next phase; `before_gather` (when given) gets the phase the last
@@ -109,18 +112,17 @@ std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block regio
   const Block shard = outer[a.position];
   const Blocks inner = even_blocks(shard.offset, shard.count, b.size());
   const Block piece = inner[b.position];
-  if (lb == Links::line && b.size() > 2) {
-    // A line all-reduces in one pipeline to its middle and back (line.hpp), not in 2(k-1) steps.
-    // The partials pass in scratch (at the output's offsets) while the total lands in the output.
-    phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output,
-                                  chunk(Buf::scratch, shard), phase);
+  // A line all-reduces in one pipeline to its middle and back (line.hpp), not in 2(k-1) steps;
+  // its partials pass in scratch (at the output's offsets) while the total lands in the output.
+  const bool pipeline = pipelines_middle(lb, b.size());
+  phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output,
+                                chunk(pipeline ? Buf::scratch : Buf::output, shard), phase);
+  if (pipeline) {
     s.scratch_count = std::max(s.scratch_count, shard.offset + shard.count);
     phase = append_line_allreduce(s, b, tag + 2, chunk(Buf::scratch, shard),
                                   chunk(Buf::output, shard), phase);
     phase = append_average(s, average, chunk(Buf::output, shard), divisor, phase);
   } else {
-    phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output,
-                                  chunk(Buf::output, shard), phase);
     phase = append_reduce_scatter(s, lb, b, inner, tag + 2, Buf::output, Buf::output,
                                   chunk(Buf::output, piece), phase);
     phase = append_average(s, average, chunk(Buf::output, piece), divisor, phase);
@@ -185,7 +187,9 @@ double carries(bool wraps, int size, int pieces) {
 // Steps of one dimension in a 2D all-reduce: first (reduce-scatter and all-gather, ring or line
 // alike) or in the middle (a line's all-reduce is one pipeline of about its length).
 double first_steps(int size) { return 2.0 * (size - 1); }
-double middle_steps(bool wraps, int size) { return !wraps && size > 2 ? size : 2.0 * (size - 1); }
+double middle_steps(bool wraps, int size) {
+  return pipelines_middle(links_of(wraps), size) ? size : 2.0 * (size - 1);
+}
 
 // The X-first share of torus2d_both (the block comment above); 1/2 when a dimension is 1 long.
 // `bytes`: the vector's, for the latency term (0: none).
@@ -197,7 +201,7 @@ double x_first_share(const Context& ctx, int pieces, double bytes = 0) {
   const double cx = ctx.link_rate[0] * carries(wx, t.x_dim(), pieces);
   const double cy = ctx.link_rate[1] * carries(wy, t.y_dim(), pieces);
   double a = (1 / cy - 1 / (Y * cx)) / ((1 - 1 / Y) / cx + (1 - 1 / X) / cy);
-  if (bytes > 0 && ctx.hop_seconds[0] + ctx.hop_seconds[1] > 0) {
+  if (bytes > 0 && ctx.knows_hops()) {
     const double hx = ctx.hop_seconds[0], hy = ctx.hop_seconds[1];
     const double link_time = 2 * (a + (1 - a) / Y) * bytes / cx;
     const double lx = hx * first_steps(t.x_dim()) + hy * middle_steps(wy, t.y_dim());
