@@ -1,16 +1,21 @@
 // One dimension's reduce-scatter / all-gather, over whatever links that dimension has.
 //
-//   ring        one direction (tag t)
-//   bidir_ring  each block cut in two halves: the first travels direction +1 (tag t), the second
-//               direction -1 (tag t+1), in the same phases, so both links of every member work
-//   line        no wraparound link: the mesh line algorithm of line.hpp (tags t, t+1)
+//   ring            one direction (tag t)
+//   bidir_ring      both directions, each block half way round each way (bidir_ring.hpp: about
+//                   p/2 steps; tags t, t+1). Where the blocks differ in size (some members own
+//                   nothing: torus2d_both's reduce-scatter rows), chains that short would load the
+//                   links near the owners, so such blocks go as opposite_rings.
+//   opposite_rings  each block cut in two halves: the first travels all the way round in
+//                   direction +1 (tag t), the second in direction -1 (tag t+1), in the same
+//                   phases: p-1 steps, every link carrying every block
+//   line            no wraparound link: the mesh line algorithm of line.hpp (tags t, t+1)
 #pragma once
 
 #include "schedule/group.hpp"
 
 namespace toroid::schedule {
 
-enum class Links { ring, bidir_ring, line };
+enum class Links { ring, bidir_ring, opposite_rings, line };
 
 // A torus dimension of size > 2 with wraparound is a bidirectional ring; without, a line.
 // Size 2: one neighbour either way, so a bidirectional ring (two lanes to the same peer).

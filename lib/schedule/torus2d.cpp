@@ -8,7 +8,9 @@
 //     2. all-reduce along Y on the shard (reduce-scatter + all-gather in the column)
 //     3. all-gather along X:       shards travel back along the row
 //
-//   Per chip: 2(X-1)/X·n + 2(Y-1)/(XY)·n = 2(N-1)/N·n elements sent, 2(X-1)+2(Y-1) steps.
+//   Per chip: 2(X-1)/X·n + 2(Y-1)/(XY)·n = 2(N-1)/N·n elements sent. A ring's blocks go half
+//   way round each way (bidir_ring.hpp), so a ring of k takes about k steps for both passes and
+//   a 2D all-reduce on two rings about X + Y; a line's chains take 2(k-1).
 //
 // When the second dimension is a line of more than 2, phase 2 is the line's all-reduce
 // (line.hpp): the partials flow to the line's middle and the total back out, one pipeline of
@@ -28,7 +30,7 @@
 // a = 1/2 on a square torus; 0.32 on 128x32 with X a line (its links carry half a ring's).
 //
 // That balances link time. Where the two parts take different numbers of steps (a line of
-// length k first takes 2(k-1) of them, in the middle about k), the one with more also waits
+// length k first takes 2(k-1) of them, in the middle about k; a ring about k either way), the one with more also waits
 // longer; with each part's time taken as its steps' latency L plus its share of the balanced
 // link time T (so moving a share d from one part to the other moves d*T/a and d*T/(1-a)),
 // the finishes are equal at
@@ -184,11 +186,12 @@ double carries(bool wraps, int size, int pieces) {
   return pieces > 1 ? 2.0 * pieces / (pieces + 2) : 1;
 }
 
-// Steps of one dimension in a 2D all-reduce: first (reduce-scatter and all-gather, ring or line
-// alike) or in the middle (a line's all-reduce is one pipeline of about its length).
-double first_steps(int size) { return 2.0 * (size - 1); }
+// Steps of one dimension in a 2D all-reduce: first (reduce-scatter and all-gather: a ring's
+// blocks go half way round each way, about p steps in all; a line's chains 2(p-1)) or in the
+// middle (a line's all-reduce is one pipeline of about its length).
+double first_steps(bool wraps, int size) { return wraps ? size : 2.0 * (size - 1); }
 double middle_steps(bool wraps, int size) {
-  return pipelines_middle(links_of(wraps), size) ? size : 2.0 * (size - 1);
+  return pipelines_middle(links_of(wraps), size) ? size : first_steps(wraps, size);
 }
 
 // The X-first share of torus2d_both (the block comment above); 1/2 when a dimension is 1 long.
@@ -204,8 +207,8 @@ double x_first_share(const Context& ctx, int pieces, double bytes = 0) {
   if (bytes > 0 && ctx.knows_hops()) {
     const double hx = ctx.hop_seconds[0], hy = ctx.hop_seconds[1];
     const double link_time = 2 * (a + (1 - a) / Y) * bytes / cx;
-    const double lx = hx * first_steps(t.x_dim()) + hy * middle_steps(wy, t.y_dim());
-    const double ly = hy * first_steps(t.y_dim()) + hx * middle_steps(wx, t.x_dim());
+    const double lx = hx * first_steps(wx, t.x_dim()) + hy * middle_steps(wy, t.y_dim());
+    const double ly = hy * first_steps(wy, t.y_dim()) + hx * middle_steps(wx, t.x_dim());
     a -= a * (1 - a) * (lx - ly) / link_time;
   }
   return std::clamp(a, 0.0, 1.0);
@@ -294,8 +297,16 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
                                   ? 0
                                   : l.columns.runs.back().at + l.columns.runs.back().count - base);
     const int my_y = g.column.position;
-    std::uint32_t end = append_reduce_scatter(s, g.column_links, g.column, l.row_part, 0,
-                                              Buf::input, acc, chunk(acc, l.row_part[my_y]), 0);
+    // With both parts, the Y-first part's columns go all the way round like the X-first part's
+    // rows (whose owners are only some members, dimension.hpp): half-way chains in one part
+    // beside full rings in the other, on one reducer, cost up to 9% where it bounds (16x16,
+    // 256 MiB: 1183 against 1270 us).
+    const Links first =
+        both && g.column_links == Links::bidir_ring && l.split < ctx.topology.x_dim()
+            ? Links::opposite_rings
+            : g.column_links;
+    std::uint32_t end = append_reduce_scatter(s, first, g.column, l.row_part, 0, Buf::input, acc,
+                                              chunk(acc, l.row_part[my_y]), 0);
     end = append_reduce_scatter(s, g.row_links, g.row, l.row_blocks, 2, acc, acc,
                                 x_first ? Chunk{Buf::output, own.offset, 0} : result, end);
     if (l.split < ctx.topology.x_dim()) {

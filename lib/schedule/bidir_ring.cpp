@@ -1,0 +1,137 @@
+// Bidirectional ring: each block reduced by two chains that meet at its owner.
+//
+// p members in a ring, member i owns block Bi. Of the p-1 other members, the L before the owner
+// reduce towards it rightward and the R = p-1-L after it leftward, each chain adding one
+// member's contribution a hop:
+//
+//   block j:   m(j-L) --> ... --> m(j-1) --> mj <-- m(j+1) <-- ... <-- m(j+R)
+//
+//   rightward, step t < L: member i sends B(i+L-t) to i+1 (its own input at t = 0, else the
+//                          partial it received at t-1 plus its input)
+//   leftward,  step t < R: member i sends B(i-R+t) to i-1
+//
+//      p = 5, L = R = 2:  step 0   m0 -B2-> m1   m0 -B3-> m4      (and so on round the ring)
+//                         step 1   m1 -B2-> m2   m4 -B3-> m3      B2 and B3 complete
+//
+// Member i sits on the rightward chains of B(i+1..i+L) and the leftward ones of B(i-R..i-1):
+// disjoint blocks, so one partial a block. So a reduce-scatter is max(L, R) steps where a
+// one-direction ring (ring.hpp) takes p-1, and each step moves a block each way:
+// (p-1)/p of the data leaves every member, half each way, as when the blocks' halves go round
+// the ring in opposite directions. Only the chains are shorter: on a torus, where each step
+// costs a hop and a segment, the ring phases take half the time when they are bound by steps.
+//
+// Odd p: L = R = (p-1)/2, whole blocks; both chains reach the owner in the same step, so the
+// leftward one's last hop goes a phase later (the owner adds the two partials one after the
+// other). Even p: the antipode would make one way carry p/2 blocks and the other p/2-1, so each
+// block is cut in halves: the first halves with L = p/2 (tag), the second with L = p/2-1
+// (tag+1), and each way carries p-1 halves. p = 2 is the two lanes to the one neighbour.
+//
+// All-gather: the reverse. Block j spreads from its owner leftward over L members and rightward
+// over R, every member forwarding what it received the step before:
+//
+//   leftward,  step t < L: member i sends B(i+t) to i-1 (its own at t = 0)
+//   rightward, step t < R: member i sends B(i-t) to i+1
+#include "schedule/bidir_ring.hpp"
+
+#include <algorithm>
+
+namespace toroid::schedule {
+namespace {
+
+int wrap(int v, int p) { return ((v % p) + p) % p; }
+
+struct Ring {
+  int p, i, next, prev;
+};
+
+Ring ring_of(const Group& g) {
+  const int p = g.size(), i = g.position;
+  return {p, i, g.members[wrap(i + 1, p)], g.members[wrap(i - 1, p)]};
+}
+
+void add(Schedule& s, Kind k, int peer, int tag, std::uint32_t ph, Chunk src, Chunk dst) {
+  if ((k == Kind::send ? src.count : dst.count) > 0) s.steps.push_back({k, peer, tag, ph, src, dst});
+}
+
+// One set of blocks, L of the others reducing rightward. Returns the phase after its steps.
+std::uint32_t chains_reduce_scatter(Schedule& s, const Ring& r, const Blocks& bl, int L, int tag,
+                                    const Source& from, Buf acc, Chunk result,
+                                    std::uint32_t phase) {
+  const int p = r.p, i = r.i, R = p - 1 - L;
+  const bool tie = L == R;  // both end in one step: the leftward one's last hop a phase later
+  // The owner's first arriving partial adds its own input; the second adds to that.
+  const bool rightward_first = R == 0 || (L > 0 && L <= R);
+  for (int t = 0; t < std::max(L, R); ++t) {
+    const std::uint32_t ph = phase + static_cast<std::uint32_t>(t);
+    if (t < L) {
+      const int sent = wrap(i + L - t, p), got = wrap(i + L - 1 - t, p);
+      add(s, Kind::send, r.next, tag, ph, t == 0 ? from.chunk(s, bl[sent]) : chunk(acc, bl[sent]),
+          {});
+      const bool last = got == i;
+      const Chunk local = last && !rightward_first ? result : from.chunk(s, bl[got]);
+      add(s, Kind::recv_reduce, r.prev, tag, ph, local, last ? result : chunk(acc, bl[got]));
+    }
+    if (t < R) {
+      const int sent = wrap(i - R + t, p), got = wrap(i + 1 - R + t, p);
+      const bool last_hop = t == R - 1;
+      const std::uint32_t lph = tie && last_hop ? ph + 1 : ph;
+      add(s, Kind::send, r.prev, tag, lph, t == 0 ? from.chunk(s, bl[sent]) : chunk(acc, bl[sent]),
+          {});
+      const bool last = got == i;
+      const Chunk local = last && rightward_first ? result : from.chunk(s, bl[got]);
+      add(s, Kind::recv_reduce, r.next, tag, lph, local, last ? result : chunk(acc, bl[got]));
+    }
+  }
+  return phase + static_cast<std::uint32_t>(std::max(L, R) + (tie && R > 0 ? 1 : 0));
+}
+
+// One set of blocks spreading L members leftward and R rightward from their owners.
+std::uint32_t chains_allgather(Schedule& s, const Ring& r, const Blocks& bl, int L, int tag,
+                               Chunk own, Buf out, std::uint32_t phase) {
+  const int p = r.p, i = r.i, R = p - 1 - L;
+  for (int t = 0; t < std::max(L, R); ++t) {
+    const std::uint32_t ph = phase + static_cast<std::uint32_t>(t);
+    if (t < L) {
+      add(s, Kind::send, r.prev, tag, ph, t == 0 ? own : chunk(out, bl[wrap(i + t, p)]), {});
+      add(s, Kind::recv, r.next, tag, ph, {}, chunk(out, bl[wrap(i + 1 + t, p)]));
+    }
+    if (t < R) {
+      add(s, Kind::send, r.next, tag, ph, t == 0 ? own : chunk(out, bl[wrap(i - t, p)]), {});
+      add(s, Kind::recv, r.prev, tag, ph, {}, chunk(out, bl[wrap(i - 1 - t, p)]));
+    }
+  }
+  return phase + static_cast<std::uint32_t>(std::max(L, R));
+}
+
+}  // namespace
+
+int bidir_ring_steps(int p) { return p < 2 ? 0 : p % 2 ? (p - 1) / 2 + 1 : p / 2; }
+
+std::uint32_t append_bidir_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks,
+                                               int tag, const Source& from, Buf acc, Chunk result,
+                                               std::uint32_t phase) {
+  const Ring r = ring_of(g);
+  if (r.p == 1) return phase + (append_move(s, from.chunk(s, blocks[0]), result, phase) ? 1 : 0);
+  if (r.p % 2)
+    return chains_reduce_scatter(s, r, blocks, (r.p - 1) / 2, tag, from, acc, result, phase);
+  const std::uint32_t a = chains_reduce_scatter(s, r, first_halves(blocks), r.p / 2, tag, from, acc,
+                                                first_half(result), phase);
+  const std::uint32_t b = chains_reduce_scatter(s, r, second_halves(blocks), r.p / 2 - 1, tag + 1,
+                                                from, acc, second_half(result), phase);
+  return std::max(a, b);
+}
+
+std::uint32_t append_bidir_ring_allgather(Schedule& s, const Group& g, const Blocks& blocks,
+                                          int tag, Chunk own, Buf out, std::uint32_t phase) {
+  const Ring r = ring_of(g);
+  const bool moved = append_move(s, own, chunk(out, blocks[r.i]), phase);
+  if (r.p == 1) return phase + (moved ? 1 : 0);
+  if (r.p % 2) return chains_allgather(s, r, blocks, (r.p - 1) / 2, tag, own, out, phase);
+  const std::uint32_t a =
+      chains_allgather(s, r, first_halves(blocks), r.p / 2, tag, first_half(own), out, phase);
+  const std::uint32_t b = chains_allgather(s, r, second_halves(blocks), r.p / 2 - 1, tag + 1,
+                                           second_half(own), out, phase);
+  return std::max(a, b);
+}
+
+}  // namespace toroid::schedule
