@@ -29,9 +29,11 @@ constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
 // The rule serves communicators above 64 ranks, which span hosts, so its crossovers are
 // toroid-sim's on the tpu-v3 presets with the engine's cross-node segments (56 KiB; f32,
 // powers of two, links shared by processor sharing; docs/simulator.md, 2026-12-04).
-// On a 2D torus: Swing's halving below this, torus2d_both from it: the crossover is 8-16 MiB
-// on 32x32 (159 against 187 us at 8 MiB, 247 against 236 at 16).
-constexpr std::uint64_t kSwingBytesTorus = 16 * 1024 * 1024;
+// On a 2D torus: swing_latency below this, torus2d_both from it, whose rings take about p/2
+// steps a pass (bidir_ring.hpp): on 32x32 64.4 against 64.5 us at 64 KiB, 53.7 against 64.1 at
+// 32 KiB; from there it beats Swing (71 against 88 us at 1 MiB, 143 against 190 at 16 MiB;
+// 2026-12-05).
+constexpr std::uint64_t kLatencyBytesTorus = 64 * 1024;
 // With a line: swing_latency below this, torus2d_both from it (no Swing: its peers are XOR
 // partners whose messages pile up on the line's links, algorithms.md). On 128x32 the crossover
 // is 16-32 KiB (177 against 191 us at 16 KiB, 207 against 192 at 32); torus2d_both, whose
@@ -39,24 +41,25 @@ constexpr std::uint64_t kSwingBytesTorus = 16 * 1024 * 1024;
 // 2 MiB (199 against 307 us at 128 KiB, 264 against 308 at 1 MiB; 2026-12-05).
 constexpr std::uint64_t kLatencyBytesMesh = 32 * 1024;
 // Reduce-scatter on a 2D shape: swing_latency (an all-reduce, each keeping its block) below
-// this, torus2d from it: the crossover is 32-64 KiB on 32x32 (53.7 against 62.3 us at 32 KiB,
-// 64.6 against 62.5 at 64) and 4-8 KiB on 128x32 (155 against 159, 163 against 159).
-constexpr std::uint64_t kScatterLatencyBytesTorus = 64 * 1024;
+// this, torus2d from it: on 32x32 43.5 against 32.0 us at 4 KiB (42.4 against 47.0 at 2 KiB, where
+// most blocks are empty and the rings go all the way round), on 128x32 162.7 against 158.1 at
+// 8 KiB (2026-12-05).
+constexpr std::uint64_t kScatterLatencyBytesTorus = 4 * 1024;
 constexpr std::uint64_t kScatterLatencyBytesMesh = 8 * 1024;
 // All-gather on a 2D shape: swing_latency (recursive doubling with Swing's peers) below this,
-// torus2d from it: the crossover is 1-2 MiB on 32x32 (59.7 against 68.5 us at 1 MiB, 77.4
-// against 75.1 at 2 MiB) and 512 KiB-1 MiB on 128x32.
-constexpr std::uint64_t kGatherLatencyBytesTorus = 2 * 1024 * 1024;
-constexpr std::uint64_t kGatherLatencyBytesMesh = 1024 * 1024;
+// torus2d from it: on 32x32 42.1 against 32.0 us at 4 KiB, on 128x32 148.3 against 143.1 at
+// 16 KiB (148.2 against 158.1 at 8 KiB).
+constexpr std::uint64_t kGatherLatencyBytesTorus = 4 * 1024;
+constexpr std::uint64_t kGatherLatencyBytesMesh = 16 * 1024;
 // Reduce-scatter and all-gather on a 2D shape: torus2d_both (both dimensions' links at once, its
-// X-first part on gathered columns) from these sizes, torus2d below. On 32x32 both forms win
-// from 4 MiB (reduce-scatter 94.6 against 98.0 us, all-gather 87.2 against 88.2; at 2 MiB
-// torus2d by under 1%); on 128x32, whose X-first part runs along the 128-long line, the
-// reduce-scatter from 128 MiB (1.01 against 1.04 ms; torus2d at 64 MiB, 605 against 655 us)
-// and the all-gather from 32 MiB (356 against 374 us; torus2d at 16 MiB, 266 against 288).
-constexpr std::uint64_t kBothBytesTorus = 4u << 20;
-constexpr std::uint64_t kScatterBothBytesMesh = 128u << 20;
-constexpr std::uint64_t kGatherBothBytesMesh = 32u << 20;
+// X-first part on gathered columns) from these sizes, torus2d below. On 32x32 from 16 MiB
+// (reduce-scatter 116 against 122 us, all-gather 101 against 121; at 8 MiB torus2d, 70 against
+// 97 and 69 against 73); on 128x32, whose X-first part runs along the 128-long line, from
+// 64 MiB (552 against 568 us, 438 against 483; at 32 MiB torus2d, 348 against 355 and 274
+// against 302).
+constexpr std::uint64_t kBothBytesTorus = 16u << 20;
+constexpr std::uint64_t kScatterBothBytesMesh = 64u << 20;
+constexpr std::uint64_t kGatherBothBytesMesh = 64u << 20;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 // Two ranks, all-reduce: recursive doubling (one exchange of the whole vector, each rank
 // reducing all of it) below this, the model above. The model prices that reduction at memory
@@ -76,10 +79,8 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
     if (t.size() == 1) return Algorithm::ring;
     if (two_d && mesh)
       return bytes < kLatencyBytesMesh ? Algorithm::swing_latency : Algorithm::torus2d_both;
-    if (two_d) {
-      if (bytes < kSmallMessageBytes) return Algorithm::swing_latency;
-      return bytes < kSwingBytesTorus ? Algorithm::swing : Algorithm::torus2d_both;
-    }
+    if (two_d)
+      return bytes < kLatencyBytesTorus ? Algorithm::swing_latency : Algorithm::torus2d_both;
     if (bytes < kSmallMessageBytes) return Algorithm::recursive_doubling;
     if (bytes < kMediumMessageBytes)
       return t.size() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;

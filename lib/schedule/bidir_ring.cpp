@@ -50,7 +50,8 @@ Ring ring_of(const Group& g) {
 }
 
 void add(Schedule& s, Kind k, int peer, int tag, std::uint32_t ph, Chunk src, Chunk dst) {
-  if ((k == Kind::send ? src.count : dst.count) > 0) s.steps.push_back({k, peer, tag, ph, src, dst});
+  if ((k == Kind::send ? src.count : dst.count) > 0)
+    s.steps.push_back({k, peer, tag, ph, src, dst});
 }
 
 // One set of blocks, L of the others reducing rightward. Returns the phase after its steps.

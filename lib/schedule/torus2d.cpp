@@ -56,6 +56,19 @@
 // numbered f * (d+1) + i mod (d+1): the scatter and the gather that share a channel are
 // ordered as they run, never in one phase.
 //
+// A part whose middle phase is a line's pipeline (the Y-first part on 128x32) is cut another
+// way: its ring phases carry the bandwidth, the line's ~p hops the latency, and with one pass
+// the rings idle while the line runs. Cut into m pieces (m = 1 to 8, a piece's shard along the
+// line at least 32Ki elements), every piece's reduce-scatter goes first, back to back, and each
+// all-gather as its middle returns (lag d = m):
+//
+//     Y links   | RS 0 | RS 1 | ... | RS m-1 | AG 0 | AG 1 | ... | AG m-1 |
+//     X line           | middle 0 ...............|
+//                             | middle 1 ...............|
+//
+// so the line's latency hides under the later pieces' reduce-scatters (128x32, 64 MiB: 863 ->
+// 663 us; 32x8 with X a line, 16 MiB: 227 -> 168 us).
+//
 // reduce-scatter (torus2d) with the global block rule (rank r = y*X + x ends with block r):
 // first along Y with Y-block y = global blocks [y*X, y*X + X) (contiguous), then along X inside
 // it, where member x's piece is global block y*X + x. all-gather is the reverse (X, then Y).
@@ -178,6 +191,17 @@ int pieces_for(const Context& ctx, std::uint64_t count) {
   return blocks >= 32 ? 4 : blocks >= 16 ? 3 : blocks >= 2 ? 2 : 1;
 }
 
+// Pieces of a part whose middle phase is a line's pipeline (the block comment above): one per
+// 32Ki elements of a member's shard along the line, 1 to 8. 128x32 in f32: 1 to 16 MiB,
+// 8 from 64 MiB (toroid-sim: 64 MiB 1/4/8/16 pieces 863/769/663/727 us; 32x8 and 16x8 with X a
+// line gain most with 8 at 16 MiB, 64x16 with 4; at 16 MiB on 128x32 one piece of 56 KiB a member
+// made 8 pieces 11% slower).
+constexpr std::uint64_t kMiddleShard = std::uint64_t{1} << 15;
+int middle_pieces(std::uint64_t part_count, int first_dim) {
+  const std::uint64_t m = part_count / static_cast<std::uint64_t>(first_dim) / kMiddleShard;
+  return static_cast<int>(std::clamp<std::uint64_t>(m, 1, 8));
+}
+
 // What a dimension carries per direction, relative to its link rate: a ring of more than 2
 // moves its halves both ways (2); a line one way at a time (1), or, cut into k pipelined
 // pieces, both ways less the pipeline's fill and drain (2k / (k + 2)).
@@ -276,10 +300,25 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
       const auto x_first = static_cast<std::uint64_t>(
           std::llround(x_first_share(ctx, k, static_cast<double>(r.count) * r.elem_bytes) *
                        static_cast<double>(r.count)));
-      const bool x_line = !ctx.topology.wraps(Axis::x), y_line = !ctx.topology.wraps(Axis::y);
-      allreduce_2d_pipelined(s, g, true, {0, x_first}, 0, r.average, divisor, k, y_line ? 2 : 1);
-      allreduce_2d_pipelined(s, g, false, {x_first, r.count - x_first}, 4, r.average, divisor, k,
-                             x_line ? 2 : 1);
+      const Torus2D& t = ctx.topology;
+      const bool x_line = !t.wraps(Axis::x), y_line = !t.wraps(Axis::y);
+      // Each part: a ring first and a line's pipeline in the middle cuts pieces for the middle;
+      // else the line-first pieces (lag 2 when the middle is a line), which keep both ends of a
+      // first line busy (on a mesh of two lines, 8x8 at 64 MiB, the middle's pieces lost 8%).
+      auto run = [&](bool first_x, Block part, int tag) {
+        const Links first = first_x ? g.row_links : g.column_links;
+        const Links middle = first_x ? g.column_links : g.row_links;
+        const int middle_size = first_x ? t.y_dim() : t.x_dim();
+        if (first != Links::line && pipelines_middle(middle, middle_size)) {
+          const int m = middle_pieces(part.count, first_x ? t.x_dim() : t.y_dim());
+          allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, m, m);
+        } else {
+          allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, k,
+                                 (first_x ? y_line : x_line) ? 2 : 1);
+        }
+      };
+      run(true, {0, x_first}, 0);
+      run(false, {x_first, r.count - x_first}, 4);
     }
     return s;
   }

@@ -229,6 +229,36 @@ TEST_CASE("torus2d_both all-reduces on a line to its middle and back, in one pip
   }
 }
 
+TEST_CASE("torus2d_both cuts a part whose middle is a line into pieces, scatters first",
+          "[schedules]") {
+  // 7x3 with X a line: the Y-first part (a ring of 3, then the line's pipeline) holds about
+  // 0.85 of the vector, 3 pieces of at least 32Ki elements a member. Every piece's
+  // reduce-scatter along Y comes before any all-gather (the line's latency hides under the later
+  // pieces' scatters), and each piece runs the line's pipeline: 2-4 steps a piece on tags 6, 7.
+  const Shape s = shape(7, 3, false, true);
+  const std::uint64_t n = 7 * 3 * 20000 + 5;
+  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, false) == "");
+  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, true, DataType::f32,
+                ReduceOp::avg) == "");
+  for (int r = 0; r < s.topology.size(); ++r) {
+    const auto sched = schedule::build(
+        Algorithm::torus2d_both, {Collective::allreduce, n, false, false, {}}, {r, s.topology, {}});
+    int on_line = 0;
+    std::uint32_t last_scatter = 0, first_gather = ~0u;
+    for (const schedule::Step& st : sched.steps) {
+      if (st.tag == 6 || st.tag == 7) ++on_line;
+      if (st.tag == 4 || st.tag == 5) {
+        if (st.kind == schedule::Kind::recv_reduce) last_scatter = std::max(last_scatter, st.phase);
+        if (st.kind == schedule::Kind::recv) first_gather = std::min(first_gather, st.phase);
+      }
+    }
+    INFO("rank " << r);
+    CHECK(on_line >= 3 * 2);
+    CHECK(on_line <= 3 * 4);
+    CHECK(last_scatter < first_gather);
+  }
+}
+
 TEST_CASE("axis collectives reduce every row (column) independently", "[schedules]") {
   const Torus2D topo(4, 3, true, false);
   for (Axis axis : {Axis::x, Axis::y})
@@ -340,17 +370,25 @@ TEST_CASE("torus2d_both pipelines its parts in pieces when a dimension is a line
                          shape(4, 3, false, false), shape(5, 2, false, true)}) {
     const int line = s.topology.wraps(Axis::x) ? s.topology.y_dim() : s.topology.x_dim();
     schedule::Context ctx{0, s.topology, {}};
-    std::size_t fewer = schedule::build(Algorithm::torus2d_both,
-                                        {Collective::allreduce, 1000, false, false, {}}, ctx)
-                            .phase_count();
+    // The part that starts on the line (tags 0-3 when X is the line, else 4-7); the other one's
+    // middle is the line's pipeline, which cuts pieces of its own (the next case).
+    const int tags = s.topology.wraps(Axis::x) ? 4 : 0;
+    auto phases = [&](const schedule::Schedule& sched) {
+      std::uint32_t n = 0;
+      for (const schedule::Step& st : sched.steps)
+        if (st.tag >= tags && st.tag < tags + 4) n = std::max(n, st.phase + 1);
+      return n;
+    };
+    std::uint32_t fewer = phases(schedule::build(
+        Algorithm::torus2d_both, {Collective::allreduce, 1000, false, false, {}}, ctx));
     // 3 pieces (the verifier's time grows with n) on the lines of 3 only.
     for (std::uint64_t n : {std::uint64_t(5 * line) << 16, (std::uint64_t(32 * line) << 16) + 7}) {
       if (n > (std::uint64_t(32 * 3) << 16) + 7) continue;
       const auto one = schedule::build(Algorithm::torus2d_both,
                                        {Collective::allreduce, n, false, false, {}}, ctx);
       INFO(s.topology.to_string() << " n=" << n);
-      CHECK(one.phase_count() > fewer);  // the pieces follow each other: 1, then 2, then 3
-      fewer = one.phase_count();
+      CHECK(phases(one) > fewer);  // the pieces follow each other: 1, then 2, then 3
+      fewer = phases(one);
       for (bool in_place : {false, true}) {
         INFO("in_place=" << in_place);
         REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, in_place,

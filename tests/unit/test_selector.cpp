@@ -270,14 +270,16 @@ TEST_CASE("selector: network.links = torus prices hosts wired as the torus per l
                     Catch::Contains("network.links: 'ring' is not switch or torus"));
 }
 
-TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_both crossover",
-          "[auto]") {
+TEST_CASE(
+    "selector: above 64 ranks a 2D shape takes swing_latency below the torus2d_both crossover",
+    "[auto]") {
   using model::fixed_rule;
   const Torus2D pod(32, 32), multipod(128, 32, false, true);
+  // Two rings: torus2d_both's rings take about p/2 steps a pass, so it beats Swing from 64 KiB.
   CHECK(fixed_rule(Collective::allreduce, 1024, pod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::allreduce, 256u << 10, pod) == Algorithm::swing);
-  CHECK(fixed_rule(Collective::allreduce, 8u << 20, pod) == Algorithm::swing);
-  CHECK(fixed_rule(Collective::allreduce, 16u << 20, pod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allreduce, 32u << 10, pod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allreduce, 64u << 10, pod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allreduce, 8u << 20, pod) == Algorithm::torus2d_both);
   // A line dimension: Swing's XOR peers load it, and torus2d_both's shorter part takes the
   // whole vector at small sizes, so torus2d_both takes over from swing_latency at 32 KiB.
   CHECK(fixed_rule(Collective::allreduce, 16u << 10, multipod) == Algorithm::swing_latency);
@@ -286,24 +288,22 @@ TEST_CASE("selector: above 64 ranks a 2D shape takes Swing below the torus2d_bot
   // 1D: unchanged. Small reduce-scatters take swing_latency (an all-reduce keeping one block),
   // and small all-gathers its recursive doubling.
   CHECK(fixed_rule(Collective::allreduce, 1024, Torus2D(128, 1)) == Algorithm::recursive_doubling);
-  CHECK(fixed_rule(Collective::reduce_scatter, 1024, pod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::reduce_scatter, 32u << 10, pod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::reduce_scatter, 64u << 10, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 2u << 10, pod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::reduce_scatter, 4u << 10, pod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::reduce_scatter, 4u << 10, multipod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::reduce_scatter, 8u << 10, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::allgather, 1024, pod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::allgather, 1u << 20, pod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::allgather, 2u << 20, pod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::allgather, 512u << 10, multipod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::allgather, 1u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 2u << 10, pod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allgather, 4u << 10, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 8u << 10, multipod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allgather, 16u << 10, multipod) == Algorithm::torus2d);
   // Large reduce-scatters and all-gathers use both dimensions at once; later with a line.
-  CHECK(fixed_rule(Collective::reduce_scatter, 2u << 20, pod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::reduce_scatter, 4u << 20, pod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::allgather, 4u << 20, pod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::reduce_scatter, 64u << 20, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::reduce_scatter, 128u << 20, multipod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::allgather, 16u << 20, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::allgather, 32u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::reduce_scatter, 8u << 20, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, pod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allgather, 16u << 20, pod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::reduce_scatter, 32u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 64u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allgather, 32u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 64u << 20, multipod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 1u << 30, Torus2D(128, 1)) == Algorithm::bidir_ring);
 }
 
