@@ -36,10 +36,10 @@ constexpr std::uint64_t kMediumMessageBytes = 2 * 1024 * 1024;
 constexpr std::uint64_t kLatencyBytesTorus = 64 * 1024;
 // With a line: swing_latency below this, torus2d_both from it (no Swing: its peers are XOR
 // partners whose messages pile up on the line's links, algorithms.md). On 128x32 the crossover
-// is 16-32 KiB (177 against 191 us at 16 KiB, 207 against 192 at 32); torus2d_both, whose
-// shorter Y-first part takes the whole vector there (torus2d.cpp), beats Swing from 32 KiB to
-// 2 MiB (199 against 307 us at 128 KiB, 264 against 308 at 1 MiB; 2026-12-05).
-constexpr std::uint64_t kLatencyBytesMesh = 32 * 1024;
+// is 4-8 KiB (155 against 160 us at 4 KiB, 162.7 against 160.6 at 8 KiB, 177 against 161 at
+// 16 KiB; 2026-12-05): torus2d_both's shorter Y-first part takes the whole vector there
+// (torus2d.cpp) and its ring takes about 16 steps a pass.
+constexpr std::uint64_t kLatencyBytesMesh = 8 * 1024;
 // Reduce-scatter on a 2D shape: swing_latency (an all-reduce, each keeping its block) below
 // this, torus2d from it: on 32x32 43.5 against 32.0 us at 4 KiB (42.4 against 47.0 at 2 KiB, where
 // most blocks are empty and the rings go all the way round), on 128x32 162.7 against 158.1 at

@@ -281,9 +281,9 @@ TEST_CASE(
   CHECK(fixed_rule(Collective::allreduce, 64u << 10, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allreduce, 8u << 20, pod) == Algorithm::torus2d_both);
   // A line dimension: Swing's XOR peers load it, and torus2d_both's shorter part takes the
-  // whole vector at small sizes, so torus2d_both takes over from swing_latency at 32 KiB.
-  CHECK(fixed_rule(Collective::allreduce, 16u << 10, multipod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::allreduce, 32u << 10, multipod) == Algorithm::torus2d_both);
+  // whole vector at small sizes, so torus2d_both takes over from swing_latency at 8 KiB.
+  CHECK(fixed_rule(Collective::allreduce, 4u << 10, multipod) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allreduce, 8u << 10, multipod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allreduce, 1u << 20, multipod) == Algorithm::torus2d_both);
   // 1D: unchanged. Small reduce-scatters take swing_latency (an all-reduce keeping one block),
   // and small all-gathers its recursive doubling.
