@@ -33,11 +33,14 @@ std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, co
       if (equal_blocks(blocks))
         return append_bidir_ring_reduce_scatter(s, g, blocks, tag, from, acc, result, phase);
       [[fallthrough]];
-    case Links::opposite_rings:
-      return std::max(append_ring_reduce_scatter(s, g, first_halves(blocks), +1, tag, from, acc,
-                                                 first_half(result), phase),
-                      append_ring_reduce_scatter(s, g, second_halves(blocks), -1, tag + 1, from,
-                                                 acc, second_half(result), phase));
+    case Links::opposite_rings: {
+      // In this order (the +1 ring's steps first): the arguments of one call would be unordered.
+      const std::uint32_t a = append_ring_reduce_scatter(s, g, first_halves(blocks), +1, tag, from,
+                                                         acc, first_half(result), phase);
+      const std::uint32_t b = append_ring_reduce_scatter(s, g, second_halves(blocks), -1, tag + 1,
+                                                         from, acc, second_half(result), phase);
+      return std::max(a, b);
+    }
   }
   return phase;
 }
@@ -53,11 +56,13 @@ std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const B
       if (equal_blocks(blocks))
         return append_bidir_ring_allgather(s, g, blocks, tag, own, out, phase);
       [[fallthrough]];
-    case Links::opposite_rings:
-      return std::max(
-          append_ring_allgather(s, g, first_halves(blocks), +1, tag, first_half(own), out, phase),
-          append_ring_allgather(s, g, second_halves(blocks), -1, tag + 1, second_half(own), out,
-                                phase));
+    case Links::opposite_rings: {
+      const std::uint32_t a =
+          append_ring_allgather(s, g, first_halves(blocks), +1, tag, first_half(own), out, phase);
+      const std::uint32_t b = append_ring_allgather(s, g, second_halves(blocks), -1, tag + 1,
+                                                    second_half(own), out, phase);
+      return std::max(a, b);
+    }
   }
   return phase;
 }
