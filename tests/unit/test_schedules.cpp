@@ -200,32 +200,47 @@ TEST_CASE("a mesh line reduce-scatter uses both directions and no wraparound lin
   CHECK(t.bytes == 2 * (600 / 6) * 8 * (1 + 2 + 3 + 4 + 5));
 }
 
+namespace {
+
+// 7x3 with X a line: torus2d_both's all-reduce of n elements checked exact (sum, and avg in
+// place), and every rank's schedule.
+std::vector<schedule::Schedule> checked_on_7x3_line(std::uint64_t n) {
+  const Shape s = shape(7, 3, false, true);
+  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, false) == "");
+  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, true, DataType::f32,
+                ReduceOp::avg) == "");
+  std::vector<schedule::Schedule> all;
+  for (int r = 0; r < s.topology.size(); ++r)
+    all.push_back(schedule::build(Algorithm::torus2d_both,
+                                  {Collective::allreduce, n, false, false, {}},
+                                  {r, s.topology, {}}));
+  return all;
+}
+
+}  // namespace
+
 TEST_CASE("torus2d_both all-reduces on a line to its middle and back, in one pipeline",
           "[schedules]") {
   // 7x3 with X a line: the Y-first part's middle phase runs along X (tags 6 and 7). Each rank
   // has at most 4 steps there (receive and add, send on; receive the total, send it on), the
   // middle member (x = 3) adds from both sides; a reduce-scatter and an all-gather along the
   // line took 2 * 6 steps and more.
-  const Shape s = shape(7, 3, false, true);
-  const std::uint64_t n = 7 * 3 * 10 + 5;
-  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, false) == "");
-  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, true, DataType::f32,
-                ReduceOp::avg) == "");
-  for (int r = 0; r < s.topology.size(); ++r) {
-    const auto sched = schedule::build(
-        Algorithm::torus2d_both, {Collective::allreduce, n, false, false, {}}, {r, s.topology, {}});
+  const Torus2D t(7, 3, false, true);
+  const auto scheds = checked_on_7x3_line(7 * 3 * 10 + 5);
+  for (int r = 0; r < t.size(); ++r) {
+    const schedule::Schedule& sched = scheds[r];
     int on_line = 0, adds = 0;
     for (const schedule::Step& st : sched.steps)
       if (st.tag == 6 || st.tag == 7) {
         ++on_line;
         adds += st.kind == schedule::Kind::recv_reduce;
-        const int x = s.topology.coord_of(r).x, px = s.topology.coord_of(st.peer).x;
+        const int x = t.coord_of(r).x, px = t.coord_of(st.peer).x;
         CHECK(std::abs(x - px) == 1);  // neighbours on the line only
       }
     INFO("rank " << r);
     CHECK(on_line >= 2);
     CHECK(on_line <= 4);
-    CHECK(adds == (s.topology.coord_of(r).x == 3 ? 2 : s.topology.coord_of(r).x % 6 ? 1 : 0));
+    CHECK(adds == (t.coord_of(r).x == 3 ? 2 : t.coord_of(r).x % 6 ? 1 : 0));
   }
 }
 
@@ -235,14 +250,7 @@ TEST_CASE("torus2d_both cuts a part whose middle is a line into pieces, scatters
   // 0.85 of the vector, 3 pieces of at least 32Ki elements a member. Every piece's
   // reduce-scatter along Y comes before any all-gather (the line's latency hides under the later
   // pieces' scatters), and each piece runs the line's pipeline: 2-4 steps a piece on tags 6, 7.
-  const Shape s = shape(7, 3, false, true);
-  const std::uint64_t n = 7 * 3 * 20000 + 5;
-  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, false) == "");
-  REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, true, DataType::f32,
-                ReduceOp::avg) == "");
-  for (int r = 0; r < s.topology.size(); ++r) {
-    const auto sched = schedule::build(
-        Algorithm::torus2d_both, {Collective::allreduce, n, false, false, {}}, {r, s.topology, {}});
+  for (const schedule::Schedule& sched : checked_on_7x3_line(7 * 3 * 20000 + 5)) {
     int on_line = 0;
     std::uint32_t last_scatter = 0, first_gather = ~0u;
     for (const schedule::Step& st : sched.steps) {
@@ -252,7 +260,6 @@ TEST_CASE("torus2d_both cuts a part whose middle is a line into pieces, scatters
         if (st.kind == schedule::Kind::recv) first_gather = std::min(first_gather, st.phase);
       }
     }
-    INFO("rank " << r);
     CHECK(on_line >= 3 * 2);
     CHECK(on_line <= 3 * 4);
     CHECK(last_scatter < first_gather);
