@@ -38,15 +38,13 @@
 namespace toroid::schedule {
 namespace {
 
-int wrap(int v, int p) { return ((v % p) + p) % p; }
-
 struct Ring {
   int p, i, next, prev;
 };
 
 Ring ring_of(const Group& g) {
   const int p = g.size(), i = g.position;
-  return {p, i, g.members[wrap(i + 1, p)], g.members[wrap(i - 1, p)]};
+  return {p, i, g.members[ring_position(i + 1, p)], g.members[ring_position(i - 1, p)]};
 }
 
 void add(Schedule& s, Kind k, int peer, int tag, std::uint32_t ph, Chunk src, Chunk dst) {
@@ -65,7 +63,7 @@ std::uint32_t chains_reduce_scatter(Schedule& s, const Ring& r, const Blocks& bl
   for (int t = 0; t < std::max(L, R); ++t) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(t);
     if (t < L) {
-      const int sent = wrap(i + L - t, p), got = wrap(i + L - 1 - t, p);
+      const int sent = ring_position(i + L - t, p), got = ring_position(i + L - 1 - t, p);
       add(s, Kind::send, r.next, tag, ph, t == 0 ? from.chunk(s, bl[sent]) : chunk(acc, bl[sent]),
           {});
       const bool last = got == i;
@@ -73,7 +71,7 @@ std::uint32_t chains_reduce_scatter(Schedule& s, const Ring& r, const Blocks& bl
       add(s, Kind::recv_reduce, r.prev, tag, ph, local, last ? result : chunk(acc, bl[got]));
     }
     if (t < R) {
-      const int sent = wrap(i - R + t, p), got = wrap(i + 1 - R + t, p);
+      const int sent = ring_position(i - R + t, p), got = ring_position(i + 1 - R + t, p);
       const bool last_hop = t == R - 1;
       const std::uint32_t lph = tie && last_hop ? ph + 1 : ph;
       add(s, Kind::send, r.prev, tag, lph, t == 0 ? from.chunk(s, bl[sent]) : chunk(acc, bl[sent]),
@@ -93,12 +91,14 @@ std::uint32_t chains_allgather(Schedule& s, const Ring& r, const Blocks& bl, int
   for (int t = 0; t < std::max(L, R); ++t) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(t);
     if (t < L) {
-      add(s, Kind::send, r.prev, tag, ph, t == 0 ? own : chunk(out, bl[wrap(i + t, p)]), {});
-      add(s, Kind::recv, r.next, tag, ph, {}, chunk(out, bl[wrap(i + 1 + t, p)]));
+      add(s, Kind::send, r.prev, tag, ph, t == 0 ? own : chunk(out, bl[ring_position(i + t, p)]),
+          {});
+      add(s, Kind::recv, r.next, tag, ph, {}, chunk(out, bl[ring_position(i + 1 + t, p)]));
     }
     if (t < R) {
-      add(s, Kind::send, r.next, tag, ph, t == 0 ? own : chunk(out, bl[wrap(i - t, p)]), {});
-      add(s, Kind::recv, r.prev, tag, ph, {}, chunk(out, bl[wrap(i - 1 - t, p)]));
+      add(s, Kind::send, r.next, tag, ph, t == 0 ? own : chunk(out, bl[ring_position(i - t, p)]),
+          {});
+      add(s, Kind::recv, r.prev, tag, ph, {}, chunk(out, bl[ring_position(i - 1 - t, p)]));
     }
   }
   return phase + static_cast<std::uint32_t>(std::max(L, R));

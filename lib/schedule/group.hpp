@@ -36,6 +36,9 @@ Chunk second_half(Chunk c);
 
 inline Chunk chunk(Buf buf, const Block& b) { return {buf, b.offset, b.count}; }
 
+// Position v of a ring of p members, wrapped into [0, p).
+inline int ring_position(int v, int p) { return ((v % p) + p) % p; }
+
 // Elements laid out in one order in one place and another order elsewhere: runs
 // (at, count, from) say that elements [at, at + count) of the accumulation's layout are
 // elements [from, from + count) of the source buffer. Ascending in `at`, covering a range.

@@ -19,20 +19,16 @@
 #include "schedule/ring.hpp"
 
 namespace toroid::schedule {
-namespace {
-
-int wrap(int v, int p) { return ((v % p) + p) % p; }
-
-}  // namespace
 
 std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks, int d,
                                          int tag, const Source& from, Buf acc, Chunk result,
                                          std::uint32_t phase) {
   const int p = g.size(), i = g.position;
   if (p == 1) return phase + (append_move(s, from.chunk(s, blocks[0]), result, phase) ? 1 : 0);
-  const int next = g.members[wrap(i + d, p)], prev = g.members[wrap(i - d, p)];
+  const int next = g.members[ring_position(i + d, p)], prev = g.members[ring_position(i - d, p)];
   for (int step = 0; step < p - 1; ++step, ++phase) {
-    const int sent = wrap(i - d * (step + 1), p), got = wrap(i - d * (step + 2), p);
+    const int sent = ring_position(i - d * (step + 1), p),
+              got = ring_position(i - d * (step + 2), p);
     const Chunk out = step == 0 ? from.chunk(s, blocks[sent]) : chunk(acc, blocks[sent]);
     if (out.count > 0) s.steps.push_back({Kind::send, next, tag, phase, out, {}});
     const Chunk local = from.chunk(s, blocks[got]);
@@ -48,11 +44,11 @@ std::uint32_t append_ring_allgather(Schedule& s, const Group& g, const Blocks& b
   const Chunk own_place = chunk(out, blocks[i]);
   const bool moved = append_move(s, own, own_place, phase);
   if (p == 1) return phase + (moved ? 1 : 0);
-  const int next = g.members[wrap(i + d, p)], prev = g.members[wrap(i - d, p)];
+  const int next = g.members[ring_position(i + d, p)], prev = g.members[ring_position(i - d, p)];
   for (int step = 0; step < p - 1; ++step, ++phase) {
-    const Chunk send = step == 0 ? own : chunk(out, blocks[wrap(i - d * step, p)]);
+    const Chunk send = step == 0 ? own : chunk(out, blocks[ring_position(i - d * step, p)]);
     if (send.count > 0) s.steps.push_back({Kind::send, next, tag, phase, send, {}});
-    const Chunk recv = chunk(out, blocks[wrap(i - d * (step + 1), p)]);
+    const Chunk recv = chunk(out, blocks[ring_position(i - d * (step + 1), p)]);
     if (recv.count > 0) s.steps.push_back({Kind::recv, prev, tag, phase, {}, recv});
   }
   return phase;

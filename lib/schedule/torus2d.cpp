@@ -97,12 +97,12 @@
 namespace toroid::schedule {
 namespace {
 
-struct Grid {
+struct RowAndColumn {
   Group row, column;  // my row (members ordered by x) and column (ordered by y)
   Links row_links, column_links;
 };
 
-Grid grid_of(const Context& ctx) {
+RowAndColumn row_and_column_of(const Context& ctx) {
   const Torus2D& t = ctx.topology;
   return {group_of(t.line_through(ctx.rank, Axis::x), ctx.rank),
           group_of(t.line_through(ctx.rank, Axis::y), ctx.rank), links_of(t.wraps(Axis::x)),
@@ -116,7 +116,7 @@ bool pipelines_middle(Links links, int size) { return links == Links::line && si
 // other axis on the shard, all-gather along `first`, that last one from phase `gather_from` at
 // the earliest. Returns the next phase; `before_gather` (when given) gets the phase the last
 // all-gather would start in without `gather_from`.
-std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block region, int tag,
+std::uint32_t allreduce_2d(Schedule& s, const RowAndColumn& g, bool x_first, Block region, int tag,
                            bool average, std::uint32_t divisor, std::uint32_t phase,
                            std::uint32_t gather_from = 0, std::uint32_t* before_gather = nullptr) {
   const Group& a = x_first ? g.row : g.column;
@@ -150,7 +150,7 @@ std::uint32_t allreduce_2d(Schedule& s, const Grid& g, bool x_first, Block regio
 }
 
 // One part of torus2d_both cut into `chunks` pipelined pieces (the block comment above).
-void allreduce_2d_pipelined(Schedule& s, const Grid& g, bool x_first, Block region, int tag,
+void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Block region, int tag,
                             bool average, std::uint32_t divisor, int chunks, int lag) {
   if (chunks <= 1) {
     allreduce_2d(s, g, x_first, region, tag, average, divisor, 0);
@@ -250,7 +250,7 @@ struct BlockLayout {
   Blocks in_column;   // per y: block (my x, y) in that layout
 };
 
-BlockLayout layout_of(const Spec& r, const Context& ctx, const Grid& g, bool both,
+BlockLayout layout_of(const Spec& r, const Context& ctx, const RowAndColumn& g, bool both,
                       std::uint64_t base) {
   const Torus2D& t = ctx.topology;
   const int X = t.x_dim(), Y = t.y_dim();
@@ -289,7 +289,7 @@ BlockLayout layout_of(const Spec& r, const Context& ctx, const Grid& g, bool bot
 
 Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
   Schedule s;
-  const Grid g = grid_of(ctx);
+  const RowAndColumn g = row_and_column_of(ctx);
   const int p = ctx.nranks();
   const auto divisor = static_cast<std::uint32_t>(p);
   if (r.collective == Collective::allreduce) {
