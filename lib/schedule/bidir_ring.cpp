@@ -47,11 +47,6 @@ Ring ring_of(const Group& g) {
   return {p, i, g.members[ring_position(i + 1, p)], g.members[ring_position(i - 1, p)]};
 }
 
-void add(Schedule& s, Kind k, int peer, int tag, std::uint32_t ph, Chunk src, Chunk dst) {
-  if ((k == Kind::send ? src.count : dst.count) > 0)
-    s.steps.push_back({k, peer, tag, ph, src, dst});
-}
-
 // One set of blocks, L of the others reducing rightward. Returns the phase after its steps.
 std::uint32_t chains_reduce_scatter(Schedule& s, const Ring& r, const Blocks& bl, int L, int tag,
                                     const Source& from, Buf acc, Chunk result,
@@ -64,21 +59,23 @@ std::uint32_t chains_reduce_scatter(Schedule& s, const Ring& r, const Blocks& bl
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(t);
     if (t < L) {
       const int sent = ring_position(i + L - t, p), got = ring_position(i + L - 1 - t, p);
-      add(s, Kind::send, r.next, tag, ph, t == 0 ? from.chunk(s, bl[sent]) : chunk(acc, bl[sent]),
-          {});
+      append_transfer(s, Kind::send, r.next, tag, ph,
+                      t == 0 ? from.chunk(s, bl[sent]) : chunk(acc, bl[sent]), {});
       const bool last = got == i;
       const Chunk local = last && !rightward_first ? result : from.chunk(s, bl[got]);
-      add(s, Kind::recv_reduce, r.prev, tag, ph, local, last ? result : chunk(acc, bl[got]));
+      append_transfer(s, Kind::recv_reduce, r.prev, tag, ph, local,
+                      last ? result : chunk(acc, bl[got]));
     }
     if (t < R) {
       const int sent = ring_position(i - R + t, p), got = ring_position(i + 1 - R + t, p);
       const bool last_hop = t == R - 1;
       const std::uint32_t lph = tie && last_hop ? ph + 1 : ph;
-      add(s, Kind::send, r.prev, tag, lph, t == 0 ? from.chunk(s, bl[sent]) : chunk(acc, bl[sent]),
-          {});
+      append_transfer(s, Kind::send, r.prev, tag, lph,
+                      t == 0 ? from.chunk(s, bl[sent]) : chunk(acc, bl[sent]), {});
       const bool last = got == i;
       const Chunk local = last && rightward_first ? result : from.chunk(s, bl[got]);
-      add(s, Kind::recv_reduce, r.next, tag, lph, local, last ? result : chunk(acc, bl[got]));
+      append_transfer(s, Kind::recv_reduce, r.next, tag, lph, local,
+                      last ? result : chunk(acc, bl[got]));
     }
   }
   return phase + static_cast<std::uint32_t>(std::max(L, R) + (tie && R > 0 ? 1 : 0));
@@ -91,22 +88,22 @@ std::uint32_t chains_allgather(Schedule& s, const Ring& r, const Blocks& bl, int
   for (int t = 0; t < std::max(L, R); ++t) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(t);
     if (t < L) {
-      add(s, Kind::send, r.prev, tag, ph, t == 0 ? own : chunk(out, bl[ring_position(i + t, p)]),
-          {});
-      add(s, Kind::recv, r.next, tag, ph, {}, chunk(out, bl[ring_position(i + 1 + t, p)]));
+      append_transfer(s, Kind::send, r.prev, tag, ph,
+                      t == 0 ? own : chunk(out, bl[ring_position(i + t, p)]), {});
+      append_transfer(s, Kind::recv, r.next, tag, ph, {},
+                      chunk(out, bl[ring_position(i + 1 + t, p)]));
     }
     if (t < R) {
-      add(s, Kind::send, r.next, tag, ph, t == 0 ? own : chunk(out, bl[ring_position(i - t, p)]),
-          {});
-      add(s, Kind::recv, r.prev, tag, ph, {}, chunk(out, bl[ring_position(i - 1 - t, p)]));
+      append_transfer(s, Kind::send, r.next, tag, ph,
+                      t == 0 ? own : chunk(out, bl[ring_position(i - t, p)]), {});
+      append_transfer(s, Kind::recv, r.prev, tag, ph, {},
+                      chunk(out, bl[ring_position(i - 1 - t, p)]));
     }
   }
   return phase + static_cast<std::uint32_t>(std::max(L, R));
 }
 
 }  // namespace
-
-int bidir_ring_steps(int p) { return p < 2 ? 0 : p % 2 ? (p - 1) / 2 + 1 : p / 2; }
 
 std::uint32_t append_bidir_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks,
                                                int tag, const Source& from, Buf acc, Chunk result,

@@ -13,7 +13,4 @@ std::uint32_t append_bidir_ring_reduce_scatter(Schedule& s, const Group& g, cons
 std::uint32_t append_bidir_ring_allgather(Schedule& s, const Group& g, const Blocks& blocks,
                                           int tag, Chunk own, Buf out, std::uint32_t phase);
 
-// Steps of one bidirectional ring reduce-scatter (an all-gather takes one fewer when p is odd).
-int bidir_ring_steps(int p);
-
 }  // namespace toroid::schedule

@@ -31,9 +31,9 @@ std::uint32_t append_line_broadcast(Schedule& s, const Group& g, bool wraps, int
   if (p == 1 || data.count == 0) return phase;
   const int up = wraps ? p / 2 : p - 1 - root;  // members the upward chain reaches
   const int down = wraps ? (p - 1) / 2 : root;  // and the downward one
-  const int d_up = ((i - root) % p + p) % p,
-            d_down = ((root - i) % p + p) % p;  // distance from the root
-  auto member = [&](int pos) { return g.members[static_cast<std::size_t>(((pos % p) + p) % p)]; };
+  const int d_up = ring_position(i - root, p),
+            d_down = ring_position(root - i, p);  // distance from the root
+  auto member = [&](int pos) { return g.members[static_cast<std::size_t>(ring_position(pos, p))]; };
   if (i == root) {
     if (up > 0) s.steps.push_back({Kind::send, member(i + 1), tag, phase, data, {}});
     if (down > 0) s.steps.push_back({Kind::send, member(i - 1), tag + 1, phase, data, {}});

@@ -39,6 +39,14 @@ inline Chunk chunk(Buf buf, const Block& b) { return {buf, b.offset, b.count}; }
 // Position v of a ring of p members, wrapped into [0, p).
 inline int ring_position(int v, int p) { return ((v % p) + p) % p; }
 
+// Appends a send or receive step unless what it moves is empty (a send's source, a receive's
+// destination): empty blocks (count < p) are skipped on both sides alike.
+inline void append_transfer(Schedule& s, Kind k, int peer, int tag, std::uint32_t phase, Chunk src,
+                            Chunk dst) {
+  if ((k == Kind::send ? src.count : dst.count) > 0)
+    s.steps.push_back({k, peer, tag, phase, src, dst});
+}
+
 // Elements laid out in one order in one place and another order elsewhere: runs
 // (at, count, from) say that elements [at, at + count) of the accumulation's layout are
 // elements [from, from + count) of the source buffer. Ascending in `at`, covering a range.

@@ -43,8 +43,7 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
   const int rtag = tag, ltag = tag + 1;
   auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {
-    if ((k == Kind::send ? src.count : dst.count) > 0)
-      s.steps.push_back({k, peer, t, ph, src, dst});
+    append_transfer(s, k, peer, t, ph, src, dst);
   };
   for (int step = 0; step <= p - 2; ++step) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(step);
@@ -91,8 +90,7 @@ std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& b
   if (p == 1) return phase + 1;
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
   auto add = [&](Kind k, int peer, int t, std::uint32_t ph, Chunk src, Chunk dst) {
-    if ((k == Kind::send ? src.count : dst.count) > 0)
-      s.steps.push_back({k, peer, t, ph, src, dst});
+    append_transfer(s, k, peer, t, ph, src, dst);
   };
   for (int step = 0; step <= p - 2; ++step) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(step);

@@ -30,7 +30,7 @@ std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Bloc
     const int sent = ring_position(i - d * (step + 1), p),
               got = ring_position(i - d * (step + 2), p);
     const Chunk out = step == 0 ? from.chunk(s, blocks[sent]) : chunk(acc, blocks[sent]);
-    if (out.count > 0) s.steps.push_back({Kind::send, next, tag, phase, out, {}});
+    append_transfer(s, Kind::send, next, tag, phase, out, {});
     const Chunk local = from.chunk(s, blocks[got]);
     const Chunk into = step == p - 2 ? result : chunk(acc, blocks[got]);
     if (local.count > 0) s.steps.push_back({Kind::recv_reduce, prev, tag, phase, local, into});
@@ -47,9 +47,9 @@ std::uint32_t append_ring_allgather(Schedule& s, const Group& g, const Blocks& b
   const int next = g.members[ring_position(i + d, p)], prev = g.members[ring_position(i - d, p)];
   for (int step = 0; step < p - 1; ++step, ++phase) {
     const Chunk send = step == 0 ? own : chunk(out, blocks[ring_position(i - d * step, p)]);
-    if (send.count > 0) s.steps.push_back({Kind::send, next, tag, phase, send, {}});
+    append_transfer(s, Kind::send, next, tag, phase, send, {});
     const Chunk recv = chunk(out, blocks[ring_position(i - d * (step + 1), p)]);
-    if (recv.count > 0) s.steps.push_back({Kind::recv, prev, tag, phase, {}, recv});
+    append_transfer(s, Kind::recv, prev, tag, phase, {}, recv);
   }
   return phase;
 }

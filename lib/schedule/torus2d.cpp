@@ -30,8 +30,8 @@
 // a = 1/2 on a square torus; 0.32 on 128x32 with X a line (its links carry half a ring's).
 //
 // That balances link time. Where the two parts take different numbers of steps (a line of
-// length k first takes 2(k-1) of them, in the middle about k; a ring about k either way), the one with more also waits
-// longer; with each part's time taken as its steps' latency L plus its share of the balanced
+// length k first takes 2(k-1) of them, in the middle about k; a ring about k either way), the
+// one with more also waits longer; with each part's time taken as its steps' latency L plus its share of the balanced
 // link time T (so moving a share d from one part to the other moves d*T/a and d*T/(1-a)),
 // the finishes are equal at
 //
