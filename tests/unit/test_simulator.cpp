@@ -366,8 +366,10 @@ TEST_CASE("sim: phases are not barriers, and a chain pipelines behind its receiv
   CHECK(b.time_s == Approx(4 * 2e-6 + 3 * seg / 10e9 + bytes / 10e9).epsilon(0.01));
 }
 
-TEST_CASE("sim: the limit is the bandwidth bound or the diameter's latency, per shape and op",
-          "[simulator]") {
+TEST_CASE(
+    "sim: the limit is the bandwidth bound, the diameter's latency, the reducer or the fewest "
+    "ports",
+    "[simulator]") {
   const SimModel pod = make_model(Torus2D(32, 32), 80e9, 1e-6, 300e9);
   const SimModel multipod = make_model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
   CHECK(model::link_directions(pod.topology, Axis::x) == 2048);
@@ -408,6 +410,30 @@ TEST_CASE("sim: the limit is the bandwidth bound or the diameter's latency, per 
         Approx(2.0 * 1023 * mib16 / (2048 * 80e9 + 2048 * 40e9)));
   CHECK(model::limit_of(make_model(Torus2D(1, 1), 80e9, 1e-6, 300e9), Collective::allreduce, mib16)
             .limit_s() == 0);
+  // The port bound: on a torus every chip has four link directions and it meets the bandwidth
+  // bound (the all-gather's exactly); the multipod's line ends have three, so the chips there
+  // bound the all-gather, reduce-scatter and broadcast 4/3 above the bandwidth bound's
+  // 16,320 / 4096 ports a chip.
+  CHECK(model::fewest_ports(pod.topology, Axis::x) == 2);
+  CHECK(model::fewest_ports(multipod.topology, Axis::x) == 1);
+  CHECK(model::fewest_ports(multipod.topology, Axis::y) == 2);
+  CHECK(model::fewest_ports(Torus2D(2, 3), Axis::x) == 1);  // one link, wraparound or not
+  CHECK(model::fewest_ports(Torus2D(1, 3), Axis::x) == 0);
+  const model::SimLimit ag_pod = model::limit_of(pod, Collective::allgather, mib16);
+  CHECK(ag_pod.port_s == Approx(1023.0 / 1024 * mib16 / (4 * 80e9)));
+  CHECK(ag_pod.port_s == Approx(ag_pod.bandwidth_s));
+  CHECK(a.port_s == Approx(mib16 / (4 * 80e9)));  // one value of every element, under the bound
+  CHECK(a.port_s < a.bandwidth_s);
+  for (Collective c : {Collective::reduce_scatter, Collective::allgather}) {
+    const model::SimLimit l = model::limit_of(multipod, c, 1u << 30);
+    CHECK(l.port_s == Approx(4095.0 / 4096 * (1u << 30) / (3 * 80e9)));
+    CHECK(l.port_s / l.bandwidth_s == Approx(16320.0 / 4096 / 3));
+    CHECK(l.limit_s() == l.port_s);
+  }
+  CHECK(model::limit_of(multipod, Collective::broadcast, mib16).port_s ==
+        Approx(mib16 / (3 * 80e9)));
+  CHECK(model::limit_of(multipod, Collective::allreduce, 1u << 30).limit_s() ==
+        model::limit_of(multipod, Collective::allreduce, 1u << 30).bandwidth_s);
   // No schedule beats it: every algorithm on a small torus stays at or under the limit.
   const SimModel small = make_model(Torus2D(4, 4), 10e9, 1e-6, 300e9);
   for (Algorithm al : {Algorithm::torus2d_both, Algorithm::swing, Algorithm::swing_latency,
@@ -416,6 +442,21 @@ TEST_CASE("sim: the limit is the bandwidth bound or the diameter's latency, per 
       const SimResult r = allreduce(small, al, count);
       INFO(to_string(al) << " " << count);
       CHECK(model::limit_of(small, Collective::allreduce, count * 4).limit_s() <= r.time_s);
+    }
+  // Nor where the port bound binds: with X a line of 8 the end chips have three ports.
+  const SimModel line = make_model(Torus2D(8, 4, false, true), 10e9, 1e-6, 3000e9);
+  for (Collective c : {Collective::reduce_scatter, Collective::allgather})
+    for (Algorithm al : {Algorithm::torus2d, Algorithm::torus2d_both}) {
+      schedule::Spec r;
+      r.collective = c;
+      r.count = 1u << 22;
+      const SimResult res = simulate_collective(line, al, r, DataType::f32);
+      REQUIRE(res.error == "");
+      const model::SimLimit l = model::limit_of(line, c, r.count * 4);
+      INFO(toroid::to_string(c) << " " << to_string(al) << ": " << res.time_s << " s, ports "
+                                << l.port_s << " s");
+      CHECK(l.limit_s() == l.port_s);
+      CHECK(l.port_s <= res.time_s);
     }
 }
 
