@@ -1,6 +1,8 @@
 #include "schedule/dimension.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #include "schedule/bidir_ring.hpp"
 #include "schedule/line.hpp"
@@ -9,14 +11,25 @@
 namespace toroid::schedule {
 namespace {
 
-// Whether every member's block is the same size (to one element): then the half-way chains
-// load every link alike; blocks that differ (torus2d_both's reduce-scatter rows, where only
-// some members own one) would load the links near their owners.
-bool equal_blocks(const Blocks& blocks) {
-  const auto [lo, hi] =
-      std::minmax_element(blocks.begin(), blocks.end(),
-                          [](const Block& a, const Block& b) { return a.count < b.count; });
-  return hi->count - lo->count <= 1;
+// Whether the half-way chains load every link alike: the members that own a block own one of
+// the same size (to one element) and lie evenly round the ring (every member, or every other
+// one, ...: the gaps between owners differ by at most one). Owners bunched together (the last
+// columns of a torus2d_both row) would load the links near them.
+bool evenly_owned(const Blocks& blocks) {
+  std::uint64_t lo = UINT64_MAX, hi = 0;
+  int first = -1, last = -1, min_gap = INT_MAX, max_gap = 0;
+  const int p = static_cast<int>(blocks.size());
+  for (int j = 0; j < p; ++j) {
+    if (blocks[j].count == 0) continue;
+    lo = std::min(lo, blocks[j].count), hi = std::max(hi, blocks[j].count);
+    if (last >= 0) min_gap = std::min(min_gap, j - last), max_gap = std::max(max_gap, j - last);
+    if (first < 0) first = j;
+    last = j;
+  }
+  if (first < 0) return true;
+  const int wrap_gap = first + p - last;
+  min_gap = std::min(min_gap, wrap_gap), max_gap = std::max(max_gap, wrap_gap);
+  return hi - lo <= 1 && max_gap - min_gap <= 1;
 }
 
 }  // namespace
@@ -30,7 +43,7 @@ std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, co
     case Links::line:
       return append_line_reduce_scatter(s, g, blocks, tag, from, acc, result, phase);
     case Links::bidir_ring:
-      if (equal_blocks(blocks))
+      if (evenly_owned(blocks))
         return append_bidir_ring_reduce_scatter(s, g, blocks, tag, from, acc, result, phase);
       [[fallthrough]];
     case Links::opposite_rings: {
@@ -53,7 +66,7 @@ std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const B
     case Links::line:
       return append_line_allgather(s, g, blocks, tag, own, out, phase);
     case Links::bidir_ring:
-      if (equal_blocks(blocks))
+      if (evenly_owned(blocks))
         return append_bidir_ring_allgather(s, g, blocks, tag, own, out, phase);
       [[fallthrough]];
     case Links::opposite_rings: {

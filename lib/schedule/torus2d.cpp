@@ -73,9 +73,9 @@
 // first along Y with Y-block y = global blocks [y*X, y*X + X) (contiguous), then along X inside
 // it, where member x's piece is global block y*X + x. all-gather is the reverse (X, then Y).
 //
-// reduce-scatter / all-gather (torus2d_both): the columns split in two. The blocks of columns
-// [0, split) go Y-first as above (rows' first parts: contiguous); those of columns [split, X)
-// go X-first: along X over whole columns, then along Y inside the own column. A column's
+// reduce-scatter / all-gather (torus2d_both): the columns split in two. Unspread (see below),
+// the blocks of columns [0, split) go Y-first as above (rows' first parts: contiguous); those
+// of columns [split, X) go X-first: along X over whole columns, then along Y inside the own column. A column's
 // blocks lie Y apart in the vector (X = 4, split = 2, Y = 3):
 //
 //     vector   [ 0  1 |2  3 ][ 4  5 |6  7 ][ 8  9 |10 11]    rows y = 0, 1, 2
@@ -84,8 +84,24 @@
 // so the X-first part reads its input as gathered chunks (step.hpp: the column's runs, read
 // in place) and keeps its partial sums in scratch column by column ([2 6 10][3 7 11]), where
 // each column is contiguous; the all-gather gathers there and copies each column out as it
-// arrives. Both parts run at once (tags 0-3, 4-7); `split` is X minus the X-first share of X
-// (at least one column each), so the two dimensions' links carry what the share above gives.
+// arrives. Both parts run at once (tags 0-3, 4-7); the X-first share of X (at least one column
+// each) is what the share above gives, so the two dimensions' links carry it.
+//
+// In each part's row phase only the columns of that part own a block. Where the rows are rings
+// the X-first columns are spread evenly along them (every other one on a square torus,
+// Bresenham's rule otherwise), so the owners lie evenly round each row and its blocks go half
+// way round each way (about X/2 steps, dimension.hpp); as the last columns they bunch, and
+// only whole rings load the links alike (X-1 steps):
+//
+//     spread   x:  0  1  2  3  4  5  6  7          last columns   0  1  2  3  4  5  6  7
+//     part:        Y  X  Y  X  Y  X  Y  X                         Y  Y  Y  Y  X  X  X  X
+//
+// Spread, the Y-first part's row parts are no longer contiguous, so it too reads gathered
+// chunks and accumulates in scratch, row by row, with the X-first columns after it
+// (32x32, 1 GiB reduce-scatter: 4.61 -> 3.73 ms; 16 MiB 117 -> 77 us). The all-gather, which
+// cannot receive into gathered chunks, then gathers the Y-first part in scratch too and copies
+// each row part's halves out as they land: the whole vector through the chip's copies, so it
+// spreads only where that pays (spreads_allgather).
 #include <algorithm>
 #include <cmath>
 
@@ -238,41 +254,78 @@ double x_first_share(const Context& ctx, int pieces, double bytes = 0) {
   return std::clamp(a, 0.0, 1.0);
 }
 
+// Whether torus2d_both's all-gather spreads its X-first columns along the rows (the reduce-
+// scatter always does on a ring of rows). Spread, its Y-first part gathers in scratch too and
+// every column is copied out, the whole vector through the chip's copies where the unspread
+// form copies the X-first share: it pays while those copies take no longer than the links do
+// plus the about X/2 steps the rows save, each at least a hop (32x32, 80 GB/s links, 300 GB/s
+// copies: to 72 MiB; 64 MiB 273 -> 263 us, 256 MiB would be 939 -> 997). With the copy rate
+// or the hops unknown (a network of CPUs, where copies are cheap beside the links) it spreads.
+bool spreads_allgather(const Spec& r, const Context& ctx) {
+  const Torus2D& t = ctx.topology;
+  if (ctx.copy_rate <= 0 || !ctx.knows_hops() || r.elem_bytes == 0) return true;
+  const double bytes = static_cast<double>(r.count) * r.elem_bytes;
+  const double in = ctx.link_rate[0] * carries(t.wraps(Axis::x), t.x_dim(), 1) +
+                    ctx.link_rate[1] * carries(t.wraps(Axis::y), t.y_dim(), 1);
+  const double p = t.size();
+  const double links = (p - 1) / p * bytes / in;
+  return bytes / ctx.copy_rate <= links + t.x_dim() / 2 * ctx.hop_seconds[0];
+}
+
 // Reduce-scatter / all-gather on X x Y with the global block rule, in the both form's terms
 // (the block comment above).
 struct BlockLayout {
-  int split = 0;      // columns [split, X) go X-first
+  std::vector<char> x_first;  // per x: column x goes X-first
+  bool any_x_first = false;
   Blocks global;      // block r = y*X + x: rank r's
-  Blocks row_part;    // per y: the row's blocks of columns [0, split), contiguous
-  Blocks row_blocks;  // per x: my row's block x if x < split, else empty
+  Gather rows;        // spread: the Y-first part's layout in scratch, row by row (none: in place)
+  Blocks row_part;    // per y: the row's Y-first blocks, contiguous (in `rows`' layout if spread)
+  Blocks row_blocks;  // per x: my row's block x if column x goes Y-first, else empty
   Gather columns;     // the X-first part's layout in scratch: column by column, y ascending
-  Blocks column;      // per x: column x's region in that layout (empty for x < split)
+  Blocks column;      // per x: column x's region in that layout (empty for a Y-first column)
   Blocks in_column;   // per y: block (my x, y) in that layout
+  std::uint64_t scratch_end = 0;  // where the scratch layouts end
 };
 
+// `spread`: the X-first columns spread evenly along the row (every other one on a square
+// torus) instead of the last ones, the Y-first part then gathered into scratch at 0 (its row
+// parts are no longer contiguous in the vector) and the X-first columns after it; else the
+// Y-first part stays at its offsets and the columns start at `base`.
 BlockLayout layout_of(const Spec& r, const Context& ctx, const RowAndColumn& g, bool both,
-                      std::uint64_t base) {
+                      bool spread, std::uint64_t base) {
   const Torus2D& t = ctx.topology;
   const int X = t.x_dim(), Y = t.y_dim();
   BlockLayout l;
   l.global = even_blocks(0, r.count, t.size());
-  l.split = X;
-  if (both && X > 1 && Y > 1)
-    l.split = std::clamp(static_cast<int>(std::lround(x_first_share(ctx, 1) * X)), 1, X - 1),
-    l.split = X - l.split;
-  const int my_x = g.row.position, my_y = g.column.position;
-  l.row_part.resize(Y);
-  for (int y = 0; y < Y; ++y) {
-    l.row_part[y].offset = l.global[y * X].offset;
-    for (int x = 0; x < l.split; ++x) l.row_part[y].count += l.global[y * X + x].count;
+  l.x_first.assign(X, 0);
+  if (both && X > 1 && Y > 1) {
+    const int n = std::clamp(static_cast<int>(std::lround(x_first_share(ctx, 1) * X)), 1, X - 1);
+    for (int x = 0; x < X; ++x) l.x_first[x] = spread ? (x + 1) * n / X > x * n / X : x >= X - n;
+    l.any_x_first = true;
   }
-  const std::uint64_t row_end = l.row_part[my_y].offset + l.row_part[my_y].count;
-  l.row_blocks.assign(X, Block{row_end, 0});
-  for (int x = 0; x < l.split; ++x) l.row_blocks[x] = l.global[my_y * X + x];
-  std::uint64_t at = base;
-  l.column.assign(X, Block{base, 0});
-  l.in_column.assign(Y, Block{base, 0});
-  for (int x = l.split; x < X; ++x) {
+  const int my_x = g.row.position, my_y = g.column.position;
+  std::uint64_t at = spread ? 0 : base;
+  l.row_part.resize(Y);
+  l.row_blocks.assign(X, Block{0, 0});
+  for (int y = 0; y < Y; ++y) {
+    l.row_part[y].offset = spread ? at : l.global[y * X].offset;
+    for (int x = 0; x < X; ++x) {
+      if (l.x_first[x]) continue;
+      const Block& b = l.global[y * X + x];
+      const Block placed{spread ? at : b.offset, b.count};
+      if (spread) l.rows.runs.push_back({at, b.count, b.offset}), at += b.count;
+      l.row_part[y].count += b.count;
+      if (y == my_y) l.row_blocks[x] = placed;
+    }
+  }
+  // An empty block sits where its row part ends, out of every other block's way.
+  for (int x = 0; x < X; ++x)
+    if (l.x_first[x]) l.row_blocks[x].offset = l.row_part[my_y].offset + l.row_part[my_y].count;
+  if (!spread) at = base;
+  l.column.assign(X, Block{at, 0});
+  l.in_column.assign(Y, Block{at, 0});
+  for (int x = 0; x < X; ++x) {
+    if (!l.x_first[x]) continue;
     l.column[x].offset = at;
     for (int y = 0; y < Y; ++y) {
       const Block& b = l.global[y * X + x];
@@ -282,6 +335,7 @@ BlockLayout layout_of(const Spec& r, const Context& ctx, const RowAndColumn& g, 
     }
     l.column[x].count = at - l.column[x].offset;
   }
+  l.scratch_end = at;
   return l;
 }
 
@@ -324,31 +378,32 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
   }
   const int my_x = g.row.position;
   if (r.collective == Collective::reduce_scatter) {
-    // In place the row part accumulates in the output; else in scratch at the same offsets,
-    // with the column layout after it.
-    const Buf acc = r.in_place ? Buf::output : Buf::scratch;
-    const std::uint64_t base = r.in_place ? 0 : r.count;
-    const BlockLayout l = layout_of(r, ctx, g, both, base);
+    // Both parts' rows have owners in some columns only. Along a ring those spread evenly,
+    // so the rows' blocks go half way round each way (dimension.hpp) in about X/2 steps, where
+    // the last columns as owners would load the links near them and go all the way round.
+    const bool spread = both && g.row_links == Links::bidir_ring;
+    // Unspread, in place the row part accumulates in the output; else in scratch at the same
+    // offsets, with the column layout after it. Spread, both parts accumulate in scratch.
+    const Buf acc = r.in_place && !spread ? Buf::output : Buf::scratch;
+    const BlockLayout l = layout_of(r, ctx, g, both, spread, r.in_place ? 0 : r.count);
     const Block own = l.global[ctx.rank];
     const Chunk result = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
-    const bool x_first = my_x >= l.split;
-    s.scratch_count = base + (l.columns.runs.empty()
-                                  ? 0
-                                  : l.columns.runs.back().at + l.columns.runs.back().count - base);
+    const bool x_first = l.x_first[my_x] != 0;
+    s.scratch_count = l.scratch_end;
     const int my_y = g.column.position;
-    // With both parts, the Y-first part's columns go all the way round like the X-first part's
-    // rows (whose owners are only some members, dimension.hpp): half-way chains in one part
-    // beside full rings in the other, on one reducer, cost up to 9% where it bounds (16x16,
-    // 256 MiB: 1183 against 1270 us).
-    const Links first =
-        both && g.column_links == Links::bidir_ring && l.split < ctx.topology.x_dim()
-            ? Links::opposite_rings
-            : g.column_links;
-    std::uint32_t end = append_reduce_scatter(s, first, g.column, l.row_part, 0, Buf::input, acc,
+    // Unspread, the Y-first part's columns go all the way round like the X-first part's rows
+    // (whose owners are only some members, dimension.hpp): half-way chains in one part beside
+    // full rings in the other, on one reducer, cost up to 9% where it bounds (16x16, 256 MiB:
+    // 1183 against 1270 us).
+    const Links first = l.any_x_first && !spread && g.column_links == Links::bidir_ring
+                            ? Links::opposite_rings
+                            : g.column_links;
+    const Source input = spread ? Source(Buf::input, l.rows) : Source(Buf::input);
+    std::uint32_t end = append_reduce_scatter(s, first, g.column, l.row_part, 0, input, acc,
                                               chunk(acc, l.row_part[my_y]), 0);
     end = append_reduce_scatter(s, g.row_links, g.row, l.row_blocks, 2, acc, acc,
                                 x_first ? Chunk{Buf::output, own.offset, 0} : result, end);
-    if (l.split < ctx.topology.x_dim()) {
+    if (l.any_x_first) {
       std::uint32_t ph =
           append_reduce_scatter(s, g.row_links, g.row, l.column, 4, Source(Buf::input, l.columns),
                                 Buf::scratch, chunk(Buf::scratch, l.column[my_x]), 0);
@@ -360,18 +415,28 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
     return s;
   }
   // All-gather: the reverse.
-  const BlockLayout l = layout_of(r, ctx, g, both, 0);
+  const bool spread = both && g.row_links == Links::bidir_ring && spreads_allgather(r, ctx);
+  const BlockLayout l = layout_of(r, ctx, g, both, spread, 0);
   const Block own = l.global[ctx.rank];
   const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
-  const bool x_first = my_x >= l.split;
+  const bool x_first = l.x_first[my_x] != 0;
   const Chunk none{Buf::output, own.offset, 0};
   const int my_y = g.column.position;
-  std::uint32_t end = append_allgather(s, g.row_links, g.row, l.row_blocks, 2,
-                                       x_first ? none : own_src, Buf::output, 0);
-  end = append_allgather(s, g.column_links, g.column, l.row_part, 0,
-                         chunk(Buf::output, l.row_part[my_y]), Buf::output, end);
-  if (l.split < ctx.topology.x_dim()) {
-    s.scratch_count = l.columns.runs.back().at + l.columns.runs.back().count;
+  const Buf rows = spread ? Buf::scratch : Buf::output;
+  s.scratch_count = l.scratch_end;
+  std::uint32_t end =
+      append_allgather(s, g.row_links, g.row, l.row_blocks, 2, x_first ? none : own_src, rows, 0);
+  end = append_allgather(s, g.column_links, g.column, l.row_part, 0, chunk(rows, l.row_part[my_y]),
+                         rows, end);
+  if (spread) {
+    const Source places(Buf::output, l.rows);
+    for (int y = 0; y < ctx.topology.y_dim(); ++y) {
+      const Chunk whole = chunk(Buf::scratch, l.row_part[y]);
+      for (const Chunk part : {first_half(whole), second_half(whole)})
+        append_move(s, part, places.chunk(s, {part.offset, part.count}), end);
+    }
+  }
+  if (l.any_x_first) {
     std::uint32_t ph = append_allgather(s, g.column_links, g.column, l.in_column, 6,
                                         x_first ? own_src : none, Buf::scratch, 0);
     ph = append_allgather(s, g.row_links, g.row, l.column, 4, chunk(Buf::scratch, l.column[my_x]),
@@ -381,7 +446,8 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
     // later one no sooner than half way through; copied whole, the last columns waited for
     // the links to finish and their copies ran after them (1 GiB on 32x32: 8% of the time).
     const Source places(Buf::output, l.columns);  // a scratch range -> its output runs
-    for (int x = l.split; x < ctx.topology.x_dim(); ++x) {
+    for (int x = 0; x < ctx.topology.x_dim(); ++x) {
+      if (!l.x_first[x]) continue;
       const Chunk whole = chunk(Buf::scratch, l.column[x]);
       for (const Chunk part : {first_half(whole), second_half(whole)})
         append_move(s, part, places.chunk(s, {part.offset, part.count}), ph);

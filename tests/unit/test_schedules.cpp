@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "core/element.hpp"
 #include "schedule/dependencies.hpp"
@@ -264,6 +265,66 @@ TEST_CASE("torus2d_both cuts a part whose middle is a line into pieces, scatters
     CHECK(on_line <= 3 * 4);
     CHECK(last_scatter < first_gather);
   }
+}
+
+namespace {
+
+// The phases of one schedule from its first to its last step on either of two tags (a
+// bidirectional ring's lanes), both included.
+std::uint32_t phases_on(const schedule::Schedule& sched, int tag) {
+  std::set<std::uint32_t> phases;
+  for (const schedule::Step& st : sched.steps)
+    if (st.tag == tag || st.tag == tag + 1) phases.insert(st.phase);
+  return phases.empty() ? 0 : *phases.rbegin() - *phases.begin() + 1;
+}
+
+}  // namespace
+
+TEST_CASE("torus2d_both spreads its X-first columns along a ring of rows, rows go half way",
+          "[schedules]") {
+  // 8x8: the reduce-scatter's and all-gather's X-first columns are every other one, so in both
+  // parts' row phases (tags 2-3 and 4-5) the owners lie evenly round the ring and their blocks
+  // go half way round each way: at most X/2 + 1 = 5 phases a part, where the last four columns
+  // as owners went all the way round (7 phases).
+  const Shape s = shape(8, 8, true, true);
+  const std::uint64_t n = 64 * 100 + 7;
+  for (Collective c : {Collective::reduce_scatter, Collective::allgather}) {
+    INFO(toroid::to_string(c));
+    REQUIRE(check(Algorithm::torus2d_both, c, s, n, false) == "");
+    REQUIRE(check(Algorithm::torus2d_both, c, s, n, true) == "");
+    if (c == Collective::reduce_scatter)
+      REQUIRE(check(Algorithm::torus2d_both, c, s, n, true, DataType::f32, ReduceOp::avg) == "");
+    for (int r = 0; r < s.topology.size(); ++r) {
+      const schedule::Schedule sched =
+          schedule::build(Algorithm::torus2d_both, {c, n, false, false, {}}, {r, s.topology, {}});
+      INFO("rank " << r);
+      CHECK(phases_on(sched, 2) <= 5);
+      CHECK(phases_on(sched, 4) <= 5);
+    }
+  }
+  // Where the copies are known to be slow beside the links (the simulator's model), a large
+  // all-gather keeps the last columns X-first (spread, it would copy the whole vector out of
+  // scratch): its Y-first rows then go all the way round, and it is exact too.
+  schedule::Context slow_copies{0, s.topology, {}};
+  slow_copies.link_rate[0] = slow_copies.link_rate[1] = 80e9;
+  slow_copies.hop_seconds[0] = slow_copies.hop_seconds[1] = 1e-12;
+  slow_copies.copy_rate = 300e9;
+  const schedule::Spec big{Collective::allgather, n, false, false, {}, 0, 4};
+  for (bool ip : {false, true}) {
+    model::CheckSpec spec{Collective::allgather, s.topology.size(), n, ip,
+                          DataType::f32,         ReduceOp::sum,     0};
+    REQUIRE(model::check_collective(spec, [&](int r) {
+              schedule::Context ctx = slow_copies;
+              ctx.rank = r;
+              schedule::Spec q = big;
+              q.in_place = ip;
+              return schedule::build(Algorithm::torus2d_both, q, ctx);
+            }) == "");
+  }
+  slow_copies.rank = 1;  // x = 1: a Y-first column either way
+  CHECK(phases_on(schedule::build(Algorithm::torus2d_both, big, slow_copies), 2) == 7);
+  slow_copies.copy_rate = 0;
+  CHECK(phases_on(schedule::build(Algorithm::torus2d_both, big, slow_copies), 2) <= 5);
 }
 
 TEST_CASE("axis collectives reduce every row (column) independently", "[schedules]") {
