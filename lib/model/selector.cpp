@@ -52,12 +52,14 @@ constexpr std::uint64_t kScatterLatencyBytesMesh = 8 * 1024;
 constexpr std::uint64_t kGatherLatencyBytesTorus = 4 * 1024;
 constexpr std::uint64_t kGatherLatencyBytesMesh = 16 * 1024;
 // Reduce-scatter and all-gather on a 2D shape: torus2d_both (both dimensions' links at once, its
-// X-first part on gathered columns) from these sizes, torus2d below. On 32x32 from 16 MiB
-// (reduce-scatter 116 against 122 us, all-gather 101 against 121; at 8 MiB torus2d, 70 against
-// 97 and 69 against 73); on 128x32, whose X-first part runs along the 128-long line, from
-// 64 MiB (552 against 568 us, 438 against 483; at 32 MiB torus2d, 348 against 355 and 274
-// against 302).
-constexpr std::uint64_t kBothBytesTorus = 16u << 20;
+// X-first part on gathered columns) from these sizes, torus2d below. On a torus from where
+// swing_latency stops: its X-first columns spread along the rings of rows, whose blocks then go
+// half way round each way (torus2d.cpp), so it is never slower than torus2d (32x32, 2026-12-05:
+// 32.0 against 32.0 us at 4 KiB, reduce-scatter 36.7 against 39.6 at 1 MiB and 77 against 122
+// at 16 MiB, all-gather 36.1 against 37.1 and 77 against 121). On 128x32, whose rows are lines
+// (no spread) and whose X-first part runs along the 128-long line, from 64 MiB (552 against
+// 568 us, 438 against 483; at 32 MiB torus2d, 348 against 355 and 274 against 302).
+constexpr std::uint64_t kBothBytesTorus = 4 * 1024;
 constexpr std::uint64_t kScatterBothBytesMesh = 64u << 20;
 constexpr std::uint64_t kGatherBothBytesMesh = 64u << 20;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;

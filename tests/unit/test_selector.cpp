@@ -289,15 +289,16 @@ TEST_CASE(
   // and small all-gathers its recursive doubling.
   CHECK(fixed_rule(Collective::allreduce, 1024, Torus2D(128, 1)) == Algorithm::recursive_doubling);
   CHECK(fixed_rule(Collective::reduce_scatter, 2u << 10, pod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::reduce_scatter, 4u << 10, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 4u << 10, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::reduce_scatter, 4u << 10, multipod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::reduce_scatter, 8u << 10, multipod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::allgather, 2u << 10, pod) == Algorithm::swing_latency);
-  CHECK(fixed_rule(Collective::allgather, 4u << 10, pod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 4u << 10, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 8u << 10, multipod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::allgather, 16u << 10, multipod) == Algorithm::torus2d);
-  // Large reduce-scatters and all-gathers use both dimensions at once; later with a line.
-  CHECK(fixed_rule(Collective::reduce_scatter, 8u << 20, pod) == Algorithm::torus2d);
+  // Reduce-scatters and all-gathers use both dimensions at once: on a torus at every size
+  // past swing_latency (the X-first columns spread, rows half way), with a line from 64 MiB.
+  CHECK(fixed_rule(Collective::reduce_scatter, 1u << 20, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 16u << 20, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::reduce_scatter, 32u << 20, multipod) == Algorithm::torus2d);
