@@ -24,7 +24,7 @@ constexpr double kShmOneFlowShare = 0.85;
 Network::Network(const SimModel& m)
     : m_(m),
       free_(m.endpoints ? static_cast<std::size_t>(m.topology.size()) * 4 : 0, 0.0),
-      links_(m.endpoints ? 0 : static_cast<std::size_t>(m.topology.size()) * 4),
+      links_(m.endpoints ? 0 : static_cast<std::size_t>(m.topology.size()) * 5),
       bytes_(static_cast<std::size_t>(m.topology.size()) * 4, 0),
       busy_(bytes_.size(), 0.0) {
   if (!m.endpoints) return;
@@ -134,6 +134,17 @@ bool Network::start(std::uint32_t id, int a, int b, std::uint64_t bytes,
   return true;
 }
 
+void Network::start_reduction(std::uint32_t id, int chip, std::uint64_t bytes, double t) {
+  const auto at = static_cast<std::uint32_t>(m_.topology.size() * 4 + chip);
+  Link& link = links_[at];
+  catch_up(link, t);
+  link.tags.push_back(
+      {link.clock + static_cast<double>(bytes) / m_.reduce_bytes_per_s, id | kReducerJob});
+  std::push_heap(link.tags.begin(), link.tags.end(), std::greater<>{});
+  ++link.flows;
+  schedule_leave(at, link, t);
+}
+
 void Network::catch_up(Link& l, double t) const {
   if (l.flows > 0) l.clock += (t - l.at) / l.flows;
   l.at = t;
@@ -163,7 +174,7 @@ void Network::advance(std::vector<std::pair<std::uint32_t, double>>& carried) {
     std::pop_heap(l.tags.begin(), l.tags.end(), std::greater<>{});
     l.tags.pop_back();
     --l.flows;
-    if (--links_left_[flow] == 0) carried.emplace_back(flow, e.t);
+    if ((flow & kReducerJob) || --links_left_[flow] == 0) carried.emplace_back(flow, e.t);
   }
   schedule_leave(e.link, l, e.t);
 }

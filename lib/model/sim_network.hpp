@@ -62,6 +62,14 @@ class Network {
   // route has no links (the flow is carried at t).
   bool start(std::uint32_t id, int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,
              double t, FlowStart& out);
+  // Torus model: job `id` (a flow's reduction, or a local copy: the caller's id space, any
+  // value) of `bytes` joins chip `chip`'s reducer at time t, which serves the jobs on it by
+  // processor sharing at the model's reduce rate, as the engine's progress loop reduces the
+  // segments of every transfer in flight as they land. advance() reports it (id | kReducerJob)
+  // when the reducer has carried it.
+  void start_reduction(std::uint32_t id, int chip, std::uint64_t bytes, double t);
+  static constexpr std::uint32_t kReducerJob = 1u << 31;
+
   // When the next flow leaves a link (infinity: none on any).
   double next_time() const {
     return events_.empty() ? std::numeric_limits<double>::infinity() : events_.front().t;
@@ -96,7 +104,7 @@ class Network {
 
   const SimModel& m_;
   std::vector<double> free_;  // endpoint model, per link id: when its last reservation ends
-  std::vector<Link> links_;   // torus model, per link id
+  std::vector<Link> links_;   // torus model, per link id, then per chip its reducer
   std::vector<std::uint32_t> links_left_;  // per flow id: links of its route still carrying it
   std::vector<Event> events_;              // a heap, earliest first
   std::uint64_t seq_ = 0;

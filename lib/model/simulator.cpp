@@ -127,10 +127,7 @@ class Engine {
         handle(e);
       } else {
         net_.advance(carried_);
-        for (const auto& [flow, t] : carried_) {
-          flows_[flow].carried = t;
-          woken_.push_back(flow);
-        }
+        for (const auto& [flow, t] : carried_) carried(flow, t);
         carried_.clear();
       }
       while (!woken_.empty()) {
@@ -333,7 +330,21 @@ class Engine {
     RankState& s = st_[static_cast<std::size_t>(r)];
     Instr& o = op(r, j);
     if (r == 0) posted_at_[j] = t;
-    if (o.kind == OpKind::local) {  // copies and scales run on the chip's reducer
+    if (o.kind == OpKind::local && !m_.endpoints) {  // on the reducer, shared (sim_network.hpp)
+      if (timeline_) started_[static_cast<std::size_t>(r)][j] = t;
+      std::uint32_t id;
+      if (free_locals_.empty()) {
+        id = static_cast<std::uint32_t>(locals_.size());
+        locals_.emplace_back();
+      } else {
+        id = free_locals_.back();
+        free_locals_.pop_back();
+      }
+      locals_[id] = {r, j};
+      net_.start_reduction(id | kLocalJob, r, o.bytes, t);
+      return;
+    }
+    if (o.kind == OpKind::local) {  // copies and scales run on the chip's reducer, in turn
       if (timeline_) started_[static_cast<std::size_t>(r)][j] = std::max(t, s.reducer_free);
       s.reducer_free =
           std::max(t, s.reducer_free) + static_cast<double>(o.bytes) / m_.reduce_bytes_per_s;
@@ -360,10 +371,28 @@ class Engine {
       start_flow(from, send, to, recv, ready);
   }
 
-  // The reducer's share of receive `recv` whose first segment lands at `first_segment`: when its
-  // first segment is reduced (a plain receive: when it lands), and when the reducer is done
-  // with all of it (0 for a plain receive). The reducer is reserved now, in the order transfers
-  // start (FIFO).
+  // What the network reports carried at t: a flow's links, a flow's reduction, or a local op.
+  void carried(std::uint32_t id, double t) {
+    if (!(id & sim::Network::kReducerJob)) {
+      flows_[id].carried = t;
+      woken_.push_back(id);
+      return;
+    }
+    const std::uint32_t job = id & ~sim::Network::kReducerJob;
+    if (job & kLocalJob) {
+      const auto [r, j] = locals_[job & ~kLocalJob];
+      free_locals_.push_back(job & ~kLocalJob);
+      ends(r, j, t);
+      return;
+    }
+    flows_[job].reducer_end = t;
+    woken_.push_back(job);
+  }
+
+  // Endpoint model: the reducer's share of receive `recv` whose first segment lands at
+  // `first_segment`: when its first segment is reduced (a plain receive: when it lands), and
+  // when the reducer is done with all of it (0 for a plain receive). The reducer is reserved
+  // now, in the order transfers start (FIFO).
   std::pair<double, double> plan_receive(int to, std::uint32_t recv, double first_segment) {
     const Instr& rop = op(to, recv);
     if (rop.kind != OpKind::recv_reduce) return {first_segment, 0.0};
@@ -421,7 +450,13 @@ class Engine {
     Instr& rop = op(to, recv);
     sim::FlowStart fs;
     const bool on_links = net_.start(id, from, to, rop.bytes, m_.segment_bytes, t, fs);
-    const auto [first, reducer_end] = plan_receive(to, recv, fs.first_segment);
+    // A reduction joins the receiver's reducer now and shares it with the others in flight
+    // there (the engine reduces every transfer's segments as they land); the receive ends once
+    // both its links and its reduction are done.
+    const bool reduces = rop.kind == OpKind::recv_reduce;
+    if (reduces) net_.start_reduction(id, to, rop.bytes, t);
+    const double first = fs.first_segment + (reduces ? segment_reduced(rop) : 0.0);
+    const double reducer_end = reduces ? kNever : 0.0;
     Flow& f = flows_[id];
     f = {from,
          to,
@@ -431,7 +466,9 @@ class Engine {
          fs.segment_s,
          reducer_end,
          on_links ? kNever : t,
-         rop.bytes <= m_.segment_bytes};
+         rop.bytes <= m_.segment_bytes,
+         false,
+         0.0};
     // One segment: its first is its last, known at its end. Several: followers start on the
     // first as estimated at the shares the flow found (the pipelining the engine does).
     if (!f.first_at_end) first_final(to, recv, first);
@@ -450,28 +487,35 @@ class Engine {
   // byte cannot land before its source's last segment has been sent after it (plus the route's
   // latency). Otherwise it waits; the source's end wakes it (ends).
   void try_finish(std::uint32_t id) {
-    const Flow f = flows_[id];
-    if (f.carried == kNever || !(op(f.from, f.send).flags & kInFlight)) return;
-    const double source = source_done(f.from, f.send), local = source_done(f.to, f.recv);
-    if (source == kNever || local == kNever) return;
-    const double issued = std::max(f.carried, source > 0 ? source + f.segment_s : 0.0);
-    const double arrive = issued + f.latency;
-    // Its last byte has left: as in the engine over MPI (a step goes once the one before it on
-    // its channel has posted every segment), the next transfer on either side's channel may
-    // follow it on the links now, not a route's latency later.
-    for (auto [r, j] : {std::pair{f.from, f.send}, std::pair{f.to, f.recv}})
-      if (op(r, j).flags & kChannelWanted) {
-        op(r, j).flags |= kIssued;
-        push(issued, r, j, kChannel);
-      }
-    const double received = received_at(f.to, f.recv, arrive, f.reducer_end, local);
-    op(f.from, f.send).flags &= static_cast<std::uint8_t>(~kInFlight);
-    op(f.to, f.recv).flags &= static_cast<std::uint8_t>(~kInFlight);
-    flows_[id].carried = kNever;
+    Flow& f = flows_[id];
+    if (f.carried == kNever || !(op(f.to, f.recv).flags & kInFlight)) return;
+    if (!f.sent) {
+      const double source = source_done(f.from, f.send);
+      if (source == kNever) return;
+      const double issued = std::max(f.carried, source > 0 ? source + f.segment_s : 0.0);
+      f.arrive = issued + f.latency;
+      f.sent = true;
+      // Its last byte has left: as in the engine over MPI (a step goes once the one before it
+      // on its channel has posted every segment), the next transfer on either side's channel
+      // may follow it on the links now, not a route's latency later.
+      for (auto [r, j] : {std::pair{f.from, f.send}, std::pair{f.to, f.recv}})
+        if (op(r, j).flags & kChannelWanted) {
+          op(r, j).flags |= kIssued;
+          push(issued, r, j, kChannel);
+        }
+      op(f.from, f.send).flags &= static_cast<std::uint8_t>(~kInFlight);
+      ends(f.from, f.send, f.arrive);  // queues events and wakes flows, adds none
+    }
+    // The receive also waits for its reduction and for its local operand.
+    const double local = source_done(f.to, f.recv);
+    if (local == kNever || f.reducer_end == kNever) return;
+    const Flow g = f;
+    const double received = received_at(g.to, g.recv, g.arrive, g.reducer_end, local);
+    op(g.to, g.recv).flags &= static_cast<std::uint8_t>(~kInFlight);
+    f.carried = kNever;
     free_flows_.push_back(id);
-    ends(f.from, f.send, arrive);
-    if (f.first_at_end) first_final(f.to, f.recv, received);
-    ends(f.to, f.recv, received);
+    if (g.first_at_end) first_final(g.to, g.recv, received);
+    ends(g.to, g.recv, received);
   }
 
   // Every rank's steps that ran, in microseconds, as one call from its first start to its end
@@ -563,14 +607,21 @@ class Engine {
   struct Flow {
     int from = 0, to = 0;
     std::uint32_t send = 0, recv = 0;
-    double latency = 0, segment_s = 0, reducer_end = 0;
+    double latency = 0, segment_s = 0, reducer_end = 0;  // reducer_end: kNever while reducing
     double carried = kNever;    // when every link of its route had carried it
     bool first_at_end = false;  // one segment: its first-segment event is its end
+    bool sent = false;          // the sender's side has ended (at `arrive`)
+    double arrive = 0;
   };
   std::vector<Flow> flows_;
   std::vector<std::uint32_t> free_flows_;                  // indices to reuse
   std::vector<std::pair<std::uint32_t, double>> carried_;  // reused by each leaving
   std::vector<std::uint32_t> woken_;                       // flows that may end now (try_finish)
+  // Local ops on the torus model's shared reducers, by the job index the network knows them
+  // by (| kLocalJob, apart from the flows' reductions).
+  static constexpr std::uint32_t kLocalJob = 1u << 30;
+  std::vector<std::pair<int, std::uint32_t>> locals_;
+  std::vector<std::uint32_t> free_locals_;
 };
 
 bool endpoints_valid(const EndpointLinks& e, int ranks) {

@@ -534,6 +534,39 @@ TEST_CASE("sim: a transfer that joins a busy link slows the one already on it", 
   CHECK(both.link_busy_s[link] <= both.time_s);
 }
 
+TEST_CASE("sim: reductions in flight share the chip's reducer", "[simulator]") {
+  // Ring of 3: rank 1 sends a large block to rank 0 and rank 2 a small one, 200 us later (after
+  // a local copy), over the other link; rank 0 adds both. The reducer (5 GB/s) needs 800 us for
+  // the large one and 80 us for the small one. Shared like the engine's progress loop, which
+  // reduces every transfer's segments as they land, the small one takes half the reducer from
+  // 200 us and is done at 360 us; taken in turn (the model until 2026-12-05: each reduction
+  // reserved whole when its transfer began) it waited for the large one's, to 880 us. The
+  // reducer's work is the same either way: the call ends at 880 us.
+  using schedule::Buf;
+  using schedule::Kind;
+  const SimModel m = make_model(Torus2D(3, 1), 10e9, 1e-6, 5e9);
+  const std::uint32_t large = 1'000'000, small = 100'000, delay = 250'000;  // f32 elements
+  std::vector<schedule::Schedule> s(3);
+  for (int r = 0; r < 3; ++r) {
+    s[r].rank = r;
+    s[r].nranks = 3;
+  }
+  s[0].steps.push_back(
+      {Kind::recv_reduce, 1, 0, 0, {Buf::output, 0, large}, {Buf::output, 0, large}});
+  s[0].steps.push_back(
+      {Kind::recv_reduce, 2, 0, 1, {Buf::output, large, small}, {Buf::output, large, small}});
+  s[1].steps.push_back({Kind::send, 0, 0, 0, {Buf::input, 0, large}, {}});
+  s[2].steps.push_back({Kind::copy, -1, 0, 0, {Buf::input, 0, delay}, {Buf::scratch, 0, delay}});
+  s[2].steps.push_back({Kind::send, 0, 0, 1, {Buf::scratch, 0, small}, {}});
+  for (auto& sched : s) schedule::derive_dependencies(sched);
+  const SimResult r = model::simulate(m, s, 4);
+  REQUIRE(r.error == "");
+  REQUIRE(r.rank0_phases.size() == 2);
+  CHECK(r.rank0_phases[1].end_s == Approx(360e-6).epsilon(0.01));
+  CHECK(r.rank0_phases[0].end_s == Approx(880e-6).epsilon(0.01));
+  CHECK(r.time_s == Approx(880e-6).epsilon(0.01));
+}
+
 TEST_CASE("sim: torus2d_both weighs its parts' steps against their link time", "[simulator]") {
   // 32x8 with X a line: the X-first part takes 2*31 + 2*7 steps, the Y-first part 2*7 + 32 (its
   // middle on the line is one pipeline). At 64 KiB link time is small against those 30 hops'
