@@ -57,10 +57,11 @@ constexpr std::uint64_t kGatherLatencyBytesMesh = 16 * 1024;
 // half way round each way (torus2d.cpp), so it is never slower than torus2d (32x32, 2026-12-05:
 // 32.0 against 32.0 us at 4 KiB, reduce-scatter 36.7 against 39.6 at 1 MiB and 77 against 122
 // at 16 MiB, all-gather 36.1 against 37.1 and 77 against 121). On 128x32, whose rows are lines
-// (no spread) and whose X-first part runs along the 128-long line, from 64 MiB (552 against
-// 568 us, 438 against 483; at 32 MiB torus2d, 348 against 355 and 274 against 302).
+// (no spread) and whose X-first part runs along the 128-long line, the reduce-scatter from
+// 32 MiB (326 against 348 us; at 16 MiB torus2d, 238 against 262; with the shared reducer of
+// 2026-12-05), the all-gather from 64 MiB (438 against 483; at 32 MiB torus2d, 274 against 301).
 constexpr std::uint64_t kBothBytesTorus = 4 * 1024;
-constexpr std::uint64_t kScatterBothBytesMesh = 64u << 20;
+constexpr std::uint64_t kScatterBothBytesMesh = 32u << 20;
 constexpr std::uint64_t kGatherBothBytesMesh = 64u << 20;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 // Two ranks, all-reduce: recursive doubling (one exchange of the whole vector, each rank

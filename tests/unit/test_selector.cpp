@@ -301,8 +301,8 @@ TEST_CASE(
   CHECK(fixed_rule(Collective::reduce_scatter, 1u << 20, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 16u << 20, pod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::reduce_scatter, 32u << 20, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::reduce_scatter, 64u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 32u << 20, multipod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 32u << 20, multipod) == Algorithm::torus2d);
   CHECK(fixed_rule(Collective::allgather, 64u << 20, multipod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 1u << 30, Torus2D(128, 1)) == Algorithm::bidir_ring);
