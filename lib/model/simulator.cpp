@@ -53,6 +53,18 @@ constexpr double kNever = std::numeric_limits<double>::infinity();
 
 using schedule::channel_key;
 
+// A slot of `v` to reuse from `free`, or a new one at its end.
+template <class T>
+std::uint32_t take_slot(std::vector<T>& v, std::vector<std::uint32_t>& free) {
+  if (free.empty()) {
+    v.emplace_back();
+    return static_cast<std::uint32_t>(v.size() - 1);
+  }
+  const std::uint32_t id = free.back();
+  free.pop_back();
+  return id;
+}
+
 // Asks for huge pages under a large array before its pages are first touched: the engine
 // touches its arrays at 4096 ranks' frontiers at once, and 4 KiB pages cost a page walk each.
 template <class T>
@@ -332,14 +344,7 @@ class Engine {
     if (r == 0) posted_at_[j] = t;
     if (o.kind == OpKind::local && !m_.endpoints) {  // on the reducer, shared (sim_network.hpp)
       if (timeline_) started_[static_cast<std::size_t>(r)][j] = t;
-      std::uint32_t id;
-      if (free_locals_.empty()) {
-        id = static_cast<std::uint32_t>(locals_.size());
-        locals_.emplace_back();
-      } else {
-        id = free_locals_.back();
-        free_locals_.pop_back();
-      }
+      const std::uint32_t id = take_slot(locals_, free_locals_);
       locals_[id] = {r, j};
       net_.start_reduction(id | kLocalJob, r, o.bytes, t);
       return;
@@ -438,14 +443,7 @@ class Engine {
   // Torus model: the transfer joins its route's links as a flow now; its ends are known when
   // the links have carried it and its sources are final (try_finish).
   void start_flow(int from, std::uint32_t send, int to, std::uint32_t recv, double t) {
-    std::uint32_t id;
-    if (free_flows_.empty()) {
-      id = static_cast<std::uint32_t>(flows_.size());
-      flows_.emplace_back();
-    } else {
-      id = free_flows_.back();
-      free_flows_.pop_back();
-    }
+    const std::uint32_t id = take_slot(flows_, free_flows_);
     Instr& sop = op(from, send);
     Instr& rop = op(to, recv);
     sim::FlowStart fs;
