@@ -97,11 +97,11 @@
 //     part:        Y  X  Y  X  Y  X  Y  X                         Y  Y  Y  Y  X  X  X  X
 //
 // Spread, the Y-first part's row parts are no longer contiguous, so it too reads gathered
-// chunks and accumulates in scratch, row by row, with the X-first columns after it
-// (32x32, 1 GiB reduce-scatter: 4.61 -> 3.73 ms; 16 MiB 117 -> 77 us). The all-gather, which
-// cannot receive into gathered chunks, then gathers the Y-first part in scratch too and copies
-// each row part's halves out as they land: the whole vector through the chip's copies, so it
-// spreads only where that pays (spreads_allgather).
+// chunks and accumulates in scratch, row by row, with the X-first columns after it (32x32,
+// 1 GiB reduce-scatter: 4.61 -> 3.73 ms; 16 MiB 117 -> 77 us; under the FIFO reducer). The
+// all-gather, which cannot receive into gathered chunks, then gathers the Y-first part in
+// scratch too and copies each row part's halves out as they land: the whole vector through
+// the chip's copies, so it spreads only where that pays (spreads_allgather).
 #include <algorithm>
 #include <cmath>
 
