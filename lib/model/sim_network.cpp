@@ -119,13 +119,8 @@ bool Network::start(std::uint32_t id, int a, int b, std::uint64_t bytes,
   for (const int l : path_) {
     const int d = (l % 4) < 2 ? 0 : 1;
     const double duration = static_cast<double>(bytes) / m_.link_bytes_per_s[d];
-    Link& link = links_[static_cast<std::size_t>(l)];
-    catch_up(link, t);
-    link.tags.push_back({link.clock + duration, id});
-    std::push_heap(link.tags.begin(), link.tags.end(), std::greater<>{});
-    ++link.flows;
-    schedule_leave(static_cast<std::uint32_t>(l), link, t);
-    first = std::max(first, seg / m_.link_bytes_per_s[d] * link.flows);
+    const std::uint32_t flows = join(static_cast<std::uint32_t>(l), id, duration, t);
+    first = std::max(first, seg / m_.link_bytes_per_s[d] * flows);
     out.latency += m_.hop_latency_s[d];
     bytes_[static_cast<std::size_t>(l)] += bytes;
     busy_[static_cast<std::size_t>(l)] += duration;
@@ -135,14 +130,18 @@ bool Network::start(std::uint32_t id, int a, int b, std::uint64_t bytes,
 }
 
 void Network::start_reduction(std::uint32_t id, int chip, std::uint64_t bytes, double t) {
-  const auto at = static_cast<std::uint32_t>(m_.topology.size() * 4 + chip);
+  join(static_cast<std::uint32_t>(m_.topology.size() * 4 + chip), id | kReducerJob,
+       static_cast<double>(bytes) / m_.reduce_bytes_per_s, t);
+}
+
+std::uint32_t Network::join(std::uint32_t at, std::uint32_t flow, double duration, double t) {
   Link& link = links_[at];
   catch_up(link, t);
-  link.tags.push_back(
-      {link.clock + static_cast<double>(bytes) / m_.reduce_bytes_per_s, id | kReducerJob});
+  link.tags.push_back({link.clock + duration, flow});
   std::push_heap(link.tags.begin(), link.tags.end(), std::greater<>{});
   ++link.flows;
   schedule_leave(at, link, t);
+  return link.flows;
 }
 
 void Network::catch_up(Link& l, double t) const {

@@ -99,6 +99,9 @@ class Network {
     std::uint32_t link, version;  // stale when the link's version moved on
     bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
+  // Flow (or reducer job) `flow` joins link `at` for `duration` seconds at full rate, at time
+  // t. Returns the flows now on it.
+  std::uint32_t join(std::uint32_t at, std::uint32_t flow, double duration, double t);
   void catch_up(Link& l, double t) const;
   void schedule_leave(std::uint32_t id, Link& l, double t);
 

@@ -342,14 +342,15 @@ class Engine {
     RankState& s = st_[static_cast<std::size_t>(r)];
     Instr& o = op(r, j);
     if (r == 0) posted_at_[j] = t;
-    if (o.kind == OpKind::local && !m_.endpoints) {  // on the reducer, shared (sim_network.hpp)
-      if (timeline_) started_[static_cast<std::size_t>(r)][j] = t;
-      const std::uint32_t id = take_slot(locals_, free_locals_);
-      locals_[id] = {r, j};
-      net_.start_reduction(id | kLocalJob, r, o.bytes, t);
-      return;
-    }
-    if (o.kind == OpKind::local) {  // copies and scales run on the chip's reducer, in turn
+    if (o.kind == OpKind::local) {  // copies and scales run on the chip's reducer
+      if (!m_.endpoints) {          // shared with its reductions (sim_network.hpp)
+        if (timeline_) started_[static_cast<std::size_t>(r)][j] = t;
+        const std::uint32_t id = take_slot(locals_, free_locals_);
+        locals_[id] = {r, j};
+        net_.start_reduction(id | kLocalJob, r, o.bytes, t);
+        return;
+      }
+      // The endpoint model's reducer takes them in turn.
       if (timeline_) started_[static_cast<std::size_t>(r)][j] = std::max(t, s.reducer_free);
       s.reducer_free =
           std::max(t, s.reducer_free) + static_cast<double>(o.bytes) / m_.reduce_bytes_per_s;
@@ -507,13 +508,12 @@ class Engine {
     // The receive also waits for its reduction and for its local operand.
     const double local = source_done(f.to, f.recv);
     if (local == kNever || f.reducer_end == kNever) return;
-    const Flow g = f;
-    const double received = received_at(g.to, g.recv, g.arrive, g.reducer_end, local);
-    op(g.to, g.recv).flags &= static_cast<std::uint8_t>(~kInFlight);
+    const double received = received_at(f.to, f.recv, f.arrive, f.reducer_end, local);
+    op(f.to, f.recv).flags &= static_cast<std::uint8_t>(~kInFlight);
     f.carried = kNever;
-    free_flows_.push_back(id);
-    if (g.first_at_end) first_final(g.to, g.recv, received);
-    ends(g.to, g.recv, received);
+    free_flows_.push_back(id);  // reused by the next start_flow, not before these return
+    if (f.first_at_end) first_final(f.to, f.recv, received);
+    ends(f.to, f.recv, received);
   }
 
   // Every rank's steps that ran, in microseconds, as one call from its first start to its end

@@ -31,9 +31,9 @@
 //
 // That balances link time. Where the two parts take different numbers of steps (a line of
 // length k first takes 2(k-1) of them, in the middle about k; a ring about k either way), the
-// one with more also waits longer; with each part's time taken as its steps' latency L plus its share of the balanced
-// link time T (so moving a share d from one part to the other moves d*T/a and d*T/(1-a)),
-// the finishes are equal at
+// one with more also waits longer; with each part's time taken as its steps' latency L plus
+// its share of the balanced link time T (so moving a share d from one part to the other moves
+// d*T/a and d*T/(1-a)), the finishes are equal at
 //
 //     a' = a - a (1-a) (Lx - Ly) / T          (clamped to [0, 1])
 //
@@ -75,8 +75,8 @@
 //
 // reduce-scatter / all-gather (torus2d_both): the columns split in two. Unspread (see below),
 // the blocks of columns [0, split) go Y-first as above (rows' first parts: contiguous); those
-// of columns [split, X) go X-first: along X over whole columns, then along Y inside the own column. A column's
-// blocks lie Y apart in the vector (X = 4, split = 2, Y = 3):
+// of columns [split, X) go X-first: along X over whole columns, then along Y inside the own
+// column. A column's blocks lie Y apart in the vector (X = 4, split = 2, Y = 3):
 //
 //     vector   [ 0  1 |2  3 ][ 4  5 |6  7 ][ 8  9 |10 11]    rows y = 0, 1, 2
 //              Y-first part    X-first part: column 2 = blocks 2, 6, 10; column 3 = 3, 7, 11
@@ -339,6 +339,21 @@ BlockLayout layout_of(const Spec& r, const Context& ctx, const RowAndColumn& g, 
   return l;
 }
 
+// Copies each of `regions` (of scratch, laid out by `layout`) to its places in the output, a
+// half at a time: each copy waits only for its half (a bidirectional ring brings a region's
+// two halves from its two sides, the later one no sooner than half way through). Empty
+// regions (the other part's) copy nothing.
+void copy_out_halves(Schedule& s, const Gather& layout, const Blocks& regions,
+                     std::uint32_t phase) {
+  const Source places(Buf::output, layout);  // a scratch range -> its output runs
+  for (const Block& region : regions) {
+    if (region.count == 0) continue;
+    const Chunk whole = chunk(Buf::scratch, region);
+    for (const Chunk part : {first_half(whole), second_half(whole)})
+      append_move(s, part, places.chunk(s, {part.offset, part.count}), phase);
+  }
+}
+
 }  // namespace
 
 Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
@@ -428,14 +443,7 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
       append_allgather(s, g.row_links, g.row, l.row_blocks, 2, x_first ? none : own_src, rows, 0);
   end = append_allgather(s, g.column_links, g.column, l.row_part, 0, chunk(rows, l.row_part[my_y]),
                          rows, end);
-  if (spread) {
-    const Source places(Buf::output, l.rows);
-    for (int y = 0; y < ctx.topology.y_dim(); ++y) {
-      const Chunk whole = chunk(Buf::scratch, l.row_part[y]);
-      for (const Chunk part : {first_half(whole), second_half(whole)})
-        append_move(s, part, places.chunk(s, {part.offset, part.count}), end);
-    }
-  }
+  if (spread) copy_out_halves(s, l.rows, l.row_part, end);
   if (l.any_x_first) {
     std::uint32_t ph = append_allgather(s, g.column_links, g.column, l.in_column, 6,
                                         x_first ? own_src : none, Buf::scratch, 0);
@@ -445,13 +453,7 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
     // only for it). A bidirectional row brings a column's two halves from its two sides, the
     // later one no sooner than half way through; copied whole, the last columns waited for
     // the links to finish and their copies ran after them (1 GiB on 32x32: 8% of the time).
-    const Source places(Buf::output, l.columns);  // a scratch range -> its output runs
-    for (int x = 0; x < ctx.topology.x_dim(); ++x) {
-      if (!l.x_first[x]) continue;
-      const Chunk whole = chunk(Buf::scratch, l.column[x]);
-      for (const Chunk part : {first_half(whole), second_half(whole)})
-        append_move(s, part, places.chunk(s, {part.offset, part.count}), ph);
-    }
+    copy_out_halves(s, l.columns, l.column, ph);
   }
   return s;
 }
