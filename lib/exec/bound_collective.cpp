@@ -102,7 +102,8 @@ void BoundCollective::bind_addresses() {
       if (st.kind == Kind::recv_reduce) staging = staging_.data() + (slot++) * depth * seg;
       t.mpi.bind(st,
                  sends || st.kind == Kind::recv_reduce ? buf_.operand(st.src) : schedule::Operand{},
-                 sends ? nullptr : buf_.writable(st.dst), t.bytes, seg, es, staging, depth);
+                 sends ? schedule::Destination{} : buf_.destination(st.dst), t.bytes, seg, es,
+                 staging, depth);
     }
   }
   if (shm_tasks_ > 0) mark_shared_memory_hints();

@@ -9,9 +9,10 @@ namespace toroid::exec {
 
 using schedule::Kind;
 
-void MpiTransfer::bind(const schedule::Step& st, const schedule::Operand& src, std::byte* dst,
-                       std::size_t bytes, std::size_t segment_bytes, std::size_t elem_size,
-                       std::byte* staging, std::uint32_t depth) {
+void MpiTransfer::bind(const schedule::Step& st, const schedule::Operand& src,
+                       const schedule::Destination& dst, std::size_t bytes,
+                       std::size_t segment_bytes, std::size_t elem_size, std::byte* staging,
+                       std::uint32_t depth) {
   step_ = &st;
   src_ = src;
   dst_ = dst;
@@ -35,41 +36,56 @@ bool MpiTransfer::finished() const noexcept {
   return step_->kind == Kind::send ? sends_done_ == nseg_ : prefix_ == nseg_;
 }
 
+namespace {
+
+// Calls `post(base, count, type)` for bytes [at, at + len) of a chunk: as bytes from their
+// address when contiguous, else as one derived type of the segment's runs from the buffer's.
+// Returns what post returned (an MPI error code).
+template <class Byte, class Post>
+int post_runs(const schedule::Runs<Byte>& c, std::size_t at, std::size_t len, Post&& post) {
+  if (!c.gathered()) return post(c.base + at, static_cast<int>(len), MPI_BYTE);
+  std::vector<int> lengths;
+  std::vector<MPI_Aint> places;
+  c.each(at, len, [&](Byte* p, std::size_t, std::size_t n) {
+    lengths.push_back(static_cast<int>(n));
+    places.push_back(static_cast<MPI_Aint>(p - c.base));
+  });
+  MPI_Datatype runs = MPI_DATATYPE_NULL;
+  mpi_check(MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(),
+                                     places.data(), MPI_BYTE, &runs),
+            "MPI_Type_create_hindexed");
+  mpi_check(MPI_Type_commit(&runs), "MPI_Type_commit");
+  // Freeing a type is allowed while an operation that uses it is pending.
+  const int rc = post(c.base, 1, runs);
+  MPI_Type_free(&runs);
+  return rc;
+}
+
+}  // namespace
+
 void MpiTransfer::post(RequestTable& table, MPI_Comm comm, std::uint32_t k) {
   const std::size_t at = static_cast<std::size_t>(k) * seg_bytes_;
-  const int len = static_cast<int>(seg_len(k));
+  const std::size_t len = seg_len(k);
   const schedule::Step& st = *step_;
   MPI_Request* req = table.post(this, k);
   switch (st.kind) {
     case Kind::send:
-      if (!src_.gathered()) {
-        mpi_check(MPI_Isend(src_.base + at, len, MPI_BYTE, st.peer, st.tag, comm, req),
-                  "MPI_Isend");
-      } else {  // the segment's runs as one derived type, sent from where they lie
-        std::vector<int> lengths;
-        std::vector<MPI_Aint> places;
-        src_.each(at, static_cast<std::size_t>(len),
-                  [&](const std::byte* p, std::size_t, std::size_t n) {
-                    lengths.push_back(static_cast<int>(n));
-                    places.push_back(static_cast<MPI_Aint>(p - src_.base));
-                  });
-        MPI_Datatype runs = MPI_DATATYPE_NULL;
-        mpi_check(MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(),
-                                           places.data(), MPI_BYTE, &runs),
-                  "MPI_Type_create_hindexed");
-        mpi_check(MPI_Type_commit(&runs), "MPI_Type_commit");
-        // Freeing a type is allowed while a send that uses it is pending.
-        const int rc = MPI_Isend(src_.base, 1, runs, st.peer, st.tag, comm, req);
-        MPI_Type_free(&runs);
-        mpi_check(rc, "MPI_Isend");
-      }
+      mpi_check(post_runs(src_, at, len,
+                          [&](const std::byte* p, int n, MPI_Datatype type) {
+                            return MPI_Isend(p, n, type, st.peer, st.tag, comm, req);
+                          }),
+                "MPI_Isend");
       break;
     case Kind::recv:
-      mpi_check(MPI_Irecv(dst_ + at, len, MPI_BYTE, st.peer, st.tag, comm, req), "MPI_Irecv");
+      mpi_check(post_runs(dst_, at, len,
+                          [&](std::byte* p, int n, MPI_Datatype type) {
+                            return MPI_Irecv(p, n, type, st.peer, st.tag, comm, req);
+                          }),
+                "MPI_Irecv");
       break;
     default:
-      mpi_check(MPI_Irecv(staging_ + (k % depth_) * seg_bytes_, len, MPI_BYTE, st.peer, st.tag,
-                          comm, req),
+      mpi_check(MPI_Irecv(staging_ + (k % depth_) * seg_bytes_, static_cast<int>(len), MPI_BYTE,
+                          st.peer, st.tag, comm, req),
                 "MPI_Irecv");
       break;
   }
@@ -104,7 +120,7 @@ bool MpiTransfer::advance(RequestTable& table, MPI_Comm comm, std::size_t limit,
       if (at + len > limit) break;  // the local operand is not final yet
       const std::byte* in = staging_ + (prefix_ % depth_) * seg_bytes_;
       src_.each(at, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-        reduce(dst_ + at + o, p, in + o, n / elem_size_);
+        reduce(dst_.base + at + o, p, in + o, n / elem_size_);
       });
       ++prefix_;
       ready_ = at + len;

@@ -5,6 +5,8 @@
 //   send    = posts each segment once the bytes it reads are final (`limit`)
 //   recv    = posts every segment straight into place at start; `ready` is the prefix that
 //             has arrived, which steps that follow it read on from
+//   gathered = a send's source or a recv's destination in runs (step.hpp): each segment's runs
+//             are one derived datatype, so MPI reads or writes them where they lie
 //   recv_reduce = `depth` segments in flight into staging slots; an arrived segment is reduced
 //             into place as soon as it is the next one and its local operand is final, and its
 //             slot is re-posted for segment k + depth, so the reduction of segment k overlaps
@@ -30,9 +32,9 @@ namespace toroid::exec {
 class MpiTransfer final : public RequestOwner {
  public:
   // staging: depth * segment bytes for a recv_reduce (unused otherwise).
-  void bind(const schedule::Step& st, const schedule::Operand& src, std::byte* dst,
-            std::size_t bytes, std::size_t segment_bytes, std::size_t elem_size, std::byte* staging,
-            std::uint32_t depth);
+  void bind(const schedule::Step& st, const schedule::Operand& src,
+            const schedule::Destination& dst, std::size_t bytes, std::size_t segment_bytes,
+            std::size_t elem_size, std::byte* staging, std::uint32_t depth);
   void reset();
   void start(RequestTable& table, MPI_Comm comm);
   // Moves what may move with the first `limit` bytes of the source final; whether anything did.
@@ -53,7 +55,7 @@ class MpiTransfer final : public RequestOwner {
 
   const schedule::Step* step_ = nullptr;
   schedule::Operand src_;
-  std::byte* dst_ = nullptr;
+  schedule::Destination dst_;
   std::byte* staging_ = nullptr;
   std::size_t bytes_ = 0, seg_bytes_ = 1, elem_size_ = 1;
   std::uint32_t nseg_ = 0, depth_ = 1;

@@ -19,7 +19,7 @@ struct ShmTransfer {
   const schedule::Step* step = nullptr;
   ShmChannel channel;
   schedule::Operand from;           // send: the data; recv_reduce: the local operand
-  std::byte* into = nullptr;        // recv, recv_reduce: the destination
+  schedule::Destination into;       // recv, recv_reduce: the destination (a recv's may be gathered)
   std::size_t bytes = 0, done = 0;  // done: bytes moved so far
   std::size_t elem_size = 1;
   // Where the segments go in the ring: 0 (a one-segment transfer) = cycle through the first
@@ -93,7 +93,7 @@ struct ShmTransfer {
       if (out) {
         if (reduces && keep_dst)
           from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-            reduce_copy(into + done + o, out + o, p, in + o, n / elem_size);
+            reduce_copy(into.base + done + o, out + o, p, in + o, n / elem_size);
           });
         else if (reduces)
           from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
@@ -105,7 +105,7 @@ struct ShmTransfer {
         relay->publish(len);
       } else if (reduces) {
         from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-          reduce(into + done + o, p, in + o, n / elem_size);
+          reduce(into.base + done + o, p, in + o, n / elem_size);
         });
       } else {
         store_dst(in, len);
@@ -137,10 +137,12 @@ struct ShmTransfer {
     done += len;
   }
   void store_dst(const std::byte* src, std::size_t len) {
-    if (store)
-      store(into + done, src, len);
-    else
-      std::memcpy(into + done, src, len);
+    into.each(done, len, [&](std::byte* p, std::size_t o, std::size_t n) {
+      if (store)
+        store(p, src + o, n);
+      else
+        std::memcpy(p, src + o, n);
+    });
   }
   std::size_t segment() const {
     return bytes - done < channel.slot_bytes ? bytes - done : channel.slot_bytes;
@@ -161,7 +163,7 @@ inline ShmTransfer shm_transfer_for(const schedule::Step& st, const ShmLinks& li
   t.step = &st;
   t.channel = send ? links.outgoing(st.peer, st.tag) : links.incoming(st.peer, st.tag);
   if (send || st.kind == schedule::Kind::recv_reduce) t.from = buf.operand(st.src);
-  t.into = send ? nullptr : buf.writable(st.dst);
+  if (!send) t.into = buf.destination(st.dst);
   t.bytes = (send ? st.src.count : st.dst.count) * buf.elem_size;
   t.elem_size = buf.elem_size;
   const std::size_t segments = (t.bytes + t.channel.slot_bytes - 1) / t.channel.slot_bytes;

@@ -664,7 +664,6 @@ schedule::Context schedule_context(const SimModel& m, const std::vector<int>& no
     ctx.hop_seconds[0] = m.hop_latency_s[0];
     ctx.hop_seconds[1] = m.hop_latency_s[1];
   }
-  ctx.copy_rate = m.reduce_bytes_per_s;  // copies run on the reducer
   return ctx;
 }
 

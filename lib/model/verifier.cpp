@@ -222,8 +222,10 @@ class Runner {
       if (writes(s))
         if (auto e = check_chunk(r, s.dst); !e.empty())
           return fmt::format("rank {}: destination {} in {}", r, e, schedule::describe(s));
-      // Gathered: a send's, recv_reduce's or copy's source, or a copy's destination (not both).
-      const bool gathered_ok = !s.dst.gathered() || (s.kind == Kind::copy && !s.src.gathered());
+      // Gathered: a send's, recv_reduce's or copy's source, a recv's destination, or a copy's
+      // (not both sides of one copy).
+      const bool gathered_ok =
+          !s.dst.gathered() || s.kind == Kind::recv || (s.kind == Kind::copy && !s.src.gathered());
       if (!gathered_ok || (!reads_src && s.src.gathered()))
         return fmt::format("rank {}: a gathered chunk where the executors take none in {}", r,
                            schedule::describe(s));
@@ -273,7 +275,8 @@ class Runner {
         const ChunkRange rd = read_range(st, ip, pieces), gw = write_range(g, ip, pieces);
         const bool kinds = (st.kind == Kind::send || st.kind == Kind::recv_reduce) &&
                            (g.kind == Kind::recv || g.kind == Kind::recv_reduce);
-        const bool inside = schedule::contains(gw, rd) && rd.lo - gw.lo == d.offset;
+        std::uint64_t at = 0;
+        const bool inside = schedule::position_in(gw, rd, at) && at == d.offset;
         const ChunkRange wr = write_range(st, ip, pieces);
         if (!kinds || !inside || (overlaps(wr, gw) && !schedule::accumulates_in_place(st, rd, wr)))
           return fmt::format("rank {}: wrong dependency: '{}' follows '{}' at offset {}", r,
@@ -418,11 +421,14 @@ class Runner {
     const BufferSet rb = buffers(to);
     const std::size_t bytes = recv.dst.count * esize_;
     // A reduction stages the message first (the sender's chunk aliases nothing of ours, but
-    // MPI's semantics are kept); a gathered one is packed. A plain one is copied straight.
+    // MPI's semantics are kept); a gathered one is packed, and a receive into runs scatters
+    // the packed message. A plain one is copied straight.
     const std::byte* sent = buffers(from).readable(send.src);
-    if (recv.kind != Kind::recv || send.src.gathered())
+    if (recv.kind != Kind::recv || send.src.gathered() || recv.dst.gathered())
       gather(from, send.src, staging_), sent = staging_.data();
-    if (recv.kind == Kind::recv) {
+    if (recv.kind == Kind::recv && recv.dst.gathered()) {
+      scatter(to, staging_, recv.dst);
+    } else if (recv.kind == Kind::recv) {
       std::memcpy(rb.writable(recv.dst), sent, bytes);
     } else {
       const std::byte* local = rb.readable(recv.src);

@@ -83,21 +83,21 @@ std::uint32_t chains_reduce_scatter(Schedule& s, const Ring& r, const Blocks& bl
 
 // One set of blocks spreading L members leftward and R rightward from their owners.
 std::uint32_t chains_allgather(Schedule& s, const Ring& r, const Blocks& bl, int L, int tag,
-                               Chunk own, Buf out, std::uint32_t phase) {
+                               Chunk own, const Source& out, std::uint32_t phase) {
   const int p = r.p, i = r.i, R = p - 1 - L;
   for (int t = 0; t < std::max(L, R); ++t) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(t);
     if (t < L) {
       append_transfer(s, Kind::send, r.prev, tag, ph,
-                      t == 0 ? own : chunk(out, bl[ring_position(i + t, p)]), {});
+                      t == 0 ? own : out.chunk(s, bl[ring_position(i + t, p)]), {});
       append_transfer(s, Kind::recv, r.next, tag, ph, {},
-                      chunk(out, bl[ring_position(i + 1 + t, p)]));
+                      out.chunk(s, bl[ring_position(i + 1 + t, p)]));
     }
     if (t < R) {
       append_transfer(s, Kind::send, r.next, tag, ph,
-                      t == 0 ? own : chunk(out, bl[ring_position(i - t, p)]), {});
+                      t == 0 ? own : out.chunk(s, bl[ring_position(i - t, p)]), {});
       append_transfer(s, Kind::recv, r.prev, tag, ph, {},
-                      chunk(out, bl[ring_position(i - 1 - t, p)]));
+                      out.chunk(s, bl[ring_position(i - 1 - t, p)]));
     }
   }
   return phase + static_cast<std::uint32_t>(std::max(L, R));
@@ -113,22 +113,23 @@ std::uint32_t append_bidir_ring_reduce_scatter(Schedule& s, const Group& g, cons
   if (r.p % 2)
     return chains_reduce_scatter(s, r, blocks, (r.p - 1) / 2, tag, from, acc, result, phase);
   const std::uint32_t a = chains_reduce_scatter(s, r, first_halves(blocks), r.p / 2, tag, from, acc,
-                                                first_half(result), phase);
+                                                first_half(s, result), phase);
   const std::uint32_t b = chains_reduce_scatter(s, r, second_halves(blocks), r.p / 2 - 1, tag + 1,
-                                                from, acc, second_half(result), phase);
+                                                from, acc, second_half(s, result), phase);
   return std::max(a, b);
 }
 
 std::uint32_t append_bidir_ring_allgather(Schedule& s, const Group& g, const Blocks& blocks,
-                                          int tag, Chunk own, Buf out, std::uint32_t phase) {
+                                          int tag, Chunk own, const Source& out,
+                                          std::uint32_t phase) {
   const Ring r = ring_of(g);
-  const bool moved = append_move(s, own, chunk(out, blocks[r.i]), phase);
+  const bool moved = append_move(s, own, out.chunk(s, blocks[r.i]), phase);
   if (r.p == 1) return phase + (moved ? 1 : 0);
   if (r.p % 2) return chains_allgather(s, r, blocks, (r.p - 1) / 2, tag, own, out, phase);
   const std::uint32_t a =
-      chains_allgather(s, r, first_halves(blocks), r.p / 2, tag, first_half(own), out, phase);
+      chains_allgather(s, r, first_halves(blocks), r.p / 2, tag, first_half(s, own), out, phase);
   const std::uint32_t b = chains_allgather(s, r, second_halves(blocks), r.p / 2 - 1, tag + 1,
-                                           second_half(own), out, phase);
+                                           second_half(s, own), out, phase);
   return std::max(a, b);
 }
 

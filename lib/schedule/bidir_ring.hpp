@@ -11,6 +11,7 @@ std::uint32_t append_bidir_ring_reduce_scatter(Schedule& s, const Group& g, cons
                                                int tag, const Source& from, Buf acc, Chunk result,
                                                std::uint32_t phase);
 std::uint32_t append_bidir_ring_allgather(Schedule& s, const Group& g, const Blocks& blocks,
-                                          int tag, Chunk own, Buf out, std::uint32_t phase);
+                                          int tag, Chunk own, const Source& out,
+                                          std::uint32_t phase);
 
 }  // namespace toroid::schedule

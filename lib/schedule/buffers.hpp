@@ -8,10 +8,13 @@
 
 namespace toroid::schedule {
 
-// A step's source as a transfer reads it: one address, or the runs of a gathered chunk.
-struct Operand {
-  const std::byte* base = nullptr;  // contiguous: the chunk's first byte; gathered: the buffer's
-  const Block* runs = nullptr;      // gathered: its runs, in elements from base
+// A step's chunk as a transfer reads or writes it: one address, or the runs of a gathered
+// chunk (a send's or recv_reduce's source, a receive's destination). `Byte` is const for a
+// source.
+template <class Byte>
+struct Runs {
+  Byte* base = nullptr;         // contiguous: the chunk's first byte; gathered: the buffer's
+  const Block* runs = nullptr;  // gathered: its runs, in elements from base
   std::uint32_t nruns = 0;
   std::size_t elem_size = 1;
 
@@ -32,6 +35,8 @@ struct Operand {
     }
   }
 };
+using Operand = Runs<const std::byte>;  // read
+using Destination = Runs<std::byte>;    // written
 
 struct BufferSet {
   const std::byte* input = nullptr;
@@ -52,6 +57,10 @@ struct BufferSet {
   Operand operand(const Chunk& c) const {
     if (!c.gathered()) return {readable(c), nullptr, 0, elem_size};
     return {readable(Chunk{c.buf, 0, 0}), pieces + c.first_piece, c.pieces, elem_size};
+  }
+  Destination destination(const Chunk& c) const {
+    if (!c.gathered()) return {writable(c), nullptr, 0, elem_size};
+    return {writable(Chunk{c.buf, 0, 0}), pieces + c.first_piece, c.pieces, elem_size};
   }
   // Copies a chunk's elements to another chunk of the same count (either may be gathered).
   void copy(const Chunk& from, const Chunk& to) const;

@@ -24,10 +24,6 @@ struct Context {
   // (torus2d.cpp). 0: unknown, the share follows the link rates alone.
   double hop_seconds[2] = {0.0, 0.0};
   bool knows_hops() const { return hop_seconds[0] + hop_seconds[1] > 0; }
-  // Bytes per second of a chip's local copy, in link_rate's unit: torus2d_both's all-gather
-  // copies more of the vector out of scratch where that buys fewer steps (torus2d.cpp).
-  // 0: unknown, copies taken as cheap beside the links (a network of CPUs).
-  double copy_rate = 0.0;
   int nranks() const { return topology.size(); }
 };
 

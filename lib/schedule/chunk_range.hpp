@@ -71,6 +71,32 @@ inline bool contains(const ChunkRange& outer, const ChunkRange& inner) noexcept 
          outer.lo <= inner.lo && inner.hi <= outer.hi;
 }
 
+// Where `read` starts among `written`'s elements in their order, when its elements are
+// consecutive elements of it: a part of a contiguous range, a part of one run of a gathered
+// one, or the same runs (a receive into runs forwarded as it lands). Else false. A step that
+// reads `read` can follow the receive that writes `written` segment by segment from there.
+inline bool position_in(const ChunkRange& written, const ChunkRange& read,
+                        std::uint64_t& position) noexcept {
+  if (written.space != read.space || written.empty() || read.empty()) return false;
+  if (!written.gathered() || !read.gathered()) {
+    if (contains(written, read)) return position = read.lo - written.lo, true;
+    if (!written.gathered() || read.gathered()) return false;
+    std::uint64_t at = 0;  // a contiguous read inside one run
+    for (std::uint32_t k = 0; k < written.nruns; at += written.runs[k++].count) {
+      const Block& run = written.runs[k];
+      if (run.offset <= read.lo && read.hi <= run.offset + run.count)
+        return position = at + (read.lo - run.offset), true;
+    }
+    return false;
+  }
+  if (read.nruns != written.nruns) return false;
+  for (std::uint32_t k = 0; k < read.nruns; ++k)
+    if (read.runs[k].offset != written.runs[k].offset ||
+        read.runs[k].count != written.runs[k].count)
+      return false;
+  return position = 0, true;
+}
+
 // A recv_reduce that adds into its own operand (`dst op= incoming` over one contiguous range).
 // Following the receive that wrote that range is safe element by element: element e is read,
 // reduced and written only once that receive has made it final, and it writes e no more.

@@ -168,10 +168,11 @@ void derive_dependencies(Schedule& s) {
       const bool in_order_reader = st.kind == Kind::send || st.kind == Kind::recv_reduce;
       const bool in_order_writer = earlier.kind == Kind::recv || earlier.kind == Kind::recv_reduce;
       Dep d{i, Wait::done, 0};
-      if ((what & raw) && in_order_reader && in_order_writer && contains(ew, r) &&
+      std::uint64_t at = 0;
+      if ((what & raw) && in_order_reader && in_order_writer && position_in(ew, r, at) &&
           (what == raw ? !overlaps(w, ew) : accumulates_in_place(st, r, w))) {
         d.wait = Wait::follow;
-        d.offset = r.lo - ew.lo;
+        d.offset = at;
         if (what != raw) over[j] = i;
       }
       s.deps.push_back(d);

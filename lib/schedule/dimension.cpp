@@ -49,9 +49,9 @@ std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, co
     case Links::opposite_rings: {
       // In this order (the +1 ring's steps first): the arguments of one call would be unordered.
       const std::uint32_t a = append_ring_reduce_scatter(s, g, first_halves(blocks), +1, tag, from,
-                                                         acc, first_half(result), phase);
+                                                         acc, first_half(s, result), phase);
       const std::uint32_t b = append_ring_reduce_scatter(s, g, second_halves(blocks), -1, tag + 1,
-                                                         from, acc, second_half(result), phase);
+                                                         from, acc, second_half(s, result), phase);
       return std::max(a, b);
     }
   }
@@ -59,7 +59,7 @@ std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, co
 }
 
 std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const Blocks& blocks,
-                               int tag, Chunk own, Buf out, std::uint32_t phase) {
+                               int tag, Chunk own, const Source& out, std::uint32_t phase) {
   switch (links) {
     case Links::ring:
       return append_ring_allgather(s, g, blocks, +1, tag, own, out, phase);
@@ -70,10 +70,10 @@ std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const B
         return append_bidir_ring_allgather(s, g, blocks, tag, own, out, phase);
       [[fallthrough]];
     case Links::opposite_rings: {
-      const std::uint32_t a =
-          append_ring_allgather(s, g, first_halves(blocks), +1, tag, first_half(own), out, phase);
+      const std::uint32_t a = append_ring_allgather(s, g, first_halves(blocks), +1, tag,
+                                                    first_half(s, own), out, phase);
       const std::uint32_t b = append_ring_allgather(s, g, second_halves(blocks), -1, tag + 1,
-                                                    second_half(own), out, phase);
+                                                    second_half(s, own), out, phase);
       return std::max(a, b);
     }
   }

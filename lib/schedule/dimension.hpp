@@ -26,6 +26,6 @@ std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, co
                                     int tag, const Source& from, Buf acc, Chunk result,
                                     std::uint32_t phase);
 std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const Blocks& blocks,
-                               int tag, Chunk own, Buf out, std::uint32_t phase);
+                               int tag, Chunk own, const Source& out, std::uint32_t phase);
 
 }  // namespace toroid::schedule

@@ -40,10 +40,17 @@ Blocks second_halves(const Blocks& b) {
   return h;
 }
 
-Chunk first_half(Chunk c) { return {c.buf, c.offset, c.count - c.count / 2}; }
-Chunk second_half(Chunk c) {
-  const std::uint64_t first = c.count - c.count / 2;
-  return {c.buf, c.offset + first, c.count / 2};
+Chunk part_of(Schedule& s, const Chunk& c, std::uint64_t lo, std::uint64_t n) {
+  if (!c.gathered()) return {c.buf, c.offset + lo, n};
+  std::vector<Block> runs;  // collected first: gathered_chunk adds to s.pieces
+  each_run(c, s.pieces.data(), lo, lo + n, [&](std::uint64_t at, std::uint64_t, std::uint64_t k) {
+    runs.push_back({at, k});
+  });
+  return gathered_chunk(s, c.buf, runs);
+}
+Chunk first_half(Schedule& s, const Chunk& c) { return part_of(s, c, 0, c.count - c.count / 2); }
+Chunk second_half(Schedule& s, const Chunk& c) {
+  return part_of(s, c, c.count - c.count / 2, c.count / 2);
 }
 
 Chunk gathered_chunk(Schedule& s, Buf buf, const std::vector<Block>& runs) {
@@ -81,10 +88,20 @@ Chunk Source::chunk(Schedule& s, const Block& b) const {
   return gathered_chunk(s, buf, runs);
 }
 
+namespace {
+
+bool same_place(const Schedule& s, const Chunk& a, const Chunk& b) {
+  if (a.buf != b.buf || a.offset != b.offset || a.gathered() != b.gathered()) return false;
+  if (!a.gathered()) return true;
+  const auto runs = s.pieces.begin();
+  return a.count == b.count && a.pieces == b.pieces &&
+         std::equal(runs + a.first_piece, runs + a.first_piece + a.pieces, runs + b.first_piece);
+}
+
+}  // namespace
+
 bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase) {
-  if (from.count == 0 ||
-      (!from.gathered() && !to.gathered() && from.buf == to.buf && from.offset == to.offset))
-    return false;
+  if (from.count == 0 || same_place(s, from, to)) return false;
   s.steps.push_back({Kind::copy, -1, 0, phase, from, to});
   return true;
 }

@@ -30,9 +30,11 @@ Blocks even_blocks(std::uint64_t offset, std::uint64_t count, int p);
 // Each block cut in two: first halves (the larger when odd) and second halves.
 Blocks first_halves(const Blocks& b);
 Blocks second_halves(const Blocks& b);
+// Elements [lo, lo + n) of a chunk in its order (of a gathered one, its runs cut there).
+Chunk part_of(Schedule& s, const Chunk& c, std::uint64_t lo, std::uint64_t n);
 // The part of a chunk that corresponds to first_halves/second_halves of its block.
-Chunk first_half(Chunk c);
-Chunk second_half(Chunk c);
+Chunk first_half(Schedule& s, const Chunk& c);
+Chunk second_half(Schedule& s, const Chunk& c);
 
 inline Chunk chunk(Buf buf, const Block& b) { return {buf, b.offset, b.count}; }
 
@@ -57,9 +59,9 @@ struct Gather {
   std::vector<Run> runs;
 };
 
-// Where a reduce-scatter reads its own contribution: a buffer at the blocks' offsets, or, with
-// a Gather, the runs of that buffer the blocks' offsets map to (a gathered chunk when more
-// than one).
+// A buffer as a builder's blocks name it: at the blocks' offsets, or, with a Gather, at the
+// runs of that buffer the blocks' offsets map to (a gathered chunk when more than one). Where
+// a reduce-scatter reads its own contribution, and where an all-gather puts the blocks.
 struct Source {
   Buf buf;
   const Gather* map = nullptr;
@@ -69,8 +71,8 @@ struct Source {
 };
 
 // Appends `copy from -> to` in `phase` unless it is empty or `from` already sits at `to`
-// (same buffer id and offset; the executor also skips a copy whose two addresses coincide in
-// place). Returns whether a step was added.
+// (same buffer id and offset, or the same runs; the executor also skips a copy whose two
+// addresses coincide in place). Returns whether a step was added.
 bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase);
 
 // A gathered chunk of `buf` made of `runs` (ascending; adjacent runs are merged, and a chunk of

@@ -83,9 +83,9 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
 }
 
 std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& blocks, int tag,
-                                    Chunk own, Buf out, std::uint32_t phase) {
+                                    Chunk own, const Source& out, std::uint32_t phase) {
   const int p = g.size(), i = g.position;
-  const Chunk own_place = chunk(out, blocks[i]);
+  const Chunk own_place = out.chunk(s, blocks[i]);
   append_move(s, own, own_place, phase);
   if (p == 1) return phase + 1;
   const int right = i + 1 < p ? g.members[i + 1] : -1, left = i > 0 ? g.members[i - 1] : -1;
@@ -95,13 +95,13 @@ std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& b
   for (int step = 0; step <= p - 2; ++step) {
     const std::uint32_t ph = phase + static_cast<std::uint32_t>(step);
     if (right >= 0 && step <= i)
-      add(Kind::send, right, tag, ph, step == 0 ? own : chunk(out, blocks[i - step]), {});
+      add(Kind::send, right, tag, ph, step == 0 ? own : out.chunk(s, blocks[i - step]), {});
     if (left >= 0 && step <= i - 1)
-      add(Kind::recv, left, tag, ph, {}, chunk(out, blocks[i - 1 - step]));
+      add(Kind::recv, left, tag, ph, {}, out.chunk(s, blocks[i - 1 - step]));
     if (left >= 0 && i + step <= p - 1)
-      add(Kind::send, left, tag + 1, ph, step == 0 ? own : chunk(out, blocks[i + step]), {});
+      add(Kind::send, left, tag + 1, ph, step == 0 ? own : out.chunk(s, blocks[i + step]), {});
     if (right >= 0 && i + 1 + step <= p - 1)
-      add(Kind::recv, right, tag + 1, ph, {}, chunk(out, blocks[i + 1 + step]));
+      add(Kind::recv, right, tag + 1, ph, {}, out.chunk(s, blocks[i + 1 + step]));
   }
   return phase + static_cast<std::uint32_t>(p - 1);
 }

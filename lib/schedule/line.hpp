@@ -12,7 +12,7 @@ std::uint32_t append_line_reduce_scatter(Schedule& s, const Group& g, const Bloc
                                          const Source& from, Buf acc, Chunk result,
                                          std::uint32_t phase);
 std::uint32_t append_line_allgather(Schedule& s, const Group& g, const Blocks& blocks, int tag,
-                                    Chunk own, Buf out, std::uint32_t phase);
+                                    Chunk own, const Source& out, std::uint32_t phase);
 
 // All-reduce along a line of more than 2: every member's own partial in `partial`, reduced
 // towards the middle member from both ends (in place there: `partial` is overwritten), the total

@@ -39,16 +39,16 @@ std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Bloc
 }
 
 std::uint32_t append_ring_allgather(Schedule& s, const Group& g, const Blocks& blocks, int d,
-                                    int tag, Chunk own, Buf out, std::uint32_t phase) {
+                                    int tag, Chunk own, const Source& out, std::uint32_t phase) {
   const int p = g.size(), i = g.position;
-  const Chunk own_place = chunk(out, blocks[i]);
+  const Chunk own_place = out.chunk(s, blocks[i]);
   const bool moved = append_move(s, own, own_place, phase);
   if (p == 1) return phase + (moved ? 1 : 0);
   const int next = g.members[ring_position(i + d, p)], prev = g.members[ring_position(i - d, p)];
   for (int step = 0; step < p - 1; ++step, ++phase) {
-    const Chunk send = step == 0 ? own : chunk(out, blocks[ring_position(i - d * step, p)]);
+    const Chunk send = step == 0 ? own : out.chunk(s, blocks[ring_position(i - d * step, p)]);
     append_transfer(s, Kind::send, next, tag, phase, send, {});
-    const Chunk recv = chunk(out, blocks[ring_position(i - d * (step + 1), p)]);
+    const Chunk recv = out.chunk(s, blocks[ring_position(i - d * (step + 1), p)]);
     append_transfer(s, Kind::recv, prev, tag, phase, {}, recv);
   }
   return phase;

@@ -13,10 +13,11 @@ std::uint32_t append_ring_reduce_scatter(Schedule& s, const Group& g, const Bloc
                                          int direction, int tag, const Source& from, Buf acc,
                                          Chunk result, std::uint32_t phase);
 
-// All-gather `blocks` around the ring: every block ends in `out` at its offset; the own block
-// is read from `own` (and copied into place first when it lives elsewhere).
+// All-gather `blocks` around the ring: every block ends in `out` at its offset (through out's
+// Gather, where it has one, at that offset's runs: received there in place); the own block is
+// read from `own` (and copied into place first when it lives elsewhere).
 std::uint32_t append_ring_allgather(Schedule& s, const Group& g, const Blocks& blocks,
-                                    int direction, int tag, Chunk own, Buf out,
+                                    int direction, int tag, Chunk own, const Source& out,
                                     std::uint32_t phase);
 
 }  // namespace toroid::schedule

@@ -39,8 +39,8 @@
 //     move M-2: {r, q} <-> {u, w}      held {r, q, u, w}   ... log2(p2) moves, then unfold
 //
 // A class's blocks lie apart in the output (rank order is not class order), so a rank sends
-// them as a gathered chunk of the output, receives into scratch and copies the peer's blocks
-// out to their places.
+// them as a gathered chunk of the output and receives the peer's into their places the same
+// way.
 #include <algorithm>
 #include <bit>
 
@@ -93,7 +93,6 @@ Schedule build_swing_allgather(const Spec& r, const Context& ctx) {
   if (p == 1) return s;
   const Grid g(t);
   const Coord me = t.coord_of(rank);
-  s.scratch_count = n;
   // The output's runs of a set of ranks' blocks (ascending), as one gathered chunk.
   auto blocks_of = [&](std::vector<int> ranks) {
     std::sort(ranks.begin(), ranks.end());
@@ -101,14 +100,12 @@ Schedule build_swing_allgather(const Spec& r, const Context& ctx) {
     for (int q : ranks) runs.push_back(block_of(n, p, q));
     return gathered_chunk(s, Buf::output, runs);
   };
-  // Send `mine`, receive `theirs` from `peer` (into scratch, then copied to their places).
+  // Send `mine`, receive `theirs` from `peer`, straight into their places.
   auto exchange = [&](int peer, const std::vector<int>& mine, const std::vector<int>& theirs) {
     const Chunk out = blocks_of(mine), in = blocks_of(theirs);
     if (!mine.empty()) b.add(Kind::send, peer, 0, out, {});
-    const Chunk landing{Buf::scratch, 0, in.count};
-    if (!theirs.empty()) b.add(Kind::recv, peer, 0, {}, landing);
+    if (!theirs.empty()) b.add(Kind::recv, peer, 0, {}, in);
     ++b.phase;
-    if (in.count > 0) s.steps.push_back({Kind::copy, -1, 0, b.phase++, landing, in});
   };
   const int rx = me.x + (g.x.sends(me.x) ? 1 : -1), ry = me.y + (g.y.sends(me.y) ? 1 : -1);
   // The real ranks behind each virtual coordinate: itself and those folded into it.

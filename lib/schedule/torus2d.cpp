@@ -83,8 +83,8 @@
 //
 // so the X-first part reads its input as gathered chunks (step.hpp: the column's runs, read
 // in place) and keeps its partial sums in scratch column by column ([2 6 10][3 7 11]), where
-// each column is contiguous; the all-gather gathers there and copies each column out as it
-// arrives. Both parts run at once (tags 0-3, 4-7); the X-first share of X (at least one column
+// each column is contiguous; the all-gather receives a column's blocks straight into their
+// places in the output (a gathered receive) and forwards them from there. Both parts run at once (tags 0-3, 4-7); the X-first share of X (at least one column
 // each) is what the share above gives, so the two dimensions' links carry it.
 //
 // In each part's row phase only the columns of that part own a block. Where the rows are rings
@@ -99,9 +99,8 @@
 // Spread, the Y-first part's row parts are no longer contiguous, so it too reads gathered
 // chunks and accumulates in scratch, row by row, with the X-first columns after it (32x32,
 // 1 GiB reduce-scatter: 4.61 -> 3.73 ms; 16 MiB 117 -> 77 us; under the FIFO reducer). The
-// all-gather, which cannot receive into gathered chunks, then gathers the Y-first part in
-// scratch too and copies each row part's halves out as they land: the whole vector through
-// the chip's copies, so it spreads only where that pays (spreads_allgather).
+// all-gather receives its row parts into their runs of the output, as it does the columns:
+// no copies, so it always spreads.
 #include <algorithm>
 #include <cmath>
 
@@ -254,24 +253,6 @@ double x_first_share(const Context& ctx, int pieces, double bytes = 0) {
   return std::clamp(a, 0.0, 1.0);
 }
 
-// Whether torus2d_both's all-gather spreads its X-first columns along the rows (the reduce-
-// scatter always does on a ring of rows). Spread, its Y-first part gathers in scratch too and
-// every column is copied out, the whole vector through the chip's copies where the unspread
-// form copies the X-first share: it pays while those copies take no longer than the links do
-// plus the about X/2 steps the rows save, each at least a hop (32x32, 80 GB/s links, 300 GB/s
-// copies: to 72 MiB; 64 MiB 273 -> 263 us, 256 MiB would be 939 -> 997). With the copy rate
-// or the hops unknown (a network of CPUs, where copies are cheap beside the links) it spreads.
-bool spreads_allgather(const Spec& r, const Context& ctx) {
-  const Torus2D& t = ctx.topology;
-  if (ctx.copy_rate <= 0 || !ctx.knows_hops() || r.elem_bytes == 0) return true;
-  const double bytes = static_cast<double>(r.count) * r.elem_bytes;
-  const double in = ctx.link_rate[0] * carries(t.wraps(Axis::x), t.x_dim(), 1) +
-                    ctx.link_rate[1] * carries(t.wraps(Axis::y), t.y_dim(), 1);
-  const double p = t.size();
-  const double links = (p - 1) / p * bytes / in;
-  return bytes / ctx.copy_rate <= links + t.x_dim() / 2 * ctx.hop_seconds[0];
-}
-
 // Reduce-scatter / all-gather on X x Y with the global block rule, in the both form's terms
 // (the block comment above).
 struct BlockLayout {
@@ -337,21 +318,6 @@ BlockLayout layout_of(const Spec& r, const Context& ctx, const RowAndColumn& g, 
   }
   l.scratch_end = at;
   return l;
-}
-
-// Copies each of `regions` (of scratch, laid out by `layout`) to its places in the output, a
-// half at a time: each copy waits only for its half (a bidirectional ring brings a region's
-// two halves from its two sides, the later one no sooner than half way through). Empty
-// regions (the other part's) copy nothing.
-void copy_out_halves(Schedule& s, const Gather& layout, const Blocks& regions,
-                     std::uint32_t phase) {
-  const Source places(Buf::output, layout);  // a scratch range -> its output runs
-  for (const Block& region : regions) {
-    if (region.count == 0) continue;
-    const Chunk whole = chunk(Buf::scratch, region);
-    for (const Chunk part : {first_half(whole), second_half(whole)})
-      append_move(s, part, places.chunk(s, {part.offset, part.count}), phase);
-  }
 }
 
 }  // namespace
@@ -429,31 +395,26 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
     append_average(s, r.average, result, divisor, end);
     return s;
   }
-  // All-gather: the reverse.
-  const bool spread = both && g.row_links == Links::bidir_ring && spreads_allgather(r, ctx);
+  // All-gather: the reverse, every block received straight into its places in the output (the
+  // layouts' runs), forwarded from there as it lands.
+  const bool spread = both && g.row_links == Links::bidir_ring;
   const BlockLayout l = layout_of(r, ctx, g, both, spread, 0);
   const Block own = l.global[ctx.rank];
   const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
   const bool x_first = l.x_first[my_x] != 0;
   const Chunk none{Buf::output, own.offset, 0};
   const int my_y = g.column.position;
-  const Buf rows = spread ? Buf::scratch : Buf::output;
-  s.scratch_count = l.scratch_end;
-  std::uint32_t end =
+  const Source rows = spread ? Source(Buf::output, l.rows) : Source(Buf::output);
+  const std::uint32_t end =
       append_allgather(s, g.row_links, g.row, l.row_blocks, 2, x_first ? none : own_src, rows, 0);
-  end = append_allgather(s, g.column_links, g.column, l.row_part, 0, chunk(rows, l.row_part[my_y]),
-                         rows, end);
-  if (spread) copy_out_halves(s, l.rows, l.row_part, end);
+  append_allgather(s, g.column_links, g.column, l.row_part, 0, rows.chunk(s, l.row_part[my_y]),
+                   rows, end);
   if (l.any_x_first) {
-    std::uint32_t ph = append_allgather(s, g.column_links, g.column, l.in_column, 6,
-                                        x_first ? own_src : none, Buf::scratch, 0);
-    ph = append_allgather(s, g.row_links, g.row, l.column, 4, chunk(Buf::scratch, l.column[my_x]),
-                          Buf::scratch, ph);
-    // Each column's halves out to their places as soon as each is complete (the copies wait
-    // only for it). A bidirectional row brings a column's two halves from its two sides, the
-    // later one no sooner than half way through; copied whole, the last columns waited for
-    // the links to finish and their copies ran after them (1 GiB on 32x32: 8% of the time).
-    copy_out_halves(s, l.columns, l.column, ph);
+    const Source columns(Buf::output, l.columns);
+    const std::uint32_t ph = append_allgather(s, g.column_links, g.column, l.in_column, 6,
+                                              x_first ? own_src : none, columns, 0);
+    append_allgather(s, g.row_links, g.row, l.column, 4, columns.chunk(s, l.column[my_x]), columns,
+                     ph);
   }
   return s;
 }

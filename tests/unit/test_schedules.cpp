@@ -302,29 +302,33 @@ TEST_CASE("torus2d_both spreads its X-first columns along a ring of rows, rows g
       CHECK(phases_on(sched, 4) <= 5);
     }
   }
-  // Where the copies are known to be slow beside the links (the simulator's model), a large
-  // all-gather keeps the last columns X-first (spread, it would copy the whole vector out of
-  // scratch): its Y-first rows then go all the way round, and it is exact too.
-  schedule::Context slow_copies{0, s.topology, {}};
-  slow_copies.link_rate[0] = slow_copies.link_rate[1] = 80e9;
-  slow_copies.hop_seconds[0] = slow_copies.hop_seconds[1] = 1e-12;
-  slow_copies.copy_rate = 300e9;
-  const schedule::Spec big{Collective::allgather, n, false, false, {}, 0, 4};
-  for (bool ip : {false, true}) {
-    model::CheckSpec spec{Collective::allgather, s.topology.size(), n, ip,
-                          DataType::f32,         ReduceOp::sum,     0};
-    REQUIRE(model::check_collective(spec, [&](int r) {
-              schedule::Context ctx = slow_copies;
-              ctx.rank = r;
-              schedule::Spec q = big;
-              q.in_place = ip;
-              return schedule::build(Algorithm::torus2d_both, q, ctx);
-            }) == "");
-  }
-  slow_copies.rank = 1;  // x = 1: a Y-first column either way
-  CHECK(phases_on(schedule::build(Algorithm::torus2d_both, big, slow_copies), 2) == 7);
-  slow_copies.copy_rate = 0;
-  CHECK(phases_on(schedule::build(Algorithm::torus2d_both, big, slow_copies), 2) <= 5);
+  // The all-gather receives every block straight into its places in the output (the spread
+  // row parts and the columns are runs there): no copies but the own block's (from the input,
+  // out of place), no scratch, and a relay forwards a gathered receive as it lands.
+  for (bool ip : {false, true})
+    for (int r : {0, 1, 9}) {
+      INFO("rank " << r << (ip ? " in place" : ""));
+      const schedule::Schedule sched = schedule::build(
+          Algorithm::torus2d_both, {Collective::allgather, n, ip, false, {}}, {r, s.topology, {}});
+      int copies = 0, gathered_receives = 0, followed = 0;
+      for (std::size_t i = 0; i < sched.steps.size(); ++i) {
+        const schedule::Step& st = sched.steps[i];
+        copies += st.kind == schedule::Kind::copy;
+        if (st.kind != schedule::Kind::recv || !st.dst.gathered()) continue;
+        ++gathered_receives;
+        for (std::size_t j = i + 1; j < sched.steps.size(); ++j) {
+          const schedule::Step& next = sched.steps[j];
+          for (std::uint32_t k = 0; k < next.dep_count; ++k) {
+            const schedule::Dep& d = sched.deps[next.dep_begin + k];
+            followed += d.step == i && d.wait == schedule::Wait::follow;
+          }
+        }
+      }
+      CHECK(copies == (ip ? 0 : 1));
+      CHECK(sched.scratch_count == 0);
+      CHECK(gathered_receives > 0);
+      CHECK(followed > 0);
+    }
 }
 
 TEST_CASE("axis collectives reduce every row (column) independently", "[schedules]") {
