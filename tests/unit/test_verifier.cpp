@@ -1,9 +1,11 @@
 // The verifier must catch broken schedules, or its green light means nothing.
 #include <catch2/catch.hpp>
+#include <cstring>
 
 #include "model/verifier.hpp"
 #include "schedule/build.hpp"
 #include "schedule/dependencies.hpp"
+#include "schedule/group.hpp"
 
 using namespace toroid;
 using namespace toroid::schedule;
@@ -98,6 +100,46 @@ TEST_CASE("a missing or wrong dependency is reported", "[verifier]") {
   w[0].steps.push_back({Kind::recv, 1, 0, 1, {}, {Buf::output, 0, 4}});
   CHECK_THAT(model::execute_in_process(w, m, DataType::f32, ReduceOp::sum),
              Catch::Contains("overwrites what"));
+}
+
+TEST_CASE("a receive lands in gathered runs, and a send of the same runs follows it",
+          "[verifier]") {
+  // Rank 1 sends 4 contiguous floats; rank 0 receives them into runs [0, 2) and [5, 7) of its
+  // output and forwards those runs back: the dependency follows the receive, and the elements
+  // land where the runs say.
+  std::vector<Schedule> s{empty(0, 2), empty(1, 2)};
+  const Chunk runs = gathered_chunk(s[0], Buf::output, {{0, 2}, {5, 2}});
+  REQUIRE(runs.gathered());
+  s[0].steps.push_back({Kind::recv, 1, 0, 0, {}, runs});
+  s[0].steps.push_back({Kind::send, 1, 1, 1, runs, {}});
+  s[1].steps.push_back({Kind::send, 0, 0, 0, {Buf::input, 0, 4}, {}});
+  s[1].steps.push_back({Kind::recv, 0, 1, 1, {}, {Buf::output, 0, 4}});
+  for (auto& x : s) derive_dependencies(x);
+  REQUIRE(s[0].deps.size() == 1);
+  CHECK(s[0].deps[0].wait == Wait::follow);
+  CHECK(s[0].deps[0].offset == 0);
+  std::vector<model::RankMemory> m = memory(2, 8 * sizeof(float));
+  for (int i = 0; i < 4; ++i) {
+    const float v = 10.0f + static_cast<float>(i);
+    std::memcpy(m[1].input.data() + i * sizeof(float), &v, sizeof v);
+  }
+  REQUIRE(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum).empty());
+  auto at = [&](int r, int i) {
+    float v = 0;
+    std::memcpy(&v, m[r].output.data() + i * sizeof(float), sizeof v);
+    return v;
+  };
+  CHECK(at(0, 0) == 10.0f);
+  CHECK(at(0, 1) == 11.0f);
+  CHECK(at(0, 2) == 0.0f);
+  CHECK(at(0, 5) == 12.0f);
+  CHECK(at(0, 6) == 13.0f);
+  for (int i = 0; i < 4; ++i) CHECK(at(1, i) == 10.0f + static_cast<float>(i));
+  // A reduction into runs is not something the executors do.
+  s[0].steps[0].kind = Kind::recv_reduce;
+  s[0].steps[0].src = {Buf::input, 0, 4};
+  CHECK_THAT(model::execute_in_process(s, m, DataType::f32, ReduceOp::sum),
+             Catch::Contains("a gathered chunk where the executors take none"));
 }
 
 TEST_CASE("a ring all-reduce forwards each received block segment by segment", "[verifier]") {
