@@ -5,6 +5,7 @@
 //   recv                      reads nothing send    writes nothing
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "schedule/step.hpp"
@@ -78,23 +79,26 @@ inline bool contains(const ChunkRange& outer, const ChunkRange& inner) noexcept 
 inline bool position_in(const ChunkRange& written, const ChunkRange& read,
                         std::uint64_t& position) noexcept {
   if (written.space != read.space || written.empty() || read.empty()) return false;
-  if (!written.gathered() || !read.gathered()) {
-    if (contains(written, read)) return position = read.lo - written.lo, true;
-    if (!written.gathered() || read.gathered()) return false;
-    std::uint64_t at = 0;  // a contiguous read inside one run
-    for (std::uint32_t k = 0; k < written.nruns; at += written.runs[k++].count) {
-      const Block& run = written.runs[k];
-      if (run.offset <= read.lo && read.hi <= run.offset + run.count)
-        return position = at + (read.lo - run.offset), true;
-    }
-    return false;
+  if (!written.gathered()) {
+    if (!contains(written, read)) return false;
+    position = read.lo - written.lo;
+    return true;
   }
-  if (read.nruns != written.nruns) return false;
-  for (std::uint32_t k = 0; k < read.nruns; ++k)
-    if (read.runs[k].offset != written.runs[k].offset ||
-        read.runs[k].count != written.runs[k].count)
+  if (read.gathered()) {
+    if (read.nruns != written.nruns || !std::equal(read.runs, read.runs + read.nruns, written.runs))
       return false;
-  return position = 0, true;
+    position = 0;
+    return true;
+  }
+  std::uint64_t at = 0;  // a contiguous read inside one run
+  for (std::uint32_t k = 0; k < written.nruns; at += written.runs[k++].count) {
+    const Block& run = written.runs[k];
+    if (run.offset <= read.lo && read.hi <= run.offset + run.count) {
+      position = at + (read.lo - run.offset);
+      return true;
+    }
+  }
+  return false;
 }
 
 // A recv_reduce that adds into its own operand (`dst op= incoming` over one contiguous range).

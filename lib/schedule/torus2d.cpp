@@ -84,8 +84,9 @@
 // so the X-first part reads its input as gathered chunks (step.hpp: the column's runs, read
 // in place) and keeps its partial sums in scratch column by column ([2 6 10][3 7 11]), where
 // each column is contiguous; the all-gather receives a column's blocks straight into their
-// places in the output (a gathered receive) and forwards them from there. Both parts run at once (tags 0-3, 4-7); the X-first share of X (at least one column
-// each) is what the share above gives, so the two dimensions' links carry it.
+// places in the output (a gathered receive) and forwards them from there. Both parts run at
+// once (tags 0-3, 4-7); the X-first share of X (at least one column each) is what the share
+// above gives, so the two dimensions' links carry it.
 //
 // In each part's row phase only the columns of that part own a block. Where the rows are rings
 // the X-first columns are spread evenly along them (every other one on a square torus,
@@ -254,7 +255,8 @@ double x_first_share(const Context& ctx, int pieces, double bytes = 0) {
 }
 
 // Reduce-scatter / all-gather on X x Y with the global block rule, in the both form's terms
-// (the block comment above).
+// (the block comment above). The layouts place the parts' blocks in scratch, where the
+// reduce-scatter accumulates; the all-gather uses them only as maps to the output's runs.
 struct BlockLayout {
   std::vector<char> x_first;  // per x: column x goes X-first
   bool any_x_first = false;
