@@ -116,7 +116,9 @@ bool Network::start(std::uint32_t id, int a, int b, std::uint64_t bytes,
   double first = 0;  // the first segment through the busiest link, at the share it finds there
   if (links_left_.size() <= id) links_left_.resize(static_cast<std::size_t>(id) + 1, 0);
   links_left_[id] = static_cast<std::uint32_t>(path_.size());
-  for (const int l : path_) {
+  for (const int link : path_) {
+    const int l =
+        link_rep_.empty() ? link : static_cast<int>(link_rep_[static_cast<std::size_t>(link)]);
     const int d = (l % 4) < 2 ? 0 : 1;
     const double duration = static_cast<double>(bytes) / m_.link_bytes_per_s[d];
     const std::uint32_t flows = join(static_cast<std::uint32_t>(l), id, duration, t);

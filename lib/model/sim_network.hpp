@@ -62,6 +62,11 @@ class Network {
   // route has no links (the flow is carried at t).
   bool start(std::uint32_t id, int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,
              double t, FlowStart& out);
+  // Torus model, with classes of ranks (sim_symmetry.hpp): per link id, the link that stands
+  // for it (a flow joins that one, and the bytes and busy time are counted there).
+  void use_link_classes(std::vector<std::uint32_t> representative) {
+    link_rep_ = std::move(representative);
+  }
   // Torus model: job `id` (a flow's reduction, or a local copy: the caller's id space, any
   // value) of `bytes` joins chip `chip`'s reducer at time t, which serves the jobs on it by
   // processor sharing at the model's reduce rate, as the engine's progress loop reduces the
@@ -114,7 +119,8 @@ class Network {
   std::vector<std::uint64_t> bytes_;
   std::vector<double> busy_;
 
-  std::vector<int> path_;  // reused route buffer
+  std::vector<int> path_;                // reused route buffer
+  std::vector<std::uint32_t> link_rep_;  // empty: every link stands for itself
   std::vector<int>
       node_port_;  // endpoint model: per node, the rank whose link ids carry its network ports
   int hops_[2] = {0, 0};  // of the last route, per dimension

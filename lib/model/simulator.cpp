@@ -24,11 +24,13 @@
 #include <algorithm>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 
 #include "model/sim_network.hpp"
 #include "model/sim_program.hpp"
+#include "model/sim_symmetry.hpp"
 #include "schedule/wait_graph.hpp"
 
 namespace toroid::model {
@@ -94,10 +96,13 @@ struct Event {
 
 class Engine {
  public:
-  // `parts`: the ranks' programs, rank after rank across the parts (built apart, on threads).
+  // `parts`: the ranks' programs, rank after rank across the parts (built apart, on threads);
+  // with `classes`, one rank per class (its representative's program), class after class.
   // `timeline`: when given, filled with every rank's steps (the parts keep every phase).
-  Engine(const SimModel& m, std::vector<Programs>& parts, std::vector<RankTimeline>* timeline)
-      : m_(m), parts_(parts), timeline_(timeline), net_(m) {
+  Engine(const SimModel& m, std::vector<Programs>& parts, std::vector<RankTimeline>* timeline,
+         const sim::RankClasses* classes)
+      : m_(m), parts_(parts), timeline_(timeline), classes_(classes), net_(m) {
+    if (classes_) net_.use_link_classes(classes_->link_representatives());
     for (Programs& part : parts)
       for (int r = 0; r < part.ranks(); ++r) {
         const auto first = static_cast<std::size_t>(part.begin[static_cast<std::size_t>(r)]);
@@ -117,7 +122,7 @@ class Engine {
   SimResult run() {
     SimResult res;
     const int p = ranks();
-    if (p != m_.topology.size()) {
+    if (p != (classes_ ? classes_->classes() : m_.topology.size())) {
       res.error = fmt::format("{} schedules for topology {} ({} chips)", p, m_.topology.to_string(),
                               m_.topology.size());
       return res;
@@ -158,6 +163,17 @@ class Engine {
     res.chip_sent_bytes = sent_;
     res.transfers = transfers_;
     res.max_hops = max_hops_;
+    if (classes_) {  // every link and chip as its class's representative
+      const std::vector<std::uint32_t> rep = classes_->link_representatives();
+      for (std::size_t l = 0; l < rep.size(); ++l) {
+        res.link_bytes[l] = net_.bytes()[rep[l]];
+        res.link_busy_s[l] = net_.busy()[rep[l]];
+      }
+      res.chip_sent_bytes.resize(static_cast<std::size_t>(m_.topology.size()));
+      for (int c = 0; c < m_.topology.size(); ++c)
+        res.chip_sent_bytes[static_cast<std::size_t>(c)] = sent_[classes_->class_of(c)];
+      res.transfers *= static_cast<std::uint64_t>(classes_->members());
+    }
     for (std::size_t l = 0; l < res.link_busy_s.size(); ++l)
       if (res.busiest_link < 0 || res.link_busy_s[l] > res.link_busy_s[res.busiest_link])
         res.busiest_link = static_cast<int>(l);
@@ -177,6 +193,14 @@ class Engine {
     std::uint32_t waiters_end;
   };
   int ranks() const { return static_cast<int>(ranks_.size()); }
+  // The rank (of ranks_) that stands for chip `chip`, and the chip rank r stands for: the same
+  // without classes.
+  int rank_of_chip(int chip) const {
+    return classes_ ? static_cast<int>(classes_->class_of(chip)) : chip;
+  }
+  int chip_of(int r) const {
+    return classes_ ? classes_->representative(static_cast<std::uint32_t>(r)) : r;
+  }
   std::uint32_t size(int r) const { return ranks_[static_cast<std::size_t>(r)].size; }
   Instr& op(int r, std::uint32_t j) { return ranks_[static_cast<std::size_t>(r)].ops[j]; }
   const Instr& op(int r, std::uint32_t j) const {
@@ -248,8 +272,8 @@ class Engine {
       for (std::uint32_t j = 0; j < size(r); ++j) {
         const Instr& o = op(r, j);
         if (o.kind == OpKind::local) continue;
-        if (o.peer < 0 || o.peer >= p || o.peer == r) {
-          error_ = fmt::format("rank {}: bad peer {}", r, o.peer);
+        if (o.peer < 0 || o.peer >= m_.topology.size() || o.peer == chip_of(r)) {
+          error_ = fmt::format("rank {}: bad peer {}", chip_of(r), o.peer);
           return;
         }
         if (o.kind != OpKind::send)
@@ -262,15 +286,21 @@ class Engine {
         Instr& o = op(r, j);
         if (o.kind != OpKind::send) continue;
         const std::uint32_t k = sent[channel_key(true, o.peer, o.tag)]++;
-        const auto& theirs = receives[static_cast<std::size_t>(o.peer)];
-        const auto it = theirs.find(channel_key(false, r, o.tag));
+        // With classes: the peer's class's representative, at its step that receives from
+        // this chip as the representative sees it.
+        const int peer = rank_of_chip(o.peer);
+        const int me = classes_ ? classes_->seen_from_representative(o.peer, chip_of(r)) : r;
+        const auto& theirs = receives[static_cast<std::size_t>(peer)];
+        const auto it = theirs.find(channel_key(false, me, o.tag));
         if (it == theirs.end() || k >= it->second.size()) continue;  // never met: a deadlock
         const std::uint32_t other = it->second[k];
-        Instr& q = op(o.peer, other);
-        if (q.bytes != o.bytes) {
+        Instr& q = op(peer, other);
+        // With classes the two sides are moved copies of their real partners, whose sizes
+        // may differ by an element (alike_bytes); the transfer moves the receive's.
+        if (q.bytes != o.bytes && !(classes_ && sim::alike_bytes(q.bytes, o.bytes))) {
           error_ = fmt::format(
-              "size mismatch: rank {} sends {} bytes, rank {} receives {} bytes (tag {})", r,
-              o.bytes, o.peer, q.bytes, o.tag);
+              "size mismatch: rank {} sends {} bytes, rank {} receives {} bytes (tag {})",
+              chip_of(r), o.bytes, o.peer, q.bytes, o.tag);
           return;
         }
         o.partner = other;
@@ -347,7 +377,7 @@ class Engine {
         if (timeline_) started_[static_cast<std::size_t>(r)][j] = t;
         const std::uint32_t id = take_slot(locals_, free_locals_);
         locals_[id] = {r, j};
-        net_.start_reduction(id | kLocalJob, r, o.bytes, t);
+        net_.start_reduction(id | kLocalJob, chip_of(r), o.bytes, t);
         return;
       }
       // The endpoint model's reducer takes them in turn.
@@ -357,24 +387,33 @@ class Engine {
       ends(r, j, s.reducer_free);
       return;
     }
-    if (o.partner == kNone || !(op(o.peer, o.partner).flags & kPosted)) {
+    const int peer = rank_of_chip(o.peer);
+    if (o.partner == kNone || !(op(peer, o.partner).flags & kPosted)) {
       o.flags |= kPosted;
       return;
     }
-    op(o.peer, o.partner).flags &= static_cast<std::uint8_t>(~kPosted);
+    op(peer, o.partner).flags &= static_cast<std::uint8_t>(~kPosted);
     if (o.kind == OpKind::send)
-      transfer(r, j, o.peer, o.partner, t);
+      transfer({r, j, chip_of(r)}, {peer, o.partner, o.peer}, t);
     else
-      transfer(o.peer, o.partner, r, j, t);
+      transfer({peer, o.partner, o.peer}, {r, j, chip_of(r)}, t);
   }
 
-  void transfer(int from, std::uint32_t send, int to, std::uint32_t recv, double ready) {
-    sent_[static_cast<std::size_t>(from)] += op(to, recv).bytes;
+  // One side of a transfer: its rank (of ranks_), op, and the chip it runs on (with classes a
+  // peer is a moved copy of its representative: the route runs between the chips).
+  struct Side {
+    int rank;
+    std::uint32_t op;
+    int chip;
+  };
+
+  void transfer(Side from, Side to, double ready) {
+    sent_[static_cast<std::size_t>(from.rank)] += op(to.rank, to.op).bytes;
     ++transfers_;
     if (m_.endpoints)
-      reserve(from, send, to, recv, ready);
+      reserve(from.rank, from.op, to.rank, to.op, ready);
     else
-      start_flow(from, send, to, recv, ready);
+      start_flow(from, to, ready);
   }
 
   // What the network reports carried at t: a flow's links, a flow's reduction, or a local op.
@@ -443,17 +482,19 @@ class Engine {
 
   // Torus model: the transfer joins its route's links as a flow now; its ends are known when
   // the links have carried it and its sources are final (try_finish).
-  void start_flow(int from, std::uint32_t send, int to, std::uint32_t recv, double t) {
+  void start_flow(Side s, Side d, double t) {
+    const int from = s.rank, to = d.rank;
+    const std::uint32_t send = s.op, recv = d.op;
     const std::uint32_t id = take_slot(flows_, free_flows_);
     Instr& sop = op(from, send);
     Instr& rop = op(to, recv);
     sim::FlowStart fs;
-    const bool on_links = net_.start(id, from, to, rop.bytes, m_.segment_bytes, t, fs);
+    const bool on_links = net_.start(id, s.chip, d.chip, rop.bytes, m_.segment_bytes, t, fs);
     // A reduction joins the receiver's reducer now and shares it with the others in flight
     // there (the engine reduces every transfer's segments as they land); the receive ends once
     // both its links and its reduction are done.
     const bool reduces = rop.kind == OpKind::recv_reduce;
-    if (reduces) net_.start_reduction(id, to, rop.bytes, t);
+    if (reduces) net_.start_reduction(id, chip_of(to), rop.bytes, t);
     const double first = fs.first_segment + (reduces ? segment_reduced(rop) : 0.0);
     const double reducer_end = reduces ? kNever : 0.0;
     Flow& f = flows_[id];
@@ -576,12 +617,12 @@ class Engine {
       for (std::uint32_t j = 0; j < size(r) && waiting == kNone; ++j)
         if (op(r, j).flags & kPosted) waiting = j;
       if (waiting == kNone) {
-        out += fmt::format("\n  rank {} stuck", r);
+        out += fmt::format("\n  rank {} stuck", chip_of(r));
         continue;
       }
       const Instr& o = op(r, waiting);
       const bool send = o.kind == OpKind::send;
-      out += fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", r,
+      out += fmt::format("\n  rank {} waits to {} {} bytes {} rank {} tag {}", chip_of(r),
                          send ? "send" : "receive", o.bytes, send ? "to" : "from", o.peer, o.tag);
     }
     return out.empty() ? "" : "deadlock:" + out;
@@ -590,6 +631,7 @@ class Engine {
   const SimModel& m_;
   std::vector<Programs>& parts_;
   std::vector<RankTimeline>* timeline_;
+  const sim::RankClasses* classes_;           // null: every rank its own
   std::vector<std::vector<double>> started_;  // with a timeline: when each op took its links
   std::vector<RankView> ranks_;
   std::vector<RankState> st_;
@@ -631,9 +673,11 @@ bool endpoints_valid(const EndpointLinks& e, int ranks) {
   return true;
 }
 
-// `parts`: every rank's program, rank after rank across the parts.
+// `parts`: every rank's program, rank after rank across the parts (with `classes`, each class's
+// representative's, class after class; never with endpoint links or a timeline).
 SimResult run_programs(const SimModel& m, std::vector<Programs>& parts,
-                       std::vector<RankTimeline>* timeline = nullptr) {
+                       std::vector<RankTimeline>* timeline = nullptr,
+                       const sim::RankClasses* classes = nullptr) {
   if (!(m.link_bytes_per_s[0] > 0 && m.link_bytes_per_s[1] > 0 && m.reduce_bytes_per_s > 0 &&
         m.hop_latency_s[0] >= 0 && m.hop_latency_s[1] >= 0 && m.segment_bytes > 0) ||
       (m.endpoints && !endpoints_valid(*m.endpoints, m.topology.size()))) {
@@ -644,7 +688,38 @@ SimResult run_programs(const SimModel& m, std::vector<Programs>& parts,
         "one node index in [0, ranks) per rank)";
     return r;
   }
-  return Engine(m, parts, timeline).run();
+  return Engine(m, parts, timeline, classes).run();
+}
+
+// The programs of one representative per class of `a` on `m`'s torus, when its ranks'
+// schedules have a translation symmetry (sim_symmetry.hpp), and the classes; else nothing, and
+// no rank is built twice for having looked.
+struct ClassedPrograms {
+  sim::RankClasses classes;
+  std::vector<Programs> parts;  // one per class, class after class
+};
+std::optional<ClassedPrograms> classed_programs(const SimModel& m, Algorithm a,
+                                                const schedule::Spec& spec,
+                                                const schedule::Context& ctx, std::size_t es) {
+  std::unordered_map<int, Programs> built;
+  const auto program = [&](int q) -> const Programs& {
+    auto it = built.find(q);
+    if (it == built.end()) {
+      schedule::Context c = ctx;
+      c.rank = q;
+      Programs one;
+      sim::append(one, schedule::build(a, spec, c), es);
+      it = built.emplace(q, std::move(one)).first;
+    }
+    return it->second;
+  };
+  std::optional<sim::RankClasses> classes = sim::find_symmetry(m.topology, program);
+  if (!classes) return std::nullopt;
+  ClassedPrograms out{*classes, {}};
+  for (int k = 0; k < classes->classes(); ++k)
+    out.parts.push_back(
+        std::move(built.at(classes->representative(static_cast<std::uint32_t>(k)))));
+  return out;
 }
 
 }  // namespace
@@ -653,7 +728,9 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
                    std::size_t elem_size) {
   std::vector<Programs> parts(1);
   for (const schedule::Schedule& s : schedules) sim::append(parts[0], s, elem_size);
-  return run_programs(m, parts);
+  SimResult res = run_programs(m, parts);
+  res.simulated_ranks = static_cast<int>(schedules.size());
+  return res;
 }
 
 schedule::Context schedule_context(const SimModel& m, const std::vector<int>& node_of_rank) {
@@ -667,17 +744,20 @@ schedule::Context schedule_context(const SimModel& m, const std::vector<int>& no
   return ctx;
 }
 
-SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Spec& r,
-                              DataType type, const std::vector<int>& node_of_rank,
-                              std::vector<RankTimeline>* timeline) {
+namespace {
+
+// Every rank's program, rank after rank across the parts: above kThreadsFrom ranks built on
+// all cores, each thread's ranks into a part of their own that the engine reads in place
+// (building the schedules is half the time of a large simulation and each rank's is its own;
+// never below: `auto` simulates up to 64 ranks inside an application's process, which should
+// not see threads start). `every_phase`: keep every op's phase (a timeline).
+std::vector<Programs> every_program(const SimModel& m, Algorithm a, const schedule::Spec& spec,
+                                    const schedule::Context& ctx, std::size_t es,
+                                    bool every_phase) {
   const int p = m.topology.size();
-  const std::size_t es = size_of(type);
-  const schedule::Context ctx = schedule_context(m, node_of_rank);
-  schedule::Spec spec = r;
-  spec.elem_bytes = static_cast<std::uint32_t>(es);
   // Ranks [lo, hi) into `into`.
   const auto build_ranks = [&](Programs& into, int lo, int hi) {
-    into.every_phase = timeline != nullptr;
+    into.every_phase = every_phase;
     schedule::Context c = ctx;
     for (int q = lo; q < hi; ++q) {
       c.rank = q;
@@ -690,10 +770,6 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Sp
       sim::append(into, s, es);
     }
   };
-  // Building the schedules is half the time of a large simulation and each rank's is its own:
-  // above kThreadsFrom ranks they are built on all cores, each thread's ranks into a part of
-  // their own that the engine reads in place (never below: `auto` simulates up to 64 ranks
-  // inside an application's process, which should not see threads start).
   constexpr int kThreadsFrom = 512;
   const int threads = p < kThreadsFrom
                           ? 1
@@ -717,7 +793,29 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Sp
   for (std::thread& w : workers) w.join();
   for (const std::exception_ptr& e : failed)
     if (e) std::rethrow_exception(e);
-  SimResult res = run_programs(m, parts, timeline);
+  return parts;
+}
+
+}  // namespace
+
+SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Spec& r,
+                              DataType type, const std::vector<int>& node_of_rank,
+                              std::vector<RankTimeline>* timeline) {
+  const int p = m.topology.size();
+  const std::size_t es = size_of(type);
+  const schedule::Context ctx = schedule_context(m, node_of_rank);
+  schedule::Spec spec = r;
+  spec.elem_bytes = static_cast<std::uint32_t>(es);
+  // One rank per class where the ranks' schedules allow it (a collective without a root, on
+  // the torus model, no timeline asked for), else every rank.
+  std::optional<ClassedPrograms> classed;
+  if (m.symmetric && !m.endpoints && !timeline && r.collective != Collective::broadcast && p > 1)
+    classed = classed_programs(m, a, spec, ctx, es);
+  std::vector<Programs> parts;
+  if (!classed) parts = every_program(m, a, spec, ctx, es, timeline != nullptr);
+  SimResult res = classed ? run_programs(m, classed->parts, nullptr, &classed->classes)
+                          : run_programs(m, parts, timeline);
+  res.simulated_ranks = classed ? classed->classes.classes() : p;
   res.vector_bytes = r.count * es;
   if (timeline)
     for (RankTimeline& t : *timeline)

@@ -85,6 +85,9 @@ struct SimModel {
   double hop_latency_s[2] = {1e-6, 1e-6};     // per hop, [x, y]
   double reduce_bytes_per_s = 300e9;          // received bytes reduced per second, per chip
   std::uint64_t segment_bytes = default_segment_bytes;  // the executor's pipelining segment
+  // simulate_collective on the torus: run one rank per class of ranks whose schedules are
+  // moved copies of each other (sim_symmetry.hpp) where it finds such classes; false: every rank.
+  bool symmetric = true;
 };
 
 struct SimPhase {
@@ -106,7 +109,8 @@ struct SimResult {
   int busiest_link = -1;                       // link id with the most busy time
   double busiest_utilisation = 0;              // its busy time / time_s
   std::uint64_t transfers = 0, max_hops = 0;
-  std::uint64_t vector_bytes = 0;         // the collective's full vector
+  int simulated_ranks = 0;         // simulate_collective: ranks run (one per class, or every rank)
+  std::uint64_t vector_bytes = 0;  // the collective's full vector
   double algbw_gbps = 0, busbw_gbps = 0;  // 1e9 bytes/s; busbw as toroid-bench computes it
 };
 

@@ -74,7 +74,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   Options o;
   std::string preset = "tpu-v3-pod", topology, wrap, op = "allreduce",
               algo = "ring,bidir_ring,torus2d,torus2d_both,hierarchical", bytes = "1K:1G",
-              dtype = "f32", segment = "engine", cal_max = "64M", compare;
+              dtype = "f32", segment = "engine", cal_max = "64M", compare, symmetry = "on";
   std::uint64_t factor = 4;
   po::options_description d(
       "toroid-sim: the schedules of toroid's algorithms costed on a modeled 2D torus of chips\n"
@@ -117,10 +117,13 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "chips-per-node", po::value(&o.chips_per_node)->default_value(0),
       "hierarchical: consecutive chips per node (0: one row of X chips)")(
       "phases", "also print rank 0's time per phase")(
-      "links", po::value(&o.links),
-      "write every link direction's bytes and busy time per row to this CSV file "
-      "(tools/sim/plot_links.py draws it)")("format", po::value(&o.format)->default_value(o.format),
-                                            "table | csv | json")(
+      "symmetry", po::value(&symmetry)->default_value(symmetry),
+      "on: simulate one chip per class of chips whose schedules are moved copies of each other "
+      "(translations along wrapping axes, found and checked per row; column sim_ranks); off: "
+      "every chip")("links", po::value(&o.links),
+                    "write every link direction's bytes and busy time per row to this CSV file "
+                    "(tools/sim/plot_links.py draws it)")(
+      "format", po::value(&o.format)->default_value(o.format), "table | csv | json")(
       "output", po::value(&o.output), "write to this file instead of stdout")(
       "trace", po::value(&o.trace),
       "write the simulated timeline of every rank's steps to this file, in the Chrome trace "
@@ -170,6 +173,9 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
                                                        : parse_size(segment, "--segment-bytes");
   if (o.model.segment_bytes < 64)
     throw InvalidArgument(fmt::format("--segment-bytes {} must be at least 64", segment));
+  if (symmetry != "on" && symmetry != "off")
+    throw InvalidArgument(fmt::format("--symmetry: '{}' is not on or off", symmetry));
+  o.model.symmetric = symmetry == "on";
   if (o.chips_per_node < 0 || o.chips_per_node > o.model.topology.size())
     throw InvalidArgument(fmt::format("--chips-per-node {} must be 0..{}", o.chips_per_node,
                                       o.model.topology.size()));

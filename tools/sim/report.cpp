@@ -90,7 +90,7 @@ void Report::begin() {
         out_,
         "op,algo,bytes,count,time_us,bound_us,floor_us,reduce_us,ports_us,of_limit,algbw,busbw,"
         "busiest_link,"
-        "busiest_util,max_link_bytes,phases,transfers,max_hops,sim_s,error\n");
+        "busiest_util,max_link_bytes,phases,transfers,max_hops,sim_s,sim_ranks,error\n");
   else
     fmt::print(out_,
                "{:<15}{:<14}{:>12}{:>14}{:>12}{:>10}{:>11}{:>11}{:>9}{:>10}{:>10}{:>14}{:>7}{:>8}{:"
@@ -116,12 +116,12 @@ void Report::row(const Row& r) {
         "\"ports_us\": {:.4f}, \"of_limit\": {:.4f}, "
         "\"algbw\": {:.4f}, \"busbw\": {:.4f}, \"busiest_link\": \"{}\", \"busiest_util\": {:.4f}, "
         "\"max_link_bytes\": {}, \"phases\": {}, \"transfers\": {}, \"max_hops\": {}, \"sim_s\": "
-        "{:.3f}, "
+        "{:.3f}, \"sim_ranks\": {}, "
         "\"error\": \"{}\"",
         first_ ? "" : ",", to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us,
         floor_us, reduce_us, ports_us, of_limit, s.algbw_gbps, s.busbw_gbps,
         link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s), s.rank0_phases.size(),
-        s.transfers, s.max_hops, r.wall_s, flat(s.error));
+        s.transfers, s.max_hops, r.wall_s, s.simulated_ranks, flat(s.error));
     if (o_.phases) {
       fmt::print(out_, ", \"rank0_phases\": [");
       for (std::size_t i = 0; i < s.rank0_phases.size(); ++i)
@@ -137,11 +137,11 @@ void Report::row(const Row& r) {
     fmt::print(
         out_,
         "{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:.4f},{},{},{},"
-        "{},{:.3f},\"{}\"\n",
+        "{},{:.3f},{},\"{}\"\n",
         to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us, floor_us, reduce_us,
         ports_us, of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link),
         s.busiest_utilisation, max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops,
-        r.wall_s, flat(s.error));
+        r.wall_s, s.simulated_ranks, flat(s.error));
   } else {
     fmt::print(
         out_,
