@@ -16,6 +16,12 @@ run_sim(0 "segment 57344" --topology 2x2 --bytes 1M --segment-bytes cross-node)
 run_sim(0 "segment 262144" --topology 2x2 --bytes 1M)
 # A preset's chips span hosts, so by default it pipelines as the engine would there.
 run_sim(0 "segment 57344" --preset tpu-v3-pod --algo swing_latency --bytes 1K)
+# One chip per class: a rank-order ring on 8x4 with Y wraparound runs one row of 8 (sim_ranks,
+# before the error column); with --symmetry off all 32.
+run_sim(0 "allreduce,ring,1048576,.*,8,\"\"" --topology 8x4 --wrap y --algo ring --bytes 1M --format csv)
+run_sim(0 "allreduce,ring,1048576,.*,32,\"\"" --topology 8x4 --wrap y --algo ring --bytes 1M --format csv --symmetry off)
+run_sim(0 "\"sim_ranks\": 8," --topology 8x4 --wrap y --algo ring --bytes 1M --format json)
+run_sim(2 "--symmetry: 'maybe' is not on or off" --symmetry maybe)
 run_sim(2 "--segment-bytes: 'cross' is not a size" --topology 2x2 --segment-bytes cross)
 run_sim(2 "--topology: invalid topology '8x'" --topology 8x)
 run_sim(2 "--preset: unknown preset 'foo'" --preset foo)
