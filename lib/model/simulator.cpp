@@ -692,8 +692,8 @@ SimResult run_programs(const SimModel& m, std::vector<Programs>& parts,
 }
 
 // The programs of one representative per class of `a` on `m`'s torus, when its ranks'
-// schedules have a translation symmetry (sim_symmetry.hpp), and the classes; else nothing, and
-// no rank is built twice for having looked.
+// schedules have a translation symmetry (sim_symmetry.hpp), and the classes; else nothing (a
+// candidate that fails stops at its first mismatch, so looking builds a few ranks, not many).
 struct ClassedPrograms {
   sim::RankClasses classes;
   std::vector<Programs> parts;  // one per class, class after class
