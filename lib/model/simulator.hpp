@@ -123,9 +123,11 @@ schedule::Context schedule_context(const SimModel& m, const std::vector<int>& no
 SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& schedules,
                    std::size_t elem_size);
 
-// Builds and simulates every rank's schedule of one collective; schedules are compacted as they
-// are built (48 bytes a step, sim_program.hpp), so 4096 ranks of `ring` (16380 steps each) take
-// about 4 GB. Throws what build throws.
+// Builds and simulates one collective: where its ranks' schedules are moved copies of each other
+// along the wrapping axes (and `m.symmetric`, no endpoints, no root, no timeline), one rank per
+// class (sim_symmetry.hpp: the multipod's ring runs 128 of its 4096 chips); else every rank's,
+// compacted as they are built (48 bytes a step, sim_program.hpp), so 4096 ranks of `ring`
+// (16380 steps each) take about 4 GB. Throws what build throws.
 // `timeline`: when given, filled with every rank's steps as the model ran them (a transfer's
 // steps from when its links were taken to their ends; model/timeline.hpp), one entry per rank.
 SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Spec& r,
