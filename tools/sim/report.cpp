@@ -84,7 +84,9 @@ void Report::begin() {
       "util = its busy time / time\n"
       "# bound = bandwidth bound, floor = diameter x hop latency, reduce = reduction bound, "
       "ports = port bound (the chip with the fewest links), of_limit = max(bound, floor, reduce, "
-      "ports) / time (docs/simulator.md)\n");
+      "ports) / time (docs/simulator.md)\n"
+      "# ran (sim_ranks) = chips simulated: one per class of chips whose schedules are moved "
+      "copies of each other, or every chip (--symmetry)\n");
   if (o_.format == "csv")
     fmt::print(
         out_,
@@ -94,11 +96,11 @@ void Report::begin() {
   else
     fmt::print(out_,
                "{:<15}{:<14}{:>12}{:>14}{:>12}{:>10}{:>11}{:>11}{:>9}{:>10}{:>10}{:>14}{:>7}{:>8}{:"
-               ">6}{:>8}"
+               ">6}{:>8}{:>7}"
                "\n",
                "op", "algo", "bytes", "time(us)", "bound(us)", "floor(us)", "reduce(us)",
                "ports(us)", "of_limit", "algbw", "busbw", "busiest", "util", "phases", "hops",
-               "sim(s)");
+               "sim(s)", "ran");
 }
 
 void Report::row(const Row& r) {
@@ -146,10 +148,10 @@ void Report::row(const Row& r) {
     fmt::print(
         out_,
         "{:<15}{:<14}{:>12}{:>14.2f}{:>12.2f}{:>10.2f}{:>11.2f}{:>11.2f}{:>9.3f}{:>10.2f}{:>10.2f}"
-        "{:>14}{:>7.2f}{:>8}{:>6}{:>8.2f}\n",
+        "{:>14}{:>7.2f}{:>8}{:>6}{:>8.2f}{:>7}\n",
         to_string(r.op), r.name(), r.bytes, s.time_s * 1e6, bound_us, floor_us, reduce_us, ports_us,
         of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
-        s.rank0_phases.size(), s.max_hops, r.wall_s);
+        s.rank0_phases.size(), s.max_hops, r.wall_s, s.simulated_ranks);
     if (!s.error.empty()) fmt::print(out_, "  error: {}\n", s.error);
   }
   if (o_.phases && o_.format != "json") {
