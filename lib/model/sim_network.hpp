@@ -67,6 +67,7 @@ class Network {
   void use_link_classes(std::vector<std::uint32_t> representative) {
     link_rep_ = std::move(representative);
   }
+  const std::vector<std::uint32_t>& link_classes() const { return link_rep_; }
   // Torus model: job `id` (a flow's reduction, or a local copy: the caller's id space, any
   // value) of `bytes` joins chip `chip`'s reducer at time t, which serves the jobs on it by
   // processor sharing at the model's reduce rate, as the engine's progress loop reduces the

@@ -164,7 +164,7 @@ class Engine {
     res.transfers = transfers_;
     res.max_hops = max_hops_;
     if (classes_) {  // every link and chip as its class's representative
-      const std::vector<std::uint32_t> rep = classes_->link_representatives();
+      const std::vector<std::uint32_t>& rep = net_.link_classes();
       for (std::size_t l = 0; l < rep.size(); ++l) {
         res.link_bytes[l] = net_.bytes()[rep[l]];
         res.link_busy_s[l] = net_.busy()[rep[l]];
