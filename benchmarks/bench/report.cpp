@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "api/internal.hpp"
 #include "bench/host_info.hpp"
 #include "kernels/table.hpp"
 #include "model/selector.hpp"
@@ -24,6 +25,20 @@ std::string json_string(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// How the node's senders write shared-memory slots, and the measurement behind `auto`'s choice
+// (exec/slot_fill.hpp): a job's rows depend on it where the cores share no cache.
+std::string slot_stores_text(const Communicator& comm) {
+  if (!comm.uses_shared_memory()) return "-";
+  const exec::SlotFillProbe& p = internal::impl(comm).shm_links->slot_fill_probe();
+  const std::string way(to_string(comm.slot_stores()));
+  if (!p.measured) return way;
+  return fmt::format(
+      "{} (measured per {} KiB, fill + read: cached {:.1f} + {:.1f} us, "
+      "streaming {:.1f} + {:.1f} us)",
+      way, exec::kProbeBytes >> 10, p.cached.fill_us, p.cached.read_us, p.streaming.fill_us,
+      p.streaming.read_us);
 }
 
 }  // namespace
@@ -58,6 +73,7 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
       {"kernel_isa", std::string(kernels::to_string(kernels::active_kernels().isa))},
       {"segment_bytes", std::to_string(comm.segment_bytes())},
       {"transport", transports},
+      {"slot_stores", slot_stores_text(comm)},
       {"cores", std::to_string(host.cores)},
       {"hardware_threads", std::to_string(host.pus)},
       {"rank0_binding", host.binding.empty() ? "?" : host.binding},

@@ -28,6 +28,17 @@ std::string_view to_string(Transport t) noexcept;
 Transport parse_transport(
     std::string_view name);  // "auto", "mpi", "shm"; InvalidArgument otherwise
 
+// How a sender writes the shared-memory slots its peer reads (docs/transport.md, "Slot
+// stores"). cached: plain stores, so the receiver takes the lines out of the sender's cache
+// (fastest where the two cores share a cache); streaming: non-temporal stores, so the lines go
+// to memory and the receiver reads them from there (faster where the cores share no cache, or
+// a VM's host has put them far apart); automatic: measured on each node when the communicator
+// is made.
+enum class SlotStores { automatic, cached, streaming };
+std::string_view to_string(SlotStores s) noexcept;
+SlotStores parse_slot_stores(
+    std::string_view name);  // "auto", "cached", "streaming"; InvalidArgument otherwise
+
 // Who moves non-blocking collectives (request.hpp). caller: toroid calls on the communicator
 // (test, wait, other collectives). thread: also a progress thread per communicator, so they
 // advance while the caller computes; it needs MPI initialized with MPI_THREAD_MULTIPLE.
@@ -64,6 +75,8 @@ struct Options {
   std::optional<Transport> transport;
   // Empty: TOROID_PROGRESS, else caller.
   std::optional<ProgressMode> progress;
+  // Empty: TOROID_SLOT_STORES, else automatic.
+  std::optional<SlotStores> slot_stores;
   // A timeline of every collective, written at the communicator's end to this file (Chrome trace
   // JSON, which Perfetto and chrome://tracing open; docs/performance.md, "Timelines"): each
   // rank's calls and steps with their start, end, peer, bytes and transport. A process's later
@@ -102,6 +115,9 @@ class Communicator {
   // The transport asked for, and whether this rank has shared-memory channels (peers on its node).
   Transport transport() const noexcept;
   bool uses_shared_memory() const noexcept;
+  // How this node's senders write shared-memory slots: cached or streaming (automatic: measured
+  // to be so); automatic where this rank has no channels.
+  SlotStores slot_stores() const noexcept;
   ProgressMode progress_mode() const noexcept;
   // Whether collectives compare their arguments across ranks first (Options::check).
   bool checks_arguments() const noexcept;

@@ -66,7 +66,23 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
     mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
     if (m.config.transport != Transport::mpi)
-      m.shm_links = std::make_unique<exec::ShmLinks>(m.comm, m.node_split);
+      m.shm_links = std::make_unique<exec::ShmLinks>(
+          m.comm, m.node_split,
+          m.config.slot_stores == SlotStores::automatic ? std::nullopt
+          : m.config.slot_stores == SlotStores::streaming
+              ? std::optional<exec::SlotFill>(exec::SlotFill::streaming)
+              : std::optional<exec::SlotFill>(exec::SlotFill::cached));
+    if (m.config.log_choices && m.shm_links && m.shm_links->slot_fill_probe().measured &&
+        m.node_split->local() == 0) {
+      const exec::SlotFillProbe& p = m.shm_links->slot_fill_probe();
+      fmt::print(stderr,
+                 "toroid: shared-memory slots on rank {}'s node: {} stores (measured {} KiB "
+                 "from a peer, fill + read: cached {:.1f} + {:.1f} us, streaming {:.1f} + {:.1f} "
+                 "us; {} of {} peers faster streaming)\n",
+                 m.rank, exec::to_string(m.shm_links->slot_fill()), exec::kProbeBytes >> 10,
+                 p.cached.fill_us, p.cached.read_us, p.streaming.fill_us, p.streaming.read_us,
+                 p.senders_streaming, p.senders);
+    }
     exec::Backoff::note_node_ranks(m.shm_links ? m.shm_links->node_ranks() : m.nodes.local_size);
     // `shm` asks for the shared-memory links: where a node has no room for them, say so (only
     // `auto` may run such a node over MPI instead).
@@ -167,6 +183,11 @@ ProgressMode Communicator::progress_mode() const noexcept { return impl_->config
 bool Communicator::checks_arguments() const noexcept { return impl_->config.check; }
 bool Communicator::uses_shared_memory() const noexcept {
   return impl_->shm_links && impl_->shm_links->local_ranks() > 1;
+}
+SlotStores Communicator::slot_stores() const noexcept {
+  if (!uses_shared_memory()) return SlotStores::automatic;
+  return impl_->shm_links->slot_fill() == exec::SlotFill::streaming ? SlotStores::streaming
+                                                                    : SlotStores::cached;
 }
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
 std::string_view Communicator::node_placement() const noexcept {

@@ -91,6 +91,11 @@ Config resolve_config(const Options& options) {
   } else if (const char* v = env("TOROID_PROGRESS")) {
     c.progress = parse_env("TOROID_PROGRESS", v, parse_progress_mode);
   }
+  if (options.slot_stores) {
+    c.slot_stores = *options.slot_stores;
+  } else if (const char* v = env("TOROID_SLOT_STORES")) {
+    c.slot_stores = parse_env("TOROID_SLOT_STORES", v, parse_slot_stores);
+  }
   if (!options.trace.empty())
     c.trace = options.trace;
   else if (const char* v = env("TOROID_TRACE"))
@@ -109,6 +114,7 @@ std::vector<const char*> variables_read(const Options& o) {
   if (o.nodes.empty()) names.push_back("TOROID_NODES");
   if (!o.transport) names.push_back("TOROID_TRANSPORT");
   if (!o.progress) names.push_back("TOROID_PROGRESS");
+  if (!o.slot_stores) names.push_back("TOROID_SLOT_STORES");
   if (o.trace.empty()) names.push_back("TOROID_TRACE");
   return names;
 }
@@ -138,6 +144,25 @@ ProgressMode parse_progress_mode(std::string_view name) {
     if (name == to_string(p)) return p;
   throw InvalidArgument("unknown progress mode '" + std::string(name) +
                         "' (expected caller or thread)");
+}
+
+std::string_view to_string(SlotStores s) noexcept {
+  switch (s) {
+    case SlotStores::automatic:
+      return "auto";
+    case SlotStores::cached:
+      return "cached";
+    case SlotStores::streaming:
+      return "streaming";
+  }
+  return "?";
+}
+
+SlotStores parse_slot_stores(std::string_view name) {
+  for (SlotStores s : {SlotStores::automatic, SlotStores::cached, SlotStores::streaming})
+    if (name == to_string(s)) return s;
+  throw InvalidArgument("unknown slot stores '" + std::string(name) +
+                        "' (expected auto, cached or streaming)");
 }
 
 Transport parse_transport(std::string_view name) {

@@ -34,6 +34,7 @@ struct Config {
   double timeout_s = 0;              // watchdog (TOROID_TIMEOUT); 0: off
   Transport transport = Transport::automatic;
   ProgressMode progress = ProgressMode::caller;
+  SlotStores slot_stores = SlotStores::automatic;
   std::string trace;  // TOROID_TRACE: the timeline's file (exec/tracer.hpp); empty: none
 };
 

@@ -50,7 +50,8 @@ std::uint32_t ShmLinks::slots_that_fit(int local_ranks, std::size_t slot_bytes, 
   }
 }
 
-ShmLinks::ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nodes)
+ShmLinks::ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nodes,
+                   std::optional<SlotFill> fill)
     : nodes_(std::move(nodes)) {
   mpi_check(MPI_Comm_rank(comm, &rank_), "MPI_Comm_rank");
   my_local_ = nodes_->local();
@@ -91,6 +92,15 @@ ShmLinks::ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nod
   // writes them here and nobody need wait for anybody before the first transfer; the slots need
   // no initial contents.
   written_.assign(static_cast<std::size_t>(local) * kLanes * slots_, 0);
+  // The measurement writes and reads lane 0's slots of the channels into local rank 0, which
+  // hold nothing yet (their counters are not touched).
+  if (fill) {
+    fill_ = *fill;
+  } else {
+    probe_ = measure_slot_fill(nodes_->comm(), my_local_, local,
+                               [&](int sender) { return channel(0, sender, 0).slots; });
+    fill_ = slot_fill_of(probe_);
+  }
 }
 
 void ShmLinks::reach_no_one() {
@@ -116,7 +126,8 @@ ShmChannel ShmLinks::channel(int receiver_local, int sender_local, int lane) con
           ch + 2 * kLine,
           slot_bytes_,
           slots_,
-          nullptr};
+          nullptr,
+          fill_ == SlotFill::streaming ? kernels::copy_stream_fn() : nullptr};
 }
 
 ShmChannel ShmLinks::outgoing(int peer, int lane) const {

@@ -20,6 +20,9 @@
 //
 // A lane is a schedule step's tag, so two transfers between one pair in one phase never share
 // a ring. Steps and peers this cannot carry (another node, a tag >= kLanes) stay on MPI.
+//
+// How senders write the slots, with plain stores or non-temporal ones, is one choice per node
+// (slot_fill.hpp): fixed by the options, or measured on the node's own ranks.
 #pragma once
 
 #include <mpi.h>
@@ -27,9 +30,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "exec/shm_segment.hpp"
+#include "exec/slot_fill.hpp"
+#include "kernels/reduce.hpp"
 #include "mpi_base/nodes.hpp"
 
 namespace toroid::exec {
@@ -42,6 +48,7 @@ struct ShmChannel {
   std::uint32_t deep_slots = 0;      // slots reserved; a large transfer uses up to this many
   std::uint64_t* written = nullptr;  // sender only, in its own memory: per slot, 1 + the last
                                      // sequence number written there (0: never)
+  kernels::CopyFn fill = nullptr;    // how the sender writes a slot; null: memcpy (cached)
 };
 
 class ShmLinks {
@@ -69,8 +76,9 @@ class ShmLinks {
   static std::uint32_t slots_that_fit(int local_ranks, std::size_t slot_bytes, std::uint32_t slots,
                                       std::uint64_t free_bytes);
   // Collective over `comm`, whose node split is `nodes`. Ranks alone on their node get no
-  // segment and reach no one.
-  ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nodes);
+  // segment and reach no one. `fill`: how senders write slots; none: measured (slot_fill.hpp).
+  ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nodes,
+           std::optional<SlotFill> fill = std::nullopt);
   // Local: waits for no other rank, so communicators can be freed in any order across ranks.
   ~ShmLinks();
   ShmLinks(const ShmLinks&) = delete;
@@ -89,6 +97,9 @@ class ShmLinks {
   int node_ranks() const noexcept { return node_ranks_; }
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
   std::size_t bytes_per_rank() const noexcept;
+  // How this node's senders write slots, and the measurement that chose it (when one did).
+  SlotFill slot_fill() const noexcept { return fill_; }
+  const SlotFillProbe& slot_fill_probe() const noexcept { return probe_; }
 
  private:
   ShmChannel channel(int receiver_local, int sender_local, int lane) const;
@@ -103,6 +114,8 @@ class ShmLinks {
   int node_ranks_ = 0;
   std::size_t slot_bytes_ = 0;
   std::uint32_t slots_ = kSlots;
+  SlotFill fill_ = SlotFill::cached;
+  SlotFillProbe probe_;
   std::vector<int> local_index_;   // communicator rank -> node-local index, -1 elsewhere
   std::vector<std::byte*> bases_;  // node-local index -> that rank's part of the segment
   // Per outgoing channel (receiver's local index, lane), the sender's record of what it wrote

@@ -58,7 +58,10 @@ struct ShmTransfer {
       std::byte* free = free_slot_at(done);
       if (!free) break;  // ring full
       from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-        std::memcpy(free + o, p, n);
+        if (channel.fill)
+          channel.fill(free + o, p, n);
+        else
+          std::memcpy(free + o, p, n);
       });
       publish(len);
       moved = true;

@@ -18,9 +18,10 @@ using testing::world_size;
 
 namespace {
 
-Options over(Transport t) {
+Options over(Transport t, SlotStores stores = SlotStores::automatic) {
   Options o;
   o.transport = t;
+  o.slot_stores = stores;
   return o;
 }
 
@@ -35,8 +36,13 @@ TEST_CASE("transport: shared memory on one node unless mpi is forced", "[transpo
 
 TEST_CASE("transport: every algorithm gives the same bits over shared memory and over MPI",
           "[transport]") {
+  // Slots written with plain stores and with non-temporal ones (which also hand no receive
+  // straight to the next send), each taken as asked.
+  const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
+  INFO(to_string(stores));
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
-  Communicator b(MPI_COMM_WORLD, over(Transport::shm));
+  Communicator b(MPI_COMM_WORLD, over(Transport::shm, stores));
+  CHECK(b.slot_stores() == (b.uses_shared_memory() ? stores : SlotStores::automatic));
   // Several slot rings' worth, an odd count, floating values whose sums depend on the order.
   const std::size_t n = 300'007;
   std::vector<float> in(n);
@@ -69,12 +75,15 @@ TEST_CASE("transport: every algorithm gives the same bits over shared memory and
 // Over shared memory a receive hands each segment straight to the send that forwards it while
 // that send keeps pace, skips writing bytes nothing reads again, and falls back to writing them
 // when the forwarding ring is full (here: the last rank enters 20 ms late, so its left
-// neighbour's rings fill up). Chunks over 1 MiB take the non-temporal store path.
+// neighbour's rings fill up). Chunks over 1 MiB take the non-temporal store path. With
+// streamed slots no receive is handed straight on, and every slot is written non-temporally.
 TEST_CASE(
     "transport: large vectors with a late rank, in place or not, give the MPI transport's bits",
     "[transport]") {
+  const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
+  INFO(to_string(stores));
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
-  Communicator b(MPI_COMM_WORLD, over(Transport::shm));
+  Communicator b(MPI_COMM_WORLD, over(Transport::shm, stores));
   const std::size_t n = 1'200'007;  // 4.8 MB of f32: 1.2 MB chunks at 4 ranks
   std::vector<float> in(n);
   for (std::size_t i = 0; i < n; ++i)
@@ -110,8 +119,10 @@ TEST_CASE(
 TEST_CASE(
     "transport: back-to-back collectives of mixed sizes with a lagging rank give the MPI "
     "transport's bits") {
+  const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
+  INFO(to_string(stores));
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
-  Communicator b(MPI_COMM_WORLD, over(Transport::shm));
+  Communicator b(MPI_COMM_WORLD, over(Transport::shm, stores));
   // Ring chunks of 4.4 MB (up to 4 ranks; 2.9 MB at 6, 2.2 MB at 8): more segments than the
   // deepest ring holds (4 MiB up to 3 ranks, 2 MiB at 4-7, 1 MiB at 8), so large transfers wrap.
   const std::size_t big = 1'100'003 * static_cast<std::size_t>(std::min(world_size(), 4));
@@ -140,6 +151,54 @@ TEST_CASE(
       same = same && std::memcmp(xs[k].data(), ys[k].data(), xs[k].size() * sizeof(float)) == 0;
     CHECK(all_ranks(same));
   }
+}
+
+TEST_CASE("transport: auto measures how to write the slots, TOROID_SLOT_STORES fixes it",
+          "[transport]") {
+  {
+    Communicator measured(MPI_COMM_WORLD, over(Transport::shm));
+    const SlotStores s = measured.slot_stores();
+    if (measured.uses_shared_memory())
+      CHECK((s == SlotStores::cached || s == SlotStores::streaming));
+    else
+      CHECK(s == SlotStores::automatic);
+    // One choice per node: every rank of it took the node's first rank's answer.
+    int mine = static_cast<int>(s), low = 0, high = 0;
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Allreduce(&mine, &low, 1, MPI_INT, MPI_MIN, node);
+    MPI_Allreduce(&mine, &high, 1, MPI_INT, MPI_MAX, node);
+    MPI_Comm_free(&node);
+    CHECK(all_ranks(low == high));
+    // Whichever it chose, the sums are the MPI transport's.
+    Communicator by_mpi(MPI_COMM_WORLD, over(Transport::mpi));
+    std::vector<float> in(200'003), x(in.size()), y(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i)
+      in[i] = 1.0f / static_cast<float>(i % 613 + 1 + world_rank());
+    allreduce(std::span<const float>(in), std::span<float>(x), ReduceOp::sum, measured,
+              Algorithm::ring);
+    allreduce(std::span<const float>(in), std::span<float>(y), ReduceOp::sum, by_mpi,
+              Algorithm::ring);
+    CHECK(all_ranks(x == y));
+  }
+  setenv("TOROID_SLOT_STORES", "streaming", 1);
+  {
+    Communicator c(MPI_COMM_WORLD, over(Transport::shm, SlotStores::cached));
+    CHECK(c.slot_stores() == (c.uses_shared_memory() ? SlotStores::cached  // the option wins
+                                                     : SlotStores::automatic));
+    Options o;
+    o.transport = Transport::shm;
+    Communicator d(MPI_COMM_WORLD, o);
+    CHECK(d.slot_stores() ==
+          (d.uses_shared_memory() ? SlotStores::streaming : SlotStores::automatic));
+  }
+  setenv("TOROID_SLOT_STORES", "fast", 1);
+  CHECK_THROWS_WITH(
+      Communicator(MPI_COMM_WORLD),
+      "TOROID_SLOT_STORES: unknown slot stores 'fast' (expected auto, cached or streaming)");
+  unsetenv("TOROID_SLOT_STORES");
+  CHECK_THROWS_WITH(parse_slot_stores("Cached"),
+                    "unknown slot stores 'Cached' (expected auto, cached or streaming)");
 }
 
 TEST_CASE("transport: TOROID_TRANSPORT names a transport or is an error on every rank",
