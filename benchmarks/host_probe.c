@@ -8,12 +8,19 @@
 //   fills slot s, posts s ────────▶ copies slot s out, frees s       pipeline: N-slot ring, as
 //                                                                     toroid's shared-memory
 //                                                                     channels move a vector
+//   fills slot s (plain stores, ──▶ adds slot s into its own       hand-off: a cache-sized
+//     or non-temporal ones)         vector, frees s                  vector, as a recv_reduce
 // Prints one line of key=value pairs:
 //   pingpong_ns   median round trip of the cache line (both processes spinning)
 //   stalls        round trips over 20 us (the other process was not running: a vCPU or task
 //                 descheduled), per 100,000
 //   pipe_gbs      the pipeline's rate, bytes moved / time (MiB-sized vector through 256 KiB slots)
 //   copy_gbs      one process copying the same vector alone (the memory's own rate)
+//   handoff_us    1 MiB through four 64 KiB slots that the parent fills with plain stores
+//                 (the lines stay in its cache, and the child takes them from there), the
+//                 child adding each slot into a vector of its own; median of the rounds
+//   handoff_nt_us the same with non-temporal stores (the lines go to memory): far less than
+//                 handoff_us where the two CPUs share no cache (exec/slot_fill.hpp)
 //   steal_pct     the host's steal time over the probe, percent of the CPUs' time (/proc/stat)
 //
 //   toroid-host-probe [--cpus A,B] [--bytes N] [--slot N] [--rounds N]
@@ -28,8 +35,12 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 enum { kPingPongs = 100000, kSlots = 4, kLine = 64 };
+enum { kHandBytes = 1 << 20, kHandSlot = 64 << 10, kHandRounds = 9 };
 
 struct Shared {
   _Alignas(kLine) atomic_uint_fast64_t flag;      // ping-pong counter
@@ -80,6 +91,59 @@ static int compare_double(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+// memcpy whose stores bypass the cache (SSE2, part of x86-64; elsewhere plain memcpy). `d` is
+// 16-byte aligned and `n` a multiple of 16 here.
+static void copy_nt(char* d, const char* src, size_t n) {
+#if defined(__x86_64__)
+  for (size_t i = 0; i < n; i += 16)
+    _mm_stream_si128((__m128i*)(d + i), _mm_loadu_si128((const __m128i*)(src + i)));
+  _mm_sfence();
+#else
+  memcpy(d, src, n);
+#endif
+}
+
+// The hand-off's sequence numbers continue the pipeline's on `posted` and `consumed`: round r
+// of way w (0 plain, 1 non-temporal) moves segments base + (w * kHandRounds + r) * per of it.
+static uint64_t hand_segments(void) { return kHandBytes / kHandSlot; }
+
+static void hand_child(struct Shared* sh, const char* slots, uint64_t base) {
+  static float acc[kHandBytes / sizeof(float)];
+  const uint64_t per = hand_segments();
+  for (uint64_t s = base; s < base + 2 * kHandRounds * per; ++s) {
+    while (atomic_load_explicit(&sh->posted, memory_order_acquire) <= s) relax();
+    const float* in = (const float*)(slots + (s % kSlots) * kHandSlot);
+    float* to = acc + ((s - base) % per) * (kHandSlot / sizeof(float));
+    for (size_t i = 0; i < kHandSlot / sizeof(float); ++i) to[i] += in[i];
+    atomic_store_explicit(&sh->consumed, s + 1, memory_order_release);
+  }
+}
+
+static double hand_parent(struct Shared* sh, char* slots, const char* in, uint64_t base, int way) {
+  const uint64_t per = hand_segments();
+  double t[kHandRounds];
+  for (int r = 0; r < kHandRounds; ++r) {
+    const uint64_t first = base + ((uint64_t)way * kHandRounds + (uint64_t)r) * per;
+    const double t0 = now_s();
+    for (uint64_t s = first; s < first + per; ++s) {
+      while (s >= kSlots &&
+             atomic_load_explicit(&sh->consumed, memory_order_acquire) <= s - kSlots)
+        relax();
+      char* to = slots + (s % kSlots) * kHandSlot;
+      const char* from = in + (s - first) * kHandSlot;
+      if (way)
+        copy_nt(to, from, kHandSlot);
+      else
+        memcpy(to, from, kHandSlot);
+      atomic_store_explicit(&sh->posted, s + 1, memory_order_release);
+    }
+    while (atomic_load_explicit(&sh->consumed, memory_order_acquire) < first + per) relax();
+    t[r] = now_s() - t0;
+  }
+  qsort(t, kHandRounds, sizeof t[0], compare_double);
+  return t[kHandRounds / 2];
+}
+
 static size_t parse_size(const char* what, const char* text) {
   char* end = NULL;
   unsigned long long v = strtoull(text, &end, 10);
@@ -108,6 +172,7 @@ static void child(struct Shared* sh, char* slots, size_t slot, size_t bytes, int
     memcpy(out + at, slots + (s % kSlots) * slot, n);
     atomic_store_explicit(&sh->consumed, s + 1, memory_order_release);
   }
+  hand_child(sh, slots, per_round * (uint64_t)rounds);
 }
 
 int main(int argc, char** argv) {
@@ -139,17 +204,18 @@ int main(int argc, char** argv) {
     }
     ++i;
   }
-  struct Shared* sh = mmap(NULL, sizeof *sh + kSlots * slot, PROT_READ | PROT_WRITE,
+  const size_t slot_room = kSlots * (slot > kHandSlot ? slot : kHandSlot);
+  struct Shared* sh = mmap(NULL, sizeof *sh + slot_room, PROT_READ | PROT_WRITE,
                            MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  char* in = malloc(bytes);
+  char* in = malloc(bytes > kHandBytes ? bytes : kHandBytes);
   char* out = malloc(bytes);
   if (sh == MAP_FAILED || !in || !out) {
     fprintf(stderr, "toroid-host-probe: out of memory for %zu bytes\n", bytes);
     return 1;
   }
   char* slots = (char*)(sh + 1);
-  memset(sh, 0, sizeof *sh + kSlots * slot);
-  memset(in, 1, bytes);
+  memset(sh, 0, sizeof *sh + slot_room);
+  memset(in, 0, bytes > kHandBytes ? bytes : kHandBytes);
   memset(out, 2, bytes);
   unsigned long long steal0, total0, steal1, total1;
   cpu_times(&steal0, &total0);
@@ -189,6 +255,8 @@ int main(int argc, char** argv) {
   while (atomic_load_explicit(&sh->consumed, memory_order_acquire) < per_round * (uint64_t)rounds)
     relax();
   const double pipe_s = now_s() - p0;
+  const double hand_s = hand_parent(sh, slots, in, per_round * (uint64_t)rounds, 0);
+  const double hand_nt_s = hand_parent(sh, slots, in, per_round * (uint64_t)rounds, 1);
   int status = 0;
   waitpid(pid, &status, 0);
 
@@ -203,8 +271,10 @@ int main(int argc, char** argv) {
   cpu_times(&steal1, &total1);
   const double steal_pct =
       total1 > total0 ? 100.0 * (double)(steal1 - steal0) / (double)(total1 - total0) : 0.0;
-  printf("pingpong_ns=%.0f stalls=%ld pipe_gbs=%.2f copy_gbs=%.2f steal_pct=%.2f\n",
-         1e9 * trip[kPingPongs / 2], stalls, (double)bytes * rounds / pipe_s / 1e9,
-         (double)bytes / copy_s / 1e9, steal_pct);
+  printf(
+      "pingpong_ns=%.0f stalls=%ld pipe_gbs=%.2f copy_gbs=%.2f steal_pct=%.2f handoff_us=%.1f "
+      "handoff_nt_us=%.1f\n",
+      1e9 * trip[kPingPongs / 2], stalls, (double)bytes * rounds / pipe_s / 1e9,
+      (double)bytes / copy_s / 1e9, steal_pct, 1e6 * hand_s, 1e6 * hand_nt_s);
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }

@@ -11,10 +11,11 @@ comparison would have reported).
 
   benchmarks/run_spread.py -np 2 -n 10 --algo ring,rabenseifner,auto -b 1M -e 64M -f 4 [--cold]
 
---host-probe runs toroid-host-probe (no toroid, no MPI: two processes handing a cache line and a
-vector through shared memory, benchmarks/host_probe.c) just before every job and prints, per job,
-the host's numbers beside the job's toroid and stock rows relative to their medians: a slow
-job whose probe was slow too was the host's.
+Per job it prints the job's toroid and stock rows relative to their medians and how the job's
+shared-memory slots were written (`slot_stores`, measured per job under auto). --host-probe runs
+toroid-host-probe (no toroid, no MPI: two processes handing a cache line and a vector through
+shared memory, benchmarks/host_probe.c) just before every job and adds the host's numbers: a
+slow job whose probe was slow too was the host's.
 
 Exit 0; the summary's last line names the widest toroid row and the runs where toroid lost.
 --csv FILE writes every run's rows (run, collective, algo, bytes, time_us).
@@ -41,7 +42,10 @@ def one_run(args, bench):
     bad = [r for r in rows if r["wrong"] != "0"]
     if bad:
         sys.exit(f"run_spread: wrong results in {bad[0]['algo']} at {bad[0]['size']} bytes")
-    return {(r["collective"], r["algo"], int(r["size"])): float(r["time_us"]) for r in rows}
+    # How the node's senders wrote the shared-memory slots this job (measured per job under auto).
+    slots = next((l.split("slot_stores ", 1)[1].split()[0] for l in p.stdout.splitlines()
+                  if l.startswith("#") and "slot_stores " in l), "-")
+    return {(r["collective"], r["algo"], int(r["size"])): float(r["time_us"]) for r in rows}, slots
 
 
 def host_probe(probe):
@@ -51,9 +55,10 @@ def host_probe(probe):
     return {k: float(v) for k, v in (f.split("=") for f in p.stdout.split())}
 
 
-def print_probes(runs, probes, from_bytes):
+def print_jobs(runs, probes, slots, from_bytes):
     """Per job: its toroid rows and its stock rows from `from_bytes`, each as the geometric mean
-    of time / that row's median over the jobs (1.00: a typical job), beside the probe's numbers."""
+    of time / that row's median over the jobs (1.00: a typical job), the slot stores the job's
+    communicator chose, and the probe's numbers when the host was probed."""
     keys = set().union(*runs)
     median = {key: statistics.median(r[key] for r in runs if key in r) for key in keys}
 
@@ -61,11 +66,21 @@ def print_probes(runs, probes, from_bytes):
         ratios = [r[key] / median[key] for key in r if key[2] >= from_bytes and (key[1] == "mpi") == stock]
         return statistics.geometric_mean(ratios) if ratios else float("nan")
 
-    print(f"# per job, rows from {from_bytes} B against their medians, and the host probe before it")
-    print(f"{'job':>4}{'toroid':>8}{'stock':>8}{'pingpong_ns':>13}{'stalls':>8}{'pipe_gbs':>10}{'copy_gbs':>10}{'steal_pct':>10}")
-    for k, (r, pr) in enumerate(zip(runs, probes)):
-        print(f"{k + 1:>4}{slowness(r, False):>8.2f}{slowness(r, True):>8.2f}{pr['pingpong_ns']:>13.0f}"
-              f"{pr['stalls']:>8.0f}{pr['pipe_gbs']:>10.2f}{pr['copy_gbs']:>10.2f}{pr['steal_pct']:>10.2f}")
+    probed = ", and the host probe before it" if probes else ""
+    print(f"# per job, rows from {from_bytes} B against their medians, the slot stores{probed}")
+    head = f"{'job':>4}{'toroid':>8}{'stock':>8}{'slots':>11}"
+    if probes:
+        head += (f"{'pingpong_ns':>13}{'stalls':>8}{'pipe_gbs':>10}{'copy_gbs':>10}{'steal_pct':>10}"
+                 f"{'handoff_us':>12}{'handoff_nt_us':>15}")
+    print(head)
+    for k, r in enumerate(runs):
+        line = f"{k + 1:>4}{slowness(r, False):>8.2f}{slowness(r, True):>8.2f}{slots[k]:>11}"
+        if probes:
+            pr = probes[k]
+            line += (f"{pr['pingpong_ns']:>13.0f}{pr['stalls']:>8.0f}{pr['pipe_gbs']:>10.2f}"
+                     f"{pr['copy_gbs']:>10.2f}{pr['steal_pct']:>10.2f}"
+                     f"{pr.get('handoff_us', float('nan')):>12.1f}{pr.get('handoff_nt_us', float('nan')):>15.1f}")
+        print(line)
 
 
 def main():
@@ -92,11 +107,13 @@ def main():
     probe = os.path.join(os.path.dirname(args.bench), "toroid-host-probe")
     if args.host_probe and not os.access(probe, os.X_OK):
         sys.exit(f"run_spread: --host-probe: {probe} is not built")
-    runs, probes = [], []
+    runs, probes, slots = [], [], []
     for k in range(args.runs):
         if args.host_probe:
             probes.append(host_probe(probe))
-        runs.append(one_run(args, args.bench))
+        rows, way = one_run(args, args.bench)
+        runs.append(rows)
+        slots.append(way)
         print(f"# run {k + 1}/{args.runs} done", file=sys.stderr, flush=True)
     keys = sorted(set().union(*runs), key=lambda t: (t[0], t[1] == "mpi", t[1], t[2]))
     print(f"# {args.runs} fresh runs at {args.np} ranks ({'cold' if args.cold else 'warm'} caches); "
@@ -119,8 +136,7 @@ def main():
     print(f"# widest toroid row: {widest[1][1]} {widest[1][2]} B, max/min {widest[0]:.2f}" if widest else "# no toroid rows")
     print("# toroid slower than the same run's stock row from "
           f"{args.from_bytes} B: " + ("; ".join(losses) if losses else "never"))
-    if probes:
-        print_probes(runs, probes, args.from_bytes)
+    print_jobs(runs, probes, slots, args.from_bytes)
     if args.csv:
         with open(args.csv, "w", newline="") as f:
             w = csv.writer(f)
