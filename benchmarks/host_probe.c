@@ -126,8 +126,7 @@ static double hand_parent(struct Shared* sh, char* slots, const char* in, uint64
     const uint64_t first = base + ((uint64_t)way * kHandRounds + (uint64_t)r) * per;
     const double t0 = now_s();
     for (uint64_t s = first; s < first + per; ++s) {
-      while (s >= kSlots &&
-             atomic_load_explicit(&sh->consumed, memory_order_acquire) <= s - kSlots)
+      while (s >= kSlots && atomic_load_explicit(&sh->consumed, memory_order_acquire) <= s - kSlots)
         relax();
       char* to = slots + (s % kSlots) * kHandSlot;
       const char* from = in + (s - first) * kHandSlot;
@@ -205,8 +204,8 @@ int main(int argc, char** argv) {
     ++i;
   }
   const size_t slot_room = kSlots * (slot > kHandSlot ? slot : kHandSlot);
-  struct Shared* sh = mmap(NULL, sizeof *sh + slot_room, PROT_READ | PROT_WRITE,
-                           MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  struct Shared* sh =
+      mmap(NULL, sizeof *sh + slot_room, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   char* in = malloc(bytes > kHandBytes ? bytes : kHandBytes);
   char* out = malloc(bytes);
   if (sh == MAP_FAILED || !in || !out) {

@@ -26,8 +26,7 @@ void time_pair(MPI_Comm node, int local, int sender, std::byte* area, double bes
   const kernels::CopyFn stream = kernels::copy_stream_fn();
   std::vector<float> own(n, 1.0f), out(n, 0.0f);
   auto since = [](std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0)
-        .count();
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
   };
   double fill_us = 0;
   for (int round = 0; round < 2 * (kProbeRounds + 1); ++round) {
@@ -75,9 +74,12 @@ SlotFillProbe measure_slot_fill(MPI_Comm node, int local, int local_count,
     ++p.senders;
     if ((best[1][0] + best[1][1]) * kMargin < best[0][0] + best[0][1]) ++p.senders_streaming;
   }
-  double result[6] = {p.cached.fill_us,    p.cached.read_us,
-                       p.streaming.fill_us, p.streaming.read_us,
-                       static_cast<double>(p.senders), static_cast<double>(p.senders_streaming)};
+  double result[6] = {p.cached.fill_us,
+                      p.cached.read_us,
+                      p.streaming.fill_us,
+                      p.streaming.read_us,
+                      static_cast<double>(p.senders),
+                      static_cast<double>(p.senders_streaming)};
   mpi_check(MPI_Bcast(result, 6, MPI_DOUBLE, 0, node), "MPI_Bcast");
   p.cached = {result[0], result[1]}, p.streaming = {result[2], result[3]};
   p.senders = static_cast<int>(result[4]), p.senders_streaming = static_cast<int>(result[5]);
@@ -85,8 +87,7 @@ SlotFillProbe measure_slot_fill(MPI_Comm node, int local, int local_count,
 }
 
 SlotFill slot_fill_of(const SlotFillProbe& p) noexcept {
-  return p.measured && 2 * p.senders_streaming > p.senders ? SlotFill::streaming
-                                                           : SlotFill::cached;
+  return p.measured && 2 * p.senders_streaming > p.senders ? SlotFill::streaming : SlotFill::cached;
 }
 
 }  // namespace toroid::exec
