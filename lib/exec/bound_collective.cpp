@@ -122,9 +122,8 @@ void BoundCollective::bind_single_copy(NodeMemory& memory, const SingleCopyCall&
 
 // Shared memory: a receive whose bytes one send forwards unchanged hands each segment straight
 // into that send's ring (a relay, ShmTransfer::pop), writing its destination too only when
-// something else reads it later; large receives of final output use non-temporal stores. Not
-// where slots are streamed (slot_fill.hpp): a relay writes the next slot with the reduction's
-// plain stores, which would hand the next rank its lines out of this core's cache.
+// something else reads it later; large receives of final output use non-temporal stores. (A
+// relay pauses while its send streams its slots: ShmTransfer::pop.)
 void BoundCollective::mark_shared_memory_hints() {
   const schedule::Schedule& s = *schedule_;
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
@@ -135,8 +134,7 @@ void BoundCollective::mark_shared_memory_hints() {
       const schedule::Dep& d = s.deps[st.dep_begin];
       Task& g = tasks_[d.step];
       if (d.wait == schedule::Wait::follow && d.offset == 0 && g.via == Via::shm && g.relay < 0 &&
-          g.bytes == t.bytes && g.shm.channel.slot_bytes == t.shm.channel.slot_bytes &&
-          !t.shm.channel.fill) {
+          g.bytes == t.bytes && g.shm.channel.slot_bytes == t.shm.channel.slot_bytes) {
         g.relay = static_cast<int>(i);
         const LaterUse use = s.later_use[i];  // of the receive's bytes, this relay aside
         g.shm.keep_dst = use != LaterUse::dead;

@@ -101,6 +101,7 @@ ShmLinks::ShmLinks(MPI_Comm comm, std::shared_ptr<const mpi_base::NodeSplit> nod
                                [&](int sender) { return channel(0, sender, 0).slots; });
     fill_ = slot_fill_of(probe_);
   }
+  ways_.assign(static_cast<std::size_t>(local), SlotWay(fill_, !fill));
 }
 
 void ShmLinks::reach_no_one() {
@@ -127,7 +128,8 @@ ShmChannel ShmLinks::channel(int receiver_local, int sender_local, int lane) con
           slot_bytes_,
           slots_,
           nullptr,
-          fill_ == SlotFill::streaming ? kernels::copy_stream_fn() : nullptr};
+          nullptr,
+          kernels::copy_stream_fn()};
 }
 
 ShmChannel ShmLinks::outgoing(int peer, int lane) const {
@@ -136,6 +138,7 @@ ShmChannel ShmLinks::outgoing(int peer, int lane) const {
   c.written =
       written_.data() +
       (static_cast<std::size_t>(receiver) * kLanes + static_cast<std::size_t>(lane)) * slots_;
+  c.way = &ways_[static_cast<std::size_t>(receiver)];
   return c;
 }
 

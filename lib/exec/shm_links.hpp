@@ -21,8 +21,9 @@
 // A lane is a schedule step's tag, so two transfers between one pair in one phase never share
 // a ring. Steps and peers this cannot carry (another node, a tag >= kLanes) stay on MPI.
 //
-// How senders write the slots, with plain stores or non-temporal ones, is one choice per node
-// (slot_fill.hpp): fixed by the options, or measured on the node's own ranks.
+// How senders write the slots, with plain stores or non-temporal ones, is fixed by the options,
+// or measured on the node's own ranks (slot_fill.hpp) and then kept current by each sender for
+// each peer while the job runs (slot_way.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -35,6 +36,7 @@
 
 #include "exec/shm_segment.hpp"
 #include "exec/slot_fill.hpp"
+#include "exec/slot_way.hpp"
 #include "kernels/reduce.hpp"
 #include "mpi_base/nodes.hpp"
 
@@ -48,7 +50,8 @@ struct ShmChannel {
   std::uint32_t deep_slots = 0;      // slots reserved; a large transfer uses up to this many
   std::uint64_t* written = nullptr;  // sender only, in its own memory: per slot, 1 + the last
                                      // sequence number written there (0: never)
-  kernels::CopyFn fill = nullptr;    // how the sender writes a slot; null: memcpy (cached)
+  SlotWay* way = nullptr;            // sender only: how it writes slots to this peer now
+  kernels::CopyFn stream = nullptr;  // the non-temporal copy, for when it streams
 };
 
 class ShmLinks {
@@ -97,8 +100,12 @@ class ShmLinks {
   int node_ranks() const noexcept { return node_ranks_; }
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
   std::size_t bytes_per_rank() const noexcept;
-  // How this node's senders write slots, and the measurement that chose it (when one did).
+  // How this node's senders started writing slots, and the measurement that chose it (when one
+  // did); under auto each sender then keeps its way to each peer current (way_to).
   SlotFill slot_fill() const noexcept { return fill_; }
+  const SlotWay& way_to(int peer) const {
+    return ways_[static_cast<std::size_t>(local_index_[static_cast<std::size_t>(peer)])];
+  }
   const SlotFillProbe& slot_fill_probe() const noexcept { return probe_; }
 
  private:
@@ -121,6 +128,8 @@ class ShmLinks {
   // Per outgoing channel (receiver's local index, lane), the sender's record of what it wrote
   // into each slot (ShmChannel::written).
   mutable std::vector<std::uint64_t> written_;
+  // Per receiver's local index: how this rank writes its slots to it now.
+  mutable std::vector<SlotWay> ways_;
 };
 
 }  // namespace toroid::exec

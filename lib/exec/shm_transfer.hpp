@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -57,12 +58,27 @@ struct ShmTransfer {
       if (done + len > limit) break;  // the data is not final yet
       std::byte* free = free_slot_at(done);
       if (!free) break;  // ring full
+      // How: the way to this peer now (slot_way.hpp; none: plain stores). A large segment of a
+      // transfer within the first kSlots slots is timed: those slots come round again soon,
+      // so the receiver still holds their lines when they are filled again, which is what a
+      // fill's time tells apart. (A deep ring's slot has left the receiver's caches by then,
+      // and its first fills take page faults.)
+      SlotWay* way = channel.way;
+      const bool timed = way && depth <= ShmLinks::kSlots && way->timed(len);
+      const bool stream = timed ? way->next_streams() : way && way->streaming();
+      const auto t0 =
+          timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-        if (channel.fill)
-          channel.fill(free + o, p, n);
+        if (stream)
+          channel.stream(free + o, p, n);
         else
           std::memcpy(free + o, p, n);
       });
+      if (timed)
+        way->record(stream,
+                    std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
+                            .count() /
+                        static_cast<double>(len));
       publish(len);
       moved = true;
     }
@@ -91,7 +107,11 @@ struct ShmTransfer {
       if (head.load(std::memory_order_acquire) == t) break;  // nothing published yet
       if (done == 0) seq0 = t;
       const bool reduces = step->kind == schedule::Kind::recv_reduce;
-      std::byte* out = relay ? relay->free_slot_at(done) : nullptr;
+      // Not while the relay streams its slots: the reduction's plain stores would hand the next
+      // rank its lines out of this core's cache.
+      std::byte* out = relay && !(relay->channel.way && relay->channel.way->streaming())
+                           ? relay->free_slot_at(done)
+                           : nullptr;
       const std::byte* in = slot(t);
       if (out) {
         if (reduces && keep_dst)
