@@ -116,7 +116,7 @@ std::unique_ptr<PyRequest> run_nonblocking(const std::function<Request()>& start
 Options options_of(const std::string& topology, const py::object& algorithm,
                    std::size_t segment_bytes, const py::object& check, const std::string& nodes,
                    const py::object& timeout, const py::object& transport,
-                   const py::object& progress) {
+                   const py::object& progress, const py::object& slot_stores) {
   Options o;
   o.topology = topology;
   o.algorithm = algorithm_of(algorithm);
@@ -126,6 +126,7 @@ Options options_of(const std::string& topology, const py::object& algorithm,
   if (!timeout.is_none()) o.timeout_seconds = timeout.cast<double>();
   if (!transport.is_none()) o.transport = parse_transport(transport.cast<std::string>());
   if (!progress.is_none()) o.progress = parse_progress_mode(progress.cast<std::string>());
+  if (!slot_stores.is_none()) o.slot_stores = parse_slot_stores(slot_stores.cast<std::string>());
   return o;
 }
 
@@ -193,9 +194,10 @@ py::class_<C> bind_communicator_state(py::module_& m) {
   cls.def(py::init([](long long fortran_handle, const std::string& topology,
                       const py::object& algorithm, std::size_t segment_bytes,
                       const py::object& check, const std::string& nodes, const py::object& timeout,
-                      const py::object& transport, const py::object& progress) {
+                      const py::object& transport, const py::object& progress,
+                      const py::object& slot_stores) {
             const Options o = options_of(topology, algorithm, segment_bytes, check, nodes, timeout,
-                                         transport, progress);
+                                         transport, progress, slot_stores);
             const MPI_Comm mpi = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
             auto c = std::make_unique<C>();
             {
@@ -206,7 +208,7 @@ py::class_<C> bind_communicator_state(py::module_& m) {
           }),
           py::arg("handle"), py::arg("topology"), py::arg("algorithm"), py::arg("segment_bytes"),
           py::arg("check"), py::arg("nodes"), py::arg("timeout"), py::arg("transport"),
-          py::arg("progress"))
+          py::arg("progress"), py::arg("slot_stores"))
       .def_property_readonly("rank", [](const C& c) { return c.get().rank(); })
       .def_property_readonly("size", [](const C& c) { return c.get().size(); })
       .def_property_readonly("topology", [](const C& c) { return c.get().topology().to_string(); })
@@ -233,6 +235,8 @@ py::class_<C> bind_communicator_state(py::module_& m) {
                              [](const C& c) { return std::string(to_string(c.get().transport())); })
       .def_property_readonly(
           "progress", [](const C& c) { return std::string(to_string(c.get().progress_mode())); })
+      .def_property_readonly(
+          "slot_stores", [](const C& c) { return std::string(to_string(c.get().slot_stores())); })
       .def_property_readonly("checks_arguments",
                              [](const C& c) { return c.get().checks_arguments(); })
       .def("sum_counts",

@@ -77,9 +77,9 @@ class Communicator:
     """
 
     def __init__(self, comm=None, topology="", algorithm=None, segment_bytes=0, check=None, nodes="",
-                 timeout=None, transport=None, progress=None):
+                 timeout=None, transport=None, progress=None, slot_stores=None):
         self._c = _toroid.Communicator(_handle_of(comm), topology, algorithm, segment_bytes, check, nodes,
-                                       timeout, transport, progress)
+                                       timeout, transport, progress, slot_stores)
 
     rank = property(lambda self: self._c.rank)
     size = property(lambda self: self._c.size)
@@ -91,6 +91,9 @@ class Communicator:
     algorithm = property(lambda self: self._c.algorithm)
     transport = property(lambda self: self._c.transport)
     progress = property(lambda self: self._c.progress)
+    slot_stores = property(lambda self: self._c.slot_stores,
+                           doc='How this node\'s senders started writing shared-memory slots: "cached" or '
+                               '"streaming" ("auto": no shared-memory peers).')
     checks_arguments = property(lambda self: self._c.checks_arguments)
 
     def allocate(self, shape, dtype="float32"):

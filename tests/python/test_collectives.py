@@ -258,3 +258,20 @@ def test_allocate_runs_single_copy(comm):
     node.Free()
     ok = ok and comm.single_copy_calls - before == (3 if one_node and comm.transport != "mpi" else 0)
     assert agree(ok)
+
+
+@pytest.mark.parametrize("stores", ["cached", "streaming"])
+def test_slot_stores_either_way_same_sums(stores):
+    """Shared-memory slots written with plain or with non-temporal stores: the option is taken,
+    and the sums are those of the measured default (several slots' worth, floats whose sum
+    depends on the order)."""
+    fixed = toroid.Communicator(slot_stores=stores)
+    measured = toroid.Communicator()
+    on_node = world.Split_type(MPI.COMM_TYPE_SHARED).size > 1
+    assert fixed.slot_stores == (stores if on_node else "auto")
+    assert measured.slot_stores in (("cached", "streaming") if on_node else ("auto",))
+    x = (1.0 / (np.arange(300_007) % 977 + 1 + R)).astype(np.float32)
+    a, b = x.copy(), x.copy()
+    fixed.allreduce(a, algorithm="ring")
+    measured.allreduce(b, algorithm="ring")
+    assert agree(np.array_equal(a, b))

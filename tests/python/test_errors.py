@@ -54,6 +54,8 @@ def test_bad_communicator():
     ok = raises(lambda: toroid.Communicator(topology="7x3"), toroid.TopologyError, "7x3")
     ok &= raises(lambda: toroid.Communicator(comm="world"), toroid.InvalidArgument, "comm is a str")
     ok &= raises(lambda: toroid.Communicator(transport="carrier-pigeon"), toroid.InvalidArgument, "carrier-pigeon")
+    ok &= raises(lambda: toroid.Communicator(slot_stores="fast"), toroid.InvalidArgument,
+                 "unknown slot stores 'fast'")
     assert agree(ok)
 
 
