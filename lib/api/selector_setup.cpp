@@ -45,7 +45,8 @@ std::string line_for(const Communicator::Impl& m, const model::Selector& s, Coll
   else if (ch.rule)
     why = fmt::format("by rule {}", ch.rule->text);
   else if (ch.exchange)
-    why = "two ranks: one exchange below 1 MiB";
+    why = fmt::format("two ranks: one exchange below {}",
+                      model::size_text(model::kTwoRankExchangeBytes));
   else if (!ch.modeled)
     why = m.size == 1 ? "one rank"
                       : fmt::format("fixed rule above {} ranks", model::kMaxModeledRanks);

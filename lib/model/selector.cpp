@@ -64,14 +64,6 @@ constexpr std::uint64_t kBothBytesTorus = 4 * 1024;
 constexpr std::uint64_t kScatterBothBytesMesh = 32u << 20;
 constexpr std::uint64_t kGatherBothBytesMesh = 64u << 20;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
-// Two ranks, all-reduce: recursive doubling (one exchange of the whole vector, each rank
-// reducing all of it) below this, the model above. The model prices that reduction at memory
-// speed, so it puts recursive doubling 2-3x slower than it runs while the vector is
-// cache-resident, and picks bidir_ring or ring, which take two exchanges. Measured
-// (toroid-bench, 2 ranks, one node): on the 2-core VM recursive doubling 2.0 against 4.3 us
-// (bidir_ring) at 16 KiB, 19 against 27 us at 256 KiB, 74 against 75 us (ring) at 1 MiB; on a
-// 16-core Xeon the fastest or within 2% of it from 8 KiB to 512 KiB, 10% behind ring at 2 MiB.
-constexpr std::uint64_t kTwoRankExchangeBytes = 1024 * 1024;
 
 }  // namespace
 

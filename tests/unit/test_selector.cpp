@@ -38,10 +38,12 @@ TEST_CASE("selector: few rounds for small messages, bandwidth algorithms for lar
   }
 }
 
-TEST_CASE("selector: two ranks all-reduce by one exchange below 1 MiB, the model above", "[auto]") {
+TEST_CASE("selector: two ranks all-reduce by one exchange below 128 KiB, the model above",
+          "[auto]") {
   Selector s(inputs(Torus2D(2, 1)));
+  CHECK(s.choice(Collective::allreduce, Selector::size_class(200u << 10)).modeled);
   for (std::uint64_t bytes :
-       {std::uint64_t{8}, std::uint64_t{16} << 10, std::uint64_t{600} << 10}) {
+       {std::uint64_t{8}, std::uint64_t{16} << 10, std::uint64_t{100} << 10}) {
     INFO(bytes);
     CHECK(s.choose(Collective::allreduce, bytes) == Algorithm::recursive_doubling);
     CHECK(s.choice(Collective::allreduce, Selector::size_class(bytes)).exchange);
