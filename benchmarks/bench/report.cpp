@@ -34,11 +34,7 @@ std::string slot_stores_text(const Communicator& comm) {
   const exec::SlotFillProbe& p = internal::impl(comm).shm_links->slot_fill_probe();
   const std::string way(to_string(comm.slot_stores()));
   if (!p.measured) return way;
-  return fmt::format(
-      "{} (measured per {} KiB, fill + read: cached {:.1f} + {:.1f} us, "
-      "streaming {:.1f} + {:.1f} us)",
-      way, exec::kProbeBytes >> 10, p.cached.fill_us, p.cached.read_us, p.streaming.fill_us,
-      p.streaming.read_us);
+  return fmt::format("{} ({})", way, exec::describe(p));
 }
 
 }  // namespace

@@ -76,11 +76,9 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
         m.node_split->local() == 0) {
       const exec::SlotFillProbe& p = m.shm_links->slot_fill_probe();
       fmt::print(stderr,
-                 "toroid: shared-memory slots on rank {}'s node: {} stores (measured {} KiB "
-                 "from a peer, fill + read: cached {:.1f} + {:.1f} us, streaming {:.1f} + {:.1f} "
-                 "us; {} of {} peers faster streaming)\n",
-                 m.rank, exec::to_string(m.shm_links->slot_fill()), exec::kProbeBytes >> 10,
-                 p.cached.fill_us, p.cached.read_us, p.streaming.fill_us, p.streaming.read_us,
+                 "toroid: shared-memory slots on rank {}'s node: {} stores ({}; {} of {} peers "
+                 "faster streaming)\n",
+                 m.rank, exec::to_string(m.shm_links->slot_fill()), exec::describe(p),
                  p.senders_streaming, p.senders);
     }
     exec::Backoff::note_node_ranks(m.shm_links ? m.shm_links->node_ranks() : m.nodes.local_size);

@@ -101,11 +101,8 @@ class ShmLinks {
   std::size_t slot_bytes() const noexcept { return slot_bytes_; }
   std::size_t bytes_per_rank() const noexcept;
   // How this node's senders started writing slots, and the measurement that chose it (when one
-  // did); under auto each sender then keeps its way to each peer current (way_to).
+  // did); under auto each sender then keeps its way to each peer current (ShmChannel::way).
   SlotFill slot_fill() const noexcept { return fill_; }
-  const SlotWay& way_to(int peer) const {
-    return ways_[static_cast<std::size_t>(local_index_[static_cast<std::size_t>(peer)])];
-  }
   const SlotFillProbe& slot_fill_probe() const noexcept { return probe_; }
 
  private:

@@ -1,5 +1,7 @@
 #include "exec/slot_fill.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -20,7 +22,7 @@ constexpr int kTag = 0x51f;
 // receiver still holds takes them back from its cache first, which cores far apart also feel).
 // Rounds alternate the ways; the first round of each is not timed (it takes the pages' first
 // touch).
-void time_pair(MPI_Comm node, int local, int sender, std::byte* area, double best[2][2]) {
+void time_pair(MPI_Comm node, int local, int sender, std::byte* area, SlotFillProbe::Way best[2]) {
   const std::size_t n = kProbeBytes / sizeof(float);
   const kernels::ReduceFn reduce = kernels::reduce_fn(DataType::f32, ReduceOp::sum);
   const kernels::CopyFn stream = kernels::copy_stream_fn();
@@ -47,8 +49,7 @@ void time_pair(MPI_Comm node, int local, int sender, std::byte* area, double bes
       const auto t0 = std::chrono::steady_clock::now();
       reduce(out.data(), own.data(), area, n);
       const double read_us = since(t0);
-      if (round >= 2 && fill_us + read_us < best[way][0] + best[way][1])
-        best[way][0] = fill_us, best[way][1] = read_us;
+      if (round >= 2 && fill_us + read_us < best[way].total_us()) best[way] = {fill_us, read_us};
     }
   }
 }
@@ -67,12 +68,12 @@ SlotFillProbe measure_slot_fill(MPI_Comm node, int local, int local_count,
   for (int s = 1; s <= senders; ++s) {
     if (local != 0 && local != s) continue;
     constexpr double kNone = std::numeric_limits<double>::infinity();
-    double best[2][2] = {{kNone, 0}, {kNone, 0}};  // per way: fill, read
+    SlotFillProbe::Way best[2] = {{kNone, 0}, {kNone, 0}};  // cached, streaming
     time_pair(node, local, s, area(s), best);
     if (local != 0) continue;
-    if (s == 1) p.cached = {best[0][0], best[0][1]}, p.streaming = {best[1][0], best[1][1]};
+    if (s == 1) p.cached = best[0], p.streaming = best[1];
     ++p.senders;
-    if ((best[1][0] + best[1][1]) * kMargin < best[0][0] + best[0][1]) ++p.senders_streaming;
+    if (best[1].total_us() * kMargin < best[0].total_us()) ++p.senders_streaming;
   }
   double result[6] = {p.cached.fill_us,
                       p.cached.read_us,
@@ -84,6 +85,13 @@ SlotFillProbe measure_slot_fill(MPI_Comm node, int local, int local_count,
   p.cached = {result[0], result[1]}, p.streaming = {result[2], result[3]};
   p.senders = static_cast<int>(result[4]), p.senders_streaming = static_cast<int>(result[5]);
   return p;
+}
+
+std::string describe(const SlotFillProbe& p) {
+  return fmt::format(
+      "measured per {} KiB, fill + read: cached {:.1f} + {:.1f} us, streaming {:.1f} + {:.1f} us",
+      kProbeBytes >> 10, p.cached.fill_us, p.cached.read_us, p.streaming.fill_us,
+      p.streaming.read_us);
 }
 
 SlotFill slot_fill_of(const SlotFillProbe& p) noexcept {

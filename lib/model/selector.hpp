@@ -53,11 +53,11 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t);
 // speed, so it puts recursive doubling 2-3x slower than it runs while the vector is
 // cache-resident, and picks bidir_ring or ring, which take two exchanges. Measured
 // (toroid-bench, 2 ranks, one node): on the 2-core VM recursive doubling 2.0 against 4.3 us
-// (bidir_ring) at 16 KiB, and the fastest in 9 of 12 rows at 32-64 KiB (at most 1.22x); from 128 KiB it
-// measured 1.07-1.44x of ring, Rabenseifner or bidir_ring in six fresh jobs (2026-12-05, after
-// the slot stores: 256 KiB 27-34 against 21-30 us), where before them, with plain-store slots
-// in the far vCPU placement, it had been as fast as the ring to 1 MiB. On a 16-core Xeon (before
-// the slot stores) the fastest or within 2% of it from 8 KiB to 512 KiB.
+// (bidir_ring) at 16 KiB, and the fastest in 9 of 12 rows at 32-64 KiB (at most 1.22x); from
+// 128 KiB it measured 1.07-1.44x of ring, Rabenseifner or bidir_ring in six fresh jobs
+// (2026-12-05, after the slot stores: 256 KiB 27-34 against 21-30 us), where before them, with
+// plain-store slots in the far vCPU placement, it had been as fast as the ring to 1 MiB. On a
+// 16-core Xeon (before the slot stores) the fastest or within 2% of it from 8 KiB to 512 KiB.
 inline constexpr std::uint64_t kTwoRankExchangeBytes = 128 * 1024;
 
 struct SelectorInputs {
