@@ -123,7 +123,7 @@ void BoundCollective::bind_single_copy(NodeMemory& memory, const SingleCopyCall&
 // Shared memory: a receive whose bytes one send forwards unchanged hands each segment straight
 // into that send's ring (a relay, ShmTransfer::pop), writing its destination too only when
 // something else reads it later; large receives of final output use non-temporal stores. (A
-// relay pauses while its send streams its slots: ShmTransfer::pop.)
+// relay into a send that streams its slots streams too, through a scratch: ShmTransfer::pop.)
 void BoundCollective::mark_shared_memory_hints() {
   const schedule::Schedule& s = *schedule_;
   for (std::size_t i = 0; i < tasks_.size(); ++i) {

@@ -107,13 +107,28 @@ struct ShmTransfer {
       if (head.load(std::memory_order_acquire) == t) break;  // nothing published yet
       if (done == 0) seq0 = t;
       const bool reduces = step->kind == schedule::Kind::recv_reduce;
-      // Not while the relay streams its slots: the reduction's plain stores would hand the next
-      // rank its lines out of this core's cache.
-      std::byte* out = relay && !(relay->channel.way && relay->channel.way->streaming())
-                           ? relay->free_slot_at(done)
-                           : nullptr;
+      std::byte* out = relay ? relay->free_slot_at(done) : nullptr;
       const std::byte* in = slot(t);
-      if (out) {
+      // While the relay streams its slots, plain stores into them would hand the next rank its
+      // lines out of this core's cache: the segment goes on with non-temporal stores instead,
+      // reduced piece by piece through a scratch that stays in this core's cache.
+      if (out && relay->channel.way && relay->channel.way->streaming()) {
+        const kernels::CopyFn stream = relay->channel.stream;
+        if (reduces)
+          from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
+            for (std::size_t c = 0; c < n; c += kRelayPiece) {
+              const std::size_t m = std::min(kRelayPiece, n - c);
+              std::byte* sum = keep_dst ? into.base + done + o + c : relay_scratch();
+              reduce(sum, p + c, in + o + c, m / elem_size);
+              stream(out + o + c, sum, m);
+            }
+          });
+        else {
+          stream(out, in, len);
+          if (keep_dst) store_dst(in, len);
+        }
+        relay->publish(len);
+      } else if (out) {
         if (reduces && keep_dst)
           from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
             reduce_copy(into.base + done + o, out + o, p, in + o, n / elem_size);
@@ -140,6 +155,13 @@ struct ShmTransfer {
   }
 
  private:
+  // A streaming relay's reduction goes through this much scratch at a time (a multiple of every
+  // element size), small enough to stay in the first-level cache between the two passes.
+  static constexpr std::size_t kRelayPiece = 16 * 1024;
+  static std::byte* relay_scratch() {
+    alignas(64) static thread_local std::byte scratch[kRelayPiece];
+    return scratch;
+  }
   // Sender: the slot for its next segment when it has sent everything up to byte `at` of its
   // data (a relay asks with the receive's position) and its ring has room; null otherwise.
   std::byte* free_slot_at(std::size_t at) {

@@ -36,8 +36,8 @@ TEST_CASE("transport: shared memory on one node unless mpi is forced", "[transpo
 
 TEST_CASE("transport: every algorithm gives the same bits over shared memory and over MPI",
           "[transport]") {
-  // Slots written with plain stores and with non-temporal ones (which also hand no receive
-  // straight to the next send), each taken as asked.
+  // Slots written with plain stores and with non-temporal ones (a receive handed straight to the
+  // next send then reduces through a scratch and streams the sum on), each taken as asked.
   const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
   INFO(to_string(stores));
   Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
@@ -76,7 +76,7 @@ TEST_CASE("transport: every algorithm gives the same bits over shared memory and
 // that send keeps pace, skips writing bytes nothing reads again, and falls back to writing them
 // when the forwarding ring is full (here: the last rank enters 20 ms late, so its left
 // neighbour's rings fill up). Chunks over 1 MiB take the non-temporal store path. With
-// streamed slots no receive is handed straight on, and every slot is written non-temporally.
+// streamed slots every slot is written non-temporally, a relay's too (through its scratch).
 TEST_CASE(
     "transport: large vectors with a late rank, in place or not, give the MPI transport's bits",
     "[transport]") {
