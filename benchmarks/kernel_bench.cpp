@@ -10,7 +10,8 @@
 // divide reads and writes one (2), a conversion reads one type and writes the other, the
 // optimizer kernels as listed where they are measured. Reductions
 // and divide are shown as % of the add stream (dst = a + b over f32, the same 3-array traffic),
-// conversions as % of the copy. Each number is the best of repeated timed batches.
+// conversions and the library's own copy (plain, apart by a multiple of 4 KiB or 16 bytes past
+// one) as % of the copy. Each number is the best of repeated timed batches.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -95,7 +96,7 @@ Options parse(int argc, char** argv) {
 struct Array {
   std::byte* p;
   explicit Array(std::size_t bytes)
-      : p(static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64))) {
+      : p(static_cast<std::byte*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 4096 + 64))) {
     if (!p) throw Error("out of memory for " + std::to_string(bytes) + " bytes");
     std::memset(p, 0, bytes);
   }
@@ -103,6 +104,14 @@ struct Array {
   Array(const Array&) = delete;
   Array& operator=(const Array&) = delete;
 };
+
+// Where in `into` a copy from `from` lands `distance` bytes past a multiple of 4 KiB from it
+// (Array's slack holds the shift): glibc's memcpy is many times slower at 1-31 (kernels/reduce.hpp).
+std::byte* past_4k(const Array& into, const Array& from, std::size_t distance) {
+  const auto gap =
+      reinterpret_cast<std::uintptr_t>(into.p) - reinterpret_cast<std::uintptr_t>(from.p);
+  return into.p + (distance - gap) % 4096;
+}
 
 // Ordinary finite values of each type (no denormals: they measure microcode assists, not kernels).
 void fill(DataType t, std::byte* p, std::size_t n, unsigned seed) {
@@ -191,7 +200,7 @@ int main(int argc, char** argv) try {
   const std::size_t max_bytes = *std::max_element(o.sizes.begin(), o.sizes.end());
   Array a(max_bytes), b(max_bytes), d(max_bytes), c(max_bytes), e(max_bytes);
   std::vector<Row> rows;
-  std::map<std::size_t, double> add_ref, copy_ref;
+  std::map<std::size_t, double> add_ref, copy_ref, copy16_ref;
 
   fmt::print("toroid-kernel-bench: levels on this CPU:");
   for (Isa isa : kAllIsas)
@@ -213,6 +222,9 @@ int main(int argc, char** argv) try {
           },
           t_budget);
       copy_ref[bytes] = std::max(copy_ref[bytes], 2.0 * bytes / t_copy / 1e9);
+      std::byte* d16 = past_4k(d, a, 16);
+      const double t_copy16 = best_time([&] { std::memcpy(d16, a.p, bytes); }, t_budget);
+      copy16_ref[bytes] = std::max(copy16_ref[bytes], 2.0 * bytes / t_copy16 / 1e9);
       add_ref[bytes] = std::max(add_ref[bytes], 3.0 * bytes / t_add / 1e9);
     };
     measure_refs();
@@ -243,6 +255,16 @@ int main(int argc, char** argv) try {
           const double td = best_time([&] { div(d.p, n, 1); }, t_budget);  // by 1: values stay put
           record(fmt::format("divide {}", to_string(t)), isa, 2.0 * n * es, td, false);
         }
+      }
+    }
+    // The library's own copy (kernels/reduce.hpp), as % of memcpy: apart by a multiple of 4 KiB,
+    // and 16 bytes past one, where memcpy's rep movsb slows down (the references line).
+    for (Isa isa : o.isas) {
+      const CopyFn copy = kernels_for(isa).copy;
+      for (std::size_t distance : {0, 16}) {
+        std::byte* to = past_4k(d, a, distance);
+        const double tc = best_time([&] { copy(to, a.p, bytes); }, t_budget);
+        record(distance ? "copy +16 past 4K" : "copy", isa, 2.0 * bytes, tc, true);
       }
     }
     // Conversions: `bytes` of f32 in or out.
@@ -303,8 +325,10 @@ int main(int argc, char** argv) try {
 
   fmt::print("references (best of two rounds):\n");
   for (std::size_t bytes : o.sizes)
-    fmt::print("  {:>5}  copy {:7.1f} GB/s   add stream {:7.1f} GB/s\n", size_name(bytes),
-               copy_ref[bytes], add_ref[bytes]);
+    fmt::print(
+        "  {:>5}  copy {:7.1f} GB/s   add stream {:7.1f} GB/s   (memcpy 16 bytes past 4 KiB "
+        "apart: {:.1f} GB/s)\n",
+        size_name(bytes), copy_ref[bytes], add_ref[bytes], copy16_ref[bytes]);
 
   // One line per kernel and size: each level's GB/s and % of its reference, then best / scalar.
   fmt::print("\n{:<16} {:>5}", "kernel", "size");

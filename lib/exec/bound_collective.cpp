@@ -17,7 +17,10 @@ using schedule::Step;
 
 void run_local_step(const Step& st, const schedule::BufferSet& buf, DataType type) {
   if (st.kind == Kind::copy) {
-    buf.copy(st.src, st.dst);
+    // Not glibc's memcpy from 2 KiB (kernels/reduce.hpp: its rep movsb at some distances).
+    buf.copy(st.src, st.dst, [](void* d, const void* s, std::size_t n) {
+      kernels::copy(kernels::copy_fn(), d, s, n);
+    });
   } else if (st.kind == Kind::scale) {
     kernels::divide(type, buf.writable(st.dst), st.dst.count, st.divisor);
   }

@@ -129,7 +129,8 @@ ShmChannel ShmLinks::channel(int receiver_local, int sender_local, int lane) con
           slots_,
           nullptr,
           nullptr,
-          kernels::copy_stream_fn()};
+          kernels::copy_stream_fn(),
+          kernels::copy_fn()};
 }
 
 ShmChannel ShmLinks::outgoing(int peer, int lane) const {

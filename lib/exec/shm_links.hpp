@@ -52,6 +52,7 @@ struct ShmChannel {
                                      // sequence number written there (0: never)
   SlotWay* way = nullptr;            // sender only: how it writes slots to this peer now
   kernels::CopyFn stream = nullptr;  // the non-temporal copy, for when it streams
+  kernels::CopyFn copy = nullptr;    // the plain copy (kernels::copy_fn: no rep movsb)
 };
 
 class ShmLinks {

@@ -38,7 +38,7 @@ struct ShmTransfer {
   // A receive whose bytes a later send forwards (a relay, see pop): whether its destination must
   // still be written when the segment goes straight on (false: nothing else ever reads it).
   bool keep_dst = true;
-  // How a plain receive writes its destination: null = memcpy; kernels::copy_stream_fn() for
+  // How a plain receive writes its destination: null = kernels::copy; kernels::copy_stream_fn() for
   // large data nothing in the collective reads again (it would only push other data out).
   kernels::CopyFn store = nullptr;
 
@@ -72,7 +72,7 @@ struct ShmTransfer {
         if (stream)
           channel.stream(free + o, p, n);
         else
-          std::memcpy(free + o, p, n);
+          kernels::copy(channel.copy, free + o, p, n);
       });
       if (timed)
         way->record(stream,
@@ -138,7 +138,7 @@ struct ShmTransfer {
             reduce(out + o, p, in + o, n / elem_size);
           });
         else
-          std::memcpy(out, in, len);
+          kernels::copy(channel.copy, out, in, len);
         if (!reduces && keep_dst) store_dst(out, len);
         relay->publish(len);
       } else if (reduces) {
@@ -186,7 +186,7 @@ struct ShmTransfer {
       if (store)
         store(p, src + o, n);
       else
-        std::memcpy(p, src + o, n);
+        kernels::copy(channel.copy, p, src + o, n);
     });
   }
   std::size_t segment() const {

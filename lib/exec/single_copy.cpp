@@ -77,7 +77,8 @@ bool SingleCopy::advance() {
     if (call_.staged) {
       const std::size_t es = size_of(params_.type);
       const std::uint64_t n = call_.collective == Collective::allgather ? mine_.count : call_.count;
-      std::memcpy(memory_.stage(memory_.local_rank(), seq_), call_.in_data, n * es);
+      kernels::copy(kernels::copy_fn(), memory_.stage(memory_.local_rank(), seq_), call_.in_data,
+                    n * es);
     }
     store(post.seq, seq_);
     state_ = State::entering;
@@ -173,12 +174,12 @@ bool SingleCopy::enter() {
 bool SingleCopy::work() {
   const std::size_t es = size_of(params_.type);
   const bool streams = call_.count * es >= kStreamBytes;
-  const kernels::CopyFn stream = kernels::copy_stream_fn();
+  const kernels::CopyFn stream = kernels::copy_stream_fn(), copy = kernels::copy_fn();
   const auto put = [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
     if (streams)
       stream(dst, src, bytes);
     else
-      std::memcpy(dst, src, bytes);
+      kernels::copy(copy, dst, src, bytes);
   };
   const std::uint64_t budget = std::max<std::uint64_t>(kWorkBytes / es, 1);
   if (call_.collective == Collective::allgather) {
@@ -202,7 +203,7 @@ bool SingleCopy::work() {
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, end - at_));
     const std::size_t at = (mine_.offset + at_) * es, bytes = n * es;
     if (call_.size == 1)
-      std::memcpy(sum, in_[0] + at, bytes);
+      kernels::copy(kernels::copy_fn(), sum, in_[0] + at, bytes);
     else
       reduce(sum, in_[0] + at, in_[1] + at, n);
     for (std::size_t j = 2; j < in_.size(); ++j) reduce(sum, sum, in_[j] + at, n);
@@ -230,7 +231,7 @@ void SingleCopy::work_staged() {
     for (int j = 0; j < call_.size; ++j) {
       if (j == call_.rank && call_.in_place) continue;
       const Block b = block_of(call_.count, call_.size, j);
-      std::memcpy(call_.out_data + b.offset * es, stage(j), b.count * es);
+      kernels::copy(kernels::copy_fn(), call_.out_data + b.offset * es, stage(j), b.count * es);
     }
     return;
   }

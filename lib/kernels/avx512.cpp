@@ -259,11 +259,14 @@ struct OptF32 : F32 {
   }
 };
 
-// Streaming stores for simd::copy_stream.
-struct Stream {
+// Whole registers of bytes, for simd::copy and simd::copy_stream.
+struct Bytes {
   static constexpr size_t kWidth = 64;
   static __m512i load(const unsigned char* p) {
     return _mm512_loadu_si512(reinterpret_cast<const __m512i*>(p));
+  }
+  static void store(unsigned char* p, __m512i v) {
+    _mm512_storeu_si512(reinterpret_cast<__m512i*>(p), v);
   }
   static void stream(unsigned char* p, __m512i v) {
     _mm512_stream_si512(reinterpret_cast<__m512i*>(p), v);
@@ -275,7 +278,8 @@ constexpr KernelTable build() {
   KernelTable t = simd::make_table<F32, F64, F16, BF16Pairs, I32, I64>(Isa::avx512);
   simd::fill_conversions<F32, BF16, F16, F16Widen>(t);
   t.optimizer = opt::make_optimizer_kernels<OptF32>();
-  t.copy_stream = simd::copy_stream<Stream>;
+  t.copy = simd::copy<Bytes>;
+  t.copy_stream = simd::copy_stream<Bytes>;
   return t;
 }
 constexpr KernelTable kTable = build();

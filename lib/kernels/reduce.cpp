@@ -11,6 +11,7 @@ ReduceCopyFn reduce_copy_fn(DataType type, ReduceOp op) {
   return active_kernels().reduce_copy_for(type, op);
 }
 
+CopyFn copy_fn() { return active_kernels().copy; }
 CopyFn copy_stream_fn() { return active_kernels().copy_stream; }
 
 void divide(DataType type, void* data, std::size_t n, std::uint32_t divisor) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "toroid/types.hpp"
 
@@ -24,6 +25,25 @@ using ReduceCopyFn = void (*)(void* dst, void* copy, const void* a, const void* 
 // once and not read again soon, so it does not first read every destination line into the cache
 // and push other data out; ends with a store fence. dst and src must not overlap.
 using CopyFn = void (*)(void* dst, const void* src, std::size_t bytes);
+
+// memcpy by this level's vector loop (the scalar level: SSE2 where the target has it), for the
+// data path's copies of 2 KiB and more (kCopyLoopBytes). glibc's memcpy (2.36, Debian 12)
+// copies from about 4 KiB to about 1 MiB with `rep movsb`, which on CPUs with fast short rep
+// moves (AMD EPYC here) runs about 15x slower, 3 against 45-50 GB/s, when dst - src is 1 to 31
+// bytes past a multiple of 4 KiB. Two vectors that glibc placed one after the other on its heap
+// lie exactly 16 bytes past such a multiple apart when their size is a multiple of 4 KiB, so
+// ordinary buffers met it: a 2-rank all-gather of 256 KiB took 60 instead of 21 us, its local
+// copy of the rank's own block 43 instead of 4 (docs/performance.md). dst and src must not
+// overlap.
+CopyFn copy_fn();
+inline constexpr std::size_t kCopyLoopBytes = 2048;  // below this glibc never uses rep movsb
+// memcpy below kCopyLoopBytes (its small-size paths, inlined), `loop` (copy_fn()) from there.
+inline void copy(CopyFn loop, void* dst, const void* src, std::size_t bytes) {
+  if (bytes < kCopyLoopBytes)
+    std::memcpy(dst, src, bytes);
+  else
+    loop(dst, src, bytes);
+}
 
 ReduceFn reduce_fn(DataType type, ReduceOp op);
 CopyFn copy_stream_fn();

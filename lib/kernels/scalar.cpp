@@ -4,6 +4,10 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "kernels/optimizer_loops.hpp"
 #include "kernels/table.hpp"
 
@@ -156,6 +160,28 @@ struct ScalarLanes {
 
 void copy_plain(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 
+#if defined(__SSE2__)
+// SSE2 is part of x86-64 itself, so even this level need not meet glibc's rep movsb
+// (reduce.hpp): simd::copy's loop, 16 bytes a register.
+void copy_sse2(void* dst, const void* src, std::size_t bytes) {
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  std::size_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)),
+                  b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16)),
+                  c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32)),
+                  e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), a);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+}
+constexpr CopyFn kCopy = copy_sse2;
+#endif
+
 KernelTable make_table() {
   KernelTable t{};
   t.isa = Isa::scalar;
@@ -170,6 +196,7 @@ KernelTable make_table() {
   t.bf16_to_f32 = convert<bfloat16, float>;
   t.f16_to_f32 = convert<float16, float>;
   t.optimizer = opt::make_optimizer_kernels<ScalarLanes>();
+  t.copy = kCopy;
   t.copy_stream = copy_plain;
   return t;
 }

@@ -194,6 +194,25 @@ constexpr void fill_conversions(KernelTable& t) {
   t.f16_to_f32 = convert<F16Widen, F32>;
 }
 
+// memcpy with plain stores over the same traits (S::store: any alignment), four registers per
+// turn; what is left under one register goes through memcpy. See reduce.hpp (copy_fn) for why
+// the library has its own.
+template <class S>
+void copy(void* dst, const void* src, std::size_t bytes) {
+  constexpr std::size_t W = S::kWidth;
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  std::size_t i = 0;
+  for (; i + 4 * W <= bytes; i += 4 * W) {
+    const auto a = S::load(s + i), b = S::load(s + i + W), c = S::load(s + i + 2 * W),
+               e = S::load(s + i + 3 * W);
+    S::store(d + i, a), S::store(d + i + W, b), S::store(d + i + 2 * W, c),
+        S::store(d + i + 3 * W, e);
+  }
+  for (; i + W <= bytes; i += W) S::store(d + i, S::load(s + i));
+  __builtin_memcpy(d + i, s + i, bytes - i);
+}
+
 // memcpy with non-temporal stores over "stream traits" S: kWidth bytes per register, load(p)
 // (any alignment) and stream(p, v) (p aligned to kWidth). The head up to a kWidth boundary of
 // dst and the tail go through memcpy; the rest is streamed four registers per turn; ends with

@@ -28,6 +28,7 @@ struct KernelTable {
   ReduceFn reduce[kTypes][kOps];
   ReduceCopyFn reduce_copy[kTypes][kOps];
   DivideFn divide[kTypes];  // no-ops for the integer types
+  CopyFn copy;              // memcpy without glibc's `rep movsb` (see reduce.hpp)
   CopyFn copy_stream;       // memcpy whose stores bypass the cache (see reduce.hpp)
   ConvertFn f32_to_bf16, f32_to_f16, bf16_to_f32, f16_to_f32;
   OptimizerKernels optimizer;

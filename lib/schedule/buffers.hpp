@@ -62,8 +62,10 @@ struct BufferSet {
     if (!c.gathered()) return {writable(c), nullptr, 0, elem_size};
     return {writable(Chunk{c.buf, 0, 0}), pieces + c.first_piece, c.pieces, elem_size};
   }
-  // Copies a chunk's elements to another chunk of the same count (either may be gathered).
-  void copy(const Chunk& from, const Chunk& to) const;
+  // Copies a chunk's elements to another chunk of the same count (either may be gathered), each
+  // run by `bytes(dst, src, n)` where the two runs do not overlap, by memmove where they do.
+  using CopyBytes = void (*)(void* dst, const void* src, std::size_t n);
+  void copy(const Chunk& from, const Chunk& to, CopyBytes bytes = nullptr) const;
 };
 
 }  // namespace toroid::schedule

@@ -362,25 +362,31 @@ TEST_CASE("every level rounds 16-bit ties to even and propagates NaN through min
   }
 }
 
-TEST_CASE("every level's streaming copy equals memcpy at every length and alignment, guards intact",
-          "[kernels]") {
+TEST_CASE(
+    "every level's plain and streaming copies equal memcpy at every length and alignment, guards "
+    "intact",
+    "[kernels]") {
   std::mt19937_64 rng(7);
   std::vector<unsigned char> src(70'000 + 128);
   for (auto& b : src) b = static_cast<unsigned char>(rng());
   for (Isa isa : kAllIsas) {
     if (!isa_supported(isa)) continue;
     const KernelTable& k = kernels_for(isa);
-    for (std::size_t len : {0, 1, 31, 63, 64, 65, 255, 256, 257, 1000, 4096 + 3, 65'536, 70'000}) {
-      for (std::size_t off : {0, 1, 17, 63}) {
-        INFO(to_string(isa) << " length " << len << " destination offset " << off);
-        std::vector<unsigned char> dst(len + 2 * 64 + kGuard, kGuardByte);
-        k.copy_stream(dst.data() + 64 + off, src.data() + (off * 7) % 64, len);
-        CHECK(std::memcmp(dst.data() + 64 + off, src.data() + (off * 7) % 64, len) == 0);
-        bool guards = true;
-        for (std::size_t i = 0; i < 64 + off; ++i) guards &= dst[i] == kGuardByte;
-        for (std::size_t i = 64 + off + len; i < dst.size(); ++i) guards &= dst[i] == kGuardByte;
-        CHECK(guards);
+    for (const bool stream : {false, true})
+      for (std::size_t len :
+           {0, 1, 15, 31, 63, 64, 65, 255, 256, 257, 1000, 2048, 4096 + 3, 65'536, 70'000}) {
+        for (std::size_t off : {0, 1, 16, 17, 63}) {
+          INFO(to_string(isa) << (stream ? " streaming" : " plain") << " length " << len
+                              << " destination offset " << off);
+          std::vector<unsigned char> dst(len + 2 * 64 + kGuard, kGuardByte);
+          (stream ? k.copy_stream : k.copy)(dst.data() + 64 + off, src.data() + (off * 7) % 64,
+                                            len);
+          CHECK(std::memcmp(dst.data() + 64 + off, src.data() + (off * 7) % 64, len) == 0);
+          bool guards = true;
+          for (std::size_t i = 0; i < 64 + off; ++i) guards &= dst[i] == kGuardByte;
+          for (std::size_t i = 64 + off + len; i < dst.size(); ++i) guards &= dst[i] == kGuardByte;
+          CHECK(guards);
+        }
       }
-    }
   }
 }
