@@ -9,6 +9,7 @@
 
 #include "api/agreement.hpp"
 #include "kernels/convert.hpp"
+#include "kernels/reduce.hpp"
 #include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
@@ -20,7 +21,8 @@ template <class T>
 void pack_piece(const GradientSource& g, const Piece& piece, T* bucket) {
   T* dst = bucket + piece.offset;
   if (g.type == data_type_v<T>) {
-    std::memcpy(dst, static_cast<const T*>(g.data) + piece.tensor_offset, piece.count * sizeof(T));
+    kernels::copy(kernels::copy_fn(), dst, static_cast<const T*>(g.data) + piece.tensor_offset,
+                  piece.count * sizeof(T));
   } else if constexpr (std::is_same_v<T, float>) {  // bf16 gradients into an f32 bucket
     kernels::convert(static_cast<const bfloat16*>(g.data) + piece.tensor_offset, dst, piece.count);
   } else {  // f32 gradients into a bf16 bucket

@@ -6,6 +6,7 @@
 
 #include "api/agreement.hpp"
 #include "kernels/convert.hpp"
+#include "kernels/reduce.hpp"
 #include "optimizer/bucket_reducer.hpp"
 #include "optimizer/config.hpp"
 
@@ -39,8 +40,8 @@ struct GradientReducer::Impl {
     for (const auto& piece : b.pieces) {
       const Gradient& g = grads[piece.tensor];
       if (g.type == DataType::f32)
-        std::copy_n(sums + piece.offset, piece.count,
-                    static_cast<float*>(g.data) + piece.tensor_offset);
+        kernels::copy(kernels::copy_fn(), static_cast<float*>(g.data) + piece.tensor_offset,
+                      sums + piece.offset, piece.count * sizeof(float));
       else
         kernels::convert(sums + piece.offset, static_cast<bfloat16*>(g.data) + piece.tensor_offset,
                          piece.count);

@@ -7,6 +7,7 @@
 #include <exception>
 #include <vector>
 
+#include "kernels/reduce.hpp"
 #include "pmpi/errors.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/plan.hpp"
@@ -155,8 +156,8 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
               s.algorithm_for(Collective::allgather));
     for (int r = 0; r < p->size; ++r) {
       const Block b = block_of(p->count, p->size, r);
-      std::memcpy(out + static_cast<std::size_t>(displs[r]) * es, scratch.data() + b.offset * es,
-                  b.count * es);
+      kernels::copy(kernels::copy_fn(), out + static_cast<std::size_t>(displs[r]) * es,
+                    scratch.data() + b.offset * es, b.count * es);
     }
   });
 }
