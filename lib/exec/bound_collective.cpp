@@ -15,12 +15,10 @@ using schedule::Kind;
 using schedule::LaterUse;
 using schedule::Step;
 
-void run_local_step(const Step& st, const schedule::BufferSet& buf, DataType type) {
+void run_local_step(const Step& st, const schedule::BufferSet& buf, DataType type,
+                    kernels::CopyFn copy) {
   if (st.kind == Kind::copy) {
-    // Not glibc's memcpy from 2 KiB (kernels/reduce.hpp: its rep movsb at some distances).
-    buf.copy(st.src, st.dst, [](void* d, const void* s, std::size_t n) {
-      kernels::copy(kernels::copy_fn(), d, s, n);
-    });
+    buf.copy(st.src, st.dst, copy, kernels::kCopyLoopBytes);
   } else if (st.kind == Kind::scale) {
     kernels::divide(type, buf.writable(st.dst), st.dst.count, st.divisor);
   }
@@ -49,6 +47,7 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
   params_ = params;
   reduce_ = kernels::reduce_fn(params.type, params.op);
   reduce_copy_ = kernels::reduce_copy_fn(params.type, params.op);
+  copy_ = kernels::copy_fn();
   const std::size_t es = user.elem_size;
   if (scratch_.size() < s.scratch_count * es) scratch_.resize(s.scratch_count * es);
   buf_ = user;

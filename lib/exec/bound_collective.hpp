@@ -83,6 +83,7 @@ class BoundCollective {
   ExecParams params_;
   kernels::ReduceFn reduce_ = nullptr;
   kernels::ReduceCopyFn reduce_copy_ = nullptr;
+  kernels::CopyFn copy_ = nullptr;  // local copies (kernels/reduce.hpp: not glibc's rep movsb)
   std::vector<Task> tasks_;
   std::unique_ptr<SingleCopy> single_copy_;  // set: a single-copy op (no tasks)
   std::vector<std::byte> scratch_, staging_;
@@ -94,7 +95,8 @@ class BoundCollective {
   std::uint32_t trace_call_ = UINT32_MAX;  // its call in the timeline being recorded
 };
 
-// A copy or scale step (local: no peer), run at once.
-void run_local_step(const schedule::Step& st, const schedule::BufferSet& buf, DataType type);
+// A copy or scale step (local: no peer), run at once; copies by `copy` (kernels::copy_fn()).
+void run_local_step(const schedule::Step& st, const schedule::BufferSet& buf, DataType type,
+                    kernels::CopyFn copy);
 
 }  // namespace toroid::exec

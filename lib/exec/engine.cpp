@@ -90,7 +90,7 @@ void Engine::start_task(BoundCollective& op, Task& t) {
   if constexpr (kTrace) t.trace_start_us = tracer_->now_us();
   switch (t.via) {
     case Via::local:
-      run_local_step(*t.step, op.buf_, op.params_.type);
+      run_local_step(*t.step, op.buf_, op.params_.type, op.copy_);
       t.finished = true;
       if constexpr (kTrace) trace_step(op, t);
       break;

@@ -166,6 +166,10 @@ void copy_plain(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst
 void copy_sse2(void* dst, const void* src, std::size_t bytes) {
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
+  if (bytes < kCopyLoopBytes) {  // memcpy's own small-size paths
+    std::memcpy(d, s, bytes);
+    return;
+  }
   std::size_t i = 0;
   for (; i + 64 <= bytes; i += 64) {
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)),

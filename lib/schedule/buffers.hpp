@@ -63,9 +63,11 @@ struct BufferSet {
     return {writable(Chunk{c.buf, 0, 0}), pieces + c.first_piece, c.pieces, elem_size};
   }
   // Copies a chunk's elements to another chunk of the same count (either may be gathered), each
-  // run by `bytes(dst, src, n)` where the two runs do not overlap, by memmove where they do.
+  // run of at least `from_bytes` by `bytes(dst, src, n)` where the two runs do not overlap, the
+  // rest by memmove.
   using CopyBytes = void (*)(void* dst, const void* src, std::size_t n);
-  void copy(const Chunk& from, const Chunk& to, CopyBytes bytes = nullptr) const;
+  void copy(const Chunk& from, const Chunk& to, CopyBytes bytes = nullptr,
+            std::size_t from_bytes = 0) const;
 };
 
 }  // namespace toroid::schedule
