@@ -3,13 +3,16 @@
 // element compared.
 #include "bench/measure.hpp"
 
+#include <fmt/format.h>
 #include <mpi.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 
 #include "core/element.hpp"
@@ -41,25 +44,35 @@ Args args_of(Collective c, const Settings& s, std::byte* in, std::byte* out, std
   return {};
 }
 
-// Every input/output set of a row in one block: ordinary memory, or toroid's
+// Every input/output set of a row in one block: ordinary memory, page-aligned plus `offset`
+// (Settings::output_offset: where malloc puts a vector is not left to chance), or toroid's
 // (Communicator::allocate, collective) for --buffers toroid.
 class Sets {
  public:
-  Sets(Communicator& comm, std::uint64_t set_bytes, std::uint64_t sets, Settings::Memory memory)
+  Sets(Communicator& comm, std::uint64_t set_bytes, std::uint64_t sets, Settings::Memory memory,
+       std::uint64_t offset = 0)
       : set_bytes_(set_bytes) {
-    if (memory == Settings::Memory::toroid)
+    if (memory == Settings::Memory::toroid) {
       shared_ = comm.allocate<std::byte>(set_bytes * sets);
-    else
-      own_.resize(set_bytes * sets);
+      base_ = shared_.data();
+      return;
+    }
+    const std::uint64_t bytes = (set_bytes * sets + offset + 4095) / 4096 * 4096;
+    own_.reset(static_cast<std::byte*>(std::aligned_alloc(4096, bytes)));
+    if (!own_) throw Error(fmt::format("toroid-bench: out of memory for {} bytes", bytes));
+    std::memset(own_.get(), 0, bytes);  // touched, as a std::vector's would be
+    base_ = own_.get() + offset;
   }
-  std::byte* set(std::uint64_t k) {
-    return (shared_.empty() ? own_.data() : shared_.data()) + k * set_bytes_;
-  }
+  std::byte* set(std::uint64_t k) { return base_ + k * set_bytes_; }
 
  private:
+  struct Free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
   std::uint64_t set_bytes_;
-  std::vector<std::byte> own_;
+  std::unique_ptr<std::byte, Free> own_;
   Buffer<std::byte> shared_;
+  std::byte* base_ = nullptr;
 };
 
 // A request for the call (non-blocking: started; persistent: bound, not started).
@@ -297,7 +310,7 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   // Warm rows ask MPI nothing here: the node's size matters only to cold sets.
   const std::uint64_t sets = s.cold ? cold_sets(s, 2 * count * es, ranks_on_node(comm)) : 1;
-  Sets ins(comm, count * es, sets, memory), outs(comm, count * es, sets, memory);
+  Sets ins(comm, count * es, sets, memory), outs(comm, count * es, sets, memory, s.output_offset);
   auto fill = [&](std::uint64_t k) {
     for (std::uint64_t i = 0; i < count; ++i)
       store_as(s.type, ins.set(k) + i * es, exact_input(s.op, comm.rank(), i));

@@ -66,6 +66,7 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
       {"type", std::string(to_string(s.type))},
       {"redop", std::string(to_string(s.op))},
       {"placement", s.in_place ? "in-place" : "out-of-place"},
+      {"output_offset", std::to_string(s.output_offset)},
       {"kernel_isa", std::string(kernels::to_string(kernels::active_kernels().isa))},
       {"segment_bytes", std::to_string(comm.segment_bytes())},
       {"transport", transports},

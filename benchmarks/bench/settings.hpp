@@ -46,6 +46,12 @@ struct Settings {
   // --cache: the last-level cache `cold` must defeat, in bytes; 0: what the machine says
   // (last_level_cache_bytes). Under a VM CPUID can claim many times the host's L3.
   std::uint64_t cache_bytes = 0;
+  // --offset: how far past a 4 KiB multiple from the input each output set starts (ordinary
+  // memory: every set page-aligned plus this). Where malloc happened to put two vectors decided
+  // rows: glibc's memcpy, and the kernel's copy that Open MPI's vader uses, run many times
+  // slower at 1-31 bytes, and stock's reductions at 0 (docs/performance.md, "Where the buffers
+  // lie"); half a page apart meets neither, so that is the default, and it is stated.
+  std::uint64_t output_offset = 2048;
 };
 
 // Parses argv; sets `help` (and `help_text`) for --help. Throws InvalidArgument naming the option

@@ -30,6 +30,14 @@ if(MODE STREQUAL "sweep")
   if(NOT nrows EQUAL 9)
     message(FATAL_ERROR "--rounds 3: expected 9 rows (3 sizes x ring, auto, mpi), got ${nrows}:\n${last_output}")
   endif()
+  # Where the outputs lie against the inputs (--offset; the header says it): every collective
+  # checked (status 0: no wrong element) with the output 0, 16 and 2048 (the default) bytes past
+  # a 4 KiB multiple, the library's copies on both sides of 2 KiB.
+  run_bench(0 "output_offset 2048 " --op allgather --algo ring -b 8 -e 8 -n 1 -w 0)
+  foreach(offset 0 16)
+    run_bench(0 "output_offset ${offset} " --op all --algo ring,mpi -b 4K -e 256K -f 8 -n 2 -w 1
+              --check 1 --offset ${offset})
+  endforeach()
   # Every call mode, checked; rows named ALGO:MODE, the stock rows once.
   run_bench(0 "torus2d:persistent" --op all --algo ring,torus2d,mpi --mode blocking,nonblocking,persistent
             -b 8 -e 64K -f 8 -n 2 -w 1 --check 1)
@@ -121,6 +129,9 @@ elseif(MODE STREQUAL "bad")
   run_bench(2 "--cache: must be at least 1 byte, got 0" --cold --cache 0)
   run_bench(2 "--cache: only --cold uses it" --cache 1M)
   run_bench(2 "--cache: '12Q' is not a size" --cold --cache 12Q)
+  run_bench(2 "--offset 4096: must be below 4096" --offset 4096)
+  run_bench(2 "--offset 4: must be below 4096 and a multiple of the 8-byte f64 element" --offset 4 --dtype f64)
+  run_bench(2 "--offset: 'x' is not a size" --offset x)
   run_bench(2 "unrecognised option" --frobnicate)
 else()
   message(FATAL_ERROR "MODE must be sweep or bad")
