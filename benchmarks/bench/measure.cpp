@@ -237,6 +237,27 @@ std::vector<double> timed(const Settings& s, Communicator& comm, Fn&& fn, Before
   return times;
 }
 
+// Calls per timed iteration (Settings::batch): auto times three single calls (each after a
+// barrier, the slowest rank's) and takes enough for kBatchTargetUs at the fastest of them; every
+// rank gets the same count. In place, one: the output is the next call's input, restored before
+// each iteration.
+template <class Once>
+int batch_for(const Settings& s, Communicator& comm, Once&& once) {
+  if (s.in_place) return 1;
+  if (s.batch > 0) return s.batch;
+  double fastest = 1e30;
+  for (int i = 0; i < 3; ++i) {
+    MPI_Barrier(comm.mpi_comm());
+    const double t0 = MPI_Wtime();
+    once();
+    double dt = MPI_Wtime() - t0;
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, comm.mpi_comm());
+    fastest = std::min(fastest, dt * 1e6);
+  }
+  return static_cast<int>(std::clamp(std::ceil(Settings::kBatchTargetUs / std::max(fastest, 1e-3)),
+                                     1.0, static_cast<double>(Settings::kMaxBatch)));
+}
+
 // The copy bound: the aggregate copy bandwidth of all ranks copying at once, as the time one
 // copy of the vector per rank takes at that rate. Each rank copies `reps` times (about 512 MiB
 // in all) and the time is from the first rank starting to the last one finishing, divided by
@@ -344,11 +365,19 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   // In place overwrites the input: warm, it is restored outside the timing before each
   // iteration; cold, a restore would bring the set back into the cache, so the sets keep
   // whatever the previous rotation left (the check above ran on fresh inputs).
-  const std::vector<double> times = timed(
-      s, comm, [&](int it) { once(static_cast<std::uint64_t>(it) % sets); },
+  const int batch = batch_for(s, comm, [&] { once(0); });
+  std::vector<double> times = timed(
+      s, comm,
+      [&](int it) {
+        for (int j = 0; j < batch; ++j)
+          once((static_cast<std::uint64_t>(it) * static_cast<std::uint64_t>(batch) +
+                static_cast<std::uint64_t>(j)) %
+               sets);
+      },
       [&](int) {
         if (s.in_place && !s.cold) std::memcpy(outs.set(0), ins.set(0), count * es);
       });
+  for (double& t : times) t /= batch;
   const double med = times[times.size() / 2];
   const double total = static_cast<double>(count * es);
   const double factor = c == Collective::allreduce   ? 2.0 * (p - 1) / p

@@ -77,6 +77,10 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
       {"timeout_s", fmt::format("{}", comm.timeout_seconds())},
       {"iterations", std::to_string(s.iters)},
       {"warmup", std::to_string(s.warmup)},
+      {"batch", s.in_place    ? "1 (in place)"
+                : s.batch > 0 ? std::to_string(s.batch)
+                              : fmt::format("auto (calls per iteration for {:g} us, at most {})",
+                                            Settings::kBatchTargetUs, Settings::kMaxBatch)},
       {"buffers", s.memories.size() > 1 ? "user and toroid (ALGO+owned)"
                   : s.memories.front() == Settings::Memory::toroid
                       ? "toroid (Communicator::allocate)"

@@ -59,7 +59,11 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "input, which is page-aligned (0-4095, a multiple of the element size; default 2048). "
       "Stock's copies are many times slower at 1-31 (glibc's and the kernel's rep movsb) and its "
       "reductions at 0, where malloc often puts two vectors")(
-      "check", po::value(&check)->default_value(check), "verify every element (0|1)")(
+      "batch", po::value<std::string>()->default_value("auto"),
+      "calls per timed iteration, back to back, the time divided by them (a barrier's skew "
+      "otherwise outweighs a call of a microsecond): a count, or auto (enough calls for 50 us, "
+      "at most 1000; in place: 1)")("check", po::value(&check)->default_value(check),
+                                    "verify every element (0|1)")(
       "inplace", po::value(&inplace)->default_value(inplace), "in-place collectives (0|1)")(
       "no-baseline", "do not add the stock MPI collective as a baseline")(
       "format", po::value(&s.format)->default_value(s.format), "table|csv|json")(
@@ -125,6 +129,14 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
   if (s.op == ReduceOp::avg && !is_floating(s.type))
     throw InvalidArgument(
         fmt::format("--redop avg needs a floating --dtype, got {}", to_string(s.type)));
+  if (const std::string b = vm["batch"].as<std::string>(); b != "auto") {
+    char* end = nullptr;
+    const long n = std::strtol(b.c_str(), &end, 10);
+    if (b.empty() || *end != '\0' || n < 1 || n > Settings::kMaxBatch)
+      throw InvalidArgument(
+          fmt::format("--batch {}: must be auto or a count from 1 to {}", b, Settings::kMaxBatch));
+    s.batch = static_cast<int>(n);
+  }
   if (vm.count("offset")) {
     s.output_offset = parse_size(vm["offset"].as<std::string>(), "--offset");
     if (s.output_offset >= 4096 || s.output_offset % size_of(s.type) != 0)

@@ -19,6 +19,11 @@ struct Settings {
   std::uint64_t min_bytes = 4096, max_bytes = 64ull << 20, factor = 4;
   int iters = 20, warmup = 3;
   int rounds = 1;  // --rounds: each row timed this many times, the rows of a size taking turns
+  // --batch: calls per timed iteration, back to back, the time divided by them; 0 (auto): enough
+  // calls for kBatchTargetUs, at most kMaxBatch (1 for large calls and in place).
+  int batch = 0;
+  static constexpr double kBatchTargetUs = 50;
+  static constexpr int kMaxBatch = 1000;
   bool check = true, in_place = false, baseline = true;
   std::string format = "table";  // table | csv | json
   std::string output;            // file for the results; empty: stdout

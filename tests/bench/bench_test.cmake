@@ -34,6 +34,10 @@ if(MODE STREQUAL "sweep")
   # checked (status 0: no wrong element) with the output 0, 16 and 2048 (the default) bytes past
   # a 4 KiB multiple, the library's copies on both sides of 2 KiB.
   run_bench(0 "output_offset 2048 " --op allgather --algo ring -b 8 -e 8 -n 1 -w 0)
+  # Calls per timed iteration: auto unless a count is given; in place one.
+  run_bench(0 "batch auto \\(" --op allreduce --algo ring -b 8 -e 8 -n 1 -w 0)
+  run_bench(0 "batch 5[ \n]" --op all --algo ring,mpi -b 8 -e 4K -f 8 -n 2 -w 1 --batch 5 --check 1)
+  run_bench(0 "batch 1 \\(in place\\)" --op allreduce --algo ring -b 8 -e 8 -n 1 -w 0 --inplace 1)
   foreach(offset 0 16)
     run_bench(0 "output_offset ${offset} " --op all --algo ring,mpi -b 4K -e 256K -f 8 -n 2 -w 1
               --check 1 --offset ${offset})
@@ -132,6 +136,8 @@ elseif(MODE STREQUAL "bad")
   run_bench(2 "--offset 4096: must be below 4096" --offset 4096)
   run_bench(2 "--offset 4: must be below 4096 and a multiple of the 8-byte f64 element" --offset 4 --dtype f64)
   run_bench(2 "--offset: 'x' is not a size" --offset x)
+  run_bench(2 "--batch 0: must be auto or a count from 1 to 1000" --batch 0)
+  run_bench(2 "--batch 2x: must be auto or a count" --batch 2x)
   run_bench(2 "unrecognised option" --frobnicate)
 else()
   message(FATAL_ERROR "MODE must be sweep or bad")
