@@ -67,6 +67,8 @@ constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 
 }  // namespace
 
+bool bidir_ring_candidate(int ranks, bool one_node_shm) { return !(ranks == 2 && one_node_shm); }
+
 Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   const bool two_d = t.x_dim() > 1 && t.y_dim() > 1;
   const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);  // a dimension is a line
@@ -140,6 +142,7 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
       uses_[static_cast<int>(e.shm_inside_node ? LinkClass::shm : LinkClass::mpi)] = true;
   }
   if (nodes > 1) uses_[static_cast<int>(LinkClass::network)] = true;
+  one_node_shm_ = nodes == 1 && e.shm_inside_node;
   std::vector<bool> seen(static_cast<std::size_t>(p), false);
   int schedule_nodes = 0;
   for (int n : in_.node_of_rank)
@@ -218,6 +221,8 @@ const Choice& Selector::choice(Collective c, int k) {
     ch.modeled = true;
     double best = 0;
     for (Algorithm a : kCandidates) {
+      if (a == Algorithm::bidir_ring && !bidir_ring_candidate(in_.topology.size(), one_node_shm_))
+        continue;
       const std::optional<double> t = predict(c, a, at);
       if (!t) continue;
       ch.predicted.emplace_back(a, *t);

@@ -60,6 +60,14 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t);
 // 16-core Xeon (before the slot stores) the fastest or within 2% of it from 8 KiB to 512 KiB.
 inline constexpr std::uint64_t kTwoRankExchangeBytes = 128 * 1024;
 
+// Two ranks on one node's shared memory: bidir_ring is no candidate. Its two lanes go to the one
+// peer, so it is ring's exchange cut in two, and the model's gain for it (one lane's reduction
+// overlapping the other lane's slot fills) is the work of one thread done once either way.
+// Measured on the 2-core VM (toroid-bench --op all --algo all -b 8 -e 64M -f 4 --rounds 3
+// -n 10, three jobs, 2026-12-05): reduce-scatter 8 KiB 1.20-1.24x ring (the model picked it
+// from 8 to 128 KiB), all-gather 512 B-8 KiB 1.16-1.67x; from 32 KiB within 1-9% either way.
+bool bidir_ring_candidate(int ranks, bool one_node_shm);
+
 struct SelectorInputs {
   Torus2D topology{1, 1};
   std::vector<int> node_of_rank;  // every rank's node, as the schedules see it (hierarchical)
@@ -121,7 +129,8 @@ class Selector {
   std::string layout_;
   std::vector<AlgorithmRule> measured_;  // the tuning's measured choices for this layout
   bool uses_[kLinkClasses] = {};
-  SimModel model_;  // the links every candidate is priced on, built once
+  bool one_node_shm_ = false;  // every rank on one node, over shared memory
+  SimModel model_;             // the links every candidate is priced on, built once
   std::array<std::array<std::optional<Choice>, kSizeClasses>, 4> table_;
   std::array<std::array<bool, kSizeClasses>, 4> reported_{};
   std::function<void(Collective, int, const Choice&)> observer_;

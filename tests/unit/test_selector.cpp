@@ -53,6 +53,28 @@ TEST_CASE("selector: two ranks all-reduce by one exchange below 128 KiB, the mod
   CHECK_FALSE(Selector(inputs(Torus2D(4, 1))).choice(Collective::allreduce, 10).exchange);
 }
 
+TEST_CASE("selector: two ranks on one node never run bidir_ring, its two lanes to the one peer",
+          "[auto]") {
+  Selector s(inputs(Torus2D(2, 1)));
+  for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather})
+    for (int k = 0; k <= Selector::size_class(64u << 20); ++k) {
+      INFO(to_string(c) << " class " << k);
+      const model::Choice& ch = s.choice(c, k);
+      CHECK(ch.algorithm != Algorithm::bidir_ring);
+      for (auto [a, time] : ch.predicted) CHECK(a != Algorithm::bidir_ring);
+    }
+  // The 8-128 KiB reduce-scatter, where the model had put it first: ring.
+  CHECK(s.choose(Collective::reduce_scatter, 8u << 10) == Algorithm::ring);
+  CHECK(s.choose(Collective::reduce_scatter, 100u << 10) == Algorithm::ring);
+  // Two ranks on two nodes, and more ranks on one, still price it.
+  CHECK(model::bidir_ring_candidate(2, false));
+  CHECK(model::bidir_ring_candidate(4, true));
+  bool priced = false;
+  for (auto [a, time] : Selector(inputs(Torus2D(4, 1))).choice(Collective::allreduce, 24).predicted)
+    priced |= a == Algorithm::bidir_ring;
+  CHECK(priced);
+}
+
 TEST_CASE("selector: on one node two flows a rank are priced as the rank's memory carries them",
           "[auto]") {
   // bidir_ring sends to both neighbours at once; on shared memory the sender writes slots the
