@@ -70,7 +70,8 @@ TEST_CASE("selector: two ranks on one node never run bidir_ring, its two lanes t
   CHECK(model::bidir_ring_candidate(2, false));
   CHECK(model::bidir_ring_candidate(4, true));
   bool priced = false;
-  for (auto [a, time] : Selector(inputs(Torus2D(4, 1))).choice(Collective::allreduce, 24).predicted)
+  Selector four(inputs(Torus2D(4, 1)));  // named: choice() returns a reference into it
+  for (auto [a, time] : four.choice(Collective::allreduce, 24).predicted)
     priced |= a == Algorithm::bidir_ring;
   CHECK(priced);
 }
