@@ -56,7 +56,8 @@ inline constexpr double kMargin = 1.5;
 SlotFillProbe measure_slot_fill(MPI_Comm node, int local, int local_count,
                                 const std::function<std::byte*(int sender)>& area);
 // "measured per 128 KiB, fill + read: cached 22.3 + 10.1 us, streaming 5.9 + 7.5 us" (the
-// first sender's numbers), for logs and benchmark headers.
+// first sender's numbers; with several, "from 3 senders, 1 faster streamed; the first's"
+// before the comma), for logs and benchmark headers.
 std::string describe(const SlotFillProbe& p);
 // The way a probe decides: streaming where most senders voted for it.
 SlotFill slot_fill_of(const SlotFillProbe& p) noexcept;
