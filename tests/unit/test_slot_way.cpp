@@ -3,6 +3,7 @@
 // streamed ones (cores moved apart), back when they are alike again, and not on noise.
 #include <catch2/catch.hpp>
 
+#include "exec/slot_fill.hpp"
 #include "exec/slot_way.hpp"
 
 using toroid::exec::SlotFill;
@@ -63,4 +64,29 @@ TEST_CASE("slot way: a fixed way never times or moves", "[slot_way]") {
     CHECK_FALSE(w.timed(std::size_t{1} << 20));
     CHECK(w.streaming() == (f == SlotFill::streaming));
   }
+}
+
+// The node's choice is the senders' majority, and its description says so beside the first
+// sender's numbers (toroid-bench's header, TOROID_LOG=info).
+TEST_CASE("slot probe: the majority decides, and the description names the vote") {
+  using toroid::exec::SlotFillProbe;
+  SlotFillProbe p;
+  p.measured = true;
+  p.cached = {31.8, 9.4};
+  p.streaming = {5.9, 6.9};
+  p.senders = 3;
+  p.senders_streaming = 1;
+  CHECK(toroid::exec::slot_fill_of(p) == SlotFill::cached);
+  CHECK(toroid::exec::describe(p) ==
+        "measured per 128 KiB from 3 senders, 1 faster streamed; the first's, fill + read: cached "
+        "31.8 + 9.4 us, streaming 5.9 + 6.9 us");
+  p.senders_streaming = 2;
+  CHECK(toroid::exec::slot_fill_of(p) == SlotFill::streaming);
+  p.senders = 1;
+  p.senders_streaming = 1;
+  CHECK(toroid::exec::slot_fill_of(p) == SlotFill::streaming);
+  CHECK(toroid::exec::describe(p) ==
+        "measured per 128 KiB, fill + read: cached 31.8 + 9.4 us, streaming 5.9 + 6.9 us");
+  p.measured = false;  // fixed by the options: never streams by vote
+  CHECK(toroid::exec::slot_fill_of(p) == SlotFill::cached);
 }
