@@ -34,6 +34,11 @@ struct Task {
   Channel* channel = nullptr;  // steps on one (direction, peer, tag) run in order
   Task* next_on_channel = nullptr;
   int relay = -1;  // shared memory: the send that forwards exactly what this receive brings
+  // Shared memory: a local copy whose source one send reads whole (an all-gather's own block)
+  // rides along that send, segment by segment, while the source is in cache: the send's
+  // `carries` is the copy's index, and the copy is `carried` (done when the send is).
+  int carries = -1;
+  bool carried = false;
   MpiTransfer mpi;
   ShmTransfer shm;
   double trace_start_us = 0;  // when it started, while a timeline is recorded
@@ -76,6 +81,7 @@ class BoundCollective {
   friend class Engine;
   void bind_addresses();  // each step's transfer on buf_ (its transport chosen)
   void mark_shared_memory_hints();
+  void carry_local_copies();  // part of mark_shared_memory_hints
 
   std::shared_ptr<const schedule::Schedule> schedule_;
   std::uint64_t serial_ = 0;

@@ -90,6 +90,7 @@ void Engine::start_task(BoundCollective& op, Task& t) {
   if constexpr (kTrace) t.trace_start_us = tracer_->now_us();
   switch (t.via) {
     case Via::local:
+      if (t.carried) break;  // done by the send that carries it (carry_local_copies)
       run_local_step(*t.step, op.buf_, op.params_.type, op.copy_);
       t.finished = true;
       if constexpr (kTrace) trace_step(op, t);
@@ -104,9 +105,11 @@ void Engine::start_task(BoundCollective& op, Task& t) {
 
 void Engine::trace_step(const BoundCollective& op, const Task& t) {
   const schedule::Step& st = *t.step;
+  // (A local step's task carries no byte count: the trace takes its destination's.)
   tracer_->step({t.trace_start_us, tracer_->now_us(), op.trace_call_,
                  static_cast<std::uint32_t>(&t - op.tasks_.data()), st.phase, st.peer, st.tag,
-                 t.bytes, schedule::to_string(st.kind).data(),
+                 t.via == Via::local ? st.dst.count * op.buf_.elem_size : t.bytes,
+                 schedule::to_string(st.kind).data(),
                  t.via == Via::shm   ? "shm"
                  : t.via == Via::mpi ? "mpi"
                                      : "local"});
@@ -135,6 +138,7 @@ bool Engine::advance_as(BoundCollective& op) {
       moved = true;
       if (t.finished) continue;
     }
+    if (t.via == Via::local) continue;  // carried: its send finishes it
     const std::size_t limit = follow_limit(op, t);
     if (t.via == Via::shm) {
       if (t.shm.sends()) {
@@ -152,6 +156,11 @@ bool Engine::advance_as(BoundCollective& op) {
         t.finished = true;
         --shm_open_;
         if constexpr (kTrace) trace_step(op, t);
+        if (t.carries >= 0) {
+          Task& c = tasks[static_cast<std::size_t>(t.carries)];
+          c.finished = true;
+          if constexpr (kTrace) trace_step(op, c);
+        }
       }
     } else {
       moved |= t.mpi.advance(requests_, comm_, limit, op.reduce_);

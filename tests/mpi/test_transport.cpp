@@ -110,6 +110,33 @@ TEST_CASE(
   }
 }
 
+// Out of place, a ring all-gather copies the rank's own block into the output along the send
+// that carries it, segment by segment (bound_collective.cpp, carry_local_copies). Blocks deeper
+// than the slot rings (4 MiB up to 3 ranks, 2 MiB at 4-7), a late rank (so the first sends
+// fill their rings and wait), and calls back to back on other buffers: the MPI transport's bits.
+TEST_CASE("transport: an all-gather's own block copied along its send, rings full, late rank",
+          "[transport]") {
+  const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
+  INFO(to_string(stores));
+  Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
+  Communicator b(MPI_COMM_WORLD, over(Transport::shm, stores));
+  const std::size_t own = 1'500'003;  // 6 MB of f32 per rank
+  const std::size_t n = own * static_cast<std::size_t>(world_size());
+  for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::automatic}) {
+    INFO(to_string(algo));
+    for (int call = 0; call < 2; ++call) {
+      std::vector<float> in(own), x(n), y(n, -1.0f);
+      for (std::size_t i = 0; i < own; ++i)
+        in[i] = static_cast<float>(i % 1009) + 0.25f * static_cast<float>(world_rank() + call);
+      allgather(std::span<const float>(in), std::span<float>(x), a, Algorithm::ring);
+      if (world_rank() == world_size() - 1)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      allgather(std::span<const float>(in), std::span<float>(y), b, algo);
+      CHECK(all_ranks(std::memcmp(x.data(), y.data(), n * sizeof(float)) == 0));
+    }
+  }
+}
+
 // A ring's slot for a segment depends on its transfer's size: small transfers cycle through the
 // first slots, large ones start at slot 0 and wrap around as deep a ring as there is. A sender
 // moves on to its next transfer on a channel (the next ring step, or the next collective) while
