@@ -77,6 +77,7 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
     t.via = links && links->carries(st.peer, st.tag) ? Via::shm : Via::mpi;
     shm_tasks_ += t.via == Via::shm;
   }
+  if (shm_tasks_ > 0) carry_local_copies();
   bind_addresses();
   state_ = State::idle;
 }
@@ -128,11 +129,12 @@ void BoundCollective::bind_single_copy(NodeMemory& memory, const SingleCopyCall&
 // relay into a send that streams its slots streams too, through a scratch: ShmTransfer::pop.)
 void BoundCollective::mark_shared_memory_hints() {
   const schedule::Schedule& s = *schedule_;
-  carry_local_copies();
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     Task& t = tasks_[i];
     if (t.via != Via::shm) continue;
     const Step& st = *t.step;
+    if (t.carries >= 0)  // the carried copy's destination on these buffers
+      t.shm.along = buf_.writable(s.steps[static_cast<std::size_t>(t.carries)].dst);
     if (st.kind == Kind::send && st.dep_count == 1) {
       const schedule::Dep& d = s.deps[st.dep_begin];
       Task& g = tasks_[d.step];
@@ -162,8 +164,7 @@ void BoundCollective::mark_shared_memory_hints() {
 //   before   copy  in[B] -> out[B]  (all of it) ; send  in[B] -> slots
 //   after    send  in[B] -> slot k ; in[B]_k -> out[B]_k   for each segment k
 void BoundCollective::carry_local_copies() {
-  const schedule::Schedule& s = *schedule_;
-  for (Task& t : tasks_) t.carries = -1, t.carried = false, t.shm.along = nullptr;
+  const schedule::Schedule& s = *schedule_;  // tasks_ fresh from bind: nothing carried yet
   std::vector<bool> awaited(tasks_.size(), false);
   for (const schedule::Dep& d : s.deps) awaited[d.step] = true;
   for (std::size_t j = 0; j < tasks_.size(); ++j) {
@@ -180,8 +181,6 @@ void BoundCollective::carry_local_copies() {
         continue;
       t.carries = static_cast<int>(j);
       tasks_[j].carried = true;
-      t.shm.along = buf_.writable(c.dst);
-      t.shm.along_store = nullptr;
       break;
     }
   }

@@ -81,7 +81,7 @@ class BoundCollective {
   friend class Engine;
   void bind_addresses();  // each step's transfer on buf_ (its transport chosen)
   void mark_shared_memory_hints();
-  void carry_local_copies();  // part of mark_shared_memory_hints
+  void carry_local_copies();  // at bind: which send carries which local copy
 
   std::shared_ptr<const schedule::Schedule> schedule_;
   std::uint64_t serial_ = 0;

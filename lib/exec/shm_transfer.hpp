@@ -41,11 +41,9 @@ struct ShmTransfer {
   // How a plain receive writes its destination: null = kernels::copy; kernels::copy_stream_fn() for
   // large data nothing in the collective reads again (it would only push other data out).
   kernels::CopyFn store = nullptr;
-  // Sender: where each segment's source bytes go too, right after they fill the slot (a local
-  // copy carried along, bound_collective.cpp), and how (null: kernels::copy; copy_stream for
-  // large final output); null: nowhere.
+  // Sender: where each segment's source bytes go too (kernels::copy), right after they fill the
+  // slot: a local copy carried along (bound_collective.cpp); null: nowhere.
   std::byte* along = nullptr;
-  kernels::CopyFn along_store = nullptr;
 
   bool finished() const { return done >= bytes; }
   bool sends() const { return step->kind == schedule::Kind::send; }
@@ -88,10 +86,7 @@ struct ShmTransfer {
       publish(len);
       if (along)  // the source is in this core's cache now: copy it along before it leaves
         from.each(at, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-          if (along_store)
-            along_store(along + at + o, p, n);
-          else
-            kernels::copy(channel.copy, along + at + o, p, n);
+          kernels::copy(channel.copy, along + at + o, p, n);
         });
       moved = true;
     }
