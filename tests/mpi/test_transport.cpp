@@ -25,6 +25,15 @@ Options over(Transport t, SlotStores stores = SlotStores::automatic) {
   return o;
 }
 
+// What the bit-exactness cases compare: the same calls over MPI (`mpi`) and over shared memory
+// with the slots written as `stores` says (`shm`).
+struct MpiAndShm {
+  explicit MpiAndShm(SlotStores stores)
+      : mpi(MPI_COMM_WORLD, over(Transport::mpi)),
+        shm(MPI_COMM_WORLD, over(Transport::shm, stores)) {}
+  Communicator mpi, shm;
+};
+
 }  // namespace
 
 TEST_CASE("transport: shared memory on one node unless mpi is forced", "[transport][mpich]") {
@@ -40,8 +49,8 @@ TEST_CASE("transport: every algorithm gives the same bits over shared memory and
   // next send then reduces through a scratch and streams the sum on), each taken as asked.
   const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
   INFO(to_string(stores));
-  Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
-  Communicator b(MPI_COMM_WORLD, over(Transport::shm, stores));
+  MpiAndShm both(stores);
+  Communicator &a = both.mpi, &b = both.shm;
   CHECK(b.slot_stores() == (b.uses_shared_memory() ? stores : SlotStores::automatic));
   // Several slot rings' worth, an odd count, floating values whose sums depend on the order.
   const std::size_t n = 300'007;
@@ -82,8 +91,8 @@ TEST_CASE(
     "[transport]") {
   const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
   INFO(to_string(stores));
-  Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
-  Communicator b(MPI_COMM_WORLD, over(Transport::shm, stores));
+  MpiAndShm both(stores);
+  Communicator &a = both.mpi, &b = both.shm;
   const std::size_t n = 1'200'007;  // 4.8 MB of f32: 1.2 MB chunks at 4 ranks
   std::vector<float> in(n);
   for (std::size_t i = 0; i < n; ++i)
@@ -118,8 +127,8 @@ TEST_CASE("transport: an all-gather's own block copied along its send, rings ful
           "[transport]") {
   const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
   INFO(to_string(stores));
-  Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
-  Communicator b(MPI_COMM_WORLD, over(Transport::shm, stores));
+  MpiAndShm both(stores);
+  Communicator &a = both.mpi, &b = both.shm;
   const std::size_t own = 1'500'003;  // 6 MB of f32 per rank
   const std::size_t n = own * static_cast<std::size_t>(world_size());
   for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::automatic}) {
@@ -148,8 +157,8 @@ TEST_CASE(
     "transport's bits") {
   const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
   INFO(to_string(stores));
-  Communicator a(MPI_COMM_WORLD, over(Transport::mpi));
-  Communicator b(MPI_COMM_WORLD, over(Transport::shm, stores));
+  MpiAndShm both(stores);
+  Communicator &a = both.mpi, &b = both.shm;
   // Ring chunks of 4.4 MB (up to 4 ranks; 2.9 MB at 6, 2.2 MB at 8): more segments than the
   // deepest ring holds (4 MiB up to 3 ranks, 2 MiB at 4-7, 1 MiB at 8), so large transfers wrap.
   const std::size_t big = 1'100'003 * static_cast<std::size_t>(std::min(world_size(), 4));
