@@ -75,11 +75,8 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     if (m.config.log_choices && m.shm_links && m.shm_links->slot_fill_probe().measured &&
         m.node_split->local() == 0) {
       const exec::SlotFillProbe& p = m.shm_links->slot_fill_probe();
-      fmt::print(stderr,
-                 "toroid: shared-memory slots on rank {}'s node: {} stores ({}; {} of {} peers "
-                 "faster streaming)\n",
-                 m.rank, exec::to_string(m.shm_links->slot_fill()), exec::describe(p),
-                 p.senders_streaming, p.senders);
+      fmt::print(stderr, "toroid: shared-memory slots on rank {}'s node: {} stores ({})\n", m.rank,
+                 exec::to_string(m.shm_links->slot_fill()), exec::describe(p));
     }
     exec::Backoff::note_node_ranks(m.shm_links ? m.shm_links->node_ranks() : m.nodes.local_size);
     // `shm` asks for the shared-memory links: where a node has no room for them, say so (only

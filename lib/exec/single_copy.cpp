@@ -77,8 +77,7 @@ bool SingleCopy::advance() {
     if (call_.staged) {
       const std::size_t es = size_of(params_.type);
       const std::uint64_t n = call_.collective == Collective::allgather ? mine_.count : call_.count;
-      kernels::copy(kernels::copy_fn(), memory_.stage(memory_.local_rank(), seq_), call_.in_data,
-                    n * es);
+      kernels::copy(memory_.stage(memory_.local_rank(), seq_), call_.in_data, n * es);
     }
     store(post.seq, seq_);
     state_ = State::entering;
@@ -203,7 +202,7 @@ bool SingleCopy::work() {
     const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk, end - at_));
     const std::size_t at = (mine_.offset + at_) * es, bytes = n * es;
     if (call_.size == 1)
-      kernels::copy(kernels::copy_fn(), sum, in_[0] + at, bytes);
+      kernels::copy(sum, in_[0] + at, bytes);
     else
       reduce(sum, in_[0] + at, in_[1] + at, n);
     for (std::size_t j = 2; j < in_.size(); ++j) reduce(sum, sum, in_[j] + at, n);
@@ -231,7 +230,7 @@ void SingleCopy::work_staged() {
     for (int j = 0; j < call_.size; ++j) {
       if (j == call_.rank && call_.in_place) continue;
       const Block b = block_of(call_.count, call_.size, j);
-      kernels::copy(kernels::copy_fn(), call_.out_data + b.offset * es, stage(j), b.count * es);
+      kernels::copy(call_.out_data + b.offset * es, stage(j), b.count * es);
     }
     return;
   }

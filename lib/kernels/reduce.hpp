@@ -37,13 +37,19 @@ using CopyFn = void (*)(void* dst, const void* src, std::size_t bytes);
 // overlap.
 CopyFn copy_fn();
 inline constexpr std::size_t kCopyLoopBytes = 2048;  // below this glibc never uses rep movsb
-// memcpy below kCopyLoopBytes (its small-size paths, inlined; the level's copy does the same,
-// a call later), `loop` (copy_fn()) from there.
+// memcpy below kCopyLoopBytes (its small-size paths, inlined), `loop` (copy_fn(), held by a
+// hot path) from there; the second form looks the loop up itself.
 inline void copy(CopyFn loop, void* dst, const void* src, std::size_t bytes) {
   if (bytes < kCopyLoopBytes)
     std::memcpy(dst, src, bytes);
   else
     loop(dst, src, bytes);
+}
+inline void copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes < kCopyLoopBytes)
+    std::memcpy(dst, src, bytes);
+  else
+    copy_fn()(dst, src, bytes);
 }
 
 ReduceFn reduce_fn(DataType type, ReduceOp op);

@@ -9,6 +9,7 @@
 #endif
 
 #include "kernels/optimizer_loops.hpp"
+#include "kernels/simd_loops.hpp"
 #include "kernels/table.hpp"
 
 namespace toroid::kernels {
@@ -162,28 +163,19 @@ void copy_plain(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst
 
 #if defined(__SSE2__)
 // SSE2 is part of x86-64 itself, so even this level need not meet glibc's rep movsb
-// (reduce.hpp): simd::copy's loop, 16 bytes a register.
-void copy_sse2(void* dst, const void* src, std::size_t bytes) {
-  auto* d = static_cast<unsigned char*>(dst);
-  const auto* s = static_cast<const unsigned char*>(src);
-  if (bytes < kCopyLoopBytes) {  // memcpy's own small-size paths
-    std::memcpy(d, s, bytes);
-    return;
+// (reduce.hpp): simd::copy over 16-byte registers.
+struct Bytes {
+  static constexpr std::size_t kWidth = 16;
+  static __m128i load(const unsigned char* p) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
   }
-  std::size_t i = 0;
-  for (; i + 64 <= bytes; i += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)),
-                  b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16)),
-                  c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32)),
-                  e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), a);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  static void store(unsigned char* p, __m128i v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
   }
-  std::memcpy(d + i, s + i, bytes - i);
-}
-constexpr CopyFn kCopy = copy_sse2;
+};
+constexpr CopyFn kCopy = simd::copy<Bytes>;
+#else
+constexpr CopyFn kCopy = copy_plain;
 #endif
 
 KernelTable make_table() {

@@ -195,18 +195,14 @@ constexpr void fill_conversions(KernelTable& t) {
 }
 
 // memcpy with plain stores over the same traits (S::store: any alignment), four registers per
-// turn, from kCopyLoopBytes; what is left under one register, and smaller copies, go through
-// memcpy. See reduce.hpp (copy_fn) for why
-// the library has its own.
+// turn; what is left under one register goes through memcpy. Any length; the library calls it
+// from kCopyLoopBytes on (kernels::copy). See reduce.hpp (copy_fn) for why the library has its
+// own.
 template <class S>
 void copy(void* dst, const void* src, std::size_t bytes) {
   constexpr std::size_t W = S::kWidth;
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
-  if (bytes < kCopyLoopBytes) {  // memcpy's own small-size paths
-    __builtin_memcpy(d, s, bytes);
-    return;
-  }
   std::size_t i = 0;
   for (; i + 4 * W <= bytes; i += 4 * W) {
     const auto a = S::load(s + i), b = S::load(s + i + W), c = S::load(s + i + 2 * W),

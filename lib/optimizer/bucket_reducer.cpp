@@ -21,7 +21,7 @@ template <class T>
 void pack_piece(const GradientSource& g, const Piece& piece, T* bucket) {
   T* dst = bucket + piece.offset;
   if (g.type == data_type_v<T>) {
-    kernels::copy(kernels::copy_fn(), dst, static_cast<const T*>(g.data) + piece.tensor_offset,
+    kernels::copy(dst, static_cast<const T*>(g.data) + piece.tensor_offset,
                   piece.count * sizeof(T));
   } else if constexpr (std::is_same_v<T, float>) {  // bf16 gradients into an f32 bucket
     kernels::convert(static_cast<const bfloat16*>(g.data) + piece.tensor_offset, dst, piece.count);

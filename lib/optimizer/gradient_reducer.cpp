@@ -40,8 +40,8 @@ struct GradientReducer::Impl {
     for (const auto& piece : b.pieces) {
       const Gradient& g = grads[piece.tensor];
       if (g.type == DataType::f32)
-        kernels::copy(kernels::copy_fn(), static_cast<float*>(g.data) + piece.tensor_offset,
-                      sums + piece.offset, piece.count * sizeof(float));
+        kernels::copy(static_cast<float*>(g.data) + piece.tensor_offset, sums + piece.offset,
+                      piece.count * sizeof(float));
       else
         kernels::convert(sums + piece.offset, static_cast<bfloat16*>(g.data) + piece.tensor_offset,
                          piece.count);

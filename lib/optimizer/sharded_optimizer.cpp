@@ -47,8 +47,7 @@ std::vector<optimizer::GradientSource> sources_of(const std::vector<Parameter>& 
 void pack_own_weights(const ShardedOptimizer::Impl& s, const Bucket& b) {
   float* own = s.gather + b.padded_begin + b.own_begin;
   for (const auto& piece : b.own)
-    kernels::copy(kernels::copy_fn(), own + piece.offset, s.weights_at(piece),
-                  piece.count * sizeof(float));
+    kernels::copy(own + piece.offset, s.weights_at(piece), piece.count * sizeof(float));
   float* bucket = s.gather + b.padded_begin;
   std::fill(bucket + std::clamp(b.length, b.own_begin, b.own_begin + b.shard), own + b.shard, 0.0f);
 }
@@ -56,7 +55,7 @@ void pack_own_weights(const ShardedOptimizer::Impl& s, const Bucket& b) {
 void unpack_weights(const ShardedOptimizer::Impl& s, const Bucket& b) {
   const float* bucket = s.gather + b.padded_begin;
   for (const auto& piece : b.pieces)
-    kernels::copy(kernels::copy_fn(), s.params[piece.tensor].weights.data() + piece.tensor_offset,
+    kernels::copy(s.params[piece.tensor].weights.data() + piece.tensor_offset,
                   bucket + piece.offset, piece.count * sizeof(float));
 }
 

@@ -156,8 +156,8 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
               s.algorithm_for(Collective::allgather));
     for (int r = 0; r < p->size; ++r) {
       const Block b = block_of(p->count, p->size, r);
-      kernels::copy(kernels::copy_fn(), out + static_cast<std::size_t>(displs[r]) * es,
-                    scratch.data() + b.offset * es, b.count * es);
+      kernels::copy(out + static_cast<std::size_t>(displs[r]) * es, scratch.data() + b.offset * es,
+                    b.count * es);
     }
   });
 }

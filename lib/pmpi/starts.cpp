@@ -84,7 +84,7 @@ Started allgatherv_start(bool persistent, const void* sendbuf, void* recvbuf, co
   return {std::move(r), [scratch, places = std::move(places), out, plan = p, es] {
             for (int q = 0; q < plan.size; ++q) {
               const Block b = block_of(plan.count, plan.size, q);
-              kernels::copy(kernels::copy_fn(), out + places[static_cast<std::size_t>(q)] * es,
+              kernels::copy(out + places[static_cast<std::size_t>(q)] * es,
                             scratch->data() + b.offset * es, b.count * es);
             }
           }};
