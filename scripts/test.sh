@@ -23,7 +23,7 @@ build_mpich() {
         -DTOROID_BUILD_PYTHON=OFF -DTOROID_BUILD_EXAMPLES=OFF -DTOROID_BUILD_BENCHMARKS=OFF \
         "-DTOROID_MPI_TEST_SPEC_NP3_UP=[mpich]" -DTOROID_UNITY_BUILD=ON >/dev/null
   cmake --build "$mpich" -j"$jobs" --target toroid_unit_mpi_tests toroid_mpi_tests toroid_preload \
-        preload_nonblocking
+        preload_nonblocking preload_stress
 }
 # Both trees compile the library's files in batches (TOROID_UNITY_BUILD: a third of the compile
 # time); the Release tree builds each file alone, as scripts/setup.sh does.
@@ -78,7 +78,7 @@ finish_background
 if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
   echo "== tests (MPICH) == $(at)"
   ctest --test-dir "$mpich" --output-on-failure -j"$jobs" \
-        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single)$'
+        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single)$|^preload_stress_np[2-3]'
 fi
 if [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests (ASan + UBSan) == $(at)"

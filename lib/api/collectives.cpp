@@ -345,7 +345,14 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   if (p.stock) {
     const std::uint32_t traced =
         m.tracer ? m.tracer->begin_call(p.params.what.text(), p.params.bytes) : 0;
-    exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root);
+    if (api::Executor::busy_besides(nullptr)) {  // started, so that the wait moves them too
+      exec::StockCall call(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops,
+                           c.root);
+      call.start();
+      api::wait_stock(call);
+    } else {
+      exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root);
+    }
     if (m.tracer) m.tracer->end_call(traced);  // a stock call is one slice: MPI's steps are its own
     return;
   }

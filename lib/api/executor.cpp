@@ -4,13 +4,69 @@
 
 namespace toroid::api {
 
+namespace {
+
+// The executors moved only by their callers. Their mutexes are only ever try-locked while this
+// one is held, so no order of locks can deadlock.
+std::mutex listed_mutex;
+std::vector<Executor*> listed;
+// How many listed executors have collectives in flight: the one load a wait pays while none has.
+std::atomic<int> busy_listed{0};
+
+}  // namespace
+
+void Executor::note_busy() noexcept {
+  const bool busy = listed_ && engine_.in_flight() > 0;
+  if (busy == busy_.load(std::memory_order_relaxed)) return;
+  busy_.store(busy, std::memory_order_relaxed);
+  busy_listed.fetch_add(busy ? 1 : -1, std::memory_order_release);
+}
+
 Executor::Executor(MPI_Comm comm) : engine_(comm) {
   int level = MPI_THREAD_MULTIPLE;
   MPI_Query_thread(&level);  // on failure: the safe assumption, locking
   locking_ = level >= MPI_THREAD_MULTIPLE;
+  engine_.set_elsewhere(
+      {this, [](void* self) noexcept { return busy_besides(static_cast<Executor*>(self)); },
+       [](void* self) noexcept { move_besides(static_cast<Executor*>(self)); }});
+  std::lock_guard lock(listed_mutex);
+  listed.push_back(this);
+  listed_ = true;
+}
+
+// `self` is held by its caller, so its own count is current.
+bool Executor::busy_besides(const Executor* self) noexcept {
+  const int busy = busy_listed.load(std::memory_order_acquire);
+  return busy > (self && self->busy_ ? 1 : 0);
+}
+
+void Executor::move_besides(const Executor* self) noexcept {
+  if (!busy_besides(self)) return;
+  std::lock_guard lock(listed_mutex);
+  for (Executor* e : listed) {
+    if (e == self || !e->busy_) continue;  // (a stale busy_ costs one empty round)
+    if (!e->locking_) {
+      e->engine_.progress();
+      e->note_busy();
+      continue;
+    }
+    // Held by another thread: that one moves it.
+    if (std::unique_lock held(e->mutex_, std::try_to_lock); held) {
+      e->engine_.progress();
+      e->note_busy();
+    }
+  }
+}
+
+void Executor::unlist() noexcept {
+  std::lock_guard lock(listed_mutex);
+  if (listed_) std::erase(listed, this);
+  listed_ = false;
+  if (busy_.exchange(false)) busy_listed.fetch_sub(1, std::memory_order_release);
 }
 
 Executor::~Executor() {
+  unlist();
   if (!thread_.joinable()) return;
   {
     std::lock_guard lock(mutex_);
@@ -32,6 +88,7 @@ void Executor::set_tracer(exec::Tracer* t) {
 }
 
 void Executor::start_thread() {
+  unlist();         // its thread moves it
   locking_ = true;  // set before the thread exists: it and the caller share the engine now
   thread_ = std::thread([this] {
     progress_thread = true;
@@ -128,6 +185,14 @@ bool Executor::finished(const exec::BoundCollective& op) {
 void Executor::wait_all() {
   Hold hold(*this);
   engine_.wait_all();
+}
+
+void wait_stock(exec::StockCall& call) {
+  if (!Executor::busy_besides(nullptr)) return call.wait();
+  while (!call.test()) {
+    Executor::move_besides(nullptr);
+    sched_yield();
+  }
 }
 
 }  // namespace toroid::api

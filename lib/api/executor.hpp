@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "exec/engine.hpp"
+#include "exec/stock.hpp"
 
 namespace toroid::api {
 
@@ -37,6 +38,12 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void start_thread();
+
+  // Every executor of the process that its callers move (no progress thread): MPI's progress
+  // is process-wide, so a caller waiting on one communicator moves the others too
+  // (exec::Elsewhere). `self`: the one the caller already moves (null: none).
+  static bool busy_besides(const Executor* self) noexcept;  // collectives in flight there
+  static void move_besides(const Executor* self) noexcept;  // one round of each
   // Records a timeline of what the engine runs (null: stop); exec/tracer.hpp.
   void set_tracer(exec::Tracer* t);
   bool threaded() const noexcept { return thread_.joinable(); }
@@ -60,6 +67,9 @@ class Executor {
 
  private:
   void run_thread();
+  // Counts this executor among the busy listed ones, or not, after its engine ran (held).
+  void note_busy() noexcept;
+  void unlist() noexcept;  // no longer moved by callers of other executors
   // A caller thread's hold on the mutex: counted first, so the progress thread steps aside
   // (std::mutex is not fair, and the thread would otherwise take it back round after round).
   class Hold {
@@ -70,6 +80,9 @@ class Executor {
       lock_ = std::unique_lock(p_.mutex_);
       --p_.callers_;
     }
+    ~Hold() { p_.note_busy(); }  // still held
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
 
    private:
     Executor& p_;
@@ -81,9 +94,16 @@ class Executor {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<bool> stop_{false};
-  std::atomic<int> callers_{0};  // caller threads waiting for the mutex
-  bool locking_ = true;          // whether Hold takes the mutex (the comment at the top)
+  std::atomic<int> callers_{0};    // caller threads waiting for the mutex
+  bool locking_ = true;            // whether Hold takes the mutex (the comment at the top)
+  bool listed_ = false;            // among the executors callers move (under the list's mutex)
+  std::atomic<bool> busy_{false};  // listed, with collectives in flight (counted; set held)
   std::thread thread_;
 };
+
+// Waits for a stock (the `mpi` algorithm's) collective. Inside MPI's wait only MPI's
+// operations move, so while collectives are in flight on communicators their callers move,
+// this polls MPI and moves those too (Executor::busy_besides).
+void wait_stock(exec::StockCall& call);
 
 }  // namespace toroid::api

@@ -61,7 +61,7 @@ void Request::wait() {
   require_active(state_.get(), "wait");
   state_->started = false;
   if (state_->stock)
-    state_->stock->wait();
+    api::wait_stock(*state_->stock);
   else if (auto progress = state_->executor.lock())
     progress->wait(*state_->op);
 }

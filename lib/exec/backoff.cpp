@@ -21,6 +21,8 @@ void Backoff::after_idle_test() {
   if (spins.load(std::memory_order_relaxed) == 1) sched_yield();
 }
 
+bool Backoff::yielding() const noexcept { return rounds_ >= spins.load(std::memory_order_relaxed); }
+
 bool Backoff::idle() {
   if (rounds_ == 0 && timeout_s_ > 0) since_ = MPI_Wtime();
   if (++rounds_ < spins.load(std::memory_order_relaxed)) {

@@ -17,6 +17,9 @@ class Backoff {
   explicit Backoff(double timeout_s) : timeout_s_(timeout_s) {}
   void moved() { rounds_ = 0; }
   bool idle();
+  // Whether the wait has spun its spins and now yields the core each idle round: from then on
+  // it also keeps MPI's progress going (mpi_base/progress.hpp), which costs a probe a round.
+  bool yielding() const noexcept;
   // A communicator with `node_ranks` ranks on this rank's node: once any communicator of the
   // process has more than the machine's online cores, waits yield from the first idle round.
   static void note_node_ranks(int node_ranks);

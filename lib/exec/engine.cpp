@@ -7,6 +7,7 @@
 #include "exec/backoff.hpp"
 #include "exec/stuck.hpp"
 #include "exec/tracer.hpp"
+#include "mpi_base/progress.hpp"
 #include "schedule/wait_graph.hpp"
 #include "toroid/error.hpp"
 
@@ -220,9 +221,10 @@ void Engine::wait_until_ended(BoundCollective& op) {
       continue;
     }
     if (op.state_ != BoundCollective::State::active) break;
-    // Only MPI can move now: block inside it, unless the watchdog needs to look.
+    // Only MPI can move now: block inside it, unless the watchdog needs to look or other
+    // engines have collectives that only this thread may be moving.
     if (shm_open_ == 0 && single_copies_.empty() && requests_.open() > 0 &&
-        op.params_.timeout_s <= 0) {
+        op.params_.timeout_s <= 0 && !(elsewhere_.busy && elsewhere_.busy(elsewhere_.context))) {
       try {
         requests_.wait_some();
       } catch (...) {
@@ -231,14 +233,25 @@ void Engine::wait_until_ended(BoundCollective& op) {
       continue;
     }
     if (backoff.idle()) stuck(op);
+    // Waiting on peers: the program's MPI operations and other communicators' collectives
+    // move meanwhile, as inside a stock MPI_Wait (a peer may be waiting on one of them before
+    // it can take part in this very collective).
+    if (backoff.yielding()) move_elsewhere();
   }
   if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);
 }
 
+void Engine::move_elsewhere() noexcept {
+  poke_mpi_progress(comm_);
+  if (elsewhere_.move) elsewhere_.move(elsewhere_.context);
+}
+
 bool Engine::test(BoundCollective& op) {
   if (op.state_ == BoundCollective::State::active && !progress() &&
-      op.state_ == BoundCollective::State::active)
+      op.state_ == BoundCollective::State::active) {
+    move_elsewhere();  // as MPI_Test would: the program may poll this and nothing else
     Backoff::after_idle_test();
+  }
   if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);
   return op.state_ != BoundCollective::State::active;
 }

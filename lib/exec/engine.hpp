@@ -34,6 +34,18 @@ namespace toroid::exec {
 
 class Tracer;
 
+// The rest of the process, as an engine that waits sees it: the other communicators' engines
+// (api's executors). MPI's progress is process-wide: a rank blocked in MPI_Wait on one
+// communicator still moves the collectives of every other, and a peer may be waiting on one of
+// those before it can take part in this engine's collective. An engine waiting on its peers
+// therefore moves the others on its idle rounds, and does not block inside MPI while they
+// have collectives in flight (mpi_base/progress.hpp does the same for MPI's own operations).
+struct Elsewhere {
+  void* context = nullptr;
+  bool (*busy)(void* context) noexcept = nullptr;  // collectives in flight elsewhere
+  void (*move)(void* context) noexcept = nullptr;  // one round of each of them
+};
+
 struct Channel {
   Task* head = nullptr;  // the step that may run now; null: none queued
   Task* tail = nullptr;
@@ -67,6 +79,9 @@ class Engine {
 
   // Records a timeline of every call and step from now on (null: none); exec/tracer.hpp.
   void set_tracer(Tracer* t) noexcept { tracer_ = t; }
+  // What idle rounds of wait() and test() move besides MPI's own operations (set once, before
+  // the first collective).
+  void set_elsewhere(const Elsewhere& e) noexcept { elsewhere_ = e; }
 
  private:
   void wait_until_ended(BoundCollective& op);
@@ -81,6 +96,8 @@ class Engine {
   void trace_step(const BoundCollective& op, const Task& t);
   std::size_t follow_limit(const BoundCollective& op, const Task& t) const;
   void fail_all(std::exception_ptr e);
+  // An idle round of a wait or a test: MPI's operations and the other engines move.
+  void move_elsewhere() noexcept;
   std::string waiting_lines() const;
   [[noreturn]] void stuck(const BoundCollective& op) const;
 
@@ -93,6 +110,7 @@ class Engine {
   RequestTable requests_;
   std::size_t shm_open_ = 0;  // shared-memory tasks not finished, over every op in flight
   Tracer* tracer_ = nullptr;
+  Elsewhere elsewhere_;
 };
 
 }  // namespace toroid::exec

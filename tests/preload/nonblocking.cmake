@@ -4,20 +4,8 @@
 # Inputs: MPIEXEC, PRELOAD, PROGRAM, NP, MODE (optional: single)
 include(${CMAKE_CURRENT_LIST_DIR}/log_lines.cmake)
 
-# Open MPI's mpirun passes variables with -x VAR=value; MPICH's mpiexec with -genv VAR value.
-set(vars LD_PRELOAD=${PRELOAD} TOROID_MIN_BYTES=0 TOROID_LOG=info TOROID_TIMEOUT=60)
-set(launch ${MPIEXEC} -n ${NP})
-if(MPIEXEC MATCHES "mpich")
-  foreach(v IN LISTS vars)
-    string(REGEX MATCH "^([^=]*)=(.*)$" pair "${v}")
-    list(APPEND launch -genv ${CMAKE_MATCH_1} ${CMAKE_MATCH_2})
-  endforeach()
-else()
-  list(APPEND launch --oversubscribe)
-  foreach(v IN LISTS vars)
-    list(APPEND launch -x ${v})
-  endforeach()
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/launch.cmake)
+preload_launch(launch ${NP} LD_PRELOAD=${PRELOAD} TOROID_MIN_BYTES=0 TOROID_LOG=info TOROID_TIMEOUT=60)
 execute_process(COMMAND ${launch} ${PROGRAM} ${MODE}
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
 if(NOT rc EQUAL 0)

@@ -208,6 +208,50 @@ def test_works_driven_by_callers_and_completer():
     assert agree(ok)
 
 
+def test_works_on_several_groups_completed_in_any_order():
+    # Works in flight on four groups at once (the default one and three of all ranks), started
+    # in one order everywhere, among them some that run on MPI (all_to_all_single), and waited
+    # for in an order of each rank's own, some by polling is_completed: every result exact.
+    import random
+    groups = [None] + [dist.new_group(backend="toroid") for _ in range(3)]
+    shared = random.Random(7)
+    mine = random.Random(100 + R)
+    works, checks = [], []
+    for k in range(60):
+        g = groups[shared.randrange(4)]
+        n = shared.choice([1, 17, 4099, 40000])
+        kind = shared.randrange(4)
+        if kind == 0:
+            t = make(n, torch.float32, "sum", R) * (k % 5 + 1)
+            works.append(dist.all_reduce(t, group=g, async_op=True))
+            checks.append(lambda t=t, n=n, k=k: torch.equal(t, reference(n, torch.float32, "sum") * (k % 5 + 1)))
+        elif kind == 1:
+            t = torch.full((n,), float(R + k)) if R == k % P else torch.zeros(n)
+            works.append(dist.broadcast(t, src=k % P, group=g, async_op=True))
+            checks.append(lambda t=t, n=n, k=k: torch.equal(t, torch.full((n,), float(k % P + k))))
+        elif kind == 2:
+            outs = [torch.zeros(n) for _ in range(P)]
+            works.append(dist.all_gather(outs, torch.full((n,), float(R * 3 + k)), group=g, async_op=True))
+            checks.append(lambda outs=outs, n=n, k=k: all(torch.equal(o, torch.full((n,), float(r * 3 + k))) for r, o in enumerate(outs)))
+        else:
+            src = torch.arange(P * 3, dtype=torch.float32) + 100 * R + k
+            out = torch.zeros(P * 3)
+            works.append(dist.all_to_all_single(out, src, group=g, async_op=True))
+            want = torch.cat([torch.arange(R * 3, R * 3 + 3, dtype=torch.float32) + 100 * r + k for r in range(P)])
+            checks.append(lambda out=out, want=want: torch.equal(out, want))
+    order = list(range(len(works)))
+    mine.shuffle(order)
+    for i in order:
+        if mine.randrange(3) == 0:
+            while not works[i].is_completed():
+                pass
+        works[i].wait()
+    ok = all(c() for c in checks)
+    for g in groups[1:]:
+        dist.destroy_process_group(g)
+    assert agree(ok)
+
+
 def test_refused():
     def message(f):
         try:
