@@ -32,10 +32,12 @@ enum class ErrorKind : int { none, invalid_argument, topology, mpi, other };
   }
 }
 
-// Completes a non-blocking agreement collective. Without a timeout it just waits; with one it
-// polls, and after timeout_s seconds with the request still open reports and ends the job, as
-// the executor's watchdog does for the collective proper.
-void finish(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call) {
+}  // namespace
+
+// Without a timeout it just waits; with one it polls, and after timeout_s seconds with the
+// request still open reports and ends the job, as the executor's watchdog does for the
+// collective proper.
+void finish_watched(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call) {
   if (timeout_s <= 0) {
     mpi_check(MPI_Wait(&req, MPI_STATUS_IGNORE), call);
     return;
@@ -44,21 +46,21 @@ void finish(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* call)
   for (int done = 0; !done;) {
     mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
     if (!done && MPI_Wtime() - since > timeout_s) {
-      int rank = 0;
+      int rank = 0, len = 0;
       MPI_Comm_rank(comm, &rank);
+      char name[MPI_MAX_OBJECT_NAME] = {};
+      MPI_Comm_get_name(comm, name, &len);
       fmt::print(stderr,
-                 "toroid: rank {}: the cross-rank argument check ({}) made no progress for {} s "
-                 "(TOROID_TIMEOUT): some rank has not entered the same call (under the preload: or "
-                 "does not have it loaded)\n",
-                 rank, call, timeout_s);
+                 "toroid: rank {}: {} made no progress for {} s "
+                 "(TOROID_TIMEOUT) on {}: some rank has not entered the same call (under the "
+                 "preload: or does not have it loaded)\n",
+                 rank, call, timeout_s, len > 0 ? name : "an unnamed communicator");
       std::fflush(stderr);
       MPI_Abort(comm, 3);
       std::abort();
     }
   }
 }
-
-}  // namespace
 
 void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s) {
   ErrorKind kind = ErrorKind::none;
@@ -81,7 +83,7 @@ void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s)
   int first = size;
   MPI_Request req = MPI_REQUEST_NULL;
   mpi_check(MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &req), "MPI_Iallreduce");
-  finish(req, comm, timeout_s, "MPI_Iallreduce");
+  finish_watched(req, comm, timeout_s, "the cross-rank argument check (MPI_Iallreduce)");
   if (first == size) return;
   int first_kind = static_cast<int>(kind);
   mpi_check(MPI_Bcast(&first_kind, 1, MPI_INT, first, comm), "MPI_Bcast");
@@ -111,7 +113,7 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
   MPI_Request req = MPI_REQUEST_NULL;
   mpi_check(MPI_Iallgather(mine.data(), n, MPI_INT64_T, all.data(), n, MPI_INT64_T, comm, &req),
             "MPI_Iallgather");
-  finish(req, comm, timeout_s, "MPI_Iallgather");
+  finish_watched(req, comm, timeout_s, "the cross-rank argument check (MPI_Iallgather)");
   for (int i = 0; i < n; ++i) {
     std::map<std::int64_t, std::vector<int>> holders;
     for (int r = 0; r < size; ++r) holders[all[static_cast<std::size_t>(r) * n + i]].push_back(r);
@@ -152,7 +154,7 @@ void require_same_environment(MPI_Comm comm, const std::vector<const char*>& nam
   MPI_Request req = MPI_REQUEST_NULL;
   mpi_check(MPI_Iallgather(mine.data(), n, MPI_UINT64_T, all.data(), n, MPI_UINT64_T, comm, &req),
             "MPI_Iallgather");
-  finish(req, comm, timeout_s, "MPI_Iallgather");
+  finish_watched(req, comm, timeout_s, "the cross-rank argument check (MPI_Iallgather)");
   for (int i = 0; i < n; ++i) {
     bool same = true;
     for (int r = 1; r < size; ++r)

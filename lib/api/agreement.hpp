@@ -21,6 +21,10 @@ namespace toroid::api {
 // instead of a hang inside the check.
 void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s = 0);
 
+// Completes `req` (a non-blocking collective every rank must join). With timeout_s > 0 a rank
+// that never joins ends the job after that long, with a message naming `what` and `comm`.
+void finish_watched(MPI_Request& req, MPI_Comm comm, double timeout_s, const char* what);
+
 // `text` as rank `root` has it, on every rank of comm (collective; the others' `text` is unused).
 std::string broadcast_text(MPI_Comm comm, const std::string& text, int root);
 

@@ -41,7 +41,24 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
   if (!initialized) throw InvalidArgument("toroid::Communicator: MPI is not initialized");
   if (comm == MPI_COMM_NULL)
     throw InvalidArgument("toroid::Communicator: communicator is MPI_COMM_NULL");
-  mpi_check(MPI_Comm_dup(comm, &m.comm), "MPI_Comm_dup");
+  {
+    // Watched: a rank that never comes (it skipped the first call on this communicator, which
+    // builds it lazily under the preload) ends the job with a message, not a silent hang.
+    double timeout_s = 0;
+    try {
+      timeout_s = api::resolve_config(options).timeout_s;
+    } catch (const Error&) {  // a bad setting is reported, on every rank, once the copy exists
+    }
+    MPI_Request dup = MPI_REQUEST_NULL;
+    mpi_check(MPI_Comm_idup(comm, &m.comm, &dup), "MPI_Comm_idup");
+    api::finish_watched(dup, comm, timeout_s, "building toroid's communicator (MPI_Comm_idup)");
+  }
+  {  // the program's name for it (MPI_COMM_WORLD, MPI's name for a duplicate, its own): messages
+    char name[MPI_MAX_OBJECT_NAME] = {};
+    int len = 0;
+    if (MPI_Comm_get_name(comm, name, &len) == MPI_SUCCESS && len > 0)
+      MPI_Comm_set_name(m.comm, name);
+  }
   mpi_check(MPI_Comm_set_errhandler(m.comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
   mpi_check(MPI_Comm_rank(m.comm, &m.rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(m.comm, &m.size), "MPI_Comm_size");

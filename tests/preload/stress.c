@@ -2,6 +2,11 @@
  * shape of a third-party stress program that once hung the job.
  *
  *   preload_stress SEED... [-ops N] [-window W] [-sleep-ms S]
+ *   preload_stress -skip R         rank R never starts a served MPI_Iallreduce the others wait
+ *                                  for, the first call on a communicator named "stress
+ *                                  communicator" (which builds toroid's state there): the
+ *                                  watchdog (TOROID_TIMEOUT) must end the job naming it
+ *   preload_stress -skip-later R   the same for its second call: the message names rank R
  *
  * Four communicators (MPI_COMM_WORLD and three duplicates). Each rank keeps a window of up to W
  * requests in flight. Every rank starts the same sequence of operations (one generator seeded
@@ -369,12 +374,40 @@ static int matches(int seed, int k, const Op* op) {
 
 static void release(Op* op) { free(op->in), free(op->out), free(op->counts), free(op->displs); }
 
+/* One rank skips a collective its peers wait for: the job must end through the watchdog. */
+static int skip(int who, int later) {
+  MPI_Comm c;
+  must(MPI_Comm_dup(MPI_COMM_WORLD, &c), "MPI_Comm_dup");
+  MPI_Comm_set_name(c, "stress communicator");
+  int v[1000];
+  for (int i = 0; i < 1000; ++i) v[i] = rank;
+  MPI_Request r;
+  if (later) { /* a first call every rank makes: toroid's state exists on every rank */
+    must(MPI_Iallreduce(MPI_IN_PLACE, v, 1000, MPI_INT, MPI_SUM, c, &r), "MPI_Iallreduce");
+    must(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  if (rank == who) {
+    const struct timespec pause = {120, 0};
+    nanosleep(&pause, NULL); /* the others' watchdog ends the job long before */
+  } else {
+    must(MPI_Iallreduce(MPI_IN_PLACE, v, 1000, MPI_INT, MPI_SUM, c, &r), "MPI_Iallreduce");
+    must(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  }
+  fprintf(stderr, "rank %d: MPI_Wait returned on a collective rank %d never started\n", rank, who);
+  MPI_Finalize();
+  return 1;
+}
+
 int main(int argc, char** argv) {
-  int ops_per_seed = 400, window = 20, sleep_ms = 20, seeds[16], n_seeds = 0;
+  int ops_per_seed = 400, window = 20, sleep_ms = 20, seeds[16], n_seeds = 0, skipper = -1,
+      later = 0;
   for (int a = 1; a < argc; ++a) {
-    if (strcmp(argv[a], "-ops") == 0 && a + 1 < argc)
+    if ((strcmp(argv[a], "-skip") == 0 || strcmp(argv[a], "-skip-later") == 0) && a + 1 < argc) {
+      later = strcmp(argv[a], "-skip-later") == 0;
+      skipper = atoi(argv[++a]);
+    } else if (strcmp(argv[a], "-ops") == 0 && a + 1 < argc) {
       ops_per_seed = atoi(argv[++a]);
-    else if (strcmp(argv[a], "-window") == 0 && a + 1 < argc)
+    } else if (strcmp(argv[a], "-window") == 0 && a + 1 < argc)
       window = atoi(argv[++a]);
     else if (strcmp(argv[a], "-sleep-ms") == 0 && a + 1 < argc)
       sleep_ms = atoi(argv[++a]);
@@ -397,6 +430,7 @@ int main(int argc, char** argv) {
   threaded = provided == MPI_THREAD_MULTIPLE;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (skipper >= 0) return skip(skipper, later);
   comms[0] = MPI_COMM_WORLD;
   for (int c = 1; c < kComms; ++c) must(MPI_Comm_dup(MPI_COMM_WORLD, &comms[c]), "MPI_Comm_dup");
 
