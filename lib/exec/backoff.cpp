@@ -21,7 +21,10 @@ void Backoff::after_idle_test() {
   if (spins.load(std::memory_order_relaxed) == 1) sched_yield();
 }
 
-bool Backoff::yielding() const noexcept { return rounds_ >= spins.load(std::memory_order_relaxed); }
+bool Backoff::time_to_move_elsewhere() const noexcept {
+  const int past = rounds_ - spins.load(std::memory_order_relaxed);
+  return past >= 0 && (past + 1) % kElsewhereEvery == 0;  // not on the first: most waits end soon
+}
 
 bool Backoff::idle() {
   if (rounds_ == 0 && timeout_s_ > 0) since_ = MPI_Wtime();

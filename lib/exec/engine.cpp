@@ -236,7 +236,7 @@ void Engine::wait_until_ended(BoundCollective& op) {
     // Waiting on peers: the program's MPI operations and other communicators' collectives
     // move meanwhile, as inside a stock MPI_Wait (a peer may be waiting on one of them before
     // it can take part in this very collective).
-    if (backoff.yielding()) move_elsewhere();
+    if (backoff.time_to_move_elsewhere()) move_elsewhere();
   }
   if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);
 }
@@ -249,7 +249,8 @@ void Engine::move_elsewhere() noexcept {
 bool Engine::test(BoundCollective& op) {
   if (op.state_ == BoundCollective::State::active && !progress() &&
       op.state_ == BoundCollective::State::active) {
-    move_elsewhere();  // as MPI_Test would: the program may poll this and nothing else
+    // As MPI_Test would (the program may poll this and nothing else), every so many tests.
+    if (++idle_tests_ % Backoff::kElsewhereEvery == 0) move_elsewhere();
     Backoff::after_idle_test();
   }
   if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);

@@ -111,6 +111,7 @@ class Engine {
   std::size_t shm_open_ = 0;  // shared-memory tasks not finished, over every op in flight
   Tracer* tracer_ = nullptr;
   Elsewhere elsewhere_;
+  std::uint32_t idle_tests_ = 0;  // tests that moved nothing (every so many move the rest)
 };
 
 }  // namespace toroid::exec
