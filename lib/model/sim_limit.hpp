@@ -23,7 +23,27 @@
 //                    bound is above the bandwidth bound for reduce-scatter, all-gather and
 //                    broadcast (the multipod: 3 ports at the ends, the bandwidth bound's
 //                    16,320 / 4096 = 3.98 a chip, so 4/3 of it)
-//   limit            the largest of the four; of_limit = limit / simulated time (1 = at the
+//   distance bound   a chip's ports and how far its data must still go, together. Chip c
+//                    moves its bytes through its own link directions (bandwidth P_c in all),
+//                    and what leaves it last still travels to where it is needed; what it
+//                    needs from far away arrives no earlier than the distance, and then all
+//                    of it must come in through those ports:
+//                      all-reduce      every chip's output depends on the farthest chip's
+//                                      input: T ≥ ecc(c)·L + n/P_c (n bytes of it come in
+//                                      after the first can)
+//                      reduce-scatter  c sends each other chip f its block (n/p) of
+//                                      contributions; one port, jobs with delivery times
+//                                      d(c,f)·L: farthest first is optimal (Jackson's rule),
+//                                      so T ≥ max_k [k·(n/p)/P_c + d_k·L], d_1 ≥ d_2 ≥ ...
+//                      all-gather      the same, reversed in time: block f arrives no earlier
+//                                      than d(f,c)·L
+//                      broadcast       the chip farthest from any root is at least the radius
+//                                      away: T ≥ radius·L + n/P_max
+//                    with L per dimension (a distance is Σ hops_d·L_d) and the largest over
+//                    every chip. The 128x32 multipod's corner (3 ports, 127 + 16 hops from the
+//                    opposite corner): 16 MiB all-reduce 70 + 143 = 213 µs, where the latency
+//                    floor alone says 143
+//   limit            the largest of the five; of_limit = limit / simulated time (1 = at the
 //                    limit)
 //
 //   32x32 torus:  4·32·32 = 4096 link directions; diameter 16 + 16 hops; 4 ports a chip
@@ -36,6 +56,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "model/simulator.hpp"
 
@@ -46,11 +67,26 @@ struct SimLimit {
   double latency_s = 0;
   double reduction_s = 0;  // 0 for the collectives that do not reduce
   double port_s = 0;
-  double limit_s() const { return std::max({bandwidth_s, latency_s, reduction_s, port_s}); }
+  double distance_s = 0;
+  double limit_s() const {
+    return std::max({bandwidth_s, latency_s, reduction_s, port_s, distance_s});
+  }
 };
 
 // For the torus of `m` (not its endpoint links); `bytes` = the collective's whole vector.
 SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes);
+
+// One dimension of a torus as the distance bound sees it: its size, whether it wraps, its hop
+// latency and its link bandwidth (per direction).
+struct DimensionLinks {
+  int size = 1;
+  bool wraps = true;
+  double hop_s = 0;
+  double bytes_per_s = 0;
+};
+// The distance bound over any number of dimensions (the chips' classes up to symmetry, each
+// with its distance profile; milliseconds at 4096 chips).
+double distance_bound(const std::vector<DimensionLinks>& dims, Collective c, double bytes);
 
 // Link directions along one axis of the torus, over all its rows or columns.
 std::uint64_t link_directions(const Torus2D& t, Axis a);

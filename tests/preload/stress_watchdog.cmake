@@ -5,6 +5,7 @@
 # waited, on which communicator, and (a later call) the rank that never came.
 # Inputs: MPIEXEC, PRELOAD, PROGRAM
 include(${CMAKE_CURRENT_LIST_DIR}/launch.cmake)
+include(${CMAKE_CURRENT_LIST_DIR}/../expect_watchdog.cmake)
 preload_launch(launch 3 LD_PRELOAD=${PRELOAD} TOROID_MIN_BYTES=0 TOROID_TIMEOUT=2)
 
 function(skip_case mode)
@@ -13,17 +14,7 @@ function(skip_case mode)
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 100)
   string(TIMESTAMP stop "%s")
   math(EXPR took "${stop} - ${start}")
-  if(rc EQUAL 0 OR rc MATCHES "timeout")
-    message(FATAL_ERROR "${mode}: the job did not end through the watchdog (exit '${rc}')\n${out}\n${err}")
-  endif()
-  foreach(text IN LISTS ARGN)
-    if(NOT err MATCHES "${text}")
-      message(FATAL_ERROR "${mode}: the watchdog's message lacks '${text}':\n${out}\n${err}")
-    endif()
-  endforeach()
-  if(took GREATER 40)
-    message(FATAL_ERROR "${mode}: the job took ${took} s to end, the timeout was 2 s")
-  endif()
+  expect_watchdog(${mode} "${rc}" ${took} "${out}" "${err}" ${ARGN})
   message(STATUS "${mode}: ended after ${took} s:\n${err}")
 endfunction()
 

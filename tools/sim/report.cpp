@@ -83,24 +83,27 @@ void Report::begin() {
       "# time = last chip's finish; busiest = link dir (chip, direction) with the most busy time; "
       "util = its busy time / time\n"
       "# bound = bandwidth bound, floor = diameter x hop latency, reduce = reduction bound, "
-      "ports = port bound (the chip with the fewest links), of_limit = max(bound, floor, reduce, "
-      "ports) / time (docs/simulator.md)\n"
+      "ports = port bound (the chip with the fewest links), distance = a chip's ports and how far "
+      "its data must still go, of_limit = max(bound, floor, reduce, ports, distance) / time "
+      "(docs/simulator.md)\n"
       "# ran (sim_ranks) = chips simulated: one per class of chips whose schedules are moved "
       "copies of each other, or every chip (--symmetry)\n");
   if (o_.format == "csv")
     fmt::print(
         out_,
-        "op,algo,bytes,count,time_us,bound_us,floor_us,reduce_us,ports_us,of_limit,algbw,busbw,"
+        "op,algo,bytes,count,time_us,bound_us,floor_us,reduce_us,ports_us,distance_us,of_limit,"
+        "algbw,busbw,"
         "busiest_link,"
         "busiest_util,max_link_bytes,phases,transfers,max_hops,sim_s,sim_ranks,error\n");
   else
-    fmt::print(out_,
-               "{:<15}{:<14}{:>12}{:>14}{:>12}{:>10}{:>11}{:>11}{:>9}{:>10}{:>10}{:>14}{:>7}{:>8}{:"
-               ">6}{:>8}{:>7}"
-               "\n",
-               "op", "algo", "bytes", "time(us)", "bound(us)", "floor(us)", "reduce(us)",
-               "ports(us)", "of_limit", "algbw", "busbw", "busiest", "util", "phases", "hops",
-               "sim(s)", "ran");
+    fmt::print(
+        out_,
+        "{:<15}{:<14}{:>12}{:>14}{:>12}{:>10}{:>11}{:>11}{:>13}{:>9}{:>10}{:>10}{:>14}{:>7}{:"
+        ">8}{:>6}{:>8}{:>7}"
+        "\n",
+        "op", "algo", "bytes", "time(us)", "bound(us)", "floor(us)", "reduce(us)", "ports(us)",
+        "distance(us)", "of_limit", "algbw", "busbw", "busiest", "util", "phases", "hops", "sim(s)",
+        "ran");
 }
 
 void Report::row(const Row& r) {
@@ -108,20 +111,21 @@ void Report::row(const Row& r) {
   const std::uint64_t count = r.bytes / size_of(o_.type);
   const model::SimLimit limit = model::limit_of(o_.model, r.op, r.bytes);
   const double bound_us = limit.bandwidth_s * 1e6, floor_us = limit.latency_s * 1e6,
-               reduce_us = limit.reduction_s * 1e6, ports_us = limit.port_s * 1e6;
+               reduce_us = limit.reduction_s * 1e6, ports_us = limit.port_s * 1e6,
+               distance_us = limit.distance_s * 1e6;
   const double of_limit = s.time_s > 0 ? limit.limit_s() / s.time_s : 0.0;
   if (o_.format == "json") {
     fmt::print(
         out_,
         "{}\n    {{\"op\": \"{}\", \"algo\": \"{}\", \"bytes\": {}, \"count\": {}, \"time_us\": "
         "{:.4f}, \"bound_us\": {:.4f}, \"floor_us\": {:.4f}, \"reduce_us\": {:.4f}, "
-        "\"ports_us\": {:.4f}, \"of_limit\": {:.4f}, "
+        "\"ports_us\": {:.4f}, \"distance_us\": {:.4f}, \"of_limit\": {:.4f}, "
         "\"algbw\": {:.4f}, \"busbw\": {:.4f}, \"busiest_link\": \"{}\", \"busiest_util\": {:.4f}, "
         "\"max_link_bytes\": {}, \"phases\": {}, \"transfers\": {}, \"max_hops\": {}, \"sim_s\": "
         "{:.3f}, \"sim_ranks\": {}, "
         "\"error\": \"{}\"",
         first_ ? "" : ",", to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us,
-        floor_us, reduce_us, ports_us, of_limit, s.algbw_gbps, s.busbw_gbps,
+        floor_us, reduce_us, ports_us, distance_us, of_limit, s.algbw_gbps, s.busbw_gbps,
         link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s), s.rank0_phases.size(),
         s.transfers, s.max_hops, r.wall_s, s.simulated_ranks, flat(s.error));
     if (o_.phases) {
@@ -136,22 +140,23 @@ void Report::row(const Row& r) {
     return;
   }
   if (o_.format == "csv") {
-    fmt::print(
-        out_,
-        "{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:.4f},{},{},{},"
-        "{},{:.3f},{},\"{}\"\n",
-        to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us, floor_us, reduce_us,
-        ports_us, of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link),
-        s.busiest_utilisation, max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops,
-        r.wall_s, s.simulated_ranks, flat(s.error));
+    fmt::print(out_,
+               "{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{},{:."
+               "4f},{},{},"
+               "{},{},{:.3f},{},\"{}\"\n",
+               to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us, floor_us,
+               reduce_us, ports_us, distance_us, of_limit, s.algbw_gbps, s.busbw_gbps,
+               link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s),
+               s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, s.simulated_ranks,
+               flat(s.error));
   } else {
     fmt::print(
         out_,
-        "{:<15}{:<14}{:>12}{:>14.2f}{:>12.2f}{:>10.2f}{:>11.2f}{:>11.2f}{:>9.3f}{:>10.2f}{:>10.2f}"
-        "{:>14}{:>7.2f}{:>8}{:>6}{:>8.2f}{:>7}\n",
+        "{:<15}{:<14}{:>12}{:>14.2f}{:>12.2f}{:>10.2f}{:>11.2f}{:>11.2f}{:>13.2f}{:>9.3f}{:>10.2f}"
+        "{:>10.2f}{:>14}{:>7.2f}{:>8}{:>6}{:>8.2f}{:>7}\n",
         to_string(r.op), r.name(), r.bytes, s.time_s * 1e6, bound_us, floor_us, reduce_us, ports_us,
-        of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link), s.busiest_utilisation,
-        s.rank0_phases.size(), s.max_hops, r.wall_s, s.simulated_ranks);
+        distance_us, of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link),
+        s.busiest_utilisation, s.rank0_phases.size(), s.max_hops, r.wall_s, s.simulated_ranks);
     if (!s.error.empty()) fmt::print(out_, "  error: {}\n", s.error);
   }
   if (o_.phases && o_.format != "json") {
