@@ -9,6 +9,7 @@
 #include "toroid/optimizer.hpp"
 #include "toroid/request.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/torus.hpp"
 #include "toroid/typed.hpp"
 #include "toroid/types.hpp"
 #include "toroid/version.hpp"

@@ -1,5 +1,7 @@
 #include "model/sim_limit.hpp"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 
 namespace toroid::model {
@@ -75,49 +77,84 @@ double distance_bound(const std::vector<DimensionLinks>& dims, Collective c, dou
   return bound;
 }
 
-std::uint64_t link_directions(const Torus2D& t, Axis a) {
-  const std::uint64_t k = static_cast<std::uint64_t>(t.dim(a));
-  const std::uint64_t lines = static_cast<std::uint64_t>(t.size()) / k;
+namespace {
+
+std::uint64_t directions_along(const Torus& t, int d) {
+  const auto k = static_cast<std::uint64_t>(t.size(d));
   if (k < 2) return 0;
-  return lines * (t.wraps(a) && k > 2 ? 2 * k : 2 * (k - 1));
+  const std::uint64_t lines = static_cast<std::uint64_t>(t.chips()) / k;
+  return lines * (t.wraps(d) && k > 2 ? 2 * k : 2 * (k - 1));
 }
 
-int fewest_ports(const Torus2D& t, Axis a) {
-  const int k = t.dim(a);
+int fewest_along(const Torus& t, int d) {
+  const int k = t.size(d);
   if (k < 2) return 0;
-  return t.wraps(a) && k > 2 ? 2 : 1;
+  return t.wraps(d) && k > 2 ? 2 : 1;
+}
+
+}  // namespace
+
+std::uint64_t link_directions(const Torus2D& t, Axis a) {
+  return directions_along(Torus(t), a == Axis::x ? 0 : 1);
+}
+
+int fewest_ports(const Torus2D& t, Axis a) { return fewest_along(Torus(t), a == Axis::x ? 0 : 1); }
+
+SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::uint64_t bytes) {
+  SimLimit l;
+  const auto p = static_cast<double>(t.chips());
+  if (t.chips() < 2) return l;
+  const double n = static_cast<double>(bytes);
+  const double crossings = (c == Collective::allreduce ? 2.0 : 1.0) * (p - 1);
+  double capacity = 0, ports = 0, least_hop = links.hop_s.at(0);
+  for (int d = 0; d < t.dimensions(); ++d) {
+    const double bw = links.bytes_per_s.at(static_cast<std::size_t>(d));
+    capacity += static_cast<double>(directions_along(t, d)) * bw;
+    // A corner of the grid (on a torus, any chip) has the fewest ports along every dimension at
+    // once, and a grid of two or more chips has such a chip other than any one root, so the
+    // broadcast's receivers meet the same bound.
+    ports += fewest_along(t, d) * bw;
+    least_hop = std::min(least_hop, links.hop_s.at(static_cast<std::size_t>(d)));
+  }
+  l.bandwidth_s = crossings * n / capacity;
+  if (c == Collective::allreduce || c == Collective::reduce_scatter)
+    l.reduction_s = (p - 1) / p * n / links.reduce_bytes_per_s;
+  const double missing =
+      (c == Collective::allgather || c == Collective::reduce_scatter) ? (p - 1) / p * n : n;
+  l.port_s = missing / ports;
+  if (!t.twisted()) {
+    std::vector<DimensionLinks> dims;
+    for (int d = 0; d < t.dimensions(); ++d) {
+      const int k = t.size(d);
+      const double hop = links.hop_s.at(static_cast<std::size_t>(d));
+      l.latency_s += (t.wraps(d) ? k / 2 : k - 1) * hop;
+      dims.push_back({k, t.wraps(d), hop, links.bytes_per_s.at(static_cast<std::size_t>(d))});
+    }
+    l.distance_s = distance_bound(dims, c, n);
+    return l;
+  }
+  // Twisted: every chip alike (each sees the same distances, through the same ports), so one
+  // chip's shortest paths give the diameter and the distance bound.
+  std::vector<int> hops = t.hops_from(0);
+  std::sort(hops.begin(), hops.end(), std::greater<>());
+  l.latency_s = hops.front() * least_hop;
+  if (c == Collective::allreduce) {
+    l.distance_s = l.latency_s + n / ports;
+  } else if (c == Collective::broadcast) {
+    l.distance_s = l.latency_s + n / ports;  // the radius is the diameter here
+  } else {
+    for (std::size_t k = 0; k + 1 < hops.size(); ++k)  // hops.back() is the chip itself
+      l.distance_s = std::max(l.distance_s, hops[k] * least_hop + (k + 1) * n / p / ports);
+  }
+  return l;
 }
 
 SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes) {
-  SimLimit l;
-  const Torus2D& t = m.topology;
-  const auto p = static_cast<double>(t.size());
-  if (t.size() < 2) return l;
-  const double crossings = (c == Collective::allreduce ? 2.0 : 1.0) * (p - 1);
-  const double capacity = static_cast<double>(link_directions(t, Axis::x)) * m.link_bytes_per_s[0] +
-                          static_cast<double>(link_directions(t, Axis::y)) * m.link_bytes_per_s[1];
-  l.bandwidth_s = crossings * static_cast<double>(bytes) / capacity;
-  if (c == Collective::allreduce || c == Collective::reduce_scatter)
-    l.reduction_s = (p - 1) / p * static_cast<double>(bytes) / m.reduce_bytes_per_s;
-  // A corner of the grid (on a torus, any chip) has the fewest ports along both axes at once,
-  // and a grid of two or more chips has such a chip other than any one root, so the
-  // broadcast's receivers meet the same bound.
-  const double ports = fewest_ports(t, Axis::x) * m.link_bytes_per_s[0] +
-                       fewest_ports(t, Axis::y) * m.link_bytes_per_s[1];
-  const double missing = (c == Collective::allgather || c == Collective::reduce_scatter)
-                             ? (p - 1) / p * static_cast<double>(bytes)
-                             : static_cast<double>(bytes);
-  l.port_s = missing / ports;
-  for (Axis a : {Axis::x, Axis::y}) {
-    const int k = t.dim(a);
-    const int diameter = t.wraps(a) ? k / 2 : k - 1;
-    l.latency_s += diameter * m.hop_latency_s[a == Axis::x ? 0 : 1];
-  }
-  l.distance_s =
-      distance_bound({{t.x_dim(), t.wraps(Axis::x), m.hop_latency_s[0], m.link_bytes_per_s[0]},
-                      {t.y_dim(), t.wraps(Axis::y), m.hop_latency_s[1], m.link_bytes_per_s[1]}},
-                     c, static_cast<double>(bytes));
-  return l;
+  return limit_of(Torus(m.topology),
+                  {{m.link_bytes_per_s[0], m.link_bytes_per_s[1]},
+                   {m.hop_latency_s[0], m.hop_latency_s[1]},
+                   m.reduce_bytes_per_s},
+                  c, bytes);
 }
 
 }  // namespace toroid::model

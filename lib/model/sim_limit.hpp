@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "model/simulator.hpp"
+#include "toroid/torus.hpp"
 
 namespace toroid::model {
 
@@ -75,6 +76,15 @@ struct SimLimit {
 
 // For the torus of `m` (not its endpoint links); `bytes` = the collective's whole vector.
 SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes);
+
+// The same five bounds for a torus of any dimension: per dimension its link bandwidth (per
+// direction) and hop latency; `reduce_bytes_per_s` per chip. A twisted torus's latency terms
+// count its shortest paths (every chip sees the same ones) at the least hop latency.
+struct TorusLinks {
+  std::vector<double> bytes_per_s, hop_s;  // one per dimension
+  double reduce_bytes_per_s = 0;
+};
+SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::uint64_t bytes);
 
 // One dimension of a torus as the distance bound sees it: its size, whether it wraps, its hop
 // latency and its link bandwidth (per direction).

@@ -1,4 +1,5 @@
 // Text form of a topology: "XxY" with an optional ":wrap=xy|x|y|none".
+#include <algorithm>
 #include <charconv>
 #include <string>
 
@@ -44,6 +45,10 @@ Torus2D Torus2D::parse(std::string_view text) {
   }
   const auto sep = shape.find('x');
   if (sep == std::string_view::npos) bad(text, "missing 'x' between the dimensions");
+  if (const std::size_t more = std::count(shape.begin(), shape.end(), 'x'); more > 1)
+    bad(text, std::to_string(more + 1) +
+                  " dimensions: toroid's collectives run on 2D shapes so far (toroid::Torus "
+                  "describes this one, and the simulator's limit takes it)");
   const int x = parse_dim(text, shape.substr(0, sep), "X");
   const int y = parse_dim(text, shape.substr(sep + 1), "Y");
   if (static_cast<long long>(x) * y > kMaxRanks) bad(text, "more than 16M chips");
