@@ -178,7 +178,7 @@ void Torus::require_size(int communicator_size) const {
 
 namespace {
 
-[[noreturn]] void bad(std::string_view text, const std::string& why) {
+[[noreturn]] void bad_torus(std::string_view text, const std::string& why) {
   throw TopologyError(fmt::format(
       "invalid topology '{}': {} (expected sizes joined by 'x', 1 to {} of them, e.g. 16x16x16, "
       "optionally :wrap=LETTERS|none and/or :twist, e.g. 128x32:wrap=y, 4x4x8:twist)",
@@ -197,11 +197,11 @@ Torus Torus::parse(std::string_view text) {
     int v = 0;
     const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc() || end != part.data() + part.size())
-      bad(text, fmt::format("size '{}' is not an integer", part));
-    if (v < 1) bad(text, fmt::format("size {} is under 1", v));
+      bad_torus(text, fmt::format("size '{}' is not an integer", part));
+    if (v < 1) bad_torus(text, fmt::format("size {} is under 1", v));
     sizes.push_back(v);
     if (sizes.size() > static_cast<std::size_t>(kMaxDimensions))
-      bad(text, fmt::format("more than {} dimensions", kMaxDimensions));
+      bad_torus(text, fmt::format("more than {} dimensions", kMaxDimensions));
     if (x == std::string_view::npos) break;
     at = x + 1;
   }
@@ -219,18 +219,19 @@ Torus Torus::parse(std::string_view text) {
         const std::string_view letters = opt.substr(5);
         wraps.assign(sizes.size(), false);
         if (letters != "none") {
-          if (letters.empty()) bad(text, "wrap= names no dimension");
+          if (letters.empty()) bad_torus(text, "wrap= names no dimension");
           for (char l : letters) {
             const std::string_view names(kNames, sizes.size());
             const std::size_t d = names.find(l);
             if (d == std::string_view::npos)
-              bad(text, fmt::format("'{}' in wrap= is not one of its dimensions ({})", l, names));
-            if (wraps[d]) bad(text, fmt::format("'{}' named twice in wrap=", l));
+              bad_torus(text,
+                        fmt::format("'{}' in wrap= is not one of its dimensions ({})", l, names));
+            if (wraps[d]) bad_torus(text, fmt::format("'{}' named twice in wrap=", l));
             wraps[d] = true;
           }
         }
       } else {
-        bad(text, fmt::format("unknown option '{}'", opt));
+        bad_torus(text, fmt::format("unknown option '{}'", opt));
       }
       if (comma == std::string_view::npos) break;
       options = options.substr(comma + 1);
@@ -239,7 +240,7 @@ Torus Torus::parse(std::string_view text) {
   try {
     return Torus(std::move(sizes), std::move(wraps), twisted);
   } catch (const TopologyError& e) {
-    bad(text, e.what());
+    bad_torus(text, e.what());
   }
 }
 
