@@ -2,10 +2,12 @@
 # collectives in flight on four communicators, completed every way, every result equal to MPI's
 # blocking call, exactly the calls the rules say served. CHECK=1 adds TOROID_CHECK=1. A hang
 # ends with the watchdog's message (TOROID_TIMEOUT=30), or at the outer limit.
-# Inputs: MPIEXEC, PRELOAD, PROGRAM, NP, SEEDS (separated by '|'), CHECK (optional)
+# Inputs: MPIEXEC, PRELOAD (LD_PRELOAD's value), PROGRAM, NP, SEEDS (separated by '|'), CHECK
+# (optional), EXTRA (optional: more VAR=value for the ranks, separated by '|')
 include(${CMAKE_CURRENT_LIST_DIR}/launch.cmake)
 string(REPLACE "|" ";" seeds "${SEEDS}")
-set(vars LD_PRELOAD=${PRELOAD} TOROID_MIN_BYTES=0 TOROID_TIMEOUT=30)
+string(REPLACE "|" ";" extra "${EXTRA}")
+set(vars LD_PRELOAD=${PRELOAD} TOROID_MIN_BYTES=0 TOROID_TIMEOUT=30 ${extra})
 if(CHECK)
   list(APPEND vars TOROID_CHECK=1)
 endif()
