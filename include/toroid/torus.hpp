@@ -31,6 +31,11 @@
 
 namespace toroid {
 
+// Link directions out of coordinate x of one dimension of `size` chips: none on a dimension of
+// one, one between two chips or at a line's end, two round a ring of three or more or inside a
+// line.
+int ports_along(int size, bool wraps, int x) noexcept;
+
 class Torus {
  public:
   static constexpr int kMaxDimensions = 6;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/who_holds.hpp"
+#include "mpi_base/comm_name.hpp"
 #include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
 
@@ -46,15 +47,13 @@ void finish_watched(MPI_Request& req, MPI_Comm comm, double timeout_s, const cha
   for (int done = 0; !done;) {
     mpi_check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), call);
     if (!done && MPI_Wtime() - since > timeout_s) {
-      int rank = 0, len = 0;
+      int rank = 0;
       MPI_Comm_rank(comm, &rank);
-      char name[MPI_MAX_OBJECT_NAME] = {};
-      MPI_Comm_get_name(comm, name, &len);
       fmt::print(stderr,
                  "toroid: rank {}: {} made no progress for {} s "
                  "(TOROID_TIMEOUT) on {}: some rank has not entered the same call (under the "
                  "preload: or does not have it loaded)\n",
-                 rank, call, timeout_s, len > 0 ? name : "an unnamed communicator");
+                 rank, call, timeout_s, comm_name(comm));
       std::fflush(stderr);
       MPI_Abort(comm, 3);
       std::abort();

@@ -1,6 +1,8 @@
 // Communicator: duplicate, resolve topology, split rows and columns.
 #include <fmt/format.h>
 
+#include <exception>
+
 #include "api/agreement.hpp"
 #include "api/communicator_impl.hpp"
 #include "api/selector_setup.hpp"
@@ -41,17 +43,22 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
   if (!initialized) throw InvalidArgument("toroid::Communicator: MPI is not initialized");
   if (comm == MPI_COMM_NULL)
     throw InvalidArgument("toroid::Communicator: communicator is MPI_COMM_NULL");
+  // The settings, resolved once: their timeout watches the copy below; a bad one is reported on
+  // every rank once the copy exists (run_agreed below).
+  api::Config config;
+  std::exception_ptr bad_setting;
+  try {
+    config = api::resolve_config(options);
+  } catch (const Error&) {
+    bad_setting = std::current_exception();
+  }
   {
     // Watched: a rank that never comes (it skipped the first call on this communicator, which
     // builds it lazily under the preload) ends the job with a message, not a silent hang.
-    double timeout_s = 0;
-    try {
-      timeout_s = api::resolve_config(options).timeout_s;
-    } catch (const Error&) {  // a bad setting is reported, on every rank, once the copy exists
-    }
     MPI_Request dup = MPI_REQUEST_NULL;
     mpi_check(MPI_Comm_idup(comm, &m.comm, &dup), "MPI_Comm_idup");
-    api::finish_watched(dup, comm, timeout_s, "building toroid's communicator (MPI_Comm_idup)");
+    api::finish_watched(dup, comm, bad_setting ? 0 : config.timeout_s,
+                        "building toroid's communicator (MPI_Comm_idup)");
   }
   {  // the program's name for it (MPI_COMM_WORLD, MPI's name for a duplicate, its own): messages
     char name[MPI_MAX_OBJECT_NAME] = {};
@@ -64,7 +71,10 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
   mpi_check(MPI_Comm_size(m.comm, &m.size), "MPI_Comm_size");
   try {
     api::require_same_environment(m.comm, api::variables_read(options));
-    api::run_agreed(m.comm, [&] { m.config = api::resolve_config(options); });
+    api::run_agreed(m.comm, [&] {
+      if (bad_setting) std::rethrow_exception(bad_setting);
+      m.config = config;
+    });
     // The real nodes, found once: the layout, the shared-memory links and the node memory all
     // take this split. It is collective and can only fail with an MPI error; emulated nodes
     // come from text alone, so their errors can be agreed on.

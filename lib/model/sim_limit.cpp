@@ -7,14 +7,6 @@
 namespace toroid::model {
 namespace {
 
-// Link directions out of coordinate x of a dimension: none on a dimension of one, one between
-// two chips or at the end of a line, two round a ring of more than two or inside a line.
-int ports_at(const DimensionLinks& d, int x) {
-  if (d.size < 2) return 0;
-  if (d.size == 2) return 1;
-  return d.wraps || (x > 0 && x < d.size - 1) ? 2 : 1;
-}
-
 // Hops from x to every coordinate of the dimension, as (latency, how many coordinates).
 std::map<double, double> distances_from(const DimensionLinks& d, int x) {
   std::map<double, double> h;
@@ -49,7 +41,7 @@ double distance_bound(const std::vector<DimensionLinks>& dims, Collective c, dou
     std::map<double, double> far{{0.0, 1.0}};  // latency to every chip, and how many
     for (std::size_t i = 0; i < dims.size(); ++i) {
       const int x = xs[i][at[i]];
-      ports += ports_at(dims[i], x) * dims[i].bytes_per_s;
+      ports += ports_along(dims[i].size, dims[i].wraps, x) * dims[i].bytes_per_s;
       std::map<double, double> next;
       for (const auto& [la, na] : far)
         for (const auto& [lb, nb] : distances_from(dims[i], x)) next[la + lb] += na * nb;
@@ -86,11 +78,8 @@ std::uint64_t directions_along(const Torus& t, int d) {
   return lines * (t.wraps(d) && k > 2 ? 2 * k : 2 * (k - 1));
 }
 
-int fewest_along(const Torus& t, int d) {
-  const int k = t.size(d);
-  if (k < 2) return 0;
-  return t.wraps(d) && k > 2 ? 2 : 1;
-}
+// A line's end has the fewest (coordinate 0; on a ring every coordinate is alike).
+int fewest_along(const Torus& t, int d) { return ports_along(t.size(d), t.wraps(d), 0); }
 
 }  // namespace
 
@@ -138,10 +127,8 @@ SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::ui
   std::vector<int> hops = t.hops_from(0);
   std::sort(hops.begin(), hops.end(), std::greater<>());
   l.latency_s = hops.front() * least_hop;
-  if (c == Collective::allreduce) {
-    l.distance_s = l.latency_s + n / ports;
-  } else if (c == Collective::broadcast) {
-    l.distance_s = l.latency_s + n / ports;  // the radius is the diameter here
+  if (c == Collective::allreduce || c == Collective::broadcast) {
+    l.distance_s = l.latency_s + n / ports;  // (for broadcast: the radius is the diameter here)
   } else {
     for (std::size_t k = 0; k + 1 < hops.size(); ++k)  // hops.back() is the chip itself
       l.distance_s = std::max(l.distance_s, hops[k] * least_hop + (k + 1) * n / p / ports);

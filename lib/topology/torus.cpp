@@ -131,16 +131,16 @@ std::vector<int> Torus::hops_from(int rank) const {
   return hops;
 }
 
+int ports_along(int size, bool wraps, int x) noexcept {
+  if (size < 2) return 0;
+  if (size == 2) return 1;
+  return wraps || (x > 0 && x < size - 1) ? 2 : 1;
+}
+
 int Torus::ports(int rank) const {
   const std::vector<int> c = coord_of(rank);
   int n = 0;
-  for (std::size_t d = 0; d < sizes_.size(); ++d) {
-    const int k = sizes_[d];
-    if (k == 2)
-      n += 1;
-    else if (k > 2)
-      n += wraps_[d] || (c[d] > 0 && c[d] < k - 1) ? 2 : 1;
-  }
+  for (std::size_t d = 0; d < sizes_.size(); ++d) n += ports_along(sizes_[d], wraps_[d], c[d]);
   return n;
 }
 
