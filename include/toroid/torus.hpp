@@ -44,8 +44,8 @@ class Torus {
   // chips, `wraps` of another length than `sizes` (empty: every dimension wraps), or a twist on
   // a shape that has none (not 3D k×k×2k or k×2k×2k in some order, every dimension wrapping).
   explicit Torus(std::vector<int> sizes, std::vector<bool> wraps = {}, bool twisted = false);
-  // A 2D torus as a Torus: the same chips, numbers and links.
-  explicit Torus(const Torus2D& t);
+  // A 2D torus as a Torus: the same chips, numbers and links (implicit: a Torus2D is one).
+  Torus(const Torus2D& t);  // NOLINT(google-explicit-constructor)
 
   // Text forms: "16x16x16" (every dimension wraps), "128x32:wrap=y" (only the named ones),
   // ":wrap=none" (a mesh), ":twist" (twisted; every dimension wraps), "4x4x8:wrap=xyz,twist".
@@ -65,6 +65,12 @@ class Torus {
   std::optional<int> neighbour(int rank, int d, int direction) const;
   // Whether a and b are one link apart.
   bool adjacent(int a, int b) const;
+  // The chips that differ from `rank` only along dimension d, by increasing coordinate there
+  // (`rank`'s row along d; on a twisted torus its short dimensions' rows do not close into
+  // rings: their wraparound links lead to another row).
+  std::vector<int> line_through(int rank, int d) const;
+  // Whether the row along d closes into a ring of links: it wraps and is not a twisted short one.
+  bool ring_along(int d) const;
   // Hops from `rank` to every chip (the shortest paths over the links; rank order).
   std::vector<int> hops_from(int rank) const;
   // Link directions out of `rank`: 2 per ring of three or more, 1 at a line's end or on a

@@ -69,6 +69,12 @@ constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 
 bool bidir_ring_candidate(int ranks, bool one_node_shm) { return !(ranks == 2 && one_node_shm); }
 
+bool candidate_on(Algorithm a, int ranks, bool one_node_shm) {
+  const bool two_lanes = a == Algorithm::bidir_ring || a == Algorithm::torus2d ||
+                         a == Algorithm::torus2d_both;
+  return !two_lanes || bidir_ring_candidate(ranks, one_node_shm);
+}
+
 Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
   const bool two_d = t.x_dim() > 1 && t.y_dim() > 1;
   const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);  // a dimension is a line
@@ -221,8 +227,7 @@ const Choice& Selector::choice(Collective c, int k) {
     ch.modeled = true;
     double best = 0;
     for (Algorithm a : kCandidates) {
-      if (a == Algorithm::bidir_ring && !bidir_ring_candidate(in_.topology.size(), one_node_shm_))
-        continue;
+      if (!candidate_on(a, in_.topology.size(), one_node_shm_)) continue;
       const std::optional<double> t = predict(c, a, at);
       if (!t) continue;
       ch.predicted.emplace_back(a, *t);

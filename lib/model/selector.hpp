@@ -66,7 +66,9 @@ inline constexpr std::uint64_t kTwoRankExchangeBytes = 128 * 1024;
 // Measured on the 2-core VM (toroid-bench --op all --algo all -b 8 -e 64M -f 4 --rounds 3
 // -n 10, three jobs, 2026-12-05): reduce-scatter 8 KiB 1.20-1.24x ring (the model picked it
 // from 8 to 128 KiB), all-gather 512 B-8 KiB 1.16-1.67x; from 32 KiB within 1-9% either way.
+// The torus algorithms on two ranks (one row of two, a bidirectional ring) are that schedule.
 bool bidir_ring_candidate(int ranks, bool one_node_shm);
+bool candidate_on(Algorithm a, int ranks, bool one_node_shm);
 
 struct SelectorInputs {
   Torus2D topology{1, 1};

@@ -9,7 +9,8 @@
 //                                (wrapping: the two chains split the ring)
 //
 //   torus2d: chains along the root's row, then from every rank of that row chains along its
-//   column; a column starts on the first segments its row member has received.
+//   column; a column starts on the first segments its row member has received. On more
+//   dimensions, then from every chip of that plane along the third dimension, and so on.
 //
 //      x ->    r0  r1  r2  r3          root r5: row y=1 first (r4 <- r5 -> r6 -> r7),
 //              r4 [r5] r6  r7          then every column from y=1 (r1 <- r5 -> r9 ...)
@@ -72,17 +73,24 @@ Schedule build_broadcast(Algorithm a, const Spec& r, const Context& ctx) {
       append_tree_broadcast(s, p, ctx.rank, r.root, data);
       break;
     case Algorithm::torus2d: {
-      const Torus2D& t = ctx.topology;
-      const Coord me = t.coord_of(ctx.rank), from = t.coord_of(r.root);
+      // Dimension d's chains run from the chips that have the vector (coordinates from d on
+      // the root's) along rows of d; a chip receives in the highest dimension where it differs
+      // from the root and forwards along every later one. Dimension d's chains start where the
+      // longest chains of the earlier ones end, on every row alike.
+      const Torus& t = ctx.topology;
+      const std::vector<int> me = t.coord_of(ctx.rank), from = t.coord_of(r.root);
+      int differs = -1;  // the highest dimension where my coordinate is not the root's
+      for (int d = 0; d < t.dimensions(); ++d)
+        if (me[static_cast<std::size_t>(d)] != from[static_cast<std::size_t>(d)]) differs = d;
       std::uint32_t phase = 0;
-      if (me.y == from.y)
-        phase = append_line_broadcast(s, group_of(t.line_through(ctx.rank, Axis::x), ctx.rank),
-                                      t.wraps(Axis::x), from.x, 0, data, 0);
-      else  // the column phases start where the longest row chain ends, on every row alike
-        phase = static_cast<std::uint32_t>(
-            t.wraps(Axis::x) ? t.x_dim() / 2 : std::max(from.x, t.x_dim() - 1 - from.x));
-      append_line_broadcast(s, group_of(t.line_through(ctx.rank, Axis::y), ctx.rank),
-                            t.wraps(Axis::y), from.y, 2, data, phase);
+      for (int d = 0; d < t.dimensions(); ++d) {
+        const int k = t.size(d), at = from[static_cast<std::size_t>(d)];
+        const bool ring = t.ring_along(d);
+        if (d >= differs)
+          append_line_broadcast(s, group_of(t.line_through(ctx.rank, d), ctx.rank), ring, at,
+                                2 * (d % 2), data, phase);
+        phase += static_cast<std::uint32_t>(ring ? k / 2 : std::max(at, k - 1 - at));
+      }
       break;
     }
     default: {  // ring: every rank in rank order, wrapping

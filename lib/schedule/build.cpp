@@ -11,6 +11,13 @@
 
 namespace toroid::schedule {
 
+Torus2D Context::grid(std::string_view who) const {
+  if (const std::optional<Torus2D> t = topology.as_torus2d()) return *t;
+  throw InvalidArgument(fmt::format("{} runs on 2D shapes; topology {} has {} dimensions{}", who,
+                                    topology.to_string(), topology.dimensions(),
+                                    topology.twisted() ? " and a twist" : ""));
+}
+
 Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
   const auto refuse = [&](std::string_view why) -> Schedule {
     throw InvalidArgument(fmt::format("algorithm {} cannot run {}{} on topology {}: {}",
@@ -38,10 +45,17 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
         s = build_one_dimension(a, r, ctx);
         break;
       case Algorithm::torus2d:
-        s = build_torus2d(false, r, ctx);
+        s = build_torus_dims(false, r, ctx);
         break;
       case Algorithm::torus2d_both:
-        s = build_torus2d(true, r, ctx);
+        if (ctx.topology.as_torus2d())
+          s = build_torus2d_both(r, ctx);
+        else if (r.collective == Collective::allreduce)
+          s = build_torus_dims(true, r, ctx);
+        else
+          return refuse(
+              "its reduce-scatter and all-gather run on 2D shapes so far; torus2d runs them on "
+              "any number of dimensions");
         break;
       case Algorithm::hierarchical:
         s = build_hierarchical(r, ctx);

@@ -1,30 +1,40 @@
 // The one entry point from (algorithm, collective, shape) to a rank's schedule.
 #pragma once
 
+#include <array>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "schedule/step.hpp"
 #include "toroid/algorithm.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/torus.hpp"
 
 namespace toroid::schedule {
 
 struct Context {
   int rank = 0;
-  Torus2D topology{1, 1};
+  Torus topology{Torus2D{1, 1}};  // any number of dimensions (the 2D builders: grid())
   std::vector<int> node_of_rank;  // node index of every rank (hierarchical); empty: one node
-  // Bandwidth of one link direction along X and along Y (any unit, only the ratio counts): the
-  // 2D algorithms share the vector between their X-first and Y-first parts by what each
-  // dimension carries (torus2d.cpp). Equal on every rank.
-  double link_rate[2] = {1.0, 1.0};
-  // The latency of one hop along X and Y in seconds, with link_rate then in bytes per second:
-  // torus2d_both's all-reduce weighs its two parts' different step counts (a line's middle
-  // phase is shorter than its reduce-scatter and all-gather) against their link time
+  // Bandwidth of one link direction along each dimension (any unit, only the ratio counts): the
+  // torus algorithms share the vector between their parts by what each dimension carries
+  // (torus2d.cpp, torus_dims.cpp). Equal on every rank.
+  std::array<double, Torus::kMaxDimensions> link_rate{1, 1, 1, 1, 1, 1};
+  // The latency of one hop along each dimension in seconds, with link_rate then in bytes per
+  // second: torus2d_both's all-reduce weighs its two parts' different step counts (a line's
+  // middle phase is shorter than its reduce-scatter and all-gather) against their link time
   // (torus2d.cpp). 0: unknown, the share follows the link rates alone.
-  double hop_seconds[2] = {0.0, 0.0};
-  bool knows_hops() const { return hop_seconds[0] + hop_seconds[1] > 0; }
-  int nranks() const { return topology.size(); }
+  std::array<double, Torus::kMaxDimensions> hop_seconds{};
+  bool knows_hops() const {
+    for (double h : hop_seconds)
+      if (h > 0) return true;
+    return false;
+  }
+  int nranks() const { return topology.chips(); }
+  // The shape as a 2D torus, for the builders of two dimensions; throws InvalidArgument naming
+  // `who` where the shape has more dimensions or a twist.
+  Torus2D grid(std::string_view who) const;
 };
 
 // What to build: the collective, its length and form (the schedule builder's request).
@@ -46,7 +56,8 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx);
 // Schedules of the individual families (used by build and by the unit tests).
 Schedule build_one_dimension(Algorithm a, const Spec& r,
                              const Context& ctx);  // ring, bidir_ring, axis
-Schedule build_torus2d(bool both, const Spec& r, const Context& ctx);
+Schedule build_torus2d_both(const Spec& r, const Context& ctx);  // 2D shapes
+Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx);  // any shape
 Schedule build_hierarchical(const Spec& r, const Context& ctx);
 Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx);
 Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx);  // swing, swing_latency

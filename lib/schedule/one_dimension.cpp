@@ -16,8 +16,9 @@ Schedule build_one_dimension(Algorithm a, const Spec& r, const Context& ctx) {
   Group g;
   Links links = a == Algorithm::ring ? Links::ring : Links::bidir_ring;
   if (r.axis) {
-    g = group_of(ctx.topology.line_through(ctx.rank, *r.axis), ctx.rank);
-    if (!ctx.topology.wraps(*r.axis)) links = Links::line;  // no wraparound link to use
+    const int d = *r.axis == Axis::x ? 0 : 1;
+    g = group_of(ctx.topology.line_through(ctx.rank, d), ctx.rank);
+    if (!ctx.topology.ring_along(d)) links = Links::line;  // no wraparound link to use
   } else {
     for (int q = 0; q < ctx.nranks(); ++q) g.members.push_back(q);
     g.position = ctx.rank;

@@ -83,7 +83,7 @@ struct Grid {
 // The swing_latency all-gather (the block comment above).
 Schedule build_swing_allgather(const Spec& r, const Context& ctx) {
   Schedule s;
-  const Torus2D& t = ctx.topology;
+  const Torus2D t = ctx.grid("swing");
   const int p = ctx.nranks(), rank = ctx.rank;
   const std::uint64_t n = r.count;
   const Block own = block_of(n, p, rank);
@@ -176,7 +176,7 @@ Schedule build_swing_allgather(const Spec& r, const Context& ctx) {
 Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx) {
   if (r.collective == Collective::allgather) return build_swing_allgather(r, ctx);
   Schedule s;
-  const Torus2D& t = ctx.topology;
+  const Torus2D t = ctx.grid("swing");
   const int p = ctx.nranks(), rank = ctx.rank;
   const std::uint64_t n = r.count;
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};

@@ -109,6 +109,7 @@
 #include "schedule/dimension.hpp"
 #include "schedule/group.hpp"
 #include "schedule/line.hpp"
+#include "schedule/torus_dims.hpp"
 
 namespace toroid::schedule {
 namespace {
@@ -116,53 +117,29 @@ namespace {
 struct RowAndColumn {
   Group row, column;  // my row (members ordered by x) and column (ordered by y)
   Links row_links, column_links;
+  Row x, y;  // the same as the N-dimensional builder's rows (torus_dims.hpp)
 };
 
-RowAndColumn row_and_column_of(const Context& ctx) {
-  const Torus2D& t = ctx.topology;
-  return {group_of(t.line_through(ctx.rank, Axis::x), ctx.rank),
-          group_of(t.line_through(ctx.rank, Axis::y), ctx.rank), links_of(t.wraps(Axis::x)),
-          links_of(t.wraps(Axis::y))};
+RowAndColumn row_and_column_of(const Context& ctx, const Torus2D& t) {
+  RowAndColumn g{group_of(t.line_through(ctx.rank, Axis::x), ctx.rank),
+                 group_of(t.line_through(ctx.rank, Axis::y), ctx.rank), links_of(t.wraps(Axis::x)),
+                 links_of(t.wraps(Axis::y)), {}, {}};
+  g.x = {0, g.row, g.row_links};
+  g.y = {1, g.column, g.column_links};
+  return g;
 }
 
 // Whether the middle phase along a dimension with these links is the line's one pipeline.
 bool pipelines_middle(Links links, int size) { return links == Links::line && size > 2; }
 
-// All-reduce of [offset, offset+count): reduce-scatter along `first`, all-reduce along the
-// other axis on the shard, all-gather along `first`, that last one from phase `gather_from` at
-// the earliest. Returns the next phase; `before_gather` (when given) gets the phase the last
-// all-gather would start in without `gather_from`.
+// All-reduce of [offset, offset+count) dimension by dimension (torus_dims.hpp), X first or Y
+// first.
 std::uint32_t allreduce_2d(Schedule& s, const RowAndColumn& g, bool x_first, Block region, int tag,
                            bool average, std::uint32_t divisor, std::uint32_t phase,
                            std::uint32_t gather_from = 0, std::uint32_t* before_gather = nullptr) {
-  const Group& a = x_first ? g.row : g.column;
-  const Group& b = x_first ? g.column : g.row;
-  const Links la = x_first ? g.row_links : g.column_links;
-  const Links lb = x_first ? g.column_links : g.row_links;
-  const Blocks outer = even_blocks(region.offset, region.count, a.size());
-  const Block shard = outer[a.position];
-  const Blocks inner = even_blocks(shard.offset, shard.count, b.size());
-  const Block piece = inner[b.position];
-  // A line all-reduces in one pipeline to its middle and back (line.hpp), not in 2(k-1) steps;
-  // its partials pass in scratch (at the output's offsets) while the total lands in the output.
-  const bool pipeline = pipelines_middle(lb, b.size());
-  phase = append_reduce_scatter(s, la, a, outer, tag, Buf::input, Buf::output,
-                                chunk(pipeline ? Buf::scratch : Buf::output, shard), phase);
-  if (pipeline) {
-    s.scratch_count = std::max(s.scratch_count, shard.offset + shard.count);
-    phase = append_line_allreduce(s, b, tag + 2, chunk(Buf::scratch, shard),
-                                  chunk(Buf::output, shard), phase);
-    phase = append_average(s, average, chunk(Buf::output, shard), divisor, phase);
-  } else {
-    phase = append_reduce_scatter(s, lb, b, inner, tag + 2, Buf::output, Buf::output,
-                                  chunk(Buf::output, piece), phase);
-    phase = append_average(s, average, chunk(Buf::output, piece), divisor, phase);
-    phase =
-        append_allgather(s, lb, b, inner, tag + 2, chunk(Buf::output, piece), Buf::output, phase);
-  }
-  if (before_gather) *before_gather = phase;
-  return append_allgather(s, la, a, outer, tag, chunk(Buf::output, shard), Buf::output,
-                          std::max(phase, gather_from));
+  const Row rows[2] = {x_first ? g.x : g.y, x_first ? g.y : g.x};
+  return append_allreduce_rows(s, rows, region, tag, average, divisor, phase, gather_from,
+                               before_gather);
 }
 
 // One part of torus2d_both cut into `chunks` pipelined pieces (the block comment above).
@@ -199,7 +176,7 @@ void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Bl
 // emulated 4x2 cluster's model at 16 MiB (8 blocks) takes 2.80/2.46/2.48 s.
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
 int pieces_for(const Context& ctx, std::uint64_t count) {
-  const Torus2D& t = ctx.topology;
+  const Torus2D t = ctx.grid("torus2d_both");
   const int X = t.x_dim(), Y = t.y_dim();
   const int line = !t.wraps(Axis::x) && X > 2 ? X : !t.wraps(Axis::y) && Y > 2 ? Y : 0;
   if (line == 0 || X < 2 || Y < 2) return 1;
@@ -237,7 +214,7 @@ double middle_steps(bool wraps, int size) {
 // The X-first share of torus2d_both (the block comment above); 1/2 when a dimension is 1 long.
 // `bytes`: the vector's, for the latency term (0: none).
 double x_first_share(const Context& ctx, int pieces, double bytes = 0) {
-  const Torus2D& t = ctx.topology;
+  const Torus2D t = ctx.grid("torus2d_both");
   const double X = t.x_dim(), Y = t.y_dim();
   if (X < 2 || Y < 2) return 0.5;
   const bool wx = t.wraps(Axis::x), wy = t.wraps(Axis::y);
@@ -274,14 +251,13 @@ struct BlockLayout {
 // torus) instead of the last ones, the Y-first part then gathered into scratch at 0 (its row
 // parts are no longer contiguous in the vector) and the X-first columns after it; else the
 // Y-first part stays at its offsets and the columns start at `base`.
-BlockLayout layout_of(const Spec& r, const Context& ctx, const RowAndColumn& g, bool both,
+BlockLayout layout_of(const Spec& r, const Context& ctx, const Torus2D& t, const RowAndColumn& g,
                       bool spread, std::uint64_t base) {
-  const Torus2D& t = ctx.topology;
   const int X = t.x_dim(), Y = t.y_dim();
   BlockLayout l;
   l.global = even_blocks(0, r.count, t.size());
   l.x_first.assign(X, 0);
-  if (both && X > 1 && Y > 1) {
+  if (X > 1 && Y > 1) {
     const int n = std::clamp(static_cast<int>(std::lround(x_first_share(ctx, 1) * X)), 1, X - 1);
     for (int x = 0; x < X; ++x) l.x_first[x] = spread ? (x + 1) * n / X > x * n / X : x >= X - n;
     l.any_x_first = true;
@@ -324,20 +300,17 @@ BlockLayout layout_of(const Spec& r, const Context& ctx, const RowAndColumn& g, 
 
 }  // namespace
 
-Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
+Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
   Schedule s;
-  const RowAndColumn g = row_and_column_of(ctx);
+  const Torus2D t = ctx.grid("torus2d_both's 2D form");
+  const RowAndColumn g = row_and_column_of(ctx, t);
   const int p = ctx.nranks();
   const auto divisor = static_cast<std::uint32_t>(p);
   if (r.collective == Collective::allreduce) {
-    if (!both) {
-      allreduce_2d(s, g, true, {0, r.count}, 0, r.average, divisor, 0);
-    } else {
       const int k = pieces_for(ctx, r.count);
       const auto x_first = static_cast<std::uint64_t>(
           std::llround(x_first_share(ctx, k, static_cast<double>(r.count) * r.elem_bytes) *
                        static_cast<double>(r.count)));
-      const Torus2D& t = ctx.topology;
       const bool x_line = !t.wraps(Axis::x), y_line = !t.wraps(Axis::y);
       // Each part: a ring first and a line's pipeline in the middle cuts pieces for the middle;
       // else the line-first pieces (lag 2 when the middle is a line), which keep both ends of a
@@ -356,7 +329,6 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
       };
       run(true, {0, x_first}, 0);
       run(false, {x_first, r.count - x_first}, 4);
-    }
     return s;
   }
   const int my_x = g.row.position;
@@ -364,11 +336,11 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
     // Both parts' rows have owners in some columns only. Along a ring those spread evenly,
     // so the rows' blocks go half way round each way (dimension.hpp) in about X/2 steps, where
     // the last columns as owners would load the links near them and go all the way round.
-    const bool spread = both && g.row_links == Links::bidir_ring;
+    const bool spread = g.row_links == Links::bidir_ring;
     // Unspread, in place the row part accumulates in the output; else in scratch at the same
     // offsets, with the column layout after it. Spread, both parts accumulate in scratch.
     const Buf acc = r.in_place && !spread ? Buf::output : Buf::scratch;
-    const BlockLayout l = layout_of(r, ctx, g, both, spread, r.in_place ? 0 : r.count);
+    const BlockLayout l = layout_of(r, ctx, t, g, spread, r.in_place ? 0 : r.count);
     const Block own = l.global[ctx.rank];
     const Chunk result = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
     const bool x_first = l.x_first[my_x] != 0;
@@ -399,8 +371,8 @@ Schedule build_torus2d(bool both, const Spec& r, const Context& ctx) {
   }
   // All-gather: the reverse, every block received straight into its places in the output (the
   // layouts' runs), forwarded from there as it lands.
-  const bool spread = both && g.row_links == Links::bidir_ring;
-  const BlockLayout l = layout_of(r, ctx, g, both, spread, 0);
+  const bool spread = g.row_links == Links::bidir_ring;
+  const BlockLayout l = layout_of(r, ctx, t, g, spread, 0);
   const Block own = l.global[ctx.rank];
   const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
   const bool x_first = l.x_first[my_x] != 0;

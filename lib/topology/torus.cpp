@@ -114,6 +114,22 @@ bool Torus::adjacent(int a, int b) const {
   return false;
 }
 
+std::vector<int> Torus::line_through(int rank, int d) const {
+  std::vector<int> c = coord_of(rank);
+  const auto i = static_cast<std::size_t>(d);
+  std::vector<int> line(static_cast<std::size_t>(sizes_.at(i)));
+  for (int v = 0; v < sizes_[i]; ++v) {
+    c[i] = v;
+    line[static_cast<std::size_t>(v)] = rank_of(c);
+  }
+  return line;
+}
+
+bool Torus::ring_along(int d) const {
+  const auto i = static_cast<std::size_t>(d);
+  return wraps_.at(i) && !(twisted_ && sizes_[i] == *twist_short_size(sizes_));
+}
+
 std::vector<int> Torus::hops_from(int rank) const {
   std::vector<int> hops(static_cast<std::size_t>(chips_), -1);
   std::deque<int> next{rank};

@@ -9,14 +9,14 @@
 namespace toroid::testing {
 
 struct Shape {
-  Torus2D topology{1, 1};
+  Torus topology{Torus2D{1, 1}};  // any number of dimensions
   std::vector<int> node_of_rank;  // empty: one node
 };
 
 inline std::string check(Algorithm a, schedule::Collective c, const Shape& shape, std::uint64_t n,
                          bool in_place, DataType t = DataType::i64, ReduceOp op = ReduceOp::sum,
                          model::Traffic* traffic = nullptr, int root = 0) {
-  model::CheckSpec spec{c, shape.topology.size(), n, in_place, t, op, root};
+  model::CheckSpec spec{c, shape.topology.chips(), n, in_place, t, op, root};
   return model::check_collective(
       spec,
       [&](int r) {

@@ -102,7 +102,7 @@ TEST_CASE("torus algorithms on 2x3, 3x5, 16x16 and 128x32 talk only to torus nei
           "[schedules][scale]") {
   for (const Shape& s : {shape(2, 3), shape(3, 5), shape(3, 5, false, false), shape(16, 16),
                          shape(16, 16, true, false), shape(128, 32, false, true)}) {
-    const bool big = s.topology.size() > 1000;
+    const bool big = s.topology.chips() > 1000;
     for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both})
       for (Collective c : kAllCollectives) {
         if (!implements(a, c)) continue;
@@ -211,7 +211,7 @@ std::vector<schedule::Schedule> checked_on_7x3_line(std::uint64_t n) {
   REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, true, DataType::f32,
                 ReduceOp::avg) == "");
   std::vector<schedule::Schedule> all;
-  for (int r = 0; r < s.topology.size(); ++r)
+  for (int r = 0; r < s.topology.chips(); ++r)
     all.push_back(schedule::build(Algorithm::torus2d_both,
                                   {Collective::allreduce, n, false, false, {}},
                                   {r, s.topology, {}}));
@@ -222,7 +222,8 @@ std::vector<schedule::Schedule> checked_on_7x3_line(std::uint64_t n) {
 
 TEST_CASE("torus2d_both all-reduces on a line to its middle and back, in one pipeline",
           "[schedules]") {
-  // 7x3 with X a line: the Y-first part's middle phase runs along X (tags 6 and 7). Each rank
+  // 7x3 with X a line: the Y-first part's middle phase runs along X (its tags 4 and 5, to peers
+  // along X; its Y ring's have peers along Y). Each rank
   // has at most 4 steps there (receive and add, send on; receive the total, send it on), the
   // middle member (x = 3) adds from both sides; a reduce-scatter and an all-gather along the
   // line took 2 * 6 steps and more.
@@ -232,7 +233,8 @@ TEST_CASE("torus2d_both all-reduces on a line to its middle and back, in one pip
     const schedule::Schedule& sched = scheds[r];
     int on_line = 0, adds = 0;
     for (const schedule::Step& st : sched.steps)
-      if (st.tag == 6 || st.tag == 7) {
+      if ((st.tag == 4 || st.tag == 5) && st.peer >= 0 &&
+          t.coord_of(st.peer).y == t.coord_of(r).y) {
         ++on_line;
         adds += st.kind == schedule::Kind::recv_reduce;
         const int x = t.coord_of(r).x, px = t.coord_of(st.peer).x;
@@ -250,13 +252,18 @@ TEST_CASE("torus2d_both cuts a part whose middle is a line into pieces, scatters
   // 7x3 with X a line: the Y-first part (a ring of 3, then the line's pipeline) holds about
   // 0.85 of the vector, 3 pieces of at least 32Ki elements a member. Every piece's
   // reduce-scatter along Y comes before any all-gather (the line's latency hides under the later
-  // pieces' scatters), and each piece runs the line's pipeline: 2-4 steps a piece on tags 6, 7.
-  for (const schedule::Schedule& sched : checked_on_7x3_line(7 * 3 * 20000 + 5)) {
+  // pieces' scatters), and each piece runs the line's pipeline: 2-4 steps a piece on tags 4, 5
+  // to peers along X.
+  const Torus2D t(7, 3, false, true);
+  const auto scheds = checked_on_7x3_line(7 * 3 * 20000 + 5);
+  for (int r = 0; r < t.size(); ++r) {
     int on_line = 0;
     std::uint32_t last_scatter = 0, first_gather = ~0u;
-    for (const schedule::Step& st : sched.steps) {
-      if (st.tag == 6 || st.tag == 7) ++on_line;
-      if (st.tag == 4 || st.tag == 5) {
+    for (const schedule::Step& st : scheds[static_cast<std::size_t>(r)].steps) {
+      if ((st.tag != 4 && st.tag != 5) || st.peer < 0) continue;
+      if (t.coord_of(st.peer).y == t.coord_of(r).y) {
+        ++on_line;
+      } else {
         if (st.kind == schedule::Kind::recv_reduce) last_scatter = std::max(last_scatter, st.phase);
         if (st.kind == schedule::Kind::recv) first_gather = std::min(first_gather, st.phase);
       }
@@ -294,7 +301,7 @@ TEST_CASE("torus2d_both spreads its X-first columns along a ring of rows, rows g
     REQUIRE(check(Algorithm::torus2d_both, c, s, n, true) == "");
     if (c == Collective::reduce_scatter)
       REQUIRE(check(Algorithm::torus2d_both, c, s, n, true, DataType::f32, ReduceOp::avg) == "");
-    for (int r = 0; r < s.topology.size(); ++r) {
+    for (int r = 0; r < s.topology.chips(); ++r) {
       const schedule::Schedule sched =
           schedule::build(Algorithm::torus2d_both, {c, n, false, false, {}}, {r, s.topology, {}});
       INFO("rank " << r);
@@ -440,11 +447,12 @@ TEST_CASE("torus2d_both pipelines its parts in pieces when a dimension is a line
   // 5 * line * 64Ki elements give 2 pieces, 32 * line * 64Ki + 7 give 3.
   for (const Shape& s : {shape(3, 2, false, true), shape(2, 3, true, false),
                          shape(4, 3, false, false), shape(5, 2, false, true)}) {
-    const int line = s.topology.wraps(Axis::x) ? s.topology.y_dim() : s.topology.x_dim();
+    const Torus2D t = *s.topology.as_torus2d();
+    const int line = t.wraps(Axis::x) ? t.y_dim() : t.x_dim();
     schedule::Context ctx{0, s.topology, {}};
     // The part that starts on the line (tags 0-3 when X is the line, else 4-7); the other one's
     // middle is the line's pipeline, which cuts pieces of its own (the next case).
-    const int tags = s.topology.wraps(Axis::x) ? 4 : 0;
+    const int tags = t.wraps(Axis::x) ? 4 : 0;
     auto phases = [&](const schedule::Schedule& sched) {
       std::uint32_t n = 0;
       for (const schedule::Step& st : sched.steps)

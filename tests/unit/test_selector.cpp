@@ -61,7 +61,11 @@ TEST_CASE("selector: two ranks on one node never run bidir_ring, its two lanes t
       INFO(to_string(c) << " class " << k);
       const model::Choice& ch = s.choice(c, k);
       CHECK(ch.algorithm != Algorithm::bidir_ring);
-      for (auto [a, time] : ch.predicted) CHECK(a != Algorithm::bidir_ring);
+      for (auto [a, time] : ch.predicted) {
+        CHECK(a != Algorithm::bidir_ring);  // nor the torus algorithms, bidir_ring on 2 ranks
+        CHECK(a != Algorithm::torus2d);
+        CHECK(a != Algorithm::torus2d_both);
+      }
     }
   // The 8-128 KiB reduce-scatter, where the model had put it first: ring.
   CHECK(s.choose(Collective::reduce_scatter, 8u << 10) == Algorithm::ring);

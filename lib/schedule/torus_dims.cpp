@@ -1,0 +1,241 @@
+// Collectives on a torus of any number of dimensions (1 to 6), one dimension after another.
+// Terms: a chip's *row along d* is the chips that differ from it only in coordinate d (a ring
+// where that dimension wraps, a line where it does not or where a twist leads its wraparound
+// elsewhere); the dimensions of size 1 have no row and are skipped.
+//
+// all-reduce (torus2d, any number of dimensions), every row along a dimension at once:
+//
+//     reduce-scatter along x:  n          -> n/X    (each chip keeps its x-th shard)
+//     reduce-scatter along y:  n/X        -> n/XY
+//     all-reduce along z:      n/XY          (a line of more than 2: one pipeline, line.hpp)
+//     all-gather along y, then x, back to n
+//
+//         z
+//         |  y          the shard shrinks by each dimension's size on the way in, so a chip
+//         | /           sends 2(N-1)/N·n elements in all, as a ring would, but over ~ΣX_d
+//         +---- x       steps instead of N, on the 2·D links of every chip in turn
+//
+// reduce-scatter / all-gather (torus2d) with the global block rule (rank r = x + X·(y + Y·z)
+// ends with block r): first along the last dimension, whose member z gets the blocks of plane z
+// (contiguous: ranks [z·XY, (z+1)·XY)), then along the one before inside it, ... down to single
+// blocks along x. All-gather is the reverse (x first).
+//
+// Every dimension busy (torus2d_both on three dimensions and more): D parts of the vector, part
+// i going dimension by dimension in the order i, i+1, ..., i-1 (so each dimension is some part's
+// first, where the data is largest). Part i moves its share a_i along dimension d in full when d
+// comes first, 1/X_first of it when second, and so on; the shares make every dimension's link
+// time equal (one linear system: Σ_i a_i·f_id / c_d the same for every d, Σ a_i = 1, with c_d what
+// a direction of dimension d carries: twice its link rate on a ring of more than 2, whose
+// halves go both ways, once on a line). On 16x16x16 each part gets a third; for two dimensions
+// this is torus2d_both's share (torus2d.cpp), which that builder keeps with its 2D refinements.
+//
+//     16x16x16:  part 0  x -> y -> z      x links: 1/3 + 1/3·1/256 + 1/3·1/16 of n
+//                part 1  y -> z -> x      (likewise y and z): every link busy from the start
+//                part 2  z -> x -> y
+#include "schedule/torus_dims.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "schedule/group.hpp"
+#include "schedule/line.hpp"
+
+namespace toroid::schedule {
+
+std::vector<Row> rows_of(const Context& ctx) {
+  const Torus& t = ctx.topology;
+  std::vector<Row> rows;
+  for (int d = 0; d < t.dimensions(); ++d)
+    if (t.size(d) > 1 || (d == t.dimensions() - 1 && rows.empty()))
+      rows.push_back({d, group_of(t.line_through(ctx.rank, d), ctx.rank),
+                      links_of(t.ring_along(d))});
+  return rows;
+}
+
+namespace {
+
+// Whether the all-reduce along a row of these links is the line's one pipeline.
+bool line_pipeline(const Row& row) { return row.links == Links::line && row.group.size() > 2; }
+
+// rows[level..] all-reduce `region`, whose partials this rank holds in `held` (the input at
+// the first level, else where the row before put its shard).
+std::uint32_t allreduce_from(Schedule& s, std::span<const Row> rows, std::size_t level,
+                             Block region, Buf held, int tag, bool average, std::uint32_t divisor,
+                             std::uint32_t phase, std::uint32_t gather_from,
+                             std::uint32_t* before_gather) {
+  const Row& row = rows[level];
+  const Blocks blocks = even_blocks(region.offset, region.count, row.group.size());
+  const Block mine = blocks[static_cast<std::size_t>(row.group.position)];
+  if (level + 1 == rows.size()) {
+    if (level > 0 && line_pipeline(row)) {  // the partials arrived in scratch (below)
+      phase = append_line_allreduce(s, row.group, tag, chunk(Buf::scratch, region),
+                                    chunk(Buf::output, region), phase);
+      phase = append_average(s, average, chunk(Buf::output, region), divisor, phase);
+    } else {
+      phase = append_reduce_scatter(s, row.links, row.group, blocks, tag, held, Buf::output,
+                                    chunk(Buf::output, mine), phase);
+      phase = append_average(s, average, chunk(Buf::output, mine), divisor, phase);
+      if (before_gather) *before_gather = phase;
+      return append_allgather(s, row.links, row.group, blocks, tag, chunk(Buf::output, mine),
+                              Buf::output, std::max(phase, gather_from));
+    }
+    if (before_gather) *before_gather = phase;
+    return std::max(phase, gather_from);
+  }
+  // A line's pipeline passes the partials while the total lands: they go in scratch, at the
+  // output's offsets, so neither waits for the other.
+  const bool to_scratch = level + 2 == rows.size() && line_pipeline(rows[level + 1]);
+  if (to_scratch) s.scratch_count = std::max(s.scratch_count, mine.offset + mine.count);
+  phase = append_reduce_scatter(s, row.links, row.group, blocks, tag, held, Buf::output,
+                                chunk(to_scratch ? Buf::scratch : Buf::output, mine), phase);
+  phase = allreduce_from(s, rows, level + 1, mine, Buf::output, tag, average, divisor, phase, 0,
+                         nullptr);
+  if (before_gather) *before_gather = phase;
+  return append_allgather(s, row.links, row.group, blocks, tag, chunk(Buf::output, mine),
+                          Buf::output, std::max(phase, gather_from));
+}
+
+// What a direction of this row carries relative to its link rate: a ring of more than 2 moves
+// its halves both ways (2), a line or a pair one way at a time (1).
+double carries(const Row& row) {
+  return row.links != Links::line && row.group.size() > 2 ? 2.0 : 1.0;
+}
+
+// The every-dimension-busy shares (the block comment): part i runs the rows in the order i,
+// i+1, ...; its share is a[i]. Solves Σ_i a_i·f_id/c_d = T for every row d and Σ a_i = 1 by
+// Gaussian elimination; a negative share (a dimension so slow no part should start there) is
+// dropped and the rest renormalized.
+std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows) {
+  const std::size_t m = rows.size();
+  // Unknowns a_0..a_{m-1}, T; rows of the system: m link-time equalities, then Σ a = 1.
+  std::vector<std::vector<double>> eq(m + 1, std::vector<double>(m + 2, 0.0));
+  for (std::size_t i = 0; i < m; ++i) {
+    double fraction = 1;  // of part i's share still moving when it reaches each row
+    for (std::size_t k = 0; k < m; ++k) {
+      const std::size_t d = (i + k) % m;
+      const double c = ctx.link_rate[static_cast<std::size_t>(rows[d].dimension)] * carries(rows[d]);
+      eq[d][i] = fraction / c;
+      fraction /= rows[d].group.size();
+    }
+  }
+  for (std::size_t d = 0; d < m; ++d) eq[d][m] = -1;
+  for (std::size_t i = 0; i < m; ++i) eq[m][i] = 1;
+  eq[m][m + 1] = 1;
+  const std::size_t n = m + 1;
+  for (std::size_t col = 0; col < n; ++col) {
+    std::size_t pivot = col;
+    for (std::size_t r = col + 1; r < n; ++r)
+      if (std::abs(eq[r][col]) > std::abs(eq[pivot][col])) pivot = r;
+    std::swap(eq[col], eq[pivot]);
+    if (std::abs(eq[col][col]) < 1e-300) return std::vector<double>(m, 1.0 / static_cast<double>(m));
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == col) continue;
+      const double f = eq[r][col] / eq[col][col];
+      for (std::size_t c = col; c <= n; ++c) eq[r][c] -= f * eq[col][c];
+    }
+  }
+  std::vector<double> a(m);
+  double sum = 0;
+  for (std::size_t i = 0; i < m; ++i) sum += a[i] = std::max(0.0, eq[i][n] / eq[i][i]);
+  for (double& v : a) v = sum > 0 ? v / sum : 1.0 / static_cast<double>(m);
+  return a;
+}
+
+// The global blocks that each member of my row along `dimension` holds, as one block: those of
+// the chips whose coordinates along the later dimensions are mine and along this one the
+// member's, any along the earlier ones (contiguous: the first dimension runs fastest).
+Blocks row_blocks(const Context& ctx, const Blocks& global, int dimension) {
+  const Torus& t = ctx.topology;
+  const std::vector<int> me = t.coord_of(ctx.rank);
+  std::size_t stride = 1, later = 0, weight = 1;
+  for (int d = 0; d < t.dimensions(); ++d) {
+    if (d == dimension) stride = weight;
+    if (d > dimension) later += static_cast<std::size_t>(me[static_cast<std::size_t>(d)]) * weight;
+    weight *= static_cast<std::size_t>(t.size(d));
+  }
+  Blocks b;
+  for (std::size_t v = 0; v < static_cast<std::size_t>(t.size(dimension)); ++v) {
+    const Block& lo = global[later + v * stride];
+    const Block& hi = global[later + (v + 1) * stride - 1];
+    b.push_back({lo.offset, hi.offset + hi.count - lo.offset});
+  }
+  return b;
+}
+
+Schedule reduce_scatter_rows(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+  Schedule s;
+  const Blocks global = even_blocks(0, r.count, ctx.nranks());
+  const Block own = global[static_cast<std::size_t>(ctx.rank)];
+  const Chunk result = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
+  // In place the partials accumulate in the output; else in scratch at the same offsets.
+  const Buf acc = r.in_place ? Buf::output : Buf::scratch;
+  if (!r.in_place) s.scratch_count = r.count;
+  Buf from = Buf::input;
+  std::uint32_t phase = 0;
+  for (std::size_t k = rows.size(); k-- > 0;) {
+    const Row& row = rows[k];
+    const Blocks b = row_blocks(ctx, global, row.dimension);
+    const Chunk kept =
+        k == 0 ? result : chunk(acc, b[static_cast<std::size_t>(row.group.position)]);
+    phase = append_reduce_scatter(s, row.links, row.group, b, 0, from, acc, kept, phase);
+    from = acc;
+  }
+  append_average(s, r.average, result, static_cast<std::uint32_t>(ctx.nranks()), phase);
+  return s;
+}
+
+Schedule allgather_rows(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+  Schedule s;
+  const Blocks global = even_blocks(0, r.count, ctx.nranks());
+  const Block own = global[static_cast<std::size_t>(ctx.rank)];
+  std::uint32_t phase = 0;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const Row& row = rows[k];
+    const Blocks b = row_blocks(ctx, global, row.dimension);
+    const Chunk held = k > 0        ? chunk(Buf::output, b[static_cast<std::size_t>(row.group.position)])
+                       : r.in_place ? chunk(Buf::output, own)
+                                    : Chunk{Buf::input, 0, own.count};
+    phase = append_allgather(s, row.links, row.group, b, 0, held, Buf::output, phase);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
+                                    bool average, std::uint32_t divisor, std::uint32_t phase,
+                                    std::uint32_t gather_from, std::uint32_t* before_gather) {
+  return allreduce_from(s, rows, 0, region, Buf::input, tag, average, divisor, phase, gather_from,
+                        before_gather);
+}
+
+Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
+  const std::vector<Row> rows = rows_of(ctx);
+  if (r.collective == Collective::reduce_scatter) return reduce_scatter_rows(r, ctx, rows);
+  if (r.collective == Collective::allgather) return allgather_rows(r, ctx, rows);
+  Schedule s;
+  const auto divisor = static_cast<std::uint32_t>(ctx.nranks());
+  if (!busy || rows.size() < 2) {
+    append_allreduce_rows(s, rows, {0, r.count}, 0, r.average, divisor, 0);
+    return s;
+  }
+  // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
+  const std::vector<double> share = busy_shares(ctx, rows);
+  std::vector<Row> order(rows.size());
+  double before = 0;
+  std::uint64_t at = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    before += share[i];
+    const std::uint64_t end =
+        i + 1 == rows.size()
+            ? r.count
+            : std::min(r.count, static_cast<std::uint64_t>(
+                                    std::llround(before * static_cast<double>(r.count))));
+    for (std::size_t k = 0; k < rows.size(); ++k) order[k] = rows[(i + k) % rows.size()];
+    append_allreduce_rows(s, order, {at, end - at}, 2 * static_cast<int>(i), r.average, divisor, 0);
+    at = end;
+  }
+  return s;
+}
+
+}  // namespace toroid::schedule

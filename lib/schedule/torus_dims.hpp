@@ -1,0 +1,38 @@
+// The torus's dimensions as the collectives use them: this rank's row along each, and the
+// all-reduce that runs down them one after another (torus_dims.cpp).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "schedule/build.hpp"
+#include "schedule/dimension.hpp"
+
+namespace toroid::schedule {
+
+// This rank's row along one dimension of the shape and the links it runs on: a bidirectional
+// ring where the row closes into one (Torus::ring_along), else a line.
+struct Row {
+  int dimension = 0;
+  Group group;
+  Links links = Links::line;
+};
+
+// My rows along the dimensions longer than one, in dimension order; a shape of one chip gives
+// its first dimension's row (of one member), so that there is always one.
+std::vector<Row> rows_of(const Context& ctx);
+
+// All-reduce of `region`, dimension by dimension in the order of `rows`: reduce-scatter along
+// rows[0], then along rows[1] on the shard it leaves, ..., the last row all-reduces the
+// smallest shard (a line of more than 2 in one pipeline to its middle and back, line.hpp), then
+// all-gathers back out in reverse. The input is read by the first reduce-scatter only; partials
+// and results are kept in the output at the blocks' offsets (a line's pipeline passes its
+// partials in scratch at the same offsets). Every row uses tags `tag` and `tag` + 1 (their peers
+// differ). The all-gather along rows[0] starts no earlier than `gather_from`; `before_gather`,
+// when given, gets the phase it would start in without that. Returns the next free phase.
+std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
+                                    bool average, std::uint32_t divisor, std::uint32_t phase,
+                                    std::uint32_t gather_from = 0,
+                                    std::uint32_t* before_gather = nullptr);
+
+}  // namespace toroid::schedule

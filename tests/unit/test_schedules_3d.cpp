@@ -1,0 +1,123 @@
+// The torus algorithms on shapes of three dimensions and more: every 3D shape up to 4x4x4
+// (every dimension a ring or a line), twisted ones, and 4 to 6 dimensions, checked by the
+// in-process verifier on real data and for neighbour-only traffic over the shape's links.
+#include <catch2/catch.hpp>
+
+#include "model/verifier.hpp"
+#include "schedule_check.hpp"
+
+using namespace toroid;
+using schedule::Collective;
+using testing::check;
+using testing::Shape;
+
+namespace {
+
+// Checks the algorithm's collective on `t` (in place and not, counts around the rank count:
+// some blocks empty, odd ones) and that every message crosses one link of the shape.
+void check_on(const Torus& t, Algorithm a, Collective c) {
+  const Shape s{t, {}};
+  const auto p = static_cast<std::uint64_t>(t.chips());
+  for (std::uint64_t n : {p - 1, 3 * p + 5})
+    for (bool in_place : {false, true}) {
+      INFO(t.to_string() << " " << to_string(a) << " " << to_string(c) << " n=" << n
+                         << (in_place ? " in place" : ""));
+      model::Traffic traffic;
+      const int root = c == Collective::broadcast ? t.chips() - 1 - t.chips() / 3 : 0;
+      REQUIRE(check(a, c, s, n, in_place, DataType::i64, ReduceOp::sum, &traffic, root) == "");
+      for (auto [from, to] : traffic.links) {
+        INFO(from << " -> " << to);
+        REQUIRE(t.adjacent(from, to));
+      }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("torus2d runs dimension by dimension on every 3D shape up to 4x4x4, neighbours only",
+          "[schedules][3d]") {
+  for (int x = 2; x <= 4; ++x)
+    for (int y = 2; y <= 4; ++y)
+      for (int z = 2; z <= 4; ++z)
+        for (int wraps = 0; wraps < 8; ++wraps) {
+          const Torus t({x, y, z}, {(wraps & 1) != 0, (wraps & 2) != 0, (wraps & 4) != 0});
+          for (Collective c : {Collective::allreduce, Collective::reduce_scatter,
+                               Collective::allgather, Collective::broadcast})
+            check_on(t, Algorithm::torus2d, c);
+          check_on(t, Algorithm::torus2d_both, Collective::allreduce);
+        }
+}
+
+TEST_CASE("the torus algorithms run on twisted tori over the twisted links, and on 4-6 dimensions",
+          "[schedules][3d]") {
+  for (const char* shape : {"2x2x4:twist", "2x4x4:twist", "4x2x2:twist", "3x3x6:twist",
+                            "2x2x2x2", "2x3x2x2:wrap=xz", "2x2x2x2x2", "2x2x2x2x2x2:wrap=none",
+                            "3x1x4", "1x1x5:wrap=none", "1x1x1"}) {
+    const Torus t = Torus::parse(shape);
+    for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                         Collective::broadcast})
+      check_on(t, Algorithm::torus2d, c);
+    check_on(t, Algorithm::torus2d_both, Collective::allreduce);
+  }
+}
+
+TEST_CASE("torus2d on a 2D shape and on the same shape with a third dimension of 1 agree",
+          "[schedules][3d]") {
+  // The N-dimensional builder skips dimensions of one: 4x3x1 runs 4x3's schedule.
+  for (Algorithm a : {Algorithm::torus2d})
+    for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                         Collective::broadcast})
+      for (int r = 0; r < 12; ++r) {
+        const schedule::Spec spec{c, 101, false, false, {}, 5};
+        const schedule::Schedule two = schedule::build(a, spec, {r, Torus2D(4, 3, true, false), {}});
+        const schedule::Schedule three =
+            schedule::build(a, spec, {r, Torus({4, 3, 1}, {true, false, true}), {}});
+        REQUIRE(two.steps.size() == three.steps.size());
+        for (std::size_t i = 0; i < two.steps.size(); ++i) {
+          CHECK(two.steps[i].peer == three.steps[i].peer);
+          CHECK(two.steps[i].phase == three.steps[i].phase);
+        }
+      }
+}
+
+TEST_CASE("every-dimension-busy shares balance the dimensions' link time", "[schedules][3d]") {
+  // On a cube the three parts (x first, y first, z first) each carry a third: every rank
+  // sends the same bytes along each dimension. Counted over one rank's sends by dimension.
+  const Torus t(std::vector<int>{4, 4, 4});
+  const std::uint64_t n = 64 * 3 * 1000;
+  const schedule::Schedule s =
+      schedule::build(Algorithm::torus2d_both, {Collective::allreduce, n, false, false, {}},
+                      {0, t, {}});
+  std::uint64_t along[3] = {0, 0, 0};
+  const std::vector<int> me = t.coord_of(0);
+  for (const schedule::Step& st : s.steps) {
+    if (st.kind != schedule::Kind::send) continue;
+    const std::vector<int> c = t.coord_of(st.peer);
+    for (int d = 0; d < 3; ++d)
+      if (c[static_cast<std::size_t>(d)] != me[static_cast<std::size_t>(d)]) along[d] += st.src.count;
+  }
+  CHECK(along[0] == along[1]);
+  CHECK(along[1] == along[2]);
+  // torus2d's x-first order moves most along x.
+  const schedule::Schedule plain =
+      schedule::build(Algorithm::torus2d, {Collective::allreduce, n, false, false, {}}, {0, t, {}});
+  std::uint64_t x = 0, z = 0;
+  for (const schedule::Step& st : plain.steps)
+    if (st.kind == schedule::Kind::send) {
+      const std::vector<int> c = t.coord_of(st.peer);
+      x += c[0] != me[0] ? st.src.count : 0;
+      z += c[2] != me[2] ? st.src.count : 0;
+    }
+  CHECK(x > 10 * z);
+}
+
+TEST_CASE("the 2D-only algorithms refuse shapes of more dimensions, saying so", "[schedules][3d]") {
+  const schedule::Context ctx{0, Torus(std::vector<int>{2, 2, 2}), {}};
+  CHECK_THROWS_WITH(
+      schedule::build(Algorithm::swing, {Collective::allreduce, 100, false, false, {}}, ctx),
+      Catch::Contains("swing runs on 2D shapes; topology 2x2x2 has 3 dimensions"));
+  CHECK_THROWS_WITH(
+      schedule::build(Algorithm::torus2d_both, {Collective::reduce_scatter, 100, false, false, {}},
+                      ctx),
+      Catch::Contains("torus2d runs them on any number of dimensions"));
+}
