@@ -1,5 +1,5 @@
 // toroid-sim: toroid's schedules, exactly as the MPI executor would run them, costed on a model
-// of a 2D torus of chips (lib/model/simulator.hpp; docs/simulator.md).
+// of a torus of chips of 1 to 6 dimensions (lib/model/simulator.hpp; docs/simulator.md).
 //
 //   toroid-sim --preset tpu-v3-multipod --op allreduce --algo torus2d,ring --bytes 1K:1G
 //   scripts/mpirun.sh -np 2 toroid-sim --calibrate --compare np2.csv,np4.csv
@@ -28,8 +28,8 @@ namespace {
 // fastest wins; here on the torus's own links).
 model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Spec& r,
                                const std::vector<int>& nodes, Algorithm& picked) {
-  const Torus2D& t = o.model.topology;
-  if (t.size() > model::kMaxModeledRanks) {
+  const Torus& t = o.model.topology;
+  if (t.chips() > model::kMaxModeledRanks) {
     picked = model::fixed_rule(r.collective, r.count * size_of(o.type), t);
     return model::simulate_collective(o.model, picked, r, o.type, nodes);
   }

@@ -70,27 +70,42 @@ constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 bool bidir_ring_candidate(int ranks, bool one_node_shm) { return !(ranks == 2 && one_node_shm); }
 
 bool candidate_on(Algorithm a, int ranks, bool one_node_shm) {
-  const bool two_lanes = a == Algorithm::bidir_ring || a == Algorithm::torus2d ||
-                         a == Algorithm::torus2d_both;
+  const bool two_lanes =
+      a == Algorithm::bidir_ring || a == Algorithm::torus2d || a == Algorithm::torus2d_both;
   return !two_lanes || bidir_ring_candidate(ranks, one_node_shm);
 }
 
-Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t) {
-  const bool two_d = t.x_dim() > 1 && t.y_dim() > 1;
-  const bool mesh = !t.wraps(Axis::x) || !t.wraps(Axis::y);  // a dimension is a line
+Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t) {
+  int long_dims = 0;  // dimensions longer than one
+  bool mesh = false;  // one of them is a line
+  for (int d = 0; d < t.dimensions(); ++d)
+    if (t.size(d) > 1) {
+      ++long_dims;
+      mesh = mesh || !t.ring_along(d);
+    }
+  const bool two_d = long_dims == 2 && t.as_torus2d();
+  if (long_dims > 2 || (long_dims == 2 && !two_d)) {
+    // Three dimensions and more: the latency algorithms of rank order below 64 KiB (Swing's
+    // pattern is 2D so far), the torus algorithms above (docs/algorithms.md).
+    if (c == Collective::broadcast)
+      return bytes < kBroadcastTreeBytes ? Algorithm::recursive_doubling : Algorithm::torus2d;
+    if (c == Collective::allreduce)
+      return bytes < kSmallMessageBytes ? Algorithm::recursive_doubling : Algorithm::torus2d_both;
+    return Algorithm::torus2d;
+  }
   if (c == Collective::allreduce) {
-    if (t.size() == 1) return Algorithm::ring;
+    if (t.chips() == 1) return Algorithm::ring;
     if (two_d && mesh)
       return bytes < kLatencyBytesMesh ? Algorithm::swing_latency : Algorithm::torus2d_both;
     if (two_d)
       return bytes < kLatencyBytesTorus ? Algorithm::swing_latency : Algorithm::torus2d_both;
     if (bytes < kSmallMessageBytes) return Algorithm::recursive_doubling;
     if (bytes < kMediumMessageBytes)
-      return t.size() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;
+      return t.chips() == 2 ? Algorithm::recursive_doubling : Algorithm::rabenseifner;
     return Algorithm::bidir_ring;
   }
   if (c == Collective::broadcast) {
-    if (t.size() == 1 || bytes < kBroadcastTreeBytes) return Algorithm::recursive_doubling;
+    if (t.chips() == 1 || bytes < kBroadcastTreeBytes) return Algorithm::recursive_doubling;
     return two_d ? Algorithm::torus2d : Algorithm::ring;
   }
   if (!two_d) return Algorithm::bidir_ring;
@@ -123,7 +138,7 @@ std::uint64_t Selector::class_middle(int k) noexcept {
 }
 
 Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
-  const int p = in_.topology.size();
+  const int p = in_.topology.chips();
   if (in_.node_of_rank.empty()) in_.node_of_rank.assign(static_cast<std::size_t>(p), 0);
   if (in_.node_of_rank.size() != static_cast<std::size_t>(p))
     throw InvalidArgument(
@@ -186,7 +201,7 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
 
 std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t bytes) const {
   if (!implements(a, c) || a == Algorithm::automatic || a == Algorithm::mpi) return std::nullopt;
-  const int p = in_.topology.size();
+  const int p = in_.topology.chips();
   schedule::Spec r;
   r.collective = c;
   // f32 elements; all-gather and reduce-scatter need a count that splits into the ranks' blocks
@@ -216,18 +231,19 @@ const Choice& Selector::choice(Collective c, int k) {
     ch.algorithm = m->algorithm;
     ch.rule = m;
     ch.measured = true;
-  } else if (in_.topology.size() == 2 && c == Collective::allreduce && at < kTwoRankExchangeBytes) {
+  } else if (in_.topology.chips() == 2 && c == Collective::allreduce &&
+             at < kTwoRankExchangeBytes) {
     ch.algorithm = Algorithm::recursive_doubling;
     ch.exchange = true;
-  } else if (in_.topology.size() > kMaxModeledRanks) {
+  } else if (in_.topology.chips() > kMaxModeledRanks) {
     ch.algorithm = fixed_rule(c, at, in_.topology);
-  } else if (in_.topology.size() == 1) {
+  } else if (in_.topology.chips() == 1) {
     ch.algorithm = fixed_rule(c, at, in_.topology);  // nothing to move: every algorithm is a copy
   } else {
     ch.modeled = true;
     double best = 0;
     for (Algorithm a : kCandidates) {
-      if (!candidate_on(a, in_.topology.size(), one_node_shm_)) continue;
+      if (!candidate_on(a, in_.topology.chips(), one_node_shm_)) continue;
       const std::optional<double> t = predict(c, a, at);
       if (!t) continue;
       ch.predicted.emplace_back(a, *t);

@@ -37,6 +37,7 @@
 #include "toroid/algorithm.hpp"
 #include "toroid/defaults.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/torus.hpp"
 
 namespace toroid::model {
 
@@ -46,7 +47,7 @@ inline constexpr int kSizeClasses = 65;
 // The rule without a model (above kMaxModeledRanks): by size, with crossovers taken from
 // toroid-sim on the tpu-v3 presets (their values and the measurements behind them in
 // selector.cpp; the rule in words in docs/algorithms.md).
-Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus2D& t);
+Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t);
 
 // Two ranks, all-reduce: recursive doubling (one exchange of the whole vector, each rank
 // reducing all of it) below this, the model above. The model prices that reduction at memory
@@ -71,7 +72,7 @@ bool bidir_ring_candidate(int ranks, bool one_node_shm);
 bool candidate_on(Algorithm a, int ranks, bool one_node_shm);
 
 struct SelectorInputs {
-  Torus2D topology{1, 1};
+  Torus topology{Torus2D{1, 1}};
   std::vector<int> node_of_rank;  // every rank's node, as the schedules see it (hierarchical)
   // Every rank's node as the links see it (which class carries a transfer); empty: node_of_rank.
   // They differ under TOROID_NODES, whose emulated nodes share one machine's memory.

@@ -83,11 +83,9 @@ int fewest_along(const Torus& t, int d) { return ports_along(t.size(d), t.wraps(
 
 }  // namespace
 
-std::uint64_t link_directions(const Torus2D& t, Axis a) {
-  return directions_along(Torus(t), a == Axis::x ? 0 : 1);
-}
+std::uint64_t link_directions(const Torus& t, int d) { return directions_along(t, d); }
 
-int fewest_ports(const Torus2D& t, Axis a) { return fewest_along(Torus(t), a == Axis::x ? 0 : 1); }
+int fewest_ports(const Torus& t, int d) { return fewest_along(t, d); }
 
 SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::uint64_t bytes) {
   SimLimit l;
@@ -137,9 +135,10 @@ SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::ui
 }
 
 SimLimit limit_of(const SimModel& m, Collective c, std::uint64_t bytes) {
-  return limit_of(Torus(m.topology),
-                  {{m.link_bytes_per_s[0], m.link_bytes_per_s[1]},
-                   {m.hop_latency_s[0], m.hop_latency_s[1]},
+  const auto dims = static_cast<std::ptrdiff_t>(m.topology.dimensions());
+  return limit_of(m.topology,
+                  {{m.link_bytes_per_s.begin(), m.link_bytes_per_s.begin() + dims},
+                   {m.hop_latency_s.begin(), m.hop_latency_s.begin() + dims},
                    m.reduce_bytes_per_s},
                   c, bytes);
 }

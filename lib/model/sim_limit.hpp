@@ -98,11 +98,11 @@ struct DimensionLinks {
 // with its distance profile; milliseconds at 4096 chips).
 double distance_bound(const std::vector<DimensionLinks>& dims, Collective c, double bytes);
 
-// Link directions along one axis of the torus, over all its rows or columns.
-std::uint64_t link_directions(const Torus2D& t, Axis a);
+// Link directions along dimension d of the torus, over all its rows along d.
+std::uint64_t link_directions(const Torus& t, int d);
 
-// Link directions out of (and into) the chip that has the fewest along axis `a`: 2 round a ring
-// of more than two, 1 at the end of a line or between two chips, 0 on a dimension of one.
-int fewest_ports(const Torus2D& t, Axis a);
+// Link directions out of (and into) the chip that has the fewest along dimension d: 2 round a
+// ring of more than two, 1 at the end of a line or between two chips, 0 on a dimension of one.
+int fewest_ports(const Torus& t, int d);
 
 }  // namespace toroid::model

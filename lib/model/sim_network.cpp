@@ -23,9 +23,16 @@ constexpr double kShmOneFlowShare = 0.85;
 
 Network::Network(const SimModel& m)
     : m_(m),
-      free_(m.endpoints ? static_cast<std::size_t>(m.topology.size()) * 4 : 0, 0.0),
-      links_(m.endpoints ? 0 : static_cast<std::size_t>(m.topology.size()) * 5),
-      bytes_(static_cast<std::size_t>(m.topology.size()) * 4, 0),
+      directions_(directions_per_chip(m.topology)),
+      free_(m.endpoints ? static_cast<std::size_t>(m.topology.chips()) *
+                              static_cast<std::size_t>(directions_)
+                        : 0,
+            0.0),
+      links_(m.endpoints ? 0
+                         : static_cast<std::size_t>(m.topology.chips()) *
+                               static_cast<std::size_t>(directions_ + 1)),
+      bytes_(static_cast<std::size_t>(m.topology.chips()) * static_cast<std::size_t>(directions_),
+             0),
       busy_(bytes_.size(), 0.0) {
   if (!m.endpoints) return;
   // A node's network ports are the +y/-y link ids of its lowest rank.
@@ -36,22 +43,22 @@ Network::Network(const SimModel& m)
   }
 }
 
-void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops[2]) {
-  Coord c = t.coord_of(a);
-  const Coord to = t.coord_of(b);
-  const int X = t.x_dim(), Y = t.y_dim();
-  const auto [dx, hx] = steps_along(c.x, to.x, X, t.wraps(Axis::x));
-  for (int i = 0; i < hx; ++i) {
-    path.push_back(link_id(c.y * X + c.x, dx > 0 ? LinkDir::plus_x : LinkDir::minus_x));
-    c.x = (c.x + dx + X) % X;
+void route_into(const Torus& t, int a, int b, std::vector<int>& path, Hops& hops) {
+  hops.fill(0);
+  int at = a;
+  int weight = 1;  // of a step along d in rank numbers
+  for (int d = 0; d < t.dimensions(); ++d) {
+    const int k = t.size(d);
+    const int from = at / weight % k, to = b / weight % k;
+    const auto [dir, n] = steps_along(from, to, k, t.ring_along(d));
+    for (int i = 0; i < n; ++i) {
+      path.push_back(link_id(t, at, d, dir));
+      const int c = at / weight % k;
+      at += ((c + dir + k) % k - c) * weight;
+    }
+    hops[static_cast<std::size_t>(d)] = n;
+    weight *= k;
   }
-  const auto [dy, hy] = steps_along(c.y, to.y, Y, t.wraps(Axis::y));
-  for (int i = 0; i < hy; ++i) {
-    path.push_back(link_id(c.y * X + c.x, dy > 0 ? LinkDir::plus_y : LinkDir::minus_y));
-    c.y = (c.y + dy + Y) % Y;
-  }
-  hops[0] = hx;
-  hops[1] = hy;
 }
 
 Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t segment_bytes,
@@ -59,12 +66,15 @@ Reservation Network::reserve(int a, int b, std::uint64_t bytes, std::uint64_t se
   const EndpointLinks& e = *m_.endpoints;
   const LinkClass c = e.class_of(a, b);
   const LinkParams& p = e.params[static_cast<std::size_t>(c)];
-  int out = link_id(a, LinkDir::plus_x), in = link_id(b, LinkDir::minus_x);
+  const Torus& t = m_.topology;
+  int out = link_id(t, a, 0, +1), in = link_id(t, b, 0, -1);
   if (c == LinkClass::network) {
-    out = link_id(node_port_[static_cast<std::size_t>(e.node_of_rank[static_cast<std::size_t>(a)])],
-                  LinkDir::plus_y);
-    in = link_id(node_port_[static_cast<std::size_t>(e.node_of_rank[static_cast<std::size_t>(b)])],
-                 LinkDir::minus_y);
+    out = link_id(t,
+                  node_port_[static_cast<std::size_t>(e.node_of_rank[static_cast<std::size_t>(a)])],
+                  1, +1);
+    in = link_id(t,
+                 node_port_[static_cast<std::size_t>(e.node_of_rank[static_cast<std::size_t>(b)])],
+                 1, -1);
   }
   const double seg = static_cast<double>(std::min(bytes, segment_bytes)) / p.bytes_per_s;
   const double hold = p.alpha_s + static_cast<double>(bytes) / p.bytes_per_s;
@@ -108,7 +118,7 @@ bool Network::start(std::uint32_t id, int a, int b, std::uint64_t bytes,
   out.hops = static_cast<int>(path_.size());
   if (path_.empty()) return false;
   double bw = 0;  // the slowest dimension crossed
-  for (int d = 0; d < 2; ++d)
+  for (std::size_t d = 0; d < hops_.size(); ++d)
     if (hops_[d] > 0) bw = bw == 0 ? m_.link_bytes_per_s[d] : std::min(bw, m_.link_bytes_per_s[d]);
   const double seg = static_cast<double>(std::min(bytes, segment_bytes));
   out.segment_s = seg / bw;
@@ -119,7 +129,7 @@ bool Network::start(std::uint32_t id, int a, int b, std::uint64_t bytes,
   for (const int link : path_) {
     const int l =
         link_rep_.empty() ? link : static_cast<int>(link_rep_[static_cast<std::size_t>(link)]);
-    const int d = (l % 4) < 2 ? 0 : 1;
+    const auto d = static_cast<std::size_t>(l % directions_ / 2);
     const double duration = static_cast<double>(bytes) / m_.link_bytes_per_s[d];
     const std::uint32_t flows = join(static_cast<std::uint32_t>(l), id, duration, t);
     first = std::max(first, seg / m_.link_bytes_per_s[d] * flows);
@@ -132,7 +142,7 @@ bool Network::start(std::uint32_t id, int a, int b, std::uint64_t bytes,
 }
 
 void Network::start_reduction(std::uint32_t id, int chip, std::uint64_t bytes, double t) {
-  join(static_cast<std::uint32_t>(m_.topology.size() * 4 + chip), id | kReducerJob,
+  join(static_cast<std::uint32_t>(m_.topology.chips() * directions_ + chip), id | kReducerJob,
        static_cast<double>(bytes) / m_.reduce_bytes_per_s, t);
 }
 

@@ -2,6 +2,7 @@
 // transfers on them (processor sharing), the endpoint model's ports reserved FIFO.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <utility>
@@ -11,8 +12,12 @@
 
 namespace toroid::model::sim {
 
-// Appends the link ids from chip a to chip b to `path`; hops[d] = links crossed along axis d.
-void route_into(const Torus2D& t, int a, int b, std::vector<int>& path, int hops[2]);
+// Links crossed along each dimension.
+using Hops = std::array<int, Torus::kMaxDimensions>;
+
+// Appends the link ids from chip a to chip b to `path` (SimModel's route); hops[d] = links
+// crossed along dimension d.
+void route_into(const Torus& t, int a, int b, std::vector<int>& path, Hops& hops);
 
 // Endpoint model: a transfer reserved at once (its ends fixed when it starts).
 struct Reservation {
@@ -112,6 +117,7 @@ class Network {
   void schedule_leave(std::uint32_t id, Link& l, double t);
 
   const SimModel& m_;
+  int directions_;            // link directions per chip (directions_per_chip)
   std::vector<double> free_;  // endpoint model, per link id: when its last reservation ends
   std::vector<Link> links_;   // torus model, per link id, then per chip its reducer
   std::vector<std::uint32_t> links_left_;  // per flow id: links of its route still carrying it
@@ -124,7 +130,7 @@ class Network {
   std::vector<std::uint32_t> link_rep_;  // empty: every link stands for itself
   std::vector<int>
       node_port_;  // endpoint model: per node, the rank whose link ids carry its network ports
-  int hops_[2] = {0, 0};  // of the last route, per dimension
+  Hops hops_{};    // of the last route, per dimension
 };
 
 }  // namespace toroid::model::sim

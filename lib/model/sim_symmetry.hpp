@@ -2,12 +2,13 @@
 // the same up to moving the torus under them, and lets it stand for the whole class.
 //
 // Terms:
-//   translation  moving every chip by (dx, dy), modulo the dimensions; only along an axis that
-//                wraps (on a mesh axis the edge chips see other links than the middle ones)
-//   step         the smallest translation kept along an axis (1 or 2; 0: none along it)
+//   translation  moving every chip by (dx, dy, ...), modulo the dimensions; only along a
+//                dimension that closes into a ring (on a mesh line the edge chips see other
+//                links than the middle ones; a twisted torus's short dimensions lead elsewhere)
+//   step         the smallest translation kept along a dimension (1 or 2; 0: none along it)
 //   class        the chips one translation by whole steps carries into each other; its
-//                representative is the chip with x < step_x and y < step_y (its other
-//                coordinate anything where that axis has no step); class 0 holds chip 0
+//                representative is the chip with x < step_x, y < step_y, ... (any coordinate
+//                along a dimension without a step); class 0 holds chip 0
 //   symmetric    every chip's schedule is its representative's moved by the translation that
 //                carries the representative there: the same steps, tags and dependencies,
 //                every peer moved too, and sizes alike (alike_bytes: equal, or within a few
@@ -41,6 +42,7 @@
 
 #include "model/sim_program.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/torus.hpp"
 
 namespace toroid::model::sim {
 
@@ -55,34 +57,38 @@ inline bool alike_bytes(std::uint64_t a, std::uint64_t b) {
 
 class RankClasses {
  public:
-  // `step`: along x and y (1 or 2 along an axis that wraps and whose length it divides; 0 none).
-  RankClasses(const Torus2D& t, int step_x, int step_y);
+  // `steps`: per dimension, 1 or 2 along one that closes into a ring and whose length it
+  // divides; 0 none.
+  RankClasses(const Torus& t, std::vector<int> steps);
+  RankClasses(const Torus2D& t, int step_x, int step_y) : RankClasses(Torus(t), {step_x, step_y}) {}
 
-  int classes() const noexcept { return period_[0] * period_[1]; }
-  int members() const noexcept { return t_.size() / classes(); }
-  int step(Axis a) const noexcept { return step_[a == Axis::x ? 0 : 1]; }
+  int classes() const noexcept { return classes_; }
+  int members() const noexcept { return t_.chips() / classes(); }
+  int step(int dimension) const { return step_.at(static_cast<std::size_t>(dimension)); }
+  int step(Axis a) const { return step(a == Axis::x ? 0 : 1); }
   std::uint32_t class_of(int chip) const;
   int representative(std::uint32_t cls) const;
   // Chip `chip` moved by the translation that carries its class's representative back to it,
   // reversed, applied to `other`: where `other` sits as seen from the representative.
   int seen_from_representative(int chip, int other) const;
-  // Per link id (chip * 4 + direction), the representative link of its class.
+  // Per link id (model::link_id), the representative link of its class.
   std::vector<std::uint32_t> link_representatives() const;
 
  private:
-  Torus2D t_;
-  int step_[2], period_[2];
+  Torus t_;
+  std::vector<int> step_, period_;
+  int classes_ = 1;
 };
 
 // Whether rank q's program (`b`'s only rank) is the representative's (`a`'s only rank, chip
 // `rep`) moved by the translation that carries `rep` to q: the same ops and dependencies, each
 // peer moved alike.
-bool moved_copy(const Torus2D& t, const Programs& a, int rep, const Programs& b, int q);
+bool moved_copy(const Torus& t, const Programs& a, int rep, const Programs& b, int q);
 
 // The coarsest translation symmetry of the ranks' programs that holds on the representatives'
 // neighbours by one step and on a sample of other ranks, or nullopt (none kept: the simulator
 // then runs every rank). `program(rank)` builds one rank's program (cached by the caller).
-std::optional<RankClasses> find_symmetry(const Torus2D& t,
+std::optional<RankClasses> find_symmetry(const Torus& t,
                                          const std::function<const Programs&(int)>& program);
 
 }  // namespace toroid::model::sim

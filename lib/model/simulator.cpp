@@ -122,9 +122,9 @@ class Engine {
   SimResult run() {
     SimResult res;
     const int p = ranks();
-    if (p != (classes_ ? classes_->classes() : m_.topology.size())) {
+    if (p != (classes_ ? classes_->classes() : m_.topology.chips())) {
       res.error = fmt::format("{} schedules for topology {} ({} chips)", p, m_.topology.to_string(),
-                              m_.topology.size());
+                              m_.topology.chips());
       return res;
     }
     prepare();
@@ -169,8 +169,8 @@ class Engine {
         res.link_bytes[l] = net_.bytes()[rep[l]];
         res.link_busy_s[l] = net_.busy()[rep[l]];
       }
-      res.chip_sent_bytes.resize(static_cast<std::size_t>(m_.topology.size()));
-      for (int c = 0; c < m_.topology.size(); ++c)
+      res.chip_sent_bytes.resize(static_cast<std::size_t>(m_.topology.chips()));
+      for (int c = 0; c < m_.topology.chips(); ++c)
         res.chip_sent_bytes[static_cast<std::size_t>(c)] = sent_[classes_->class_of(c)];
       res.transfers *= static_cast<std::uint64_t>(classes_->members());
     }
@@ -272,7 +272,7 @@ class Engine {
       for (std::uint32_t j = 0; j < size(r); ++j) {
         const Instr& o = op(r, j);
         if (o.kind == OpKind::local) continue;
-        if (o.peer < 0 || o.peer >= m_.topology.size() || o.peer == chip_of(r)) {
+        if (o.peer < 0 || o.peer >= m_.topology.chips() || o.peer == chip_of(r)) {
           error_ = fmt::format("rank {}: bad peer {}", chip_of(r), o.peer);
           return;
         }
@@ -678,9 +678,11 @@ bool endpoints_valid(const EndpointLinks& e, int ranks) {
 SimResult run_programs(const SimModel& m, std::vector<Programs>& parts,
                        std::vector<RankTimeline>* timeline = nullptr,
                        const sim::RankClasses* classes = nullptr) {
-  if (!(m.link_bytes_per_s[0] > 0 && m.link_bytes_per_s[1] > 0 && m.reduce_bytes_per_s > 0 &&
-        m.hop_latency_s[0] >= 0 && m.hop_latency_s[1] >= 0 && m.segment_bytes > 0) ||
-      (m.endpoints && !endpoints_valid(*m.endpoints, m.topology.size()))) {
+  bool links_valid = m.reduce_bytes_per_s > 0 && m.segment_bytes > 0;
+  for (int d = 0; d < std::max(2, m.topology.dimensions()); ++d)
+    links_valid = links_valid && m.link_bytes_per_s[static_cast<std::size_t>(d)] > 0 &&
+                  m.hop_latency_s[static_cast<std::size_t>(d)] >= 0;
+  if (!links_valid || (m.endpoints && !endpoints_valid(*m.endpoints, m.topology.chips()))) {
     SimResult r;
     r.error =
         "simulator: bandwidths and the segment must be positive, latencies not negative (endpoint "
@@ -735,12 +737,8 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
 
 schedule::Context schedule_context(const SimModel& m, const std::vector<int>& node_of_rank) {
   schedule::Context ctx{0, m.topology, node_of_rank};
-  ctx.link_rate[0] = m.link_bytes_per_s[0];
-  ctx.link_rate[1] = m.link_bytes_per_s[1];
-  if (!m.endpoints) {  // the endpoint links have no hops
-    ctx.hop_seconds[0] = m.hop_latency_s[0];
-    ctx.hop_seconds[1] = m.hop_latency_s[1];
-  }
+  ctx.link_rate = m.link_bytes_per_s;
+  if (!m.endpoints) ctx.hop_seconds = m.hop_latency_s;  // the endpoint links have no hops
   return ctx;
 }
 
@@ -754,7 +752,7 @@ namespace {
 std::vector<Programs> every_program(const SimModel& m, Algorithm a, const schedule::Spec& spec,
                                     const schedule::Context& ctx, std::size_t es,
                                     bool every_phase) {
-  const int p = m.topology.size();
+  const int p = m.topology.chips();
   // Ranks [lo, hi) into `into`.
   const auto build_ranks = [&](Programs& into, int lo, int hi) {
     into.every_phase = every_phase;
@@ -801,7 +799,7 @@ std::vector<Programs> every_program(const SimModel& m, Algorithm a, const schedu
 SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Spec& r,
                               DataType type, const std::vector<int>& node_of_rank,
                               std::vector<RankTimeline>* timeline) {
-  const int p = m.topology.size();
+  const int p = m.topology.chips();
   const std::size_t es = size_of(type);
   const schedule::Context ctx = schedule_context(m, node_of_rank);
   schedule::Spec spec = r;
@@ -833,9 +831,9 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Sp
   return res;
 }
 
-std::vector<int> route(const Torus2D& t, int a, int b) {
+std::vector<int> route(const Torus& t, int a, int b) {
   std::vector<int> path;
-  int hops[2];
+  sim::Hops hops{};
   sim::route_into(t, a, b, path, hops);
   return path;
 }

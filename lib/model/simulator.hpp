@@ -1,13 +1,14 @@
 // Simulator: costs the schedules the engine runs, as the engine runs them (a dataflow over the
-// schedule's dependencies), on a model of a 2D torus of chips.
+// schedule's dependencies), on a model of a torus of chips of 1 to 6 dimensions.
 //
 // Terms:
-//   chip       = one rank; rank = y*X + x as in Torus2D
+//   chip       = one rank; rank = x + X·(y + Y·z ...) as in Torus (first dimension fastest)
 //   link dir   = one direction of one physical link, named by the chip it leaves and the way it
-//                goes (+x, -x, +y, -y); the two directions of a link are independent resources
+//                goes (+x, -x, +y, -y, +z, ...); the two directions of a link are independent
 //   hop        = one link crossed; each has a latency, and each dimension its own bandwidth
-//   route      = dimension order, X first, then Y; along a dimension with wraparound the shorter
-//                way round (a tie takes +), along a mesh dimension straight to the coordinate
+//   route      = dimension order, X first, then Y, then Z ...; along a dimension with
+//                wraparound the shorter way round (a tie takes +), along a mesh dimension (and a
+//                twisted torus's short ones) straight to the coordinate
 //   transfer   = one send step met by its receive step (same pair, same tag, in order: the
 //                verifier's rendezvous matching); it starts when both steps are posted
 //   posted     = a step whose dependencies are met (`done`: that step has ended; `follow`: that
@@ -47,6 +48,8 @@
 // ports FIFO at once instead.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -59,6 +62,7 @@
 #include "schedule/step.hpp"
 #include "toroid/defaults.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/torus.hpp"
 #include "toroid/types.hpp"
 
 namespace toroid::model {
@@ -78,12 +82,14 @@ struct EndpointLinks {
   }
 };
 
+using PerDimension = std::array<double, Torus::kMaxDimensions>;
+
 struct SimModel {
-  Torus2D topology{1, 1};
-  std::optional<EndpointLinks> endpoints;     // set: these links, not the torus's
-  double link_bytes_per_s[2] = {80e9, 80e9};  // per direction, [x, y]
-  double hop_latency_s[2] = {1e-6, 1e-6};     // per hop, [x, y]
-  double reduce_bytes_per_s = 300e9;          // received bytes reduced per second, per chip
+  Torus topology{Torus2D{1, 1}};           // any number of dimensions
+  std::optional<EndpointLinks> endpoints;  // set: these links, not the torus's
+  PerDimension link_bytes_per_s{80e9, 80e9, 80e9, 80e9, 80e9, 80e9};  // per direction, [x, y, ...]
+  PerDimension hop_latency_s{1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6};     // per hop, [x, y, ...]
+  double reduce_bytes_per_s = 300e9;  // received bytes reduced per second, per chip
   std::uint64_t segment_bytes = default_segment_bytes;  // the executor's pipelining segment
   // simulate_collective on the torus: run one rank per class of ranks whose schedules are
   // moved copies of each other (sim_symmetry.hpp) where it finds such classes; false: every rank.
@@ -95,7 +101,14 @@ struct SimPhase {
   double start_s = 0, end_s = 0;
 };
 
-// The four link directions leaving a chip; link id = chip * 4 + direction.
+// The link directions leaving a chip: + and - along each dimension, at least the four of two
+// dimensions (the endpoint model's ports are named by them); link id = chip * that number +
+// 2·dimension + (1 for the - direction).
+inline int directions_per_chip(const Torus& t) { return 2 * std::max(2, t.dimensions()); }
+inline int link_id(const Torus& t, int chip, int dimension, int direction) {
+  return chip * directions_per_chip(t) + 2 * dimension + (direction < 0 ? 1 : 0);
+}
+// The same on a shape of two dimensions or fewer.
 enum class LinkDir : std::uint8_t { plus_x, minus_x, plus_y, minus_y };
 inline int link_id(int chip, LinkDir d) { return chip * 4 + static_cast<int>(d); }
 
@@ -134,7 +147,8 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Sp
                               DataType type, const std::vector<int>& node_of_rank = {},
                               std::vector<RankTimeline>* timeline = nullptr);
 
-// Link dirs a message from chip a to chip b crosses, in order (dimension order, X then Y).
-std::vector<int> route(const Torus2D& t, int a, int b);
+// Link ids a message from chip a to chip b crosses, in order (dimension order: x, then y, ...;
+// the shorter way round a ring; a twisted torus's short dimensions as lines).
+std::vector<int> route(const Torus& t, int a, int b);
 
 }  // namespace toroid::model

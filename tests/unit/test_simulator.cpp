@@ -278,7 +278,7 @@ TEST_CASE("sim: schedules built on several threads simulate as when built in one
   schedule::Spec req;
   req.count = 1 << 20;
   std::vector<schedule::Schedule> all;
-  for (int r = 0; r < m.topology.size(); ++r)
+  for (int r = 0; r < m.topology.chips(); ++r)
     all.push_back(schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}}));
   const SimResult one = model::simulate(m, all, 4);
   const SimResult parts = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
@@ -375,11 +375,11 @@ TEST_CASE(
     "[simulator]") {
   const SimModel pod = make_model(Torus2D(32, 32), 80e9, 1e-6, 300e9);
   const SimModel multipod = make_model(Torus2D(128, 32, false, true), 80e9, 1e-6, 300e9);
-  CHECK(model::link_directions(pod.topology, Axis::x) == 2048);
-  CHECK(model::link_directions(multipod.topology, Axis::x) == 2 * 127 * 32);
-  CHECK(model::link_directions(multipod.topology, Axis::y) == 2 * 32 * 128);
-  CHECK(model::link_directions(Torus2D(2, 3), Axis::x) == 2 * 3);  // one link between two chips
-  CHECK(model::link_directions(Torus2D(1, 3), Axis::x) == 0);
+  CHECK(model::link_directions(pod.topology, 0) == 2048);
+  CHECK(model::link_directions(multipod.topology, 0) == 2 * 127 * 32);
+  CHECK(model::link_directions(multipod.topology, 1) == 2 * 32 * 128);
+  CHECK(model::link_directions(Torus2D(2, 3), 0) == 2 * 3);  // one link between two chips
+  CHECK(model::link_directions(Torus2D(1, 3), 0) == 0);
   const std::uint64_t mib16 = 16u << 20;
   // 2(p-1) n / (link directions x bandwidth): 105 us on the pod, the same on the multipod's
   // 16,320 link directions for 4096 chips.
@@ -419,11 +419,11 @@ TEST_CASE(
   // bound (the all-gather's exactly); the multipod's line ends have three, so the chips there
   // bound the all-gather, reduce-scatter and broadcast 4/3 above the bandwidth bound's
   // 16,320 / 4096 ports a chip.
-  CHECK(model::fewest_ports(pod.topology, Axis::x) == 2);
-  CHECK(model::fewest_ports(multipod.topology, Axis::x) == 1);
-  CHECK(model::fewest_ports(multipod.topology, Axis::y) == 2);
-  CHECK(model::fewest_ports(Torus2D(2, 3), Axis::x) == 1);  // one link, wraparound or not
-  CHECK(model::fewest_ports(Torus2D(1, 3), Axis::x) == 0);
+  CHECK(model::fewest_ports(pod.topology, 0) == 2);
+  CHECK(model::fewest_ports(multipod.topology, 0) == 1);
+  CHECK(model::fewest_ports(multipod.topology, 1) == 2);
+  CHECK(model::fewest_ports(Torus2D(2, 3), 0) == 1);  // one link, wraparound or not
+  CHECK(model::fewest_ports(Torus2D(1, 3), 0) == 0);
   const model::SimLimit ag_pod = model::limit_of(pod, Collective::allgather, mib16);
   CHECK(ag_pod.port_s == Approx(1023.0 / 1024 * mib16 / (4 * 80e9)));
   CHECK(ag_pod.port_s == Approx(ag_pod.bandwidth_s));
@@ -659,7 +659,7 @@ TEST_CASE("sim: torus2d_both weighs its parts' steps against their link time", "
   schedule::Spec req;
   req.count = 16384;
   std::vector<schedule::Schedule> by_rates;
-  for (int r = 0; r < m.topology.size(); ++r) {
+  for (int r = 0; r < m.topology.chips(); ++r) {
     schedule::Context ctx{r, m.topology, {}};
     ctx.link_rate[0] = ctx.link_rate[1] = 80e9;
     by_rates.push_back(schedule::build(Algorithm::torus2d_both, req, ctx));

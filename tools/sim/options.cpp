@@ -18,16 +18,29 @@ namespace {
 struct Preset {
   const char* name;
   const char* topology;
+  double link_gbps;  // per link direction, GB/s (sources in docs/simulator.md "Presets")
   const char* note;
 };
 
 // Link figures are per direction; the multipod's X dimension (128) has no wraparound link: an
-// assumption (pods joined side by side along X), overridable with --wrap.
+// assumption (pods joined side by side along X), overridable with --wrap. TPU v4: 6 ICI links of
+// 50 GB/s each way per chip (Jouppi et al., ISCA'23); v5p: 1200 GB/s bidirectional ICI per chip
+// over its 6 links, 100 GB/s each way (Cloud TPU v5p documentation). Hop latency: 1 us on all.
 constexpr Preset kPresets[] = {
-    {"tpu-v3-pod", "32x32", "32x32 torus (wraparound in both dimensions)"},
-    {"tpu-v3-multipod", "128x32:wrap=y",
+    {"tpu-v3-pod", "32x32", 80, "32x32 torus (wraparound in both dimensions)"},
+    {"tpu-v3-multipod", "128x32:wrap=y", 80,
      "128x32, wraparound only along the 32 (Y) dimension (assumed)"},
+    {"tpu-v4-pod", "16x16x16", 50, "TPU v4 pod, 4096 chips, 3D torus"},
+    {"tpu-v4", "4x4x8", 50, "TPU v4 slice of 128 chips, untwisted 3D torus"},
+    {"tpu-v4-twisted", "4x4x8:twist", 50, "the same slice as a twisted torus"},
+    {"tpu-v5p", "16x16x24", 100, "TPU v5p's largest slice, 6144 chips, 3D torus"},
 };
+
+std::string preset_names() {
+  std::string names;
+  for (const Preset& p : kPresets) names += fmt::format("{}{}", names.empty() ? "" : ", ", p.name);
+  return names;
+}
 
 double positive(const po::variables_map& vm, const char* name, double fallback) {
   if (!vm.count(name)) return fallback;
@@ -85,11 +98,13 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "  toroid-sim --preset tpu-v3-multipod --algo torus2d,ring --bytes 1K:1G\n"
       "  scripts/mpirun.sh -np 2 toroid-sim --calibrate [--compare bench_np2.csv,bench_np4.csv]\n\n"
       "Options");
-  d.add_options()("help,h", "print this help")("preset", po::value(&preset)->default_value(preset),
-                                               "tpu-v3-pod | tpu-v3-multipod")(
-      "topology", po::value(&topology), "XxY[:wrap=xy|x|y|none] (default: the preset's)")(
+  d.add_options()("help,h", "print this help")(
+      "preset", po::value(&preset)->default_value(preset),
+      "tpu-v3-pod | tpu-v3-multipod | tpu-v4-pod | tpu-v4 | tpu-v4-twisted | tpu-v5p")(
+      "topology", po::value(&topology),
+      "XxY[xZ...][:wrap=LETTERS|none][,twist] (default: the preset's)")(
       "wrap", po::value(&wrap),
-      "dimensions with wraparound links: xy | x | y | none (overrides --topology's)")(
+      "dimensions with wraparound links: letters of x y z ... | none (overrides --topology's)")(
       "op", po::value(&op)->default_value(op),
       "allreduce | reduce_scatter | allgather, a comma list, or all")(
       "algo", po::value(&algo)->default_value(algo),
@@ -102,12 +117,14 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "factor", po::value(&factor)->default_value(factor), "size step for LOW:HIGH (>= 2)")(
       "dtype", po::value(&dtype)->default_value(dtype), "f32 | bf16 | f16 | f64 | i32 | i64")(
       "link-gbps", po::value<double>(),
-      "link bandwidth per direction, GB/s (1e9 bytes/s), both dimensions")(
-      "link-gbps-x", po::value<double>(), "... along X only")("link-gbps-y", po::value<double>(),
-                                                              "... along Y only")(
-      "hop-us", po::value<double>(), "latency per hop, microseconds, both dimensions")(
-      "hop-us-x", po::value<double>(), "... along X only")("hop-us-y", po::value<double>(),
-                                                           "... along Y only")(
+      "link bandwidth per direction, GB/s (1e9 bytes/s), every dimension (default: the "
+      "preset's)")("link-gbps-x", po::value<double>(), "... along X only")(
+      "link-gbps-y", po::value<double>(), "... along Y only")("link-gbps-z", po::value<double>(),
+                                                              "... along Z only")(
+      "hop-us", po::value<double>(), "latency per hop, microseconds, every dimension")(
+      "hop-us-x", po::value<double>(), "... along X only")(
+      "hop-us-y", po::value<double>(), "... along Y only")("hop-us-z", po::value<double>(),
+                                                           "... along Z only")(
       "reduce-gbps", po::value<double>(),
       "reduction throughput per chip, GB/s of received data (also copies)")(
       "segment-bytes", po::value(&segment)->default_value(segment),
@@ -144,25 +161,34 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
     if (preset == q.name) p = &q;
   if (!p)
     throw InvalidArgument(
-        fmt::format("--preset: unknown preset '{}' (valid: tpu-v3-pod, tpu-v3-multipod)", preset));
+        fmt::format("--preset: unknown preset '{}' (valid: {})", preset, preset_names()));
   o.preset = preset;
   try {
-    o.model.topology = Torus2D::parse(topology.empty() ? p->topology : topology);
+    o.model.topology = Torus::parse(topology.empty() ? p->topology : topology);
+    if (!wrap.empty()) {  // the shape's sizes with these wraparound links
+      const Torus& t = o.model.topology;
+      std::string sizes;
+      for (int d = 0; d < t.dimensions(); ++d)
+        sizes += fmt::format("{}{}", d ? "x" : "", t.size(d));
+      o.model.topology = Torus::parse(sizes + ":wrap=" + wrap);
+    }
   } catch (const Error& ex) {
-    throw InvalidArgument(fmt::format("--topology: {}", ex.what()));
+    throw InvalidArgument(fmt::format("--{}: {}", wrap.empty() ? "topology" : "wrap", ex.what()));
   }
-  if (!wrap.empty()) {
-    if (wrap != "xy" && wrap != "x" && wrap != "y" && wrap != "none")
-      throw InvalidArgument(fmt::format("--wrap: '{}' is not xy, x, y or none", wrap));
-    const Torus2D& t = o.model.topology;
-    o.model.topology =
-        Torus2D(t.x_dim(), t.y_dim(), wrap == "xy" || wrap == "x", wrap == "xy" || wrap == "y");
-  }
-  const double gbps = positive(vm, "link-gbps", 80.0), hop = not_negative(vm, "hop-us", 1.0);
+  const double gbps = positive(vm, "link-gbps", p->link_gbps),
+               hop = not_negative(vm, "hop-us", 1.0);
+  o.model.link_bytes_per_s.fill(gbps * 1e9);
+  o.model.hop_latency_s.fill(hop * 1e-6);
   o.model.link_bytes_per_s[0] = positive(vm, "link-gbps-x", gbps) * 1e9;
   o.model.link_bytes_per_s[1] = positive(vm, "link-gbps-y", gbps) * 1e9;
+  o.model.link_bytes_per_s[2] = positive(vm, "link-gbps-z", gbps) * 1e9;
   o.model.hop_latency_s[0] = not_negative(vm, "hop-us-x", hop) * 1e-6;
   o.model.hop_latency_s[1] = not_negative(vm, "hop-us-y", hop) * 1e-6;
+  o.model.hop_latency_s[2] = not_negative(vm, "hop-us-z", hop) * 1e-6;
+  if (!o.links.empty() && !o.model.topology.as_torus2d())
+    throw InvalidArgument(fmt::format(
+        "--links {}: the link CSV (and tools/sim/plot_links.py) draw 2D shapes; {} is not one",
+        o.links, o.model.topology.to_string()));
   o.model.reduce_bytes_per_s = positive(vm, "reduce-gbps", 300.0) * 1e9;
   // A preset is a pod: its chips sit on many hosts, where the engine pipelines in cross-node
   // segments (api/communicator.cpp); a bare --topology keeps the one-node default.
@@ -176,9 +202,9 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   if (symmetry != "on" && symmetry != "off")
     throw InvalidArgument(fmt::format("--symmetry: '{}' is not on or off", symmetry));
   o.model.symmetric = symmetry == "on";
-  if (o.chips_per_node < 0 || o.chips_per_node > o.model.topology.size())
+  if (o.chips_per_node < 0 || o.chips_per_node > o.model.topology.chips())
     throw InvalidArgument(fmt::format("--chips-per-node {} must be 0..{}", o.chips_per_node,
-                                      o.model.topology.size()));
+                                      o.model.topology.chips()));
 
   o.ops = cli::parse_collectives(op);
   o.algos = cli::parse_algorithms(
@@ -217,8 +243,8 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
 }
 
 std::vector<int> nodes_of(const Options& o) {
-  const int n = o.model.topology.size();
-  const int per = o.chips_per_node > 0 ? o.chips_per_node : o.model.topology.x_dim();
+  const int n = o.model.topology.chips();
+  const int per = o.chips_per_node > 0 ? o.chips_per_node : o.model.topology.size(0);
   std::vector<int> node(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) node[r] = r / per;
   return node;

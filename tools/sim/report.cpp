@@ -8,21 +8,36 @@
 
 namespace toroid::sim_cli {
 
-std::string link_name(int link) {
-  static constexpr const char* dirs[] = {"+x", "-x", "+y", "-y"};
-  return link < 0 ? "-" : fmt::format("{}{}", link / 4, dirs[link % 4]);
+std::string link_name(const Torus& t, int link) {
+  if (link < 0) return "-";
+  const int per = model::directions_per_chip(t), dir = link % per;
+  return fmt::format("{}{}{}", link / per, dir % 2 ? '-' : '+', "xyzwvu"[dir / 2]);
 }
 
 namespace {
 
+// The model's per-dimension figures joined by `sep` ("80/80"), scaled.
+std::string per_dimension(const Options& o, const model::PerDimension& v, double scale,
+                          std::string_view sep) {
+  std::string out;
+  for (int d = 0; d < std::max(2, o.model.topology.dimensions()); ++d)
+    out += fmt::format("{}{:g}", d ? sep : "", v[static_cast<std::size_t>(d)] * scale);
+  return out;
+}
+
 std::string model_line(const Options& o) {
   const auto& m = o.model;
+  std::string axes;
+  for (int d = 0; d < std::max(2, m.topology.dimensions()); ++d) {
+    if (d) axes += '/';
+    axes += "xyzwvu"[d];
+  }
   return fmt::format(
-      "preset {}  topology {}  link {:g}/{:g} GB/s (x/y)  hop {:g}/{:g} us  reduce {:g} GB/s  "
-      "segment {}  dtype {}",
-      o.preset, m.topology.to_string(), m.link_bytes_per_s[0] / 1e9, m.link_bytes_per_s[1] / 1e9,
-      m.hop_latency_s[0] * 1e6, m.hop_latency_s[1] * 1e6, m.reduce_bytes_per_s / 1e9,
-      m.segment_bytes, to_string(o.type));
+      "preset {}  topology {}  link {} GB/s ({})  hop {} us  reduce {:g} GB/s  segment {}  dtype "
+      "{}",
+      o.preset, m.topology.to_string(), per_dimension(o, m.link_bytes_per_s, 1e-9, "/"), axes,
+      per_dimension(o, m.hop_latency_s, 1e6, "/"), m.reduce_bytes_per_s / 1e9, m.segment_bytes,
+      to_string(o.type));
 }
 
 // Errors on one line without quotes, so CSV and JSON stay valid.
@@ -46,7 +61,7 @@ std::string Row::name() const {
 }
 
 void write_links_header(std::FILE* f, const Options& o) {
-  const Torus2D& t = o.model.topology;
+  const Torus2D t = *o.model.topology.as_torus2d();  // checked by parse_options
   fmt::print(f, "# topology {} wrap_x {} wrap_y {}\n", t.to_string(), t.wraps(Axis::x) ? 1 : 0,
              t.wraps(Axis::y) ? 1 : 0);
   fmt::print(f, "op,algo,bytes,x,y,dir,link_bytes,busy_s,util\n");
@@ -55,7 +70,7 @@ void write_links_header(std::FILE* f, const Options& o) {
 void write_links(std::FILE* f, const Options& o, const Row& r) {
   static constexpr const char* dirs[] = {"+x", "-x", "+y", "-y"};
   const model::SimResult& s = r.result;
-  const Torus2D& t = o.model.topology;
+  const Torus2D t = *o.model.topology.as_torus2d();
   for (std::size_t l = 0; l < s.link_bytes.size(); ++l) {
     const Coord c = t.coord_of(static_cast<int>(l / 4));
     fmt::print(f, "{},{},{},{},{},{},{},{:.9g},{:.4f}\n", to_string(r.op), r.name(), r.bytes, c.x,
@@ -68,13 +83,13 @@ void Report::begin() {
   if (o_.format == "json") {
     const auto& m = o_.model;
     fmt::print(out_,
-               "{{\n  \"model\": {{\"preset\": \"{}\", \"topology\": \"{}\", \"link_gbps\": [{}, "
-               "{}], \"hop_us\": [{}, {}], "
+               "{{\n  \"model\": {{\"preset\": \"{}\", \"topology\": \"{}\", \"link_gbps\": [{}], "
+               "\"hop_us\": [{}], "
                "\"reduce_gbps\": {}, \"segment_bytes\": {}, \"dtype\": \"{}\", \"link_sharing\": "
                "\"processor_sharing\"}},\n  \"rows\": [",
-               o_.preset, m.topology.to_string(), m.link_bytes_per_s[0] / 1e9,
-               m.link_bytes_per_s[1] / 1e9, m.hop_latency_s[0] * 1e6, m.hop_latency_s[1] * 1e6,
-               m.reduce_bytes_per_s / 1e9, m.segment_bytes, to_string(o_.type));
+               o_.preset, m.topology.to_string(), per_dimension(o_, m.link_bytes_per_s, 1e-9, ", "),
+               per_dimension(o_, m.hop_latency_s, 1e6, ", "), m.reduce_bytes_per_s / 1e9,
+               m.segment_bytes, to_string(o_.type));
     return;
   }
   fmt::print(out_, "# toroid-sim  {}\n", model_line(o_));
@@ -126,8 +141,8 @@ void Report::row(const Row& r) {
         "\"error\": \"{}\"",
         first_ ? "" : ",", to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us,
         floor_us, reduce_us, ports_us, distance_us, of_limit, s.algbw_gbps, s.busbw_gbps,
-        link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s), s.rank0_phases.size(),
-        s.transfers, s.max_hops, r.wall_s, s.simulated_ranks, flat(s.error));
+        link_name(o_.model.topology, s.busiest_link), s.busiest_utilisation, max_link_bytes(s),
+        s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, s.simulated_ranks, flat(s.error));
     if (o_.phases) {
       fmt::print(out_, ", \"rank0_phases\": [");
       for (std::size_t i = 0; i < s.rank0_phases.size(); ++i)
@@ -146,17 +161,18 @@ void Report::row(const Row& r) {
                "{},{},{:.3f},{},\"{}\"\n",
                to_string(r.op), r.name(), r.bytes, count, s.time_s * 1e6, bound_us, floor_us,
                reduce_us, ports_us, distance_us, of_limit, s.algbw_gbps, s.busbw_gbps,
-               link_name(s.busiest_link), s.busiest_utilisation, max_link_bytes(s),
-               s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s, s.simulated_ranks,
-               flat(s.error));
+               link_name(o_.model.topology, s.busiest_link), s.busiest_utilisation,
+               max_link_bytes(s), s.rank0_phases.size(), s.transfers, s.max_hops, r.wall_s,
+               s.simulated_ranks, flat(s.error));
   } else {
     fmt::print(
         out_,
         "{:<15}{:<14}{:>12}{:>14.2f}{:>12.2f}{:>10.2f}{:>11.2f}{:>11.2f}{:>13.2f}{:>9.3f}{:>10.2f}"
         "{:>10.2f}{:>14}{:>7.2f}{:>8}{:>6}{:>8.2f}{:>7}\n",
         to_string(r.op), r.name(), r.bytes, s.time_s * 1e6, bound_us, floor_us, reduce_us, ports_us,
-        distance_us, of_limit, s.algbw_gbps, s.busbw_gbps, link_name(s.busiest_link),
-        s.busiest_utilisation, s.rank0_phases.size(), s.max_hops, r.wall_s, s.simulated_ranks);
+        distance_us, of_limit, s.algbw_gbps, s.busbw_gbps,
+        link_name(o_.model.topology, s.busiest_link), s.busiest_utilisation, s.rank0_phases.size(),
+        s.max_hops, r.wall_s, s.simulated_ranks);
     if (!s.error.empty()) fmt::print(out_, "  error: {}\n", s.error);
   }
   if (o_.phases && o_.format != "json") {

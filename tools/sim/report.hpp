@@ -33,7 +33,7 @@ class Report {
   bool first_ = true;
 };
 
-std::string link_name(int link);  // "(x,y)+x"
+std::string link_name(const Torus& t, int link);  // "37+x": chip 37's +x link direction
 
 // --links: one line per (row, link direction): op, algo, bytes, x, y, dir, link bytes, busy
 // seconds, busy / the row's time. The header names the shape and wraparound.
