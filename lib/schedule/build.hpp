@@ -55,8 +55,8 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx);
 
 // Schedules of the individual families (used by build and by the unit tests).
 Schedule build_one_dimension(Algorithm a, const Spec& r,
-                             const Context& ctx);  // ring, bidir_ring, axis
-Schedule build_torus2d_both(const Spec& r, const Context& ctx);  // 2D shapes
+                             const Context& ctx);                         // ring, bidir_ring, axis
+Schedule build_torus2d_both(const Spec& r, const Context& ctx);           // 2D shapes
 Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx);  // any shape
 Schedule build_hierarchical(const Spec& r, const Context& ctx);
 Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx);

@@ -122,8 +122,11 @@ struct RowAndColumn {
 
 RowAndColumn row_and_column_of(const Context& ctx, const Torus2D& t) {
   RowAndColumn g{group_of(t.line_through(ctx.rank, Axis::x), ctx.rank),
-                 group_of(t.line_through(ctx.rank, Axis::y), ctx.rank), links_of(t.wraps(Axis::x)),
-                 links_of(t.wraps(Axis::y)), {}, {}};
+                 group_of(t.line_through(ctx.rank, Axis::y), ctx.rank),
+                 links_of(t.wraps(Axis::x)),
+                 links_of(t.wraps(Axis::y)),
+                 {},
+                 {}};
   g.x = {0, g.row, g.row_links};
   g.y = {1, g.column, g.column_links};
   return g;
@@ -307,28 +310,28 @@ Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
   const int p = ctx.nranks();
   const auto divisor = static_cast<std::uint32_t>(p);
   if (r.collective == Collective::allreduce) {
-      const int k = pieces_for(ctx, r.count);
-      const auto x_first = static_cast<std::uint64_t>(
-          std::llround(x_first_share(ctx, k, static_cast<double>(r.count) * r.elem_bytes) *
-                       static_cast<double>(r.count)));
-      const bool x_line = !t.wraps(Axis::x), y_line = !t.wraps(Axis::y);
-      // Each part: a ring first and a line's pipeline in the middle cuts pieces for the middle;
-      // else the line-first pieces (lag 2 when the middle is a line), which keep both ends of a
-      // first line busy (on a mesh of two lines, 8x8 at 64 MiB, the middle's pieces lost 8%).
-      auto run = [&](bool first_x, Block part, int tag) {
-        const Links first = first_x ? g.row_links : g.column_links;
-        const Links middle = first_x ? g.column_links : g.row_links;
-        const int middle_size = first_x ? t.y_dim() : t.x_dim();
-        if (first != Links::line && pipelines_middle(middle, middle_size)) {
-          const int m = middle_pieces(part.count, first_x ? t.x_dim() : t.y_dim());
-          allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, m, m);
-        } else {
-          allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, k,
-                                 (first_x ? y_line : x_line) ? 2 : 1);
-        }
-      };
-      run(true, {0, x_first}, 0);
-      run(false, {x_first, r.count - x_first}, 4);
+    const int k = pieces_for(ctx, r.count);
+    const auto x_first = static_cast<std::uint64_t>(
+        std::llround(x_first_share(ctx, k, static_cast<double>(r.count) * r.elem_bytes) *
+                     static_cast<double>(r.count)));
+    const bool x_line = !t.wraps(Axis::x), y_line = !t.wraps(Axis::y);
+    // Each part: a ring first and a line's pipeline in the middle cuts pieces for the middle;
+    // else the line-first pieces (lag 2 when the middle is a line), which keep both ends of a
+    // first line busy (on a mesh of two lines, 8x8 at 64 MiB, the middle's pieces lost 8%).
+    auto run = [&](bool first_x, Block part, int tag) {
+      const Links first = first_x ? g.row_links : g.column_links;
+      const Links middle = first_x ? g.column_links : g.row_links;
+      const int middle_size = first_x ? t.y_dim() : t.x_dim();
+      if (first != Links::line && pipelines_middle(middle, middle_size)) {
+        const int m = middle_pieces(part.count, first_x ? t.x_dim() : t.y_dim());
+        allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, m, m);
+      } else {
+        allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, k,
+                               (first_x ? y_line : x_line) ? 2 : 1);
+      }
+    };
+    run(true, {0, x_first}, 0);
+    run(false, {x_first, r.count - x_first}, 4);
     return s;
   }
   const int my_x = g.row.position;

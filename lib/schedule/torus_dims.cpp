@@ -47,8 +47,8 @@ std::vector<Row> rows_of(const Context& ctx) {
   std::vector<Row> rows;
   for (int d = 0; d < t.dimensions(); ++d)
     if (t.size(d) > 1 || (d == t.dimensions() - 1 && rows.empty()))
-      rows.push_back({d, group_of(t.line_through(ctx.rank, d), ctx.rank),
-                      links_of(t.ring_along(d))});
+      rows.push_back(
+          {d, group_of(t.line_through(ctx.rank, d), ctx.rank), links_of(t.ring_along(d))});
   return rows;
 }
 
@@ -113,7 +113,8 @@ std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows
     double fraction = 1;  // of part i's share still moving when it reaches each row
     for (std::size_t k = 0; k < m; ++k) {
       const std::size_t d = (i + k) % m;
-      const double c = ctx.link_rate[static_cast<std::size_t>(rows[d].dimension)] * carries(rows[d]);
+      const double c =
+          ctx.link_rate[static_cast<std::size_t>(rows[d].dimension)] * carries(rows[d]);
       eq[d][i] = fraction / c;
       fraction /= rows[d].group.size();
     }
@@ -127,7 +128,8 @@ std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows
     for (std::size_t r = col + 1; r < n; ++r)
       if (std::abs(eq[r][col]) > std::abs(eq[pivot][col])) pivot = r;
     std::swap(eq[col], eq[pivot]);
-    if (std::abs(eq[col][col]) < 1e-300) return std::vector<double>(m, 1.0 / static_cast<double>(m));
+    if (std::abs(eq[col][col]) < 1e-300)
+      return std::vector<double>(m, 1.0 / static_cast<double>(m));
     for (std::size_t r = 0; r < n; ++r) {
       if (r == col) continue;
       const double f = eq[r][col] / eq[col][col];
@@ -192,7 +194,7 @@ Schedule allgather_rows(const Spec& r, const Context& ctx, const std::vector<Row
   for (std::size_t k = 0; k < rows.size(); ++k) {
     const Row& row = rows[k];
     const Blocks b = row_blocks(ctx, global, row.dimension);
-    const Chunk held = k > 0        ? chunk(Buf::output, b[static_cast<std::size_t>(row.group.position)])
+    const Chunk held = k > 0 ? chunk(Buf::output, b[static_cast<std::size_t>(row.group.position)])
                        : r.in_place ? chunk(Buf::output, own)
                                     : Chunk{Buf::input, 0, own.count};
     phase = append_allgather(s, row.links, row.group, b, 0, held, Buf::output, phase);
@@ -226,11 +228,10 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     before += share[i];
-    const std::uint64_t end =
-        i + 1 == rows.size()
-            ? r.count
-            : std::min(r.count, static_cast<std::uint64_t>(
-                                    std::llround(before * static_cast<double>(r.count))));
+    const std::uint64_t end = i + 1 == rows.size()
+                                  ? r.count
+                                  : std::min(r.count, static_cast<std::uint64_t>(std::llround(
+                                                          before * static_cast<double>(r.count))));
     for (std::size_t k = 0; k < rows.size(); ++k) order[k] = rows[(i + k) % rows.size()];
     append_allreduce_rows(s, order, {at, end - at}, 2 * static_cast<int>(i), r.average, divisor, 0);
     at = end;

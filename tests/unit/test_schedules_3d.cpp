@@ -50,9 +50,9 @@ TEST_CASE("torus2d runs dimension by dimension on every 3D shape up to 4x4x4, ne
 
 TEST_CASE("the torus algorithms run on twisted tori over the twisted links, and on 4-6 dimensions",
           "[schedules][3d]") {
-  for (const char* shape : {"2x2x4:twist", "2x4x4:twist", "4x2x2:twist", "3x3x6:twist",
-                            "2x2x2x2", "2x3x2x2:wrap=xz", "2x2x2x2x2", "2x2x2x2x2x2:wrap=none",
-                            "3x1x4", "1x1x5:wrap=none", "1x1x1"}) {
+  for (const char* shape :
+       {"2x2x4:twist", "2x4x4:twist", "4x2x2:twist", "3x3x6:twist", "2x2x2x2", "2x3x2x2:wrap=xz",
+        "2x2x2x2x2", "2x2x2x2x2x2:wrap=none", "3x1x4", "1x1x5:wrap=none", "1x1x1"}) {
     const Torus t = Torus::parse(shape);
     for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
                          Collective::broadcast})
@@ -69,7 +69,8 @@ TEST_CASE("torus2d on a 2D shape and on the same shape with a third dimension of
                          Collective::broadcast})
       for (int r = 0; r < 12; ++r) {
         const schedule::Spec spec{c, 101, false, false, {}, 5};
-        const schedule::Schedule two = schedule::build(a, spec, {r, Torus2D(4, 3, true, false), {}});
+        const schedule::Schedule two =
+            schedule::build(a, spec, {r, Torus2D(4, 3, true, false), {}});
         const schedule::Schedule three =
             schedule::build(a, spec, {r, Torus({4, 3, 1}, {true, false, true}), {}});
         REQUIRE(two.steps.size() == three.steps.size());
@@ -85,16 +86,16 @@ TEST_CASE("every-dimension-busy shares balance the dimensions' link time", "[sch
   // sends the same bytes along each dimension. Counted over one rank's sends by dimension.
   const Torus t(std::vector<int>{4, 4, 4});
   const std::uint64_t n = 64 * 3 * 1000;
-  const schedule::Schedule s =
-      schedule::build(Algorithm::torus2d_both, {Collective::allreduce, n, false, false, {}},
-                      {0, t, {}});
+  const schedule::Schedule s = schedule::build(
+      Algorithm::torus2d_both, {Collective::allreduce, n, false, false, {}}, {0, t, {}});
   std::uint64_t along[3] = {0, 0, 0};
   const std::vector<int> me = t.coord_of(0);
   for (const schedule::Step& st : s.steps) {
     if (st.kind != schedule::Kind::send) continue;
     const std::vector<int> c = t.coord_of(st.peer);
     for (int d = 0; d < 3; ++d)
-      if (c[static_cast<std::size_t>(d)] != me[static_cast<std::size_t>(d)]) along[d] += st.src.count;
+      if (c[static_cast<std::size_t>(d)] != me[static_cast<std::size_t>(d)])
+        along[d] += st.src.count;
   }
   CHECK(along[0] == along[1]);
   CHECK(along[1] == along[2]);
@@ -116,8 +117,7 @@ TEST_CASE("the 2D-only algorithms refuse shapes of more dimensions, saying so", 
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::swing, {Collective::allreduce, 100, false, false, {}}, ctx),
       Catch::Contains("swing runs on 2D shapes; topology 2x2x2 has 3 dimensions"));
-  CHECK_THROWS_WITH(
-      schedule::build(Algorithm::torus2d_both, {Collective::reduce_scatter, 100, false, false, {}},
-                      ctx),
-      Catch::Contains("torus2d runs them on any number of dimensions"));
+  CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d_both,
+                                    {Collective::reduce_scatter, 100, false, false, {}}, ctx),
+                    Catch::Contains("torus2d runs them on any number of dimensions"));
 }
