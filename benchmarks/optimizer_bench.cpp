@@ -110,7 +110,7 @@ int run(const Options& o) {
         "# %zu parameters in %zu tensors, %d ranks, topology %s, bf16 gradients %s, %d steps (ms "
         "per step, slowest rank)\n"
         "%-6s %-10s %10s %10s %10s %10s %14s\n",
-        o.params, o.tensors, comm.size(), comm.topology().to_string().c_str(),
+        o.params, o.tensors, comm.size(), comm.shape().to_string().c_str(),
         o.bf16 ? "on" : "off", o.steps, "opt", "mode", "reduce", "update", "gather", "step",
         "state MiB/rank");
   for (auto kind : o.kinds) {

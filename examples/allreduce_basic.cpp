@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
     toroid::allreduce(std::span<float>(grads), toroid::ReduceOp::avg, comm);
     if (comm.rank() == 0)
       std::printf("topology %s: averaged %zu gradients over %d ranks, grads[0] = %g\n",
-                  comm.topology().to_string().c_str(), grads.size(), comm.size(), grads[0]);
+                  comm.shape().to_string().c_str(), grads.size(), comm.size(), grads[0]);
   } catch (const toroid::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     MPI_Abort(MPI_COMM_WORLD, 2);

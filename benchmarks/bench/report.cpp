@@ -62,7 +62,7 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
       {"ranks", std::to_string(comm.size())},
       {"nodes", std::to_string(comm.nodes())},
       {"rank_order", std::string(comm.node_placement())},
-      {"topology", comm.topology().to_string()},
+      {"topology", comm.shape().to_string()},
       {"type", std::string(to_string(s.type))},
       {"redop", std::string(to_string(s.op))},
       {"placement", s.in_place ? "in-place" : "out-of-place"},

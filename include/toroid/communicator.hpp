@@ -14,6 +14,7 @@
 #include "toroid/buffer.hpp"
 #include "toroid/defaults.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/torus.hpp"
 
 namespace toroid {
 namespace internal {
@@ -48,7 +49,8 @@ ProgressMode parse_progress_mode(
     std::string_view name);  // "caller", "thread"; InvalidArgument otherwise
 
 struct Options {
-  // "auto", "4x2", "4x2:wrap=x", ... Empty: TOROID_TOPOLOGY, else "auto".
+  // "auto", "4x2", "4x2:wrap=x", "16x16x16", "4x4x8:twist", ... (any number of dimensions, 1 to
+  // 6; toroid::Torus::parse). Empty: TOROID_TOPOLOGY, else "auto".
   std::string topology;
   // Default algorithm of collectives that do not name one. Empty: TOROID_ALGO, else automatic.
   std::optional<Algorithm> algorithm;
@@ -87,7 +89,7 @@ struct Options {
 class Communicator {
  public:
   // Collective over `comm`: duplicates it (MPI_ERRORS_RETURN on the duplicate), resolves the
-  // topology and builds row/column sub-communicators. Throws TopologyError / InvalidArgument /
+  // topology and builds the sub-communicators along its first two dimensions (rows, columns). Throws TopologyError / InvalidArgument /
   // MpiError on every rank alike (the inputs are compared across ranks first).
   explicit Communicator(MPI_Comm comm, Options options = {});
   // Local, not collective: frees this rank's resources (its MPI communicators, its view of the
@@ -101,7 +103,11 @@ class Communicator {
 
   int rank() const noexcept;
   int size() const noexcept;
-  const Torus2D& topology() const noexcept;
+  // The shape its ranks play (any number of dimensions).
+  const Torus& shape() const noexcept;
+  // The same as a 2D torus; throws TopologyError where the shape has more dimensions or a twist
+  // (shape() describes those).
+  const Torus2D& topology() const;
   Algorithm default_algorithm() const noexcept;
   std::size_t segment_bytes() const noexcept;
   double timeout_seconds() const noexcept;  // the watchdog's (0: off)

@@ -41,8 +41,9 @@ struct Span {
 
 Span span_of(const Call& c, const Communicator::Impl& m) {
   if (!c.axis) return {m.size, m.rank};
-  const Coord at = m.topology.coord_of(m.rank);
-  return {m.topology.dim(*c.axis), *c.axis == Axis::x ? at.x : at.y};
+  const int d = *c.axis == Axis::x ? 0 : 1;
+  if (d >= m.topology.dimensions()) return {1, 0};  // a 1D shape's second dimension: one rank
+  return {m.topology.size(d), m.topology.coord_of(m.rank)[static_cast<std::size_t>(d)]};
 }
 
 std::uint64_t full_count(const Call& c) {

@@ -13,9 +13,9 @@
 namespace toroid {
 namespace {
 
-Torus2D resolve_topology(const std::string& text, int size, const topology::NodeLayout& nodes) {
+Torus resolve_topology(const std::string& text, int size, const topology::NodeLayout& nodes) {
   if (text != "auto") {
-    Torus2D t = Torus2D::parse(text);
+    Torus t = Torus::parse(text);
     t.require_size(size);
     return t;
   }
@@ -86,12 +86,21 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
       m.nodes = m.node_split->layout();
     api::run_agreed(m.comm,
                     [&] { m.topology = resolve_topology(m.config.topology, m.size, m.nodes); });
+    m.grid = m.topology.as_torus2d();
     // Real nodes only: emulated ones share this machine's memory, where MPI is no TCP stream.
     if (!m.config.segment_bytes_given && m.config.nodes.empty() && m.nodes.nodes > 1)
       m.config.segment_bytes = cross_node_segment_bytes;
-    const Coord c = m.topology.coord_of(m.rank);
-    mpi_check(MPI_Comm_split(m.comm, c.y, c.x, &m.row), "MPI_Comm_split");
-    mpi_check(MPI_Comm_split(m.comm, c.x, c.y, &m.column), "MPI_Comm_split");
+    {  // each row along d: the ranks with my coordinates but along d, keyed by that one
+      const std::vector<int> c = m.topology.coord_of(m.rank);
+      const auto split_along = [&](int d, MPI_Comm* out) {
+        const int along = d < m.topology.dimensions() ? c[static_cast<std::size_t>(d)] : 0;
+        std::vector<int> start = c;
+        if (d < m.topology.dimensions()) start[static_cast<std::size_t>(d)] = 0;
+        mpi_check(MPI_Comm_split(m.comm, m.topology.rank_of(start), along, out), "MPI_Comm_split");
+      };
+      split_along(0, &m.row);
+      split_along(1, &m.column);
+    }
     if (m.config.transport != Transport::mpi)
       m.shm_links = std::make_unique<exec::ShmLinks>(
           m.comm, m.node_split,
@@ -196,7 +205,16 @@ Communicator::~Communicator() {
 
 int Communicator::rank() const noexcept { return impl_->rank; }
 int Communicator::size() const noexcept { return impl_->size; }
-const Torus2D& Communicator::topology() const noexcept { return impl_->topology; }
+const Torus& Communicator::shape() const noexcept { return impl_->topology; }
+const Torus2D& Communicator::topology() const {
+  if (!impl_->grid)
+    throw TopologyError(fmt::format(
+        "Communicator::topology(): the shape {} has {} dimensions{}, not a 2D torus; "
+        "Communicator::shape() describes it",
+        impl_->topology.to_string(), impl_->topology.dimensions(),
+        impl_->topology.twisted() ? " and a twist" : ""));
+  return *impl_->grid;
+}
 Algorithm Communicator::default_algorithm() const noexcept { return impl_->config.algorithm; }
 std::size_t Communicator::segment_bytes() const noexcept { return impl_->config.segment_bytes; }
 double Communicator::timeout_seconds() const noexcept { return impl_->config.timeout_s; }

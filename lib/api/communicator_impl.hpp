@@ -65,11 +65,12 @@ struct RepeatedCall {
 
 struct Communicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm row = MPI_COMM_NULL;     // ranks with my y (ordered by x)
-  MPI_Comm column = MPI_COMM_NULL;  // ranks with my x (ordered by y)
+  MPI_Comm row = MPI_COMM_NULL;     // my row along x: ranks differing only in x (ordered by x)
+  MPI_Comm column = MPI_COMM_NULL;  // my row along y (ordered by y)
   int rank = 0, size = 1;
   api::Config config;
-  Torus2D topology{1, 1};
+  Torus topology{Torus2D{1, 1}};  // the shape, any number of dimensions
+  std::optional<Torus2D> grid;    // the same where it is a 2D one (Communicator::topology)
   std::shared_ptr<const mpi_base::NodeSplit> node_split;  // the real nodes: one split
   topology::NodeLayout nodes;  // the real nodes, or the emulated ones (TOROID_NODES)
   ScheduleCache schedules;

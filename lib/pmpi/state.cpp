@@ -18,6 +18,7 @@
 #include "pmpi/guard.hpp"
 #include "pmpi/requests.hpp"
 #include "pmpi/settings.hpp"
+#include "toroid/torus.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::pmpi {
@@ -122,7 +123,7 @@ void log_choice(const State& s) {
              s.comm.size() == 1 && s.user != MPI_COMM_WORLD
                  ? "; other ranks' 1-rank communicators not reported"
                  : "",
-             s.comm.topology().to_string(), nodes_of(s), links_of(s.comm),
+             s.comm.shape().to_string(), nodes_of(s), links_of(s.comm),
              served_by(s, Collective::allreduce), served_by(s, Collective::reduce_scatter),
              served_by(s, Collective::allgather), smallest, smallest == 1 ? "" : "s");
   std::fflush(stderr);
@@ -154,8 +155,8 @@ Options options_for(MPI_Comm c, std::string& emulated, std::string& unfit, int& 
   const int size = size_of_comm(c);
   const char* text = std::getenv("TOROID_TOPOLOGY");
   if (text && *text && std::string_view(text) != "auto") {
-    const Torus2D shape = Torus2D::parse(text);
-    if (shape.size() != size && size != size_of_comm(MPI_COMM_WORLD)) o.topology = "auto";
+    const Torus shape = Torus::parse(text);
+    if (shape.chips() != size && size != size_of_comm(MPI_COMM_WORLD)) o.topology = "auto";
   }
   if (const char* nodes = std::getenv("TOROID_NODES"); nodes && *nodes) {
     const std::vector<int> counts = parse_node_counts(nodes, "TOROID_NODES");

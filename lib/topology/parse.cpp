@@ -47,8 +47,8 @@ Torus2D Torus2D::parse(std::string_view text) {
   if (sep == std::string_view::npos) bad(text, "missing 'x' between the dimensions");
   if (const std::size_t more = std::count(shape.begin(), shape.end(), 'x'); more > 1)
     bad(text, std::to_string(more + 1) +
-                  " dimensions: toroid's collectives run on 2D shapes so far (toroid::Torus "
-                  "describes this one, and the simulator's limit takes it)");
+                  " dimensions: a Torus2D has two (toroid::Torus::parse takes 1 to 6, as "
+                  "Options::topology and TOROID_TOPOLOGY do)");
   const int x = parse_dim(text, shape.substr(0, sep), "X");
   const int y = parse_dim(text, shape.substr(sep + 1), "Y");
   if (static_cast<long long>(x) * y > kMaxRanks) bad(text, "more than 16M chips");

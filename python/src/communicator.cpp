@@ -211,21 +211,24 @@ py::class_<C> bind_communicator_state(py::module_& m) {
           py::arg("progress"), py::arg("slot_stores"))
       .def_property_readonly("rank", [](const C& c) { return c.get().rank(); })
       .def_property_readonly("size", [](const C& c) { return c.get().size(); })
-      .def_property_readonly("topology", [](const C& c) { return c.get().topology().to_string(); })
+      .def_property_readonly("topology", [](const C& c) { return c.get().shape().to_string(); })
       .def_property_readonly("dims",
                              [](const C& c) {
-                               return py::make_tuple(c.get().topology().x_dim(),
-                                                     c.get().topology().y_dim());
+                               const Torus& t = c.get().shape();
+                               py::list sizes;
+                               for (int d = 0; d < t.dimensions(); ++d) sizes.append(t.size(d));
+                               return py::tuple(sizes);
                              })
       .def_property_readonly("coord",
                              [](const C& c) {
-                               const Coord at = c.get().topology().coord_of(c.get().rank());
-                               return py::make_tuple(at.x, at.y);
+                               return py::tuple(py::cast(c.get().shape().coord_of(c.get().rank())));
                              })
       .def_property_readonly("wraps",
                              [](const C& c) {
-                               return py::make_tuple(c.get().topology().wraps(Axis::x),
-                                                     c.get().topology().wraps(Axis::y));
+                               const Torus& t = c.get().shape();
+                               py::list wraps;
+                               for (int d = 0; d < t.dimensions(); ++d) wraps.append(t.wraps(d));
+                               return py::tuple(wraps);
                              })
       .def_property_readonly("nodes", [](const C& c) { return c.get().nodes(); })
       .def_property_readonly(

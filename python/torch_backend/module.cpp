@@ -19,7 +19,7 @@ PYBIND11_MODULE(_toroid_c10d, m) {
       .def_property_readonly(
           "topology",
           [](toroid::torch_backend::ProcessGroupToroid& g) {
-            return g.communicator().topology().to_string();
+            return g.communicator().shape().to_string();
           },
           "The group's torus, e.g. \"4x2\" or a row's \"4x1\" (\":wrap=none\" where it is a line)");
 }

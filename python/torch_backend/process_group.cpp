@@ -101,35 +101,56 @@ std::uint64_t count_of(const at::Tensor& t) { return static_cast<std::uint64_t>(
 // The torus of the job's world group (the first group torch makes), which sub-groups are cut
 // from.
 std::mutex world_torus_mutex;
-std::optional<Torus2D> world_torus;
+std::optional<Torus> world_torus;
 
-// A sub-group's torus: where its members, in group-rank order, are a w x h block of the
-// world's torus in its own row-major order (a row, a column, several whole rows, ...), that
-// block, wrapping along a dimension where the world wraps and the block spans all of it; a
-// column (w = 1) is laid along x, as a ring or line of h. Anything else: "auto" (the most
-// square grid of its size, as for any communicator).
+// A sub-group's torus: where its members, in group-rank order, are a box of the world's torus in
+// its own order (first dimension fastest: a row, a column, a plane of a 3D torus, several whole
+// rows, ...), that box's dimensions longer than one, each wrapping where the world's row along
+// it closes into a ring and the box spans all of it; a box with one such dimension (a row, a
+// column) is laid along x, as a ring or line ("4x1", "4x1:wrap=none"). Anything else: "auto"
+// (the most square grid of its size, as for any communicator).
 std::string sub_group_topology(const std::vector<int>& members) {
   std::lock_guard lock(world_torus_mutex);
   if (!world_torus) return "auto";
-  const Torus2D& t = *world_torus;
+  const Torus& t = *world_torus;
   for (int m : members)
-    if (m >= t.size()) return "auto";
-  const Coord first = t.coord_of(members.front());
-  int w = 1;
-  while (w < static_cast<int>(members.size()) && first.x + w < t.x_dim() &&
-         members[w] == t.rank_of({first.x + w, first.y}))
-    ++w;
-  if (members.size() % static_cast<std::size_t>(w) != 0) return "auto";
-  const int h = static_cast<int>(members.size()) / w;
-  if (first.y + h > t.y_dim()) return "auto";
-  for (int i = 0; i < static_cast<int>(members.size()); ++i)
-    if (members[i] != t.rank_of({first.x + i % w, first.y + i / w})) return "auto";
-  const bool wrap_x = t.wraps(Axis::x) && w == t.x_dim();
-  const bool wrap_y = t.wraps(Axis::y) && h == t.y_dim();
-  // One row or one column: a ring ("4x1") or a line ("4x1:wrap=none") along x.
-  if (w == 1) return Torus2D(h, 1, wrap_y, wrap_y).to_string();
-  if (h == 1) return Torus2D(w, 1, wrap_x, wrap_x).to_string();
-  return Torus2D(w, h, wrap_x, wrap_y).to_string();
+    if (m < 0 || m >= t.chips()) return "auto";
+  const int dims = t.dimensions();
+  std::vector<int> low = t.coord_of(members.front()), high = low;
+  for (int m : members) {
+    const std::vector<int> c = t.coord_of(m);
+    for (int d = 0; d < dims; ++d) {
+      low[static_cast<std::size_t>(d)] = std::min(low[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
+      high[static_cast<std::size_t>(d)] = std::max(high[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
+    }
+  }
+  std::vector<int> sizes, extent(static_cast<std::size_t>(dims));
+  std::vector<bool> wraps;
+  std::size_t box = 1;
+  for (int d = 0; d < dims; ++d) {
+    const auto i = static_cast<std::size_t>(d);
+    extent[i] = high[i] - low[i] + 1;
+    box *= static_cast<std::size_t>(extent[i]);
+    if (extent[i] > 1) {
+      sizes.push_back(extent[i]);
+      wraps.push_back(t.ring_along(d) && extent[i] == t.size(d));
+    }
+  }
+  if (box != members.size()) return "auto";
+  // The members in the box's own order: member i at the box coordinates of i, x fastest.
+  std::vector<int> at = low;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    std::size_t rest = i;
+    for (int d = 0; d < dims; ++d) {
+      const auto k = static_cast<std::size_t>(d);
+      at[k] = low[k] + static_cast<int>(rest % static_cast<std::size_t>(extent[k]));
+      rest /= static_cast<std::size_t>(extent[k]);
+    }
+    if (members[i] != t.rank_of(at)) return "auto";
+  }
+  if (sizes.empty()) return "1x1";
+  if (sizes.size() == 1) return Torus2D(sizes[0], 1, wraps[0], wraps[0]).to_string();
+  return Torus(sizes, wraps).to_string();
 }
 
 }  // namespace
@@ -278,7 +299,7 @@ ProcessGroupToroid::ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& st
   if (members == identity) {
     comm_ = std::make_unique<Communicator>(MPI_COMM_WORLD);
     std::lock_guard lock(world_torus_mutex);
-    if (!world_torus) world_torus = comm_->topology();
+    if (!world_torus) world_torus = comm_->shape();
   } else {
     // A sub-group (dist.new_group, new_subgroups) or another order: an MPI communicator of
     // exactly those ranks in that order, made by its members only (MPI_Comm_create_group).

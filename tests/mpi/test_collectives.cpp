@@ -247,6 +247,80 @@ TEST_CASE("axis collectives match stock MPI on each row and column", "[collectiv
   }
 }
 
+TEST_CASE("tori of three dimensions and more: every algorithm that runs on them matches stock MPI",
+          "[collectives][3d]") {
+  // Shapes of this rank count with three dimensions or more (8 ranks: 2x2x2 as a torus, a mesh and
+  // mixed, 2x2x2x1; 4 ranks: 2x1x2), and a 1D shape. The 2D-only algorithms (swing,
+  // swing_latency) refuse them on every rank with the reason; the others must match stock.
+  const int p = testing::world_size();
+  std::vector<std::string> shapes{std::to_string(p)};
+  if (p == 8)
+    for (const char* s : {"2x2x2", "2x2x2:wrap=xz", "2x2x2:wrap=none", "2x2x2x1:wrap=y"})
+      shapes.emplace_back(s);
+  if (p == 4) shapes.emplace_back("2x1x2");
+  for (const std::string& shape : shapes) {
+    Options o;
+    o.topology = shape;
+    Communicator comm(MPI_COMM_WORLD, o);
+    CHECK(comm.shape().to_string() == Torus::parse(shape).to_string());
+    if (comm.shape().dimensions() > 2)
+      CHECK_THROWS_WITH(comm.topology(), Catch::Contains("Communicator::shape() describes it"));
+    for (Algorithm a : all_algorithms) {
+      if (a == Algorithm::mpi) continue;
+      for (Collective coll : {Collective::allreduce, Collective::reduce_scatter,
+                              Collective::allgather, Collective::broadcast}) {
+        if (!implements(a, coll)) continue;
+        const bool two_d_only = a == Algorithm::swing || a == Algorithm::swing_latency ||
+                                (a == Algorithm::torus2d_both && coll != Collective::allreduce);
+        for (std::uint64_t n : {std::uint64_t(p + 1), std::uint64_t{100003}}) {
+          const ReduceOp op = coll == Collective::allreduce ? ReduceOp::max : ReduceOp::sum;
+          const std::vector<double> ref = reference(op, n, comm.rank(), p);
+          for (bool ip : {false, true}) {
+            const Case c{a, DataType::i32, op, n, ip};
+            if (two_d_only && comm.shape().dimensions() > 2) {
+              std::string message;
+              try {
+                run_case(coll, c, comm, ref);
+              } catch (const InvalidArgument& e) {
+                message = e.what();
+              }
+              if (!all_ranks(message.find("2D shapes") != std::string::npos))
+                FAIL(c.describe(std::string(toroid::to_string(coll)))
+                     << " on " << shape << " did not refuse the shape: '" << message << "'");
+              continue;
+            }
+            const std::uint64_t wrong = run_case(coll, c, comm, ref);
+            if (!all_ranks(wrong == 0))
+              FAIL(c.describe(std::string(toroid::to_string(coll)))
+                   << " on " << shape << ": " << wrong << " wrong on rank " << comm.rank());
+          }
+        }
+      }
+    }
+    // The rows along x and y (axis collectives) of a 3D shape are its lines along dimensions 0, 1.
+    const std::vector<int> at = comm.shape().coord_of(comm.rank());
+    for (int d = 0; d < std::min(2, comm.shape().dimensions()); ++d) {
+      const Axis axis = d == 0 ? Axis::x : Axis::y;
+      const std::uint64_t n = 1003;
+      std::vector<std::int64_t> in(n), out(n), ref(n);
+      for (std::uint64_t i = 0; i < n; ++i) in[i] = comm.rank() * 1000 + static_cast<std::int64_t>(i);
+      std::vector<int> start = at;
+      start[static_cast<std::size_t>(d)] = 0;
+      MPI_Comm line;
+      MPI_Comm_split(MPI_COMM_WORLD, comm.shape().rank_of(start), at[static_cast<std::size_t>(d)],
+                     &line);
+      MPI_Allreduce(in.data(), ref.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, line);
+      MPI_Comm_free(&line);
+      for (Algorithm a : {Algorithm::automatic, Algorithm::bidir_ring, Algorithm::mpi}) {
+        allreduce_axis(in.data(), n, out.data(), n, DataType::i64, ReduceOp::sum, axis, comm, a);
+        if (!all_ranks(out == ref))
+          FAIL("allreduce along " << (d == 0 ? "x" : "y") << " with " << to_string(a) << " on "
+                                  << shape);
+      }
+    }
+  }
+}
+
 TEST_CASE("typed span API, segment sizes and the TOROID_* defaults agree with each other",
           "[collectives]") {
   Options o;

@@ -1,5 +1,7 @@
 """Every operation of the "toroid" backend x dtype against a reference computed from every
 rank's input; async works and their futures; what is refused."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -328,14 +330,21 @@ def test_sub_group_topology():
     # A group that is a block of the world's torus (a row, a column, a segment of a line) gets
     # that block as its torus, wrapping only where the world wraps across the whole dimension;
     # any other group the most square grid of its size (auto). The test command runs this with
-    # the world as a ring (auto on one node: P x 1) and, at 4 ranks, as a 2x2 torus.
+    # the world as a ring (auto on one node: P x 1), at 4 ranks as a 2x2 torus and at 8 as a 2x2x2
+    # one, whose planes and lines are the groups of 3D parallelism.
     world = dist.distributed_c10d._get_default_group().topology
+    assert os.environ.get("TOROID_TOPOLOGY", world) == world  # the shape the test command set
     groups = {"rest": list(range(1, P)), "ends": [0, P - 1], "first two": [0, 1]}
     if world == f"{P}x1" and P > 2:
         want = {"rest": f"{P - 1}x1:wrap=none", "first two": "2x1:wrap=none", "ends": "2x1"}
     elif world == "2x2":
         groups.update({"row 1": [2, 3], "column 1": [1, 3]})
         want = {"rest": "3x1", "ends": "2x1", "first two": "2x1", "row 1": "2x1", "column 1": "2x1"}
+    elif world == "2x2x2":
+        groups.update({"plane z=1": [4, 5, 6, 7], "plane x=0": [0, 2, 4, 6], "line along z": [1, 5],
+                       "line along y": [4, 6]})
+        want = {"plane z=1": "2x2", "plane x=0": "2x2", "line along z": "2x1", "line along y": "2x1",
+                "first two": "2x1", "ends": "2x1", "rest": "7x1"}
     else:
         want = {}
     got = {}
