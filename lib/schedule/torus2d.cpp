@@ -135,37 +135,11 @@ RowAndColumn row_and_column_of(const Context& ctx, const Torus2D& t) {
 // Whether the middle phase along a dimension with these links is the line's one pipeline.
 bool pipelines_middle(Links links, int size) { return links == Links::line && size > 2; }
 
-// All-reduce of [offset, offset+count) dimension by dimension (torus_dims.hpp), X first or Y
-// first.
-std::uint32_t allreduce_2d(Schedule& s, const RowAndColumn& g, bool x_first, Block region, int tag,
-                           bool average, std::uint32_t divisor, std::uint32_t phase,
-                           std::uint32_t gather_from = 0, std::uint32_t* before_gather = nullptr) {
-  const Row rows[2] = {x_first ? g.x : g.y, x_first ? g.y : g.x};
-  return append_allreduce_rows(s, rows, region, tag, average, divisor, phase, gather_from,
-                               before_gather);
-}
-
 // One part of torus2d_both cut into `chunks` pipelined pieces (the block comment above).
 void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Block region, int tag,
                             bool average, std::uint32_t divisor, int chunks, int lag) {
-  if (chunks <= 1) {
-    allreduce_2d(s, g, x_first, region, tag, average, divisor, 0);
-    return;
-  }
-  std::uint32_t before = 0;  // the phases a piece spends before its last all-gather
-  Schedule dry;
-  allreduce_2d(dry, g, x_first, region, tag, average, divisor, 0, 0, &before);
-  const auto d = static_cast<std::uint32_t>(lag);
-  const std::uint32_t stride = (before + d - 1) / d;
-  const Blocks parts = even_blocks(region.offset, region.count, chunks);
-  // Piece k's phase f becomes f * (d + 1) + k mod (d + 1): the pieces that share a channel in
-  // one phase (a gather and the scatter d pieces later) get distinct phases, in order.
-  for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(chunks); ++k) {
-    const std::size_t first = s.steps.size();
-    allreduce_2d(s, g, x_first, parts[k], tag, average, divisor, k * stride, (k + d) * stride);
-    for (std::size_t i = first; i < s.steps.size(); ++i)
-      s.steps[i].phase = s.steps[i].phase * (d + 1) + k % (d + 1);
-  }
+  const Row rows[2] = {x_first ? g.x : g.y, x_first ? g.y : g.x};
+  append_allreduce_rows_pipelined(s, rows, region, tag, average, divisor, chunks, lag);
 }
 
 // How many pipelined pieces torus2d_both's all-reduce cuts each part into: 1 on a torus; with a

@@ -143,6 +143,16 @@ std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows
   return a;
 }
 
+// From this many elements (16 MiB of f32) each part of the every-dimension-busy all-reduce runs
+// in two pieces, the second starting half way through the first one's reduce-scatters (lag 2:
+// torus2d.cpp's "Pipelined pieces"), so that one piece's all-gathers fill the links the other's
+// reduce-scatters leave idle near their ends. toroid-sim, all-reduce of f32, of the limit with
+// one piece / two (lag 2): 4x4x8 at 50 GB/s 1 MiB 0.49 / 0.42, 16 MiB 0.80 / 0.87, 1 GiB
+// 0.86 / 0.91; 8x8x8 16 MiB 0.81 / 0.86, 1 GiB 0.93 / 0.98; 16x16x16 (tpu-v4-pod) 1 MiB 0.50 /
+// 0.38, 4 MiB 0.49 / 0.46, 16 MiB 0.76 / 0.83. Three pieces (lag 3) did better on 4x4x8 (16 MiB
+// 0.90) and worse on 16x16x16 (0.75); lag 1 worse everywhere.
+constexpr std::uint64_t kBusyPiecesFrom = std::uint64_t{4} << 20;
+
 // The global blocks that each member of my row along `dimension` holds, as one block: those of
 // the chips whose coordinates along the later dimensions are mine and along this one the
 // member's, any along the earlier ones (contiguous: the first dimension runs fastest).
@@ -211,6 +221,28 @@ std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Bloc
                         before_gather);
 }
 
+void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Block region, int tag,
+                                     bool average, std::uint32_t divisor, int chunks, int lag) {
+  if (chunks <= 1) {
+    append_allreduce_rows(s, rows, region, tag, average, divisor, 0);
+    return;
+  }
+  std::uint32_t before = 0;  // the phases a piece spends before its last all-gather
+  Schedule dry;
+  append_allreduce_rows(dry, rows, region, tag, average, divisor, 0, 0, &before);
+  const auto d = static_cast<std::uint32_t>(lag);
+  const std::uint32_t stride = (before + d - 1) / d;
+  const Blocks parts = even_blocks(region.offset, region.count, chunks);
+  // Piece k's phase f becomes f * (d + 1) + k mod (d + 1): the pieces that share a channel in
+  // one phase (a gather and the scatter d pieces later) get distinct phases, in order.
+  for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(chunks); ++k) {
+    const std::size_t first = s.steps.size();
+    append_allreduce_rows(s, rows, parts[k], tag, average, divisor, k * stride, (k + d) * stride);
+    for (std::size_t i = first; i < s.steps.size(); ++i)
+      s.steps[i].phase = s.steps[i].phase * (d + 1) + k % (d + 1);
+  }
+}
+
 Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   const std::vector<Row> rows = rows_of(ctx);
   if (r.collective == Collective::reduce_scatter) return reduce_scatter_rows(r, ctx, rows);
@@ -223,6 +255,7 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   }
   // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
   const std::vector<double> share = busy_shares(ctx, rows);
+  const int pieces = r.count >= kBusyPiecesFrom ? 2 : 1;
   std::vector<Row> order(rows.size());
   double before = 0;
   std::uint64_t at = 0;
@@ -233,7 +266,8 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
                                   : std::min(r.count, static_cast<std::uint64_t>(std::llround(
                                                           before * static_cast<double>(r.count))));
     for (std::size_t k = 0; k < rows.size(); ++k) order[k] = rows[(i + k) % rows.size()];
-    append_allreduce_rows(s, order, {at, end - at}, 2 * static_cast<int>(i), r.average, divisor, 0);
+    append_allreduce_rows_pipelined(s, order, {at, end - at}, 2 * static_cast<int>(i), r.average,
+                                    divisor, pieces, 2);
     at = end;
   }
   return s;

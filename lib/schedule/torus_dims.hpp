@@ -35,4 +35,11 @@ std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Bloc
                                     std::uint32_t gather_from = 0,
                                     std::uint32_t* before_gather = nullptr);
 
+// The same cut into `chunks` pieces that follow each other on the same channels, piece k+lag's
+// reduce-scatters beside piece k's all-gathers (torus2d.cpp's block comment, "Pipelined
+// pieces"): piece k starts k strides of phases after the first, where a stride is the phases a
+// piece spends before its last all-gather over `lag`. One piece: append_allreduce_rows.
+void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Block region, int tag,
+                                     bool average, std::uint32_t divisor, int chunks, int lag);
+
 }  // namespace toroid::schedule

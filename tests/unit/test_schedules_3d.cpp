@@ -81,6 +81,27 @@ TEST_CASE("torus2d on a 2D shape and on the same shape with a third dimension of
       }
 }
 
+TEST_CASE("every-dimension-busy all-reduce in pipelined pieces, from 4Mi elements",
+          "[schedules][3d][scale]") {
+  // From 4Mi elements each part runs as two pieces (torus_dims.cpp): its steps' phases
+  // interleave with the other piece's; the verifier runs it on real data, both placements.
+  const Torus t = Torus::parse("2x2x2:wrap=xz");
+  const Shape s{t, {}};
+  const std::uint64_t n = (std::uint64_t{4} << 20) + 5;
+  for (bool in_place : {false, true}) {
+    INFO((in_place ? "in place" : "out of place"));
+    REQUIRE(check(Algorithm::torus2d_both, Collective::allreduce, s, n, in_place, DataType::i32) ==
+            "");
+  }
+  // Twice the steps of one piece on a rank, each part's tags only.
+  const auto steps = [&](std::uint64_t count) {
+    return schedule::build(Algorithm::torus2d_both, {Collective::allreduce, count, false, false, {}},
+                           {0, t, {}})
+        .steps.size();
+  };
+  CHECK(steps(n) > steps(n - 10) * 3 / 2);
+}
+
 TEST_CASE("every-dimension-busy shares balance the dimensions' link time", "[schedules][3d]") {
   // On a cube the three parts (x first, y first, z first) each carry a third: every rank
   // sends the same bytes along each dimension. Counted over one rank's sends by dimension.
