@@ -64,6 +64,13 @@ constexpr std::uint64_t kBothBytesTorus = 4 * 1024;
 constexpr std::uint64_t kScatterBothBytesMesh = 32u << 20;
 constexpr std::uint64_t kGatherBothBytesMesh = 64u << 20;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
+// Three dimensions and more, all-reduce (toroid-sim, f32, µs): recursive doubling below 16 KiB
+// (4x4x8 8 KiB 15.3 against torus2d_both's 16.1, 16 KiB 17.6 against 16.1; 16x16x16 8 KiB 52.7
+// against torus2d's 62.1, 16 KiB 60.4 against 48.3), torus2d to 64 KiB (16x16x16 32 KiB 48.5
+// against torus2d_both's 62.2; 4x4x8 within 2% of it), torus2d_both above (16x16x16 64 KiB 48.5
+// against 49.1, then ahead: 16 MiB 135 against 367).
+constexpr std::uint64_t kLatencyBytes3d = 16 * 1024;
+constexpr std::uint64_t kBothBytes3d = 64 * 1024;
 
 }  // namespace
 
@@ -85,12 +92,14 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t) {
     }
   const bool two_d = long_dims == 2 && t.as_torus2d();
   if (long_dims > 2 || (long_dims == 2 && !two_d)) {
-    // Three dimensions and more: the latency algorithms of rank order below 64 KiB (Swing's
-    // pattern is 2D so far), the torus algorithms above (docs/algorithms.md).
+    // Three dimensions and more (Swing's pattern is 2D so far): the all-reduce's crossovers
+    // from toroid-sim on tpu-v4 (4x4x8) and tpu-v4-pod (16x16x16), f32 (docs/algorithms.md).
     if (c == Collective::broadcast)
       return bytes < kBroadcastTreeBytes ? Algorithm::recursive_doubling : Algorithm::torus2d;
     if (c == Collective::allreduce)
-      return bytes < kSmallMessageBytes ? Algorithm::recursive_doubling : Algorithm::torus2d_both;
+      return bytes < kLatencyBytes3d ? Algorithm::recursive_doubling
+             : bytes < kBothBytes3d  ? Algorithm::torus2d
+                                     : Algorithm::torus2d_both;
     return Algorithm::torus2d;
   }
   if (c == Collective::allreduce) {

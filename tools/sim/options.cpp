@@ -207,6 +207,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
                                       o.model.topology.chips()));
 
   o.ops = cli::parse_collectives(op);
+  o.every_algorithm = algo == "all";
   o.algos = cli::parse_algorithms(
       algo, {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
              Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner,
