@@ -48,14 +48,7 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
         s = build_torus_dims(false, r, ctx);
         break;
       case Algorithm::torus2d_both:
-        if (ctx.topology.as_torus2d())
-          s = build_torus2d_both(r, ctx);
-        else if (r.collective == Collective::allreduce)
-          s = build_torus_dims(true, r, ctx);
-        else
-          return refuse(
-              "its reduce-scatter and all-gather run on 2D shapes so far; torus2d runs them on "
-              "any number of dimensions");
+        s = ctx.topology.as_torus2d() ? build_torus2d_both(r, ctx) : build_torus_dims(true, r, ctx);
         break;
       case Algorithm::hierarchical:
         s = build_hierarchical(r, ctx);

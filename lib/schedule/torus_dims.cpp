@@ -101,18 +101,43 @@ double carries(const Row& row) {
   return row.links != Links::line && row.group.size() > 2 ? 2.0 : 1.0;
 }
 
-// The every-dimension-busy shares (the block comment): part i runs the rows in the order i,
-// i+1, ...; its share is a[i]. Solves Σ_i a_i·f_id/c_d = T for every row d and Σ a_i = 1 by
+// The every-dimension-busy shares (the block comment): part i runs the rows in `orders[i]`; its
+// share is a[i]. Solves Σ_i a_i·f_id/c_d = T for every row d and Σ a_i = 1 by
 // Gaussian elimination; a negative share (a dimension so slow no part should start there) is
 // dropped and the rest renormalized.
-std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows) {
+// Per part, the rows it goes through in turn (indices into the rows).
+using Orders = std::vector<std::vector<std::size_t>>;
+
+// The all-reduce's: part i in the order i, i+1, ..., i-1.
+Orders rotations(std::size_t m) {
+  Orders o(m);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t k = 0; k < m; ++k) o[i].push_back((i + k) % m);
+  return o;
+}
+
+// The reduce-scatter's and all-gather's: part i along row i first, then the others from the
+// last dimension down, so that what a member holds after the first row is its ranks in rank
+// order (ascending in the vector: a gathered chunk's runs must be).
+Orders first_then_descending(std::size_t m) {
+  Orders o(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    o[i].push_back(i);
+    for (std::size_t k = m; k-- > 0;)
+      if (k != i) o[i].push_back(k);
+  }
+  return o;
+}
+
+std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows,
+                                const Orders& orders) {
   const std::size_t m = rows.size();
   // Unknowns a_0..a_{m-1}, T; rows of the system: m link-time equalities, then Σ a = 1.
   std::vector<std::vector<double>> eq(m + 1, std::vector<double>(m + 2, 0.0));
   for (std::size_t i = 0; i < m; ++i) {
     double fraction = 1;  // of part i's share still moving when it reaches each row
     for (std::size_t k = 0; k < m; ++k) {
-      const std::size_t d = (i + k) % m;
+      const std::size_t d = orders[i][k];
       const double c =
           ctx.link_rate[static_cast<std::size_t>(rows[d].dimension)] * carries(rows[d]);
       eq[d][i] = fraction / c;
@@ -212,6 +237,147 @@ Schedule allgather_rows(const Spec& r, const Context& ctx, const std::vector<Row
   return s;
 }
 
+// Every-dimension-busy reduce-scatter and all-gather (the block comment): part i of every
+// rank's block, cut by the shares, goes through the rows in the order i, i+1, ..., i-1. Its
+// layout numbers the ranks with the first row of that order slowest and the last fastest, so
+// that what a member of the k-th row holds (the ranks with my coordinates along the rows before,
+// its own along this one, any after) is one range of it; the layout lies in scratch at `base`,
+// each rank's part of its block after the previous rank's, and `map` leads from there to the
+// part's places in the vector.
+struct BusyPart {
+  std::vector<Row> order;         // the rows in this part's order
+  Gather map;                     // layout offset -> vector offset
+  std::vector<std::uint64_t> at;  // per layout index (and one past the end): its offset
+  std::vector<std::size_t>
+      weight;            // per row of `order`: the layout indices one step along it spans
+  std::size_t mine = 0;  // my layout index
+  Block own;             // my part of my block, in the vector
+};
+
+BusyPart busy_part(const Context& ctx, const std::vector<Row>& rows, const Orders& orders,
+                   std::size_t i, const Blocks& global, const std::vector<double>& share,
+                   std::uint64_t base) {
+  const Torus& t = ctx.topology;
+  const std::size_t m = rows.size();
+  BusyPart part;
+  for (std::size_t k : orders[i]) part.order.push_back(rows[k]);
+  part.weight.assign(m, 1);
+  for (std::size_t k = m - 1; k-- > 0;)
+    part.weight[k] = part.weight[k + 1] * static_cast<std::size_t>(part.order[k + 1].group.size());
+  // Part i of a block: [cumulative share up to i, up to i + 1) of it.
+  double before = 0;
+  for (std::size_t j = 0; j < i; ++j) before += share[j];
+  const double after = before + share[i];
+  const auto piece = [&](const Block& b) {
+    const auto cut = [&](double f) {
+      return std::min(b.count,
+                      static_cast<std::uint64_t>(std::llround(f * static_cast<double>(b.count))));
+    };
+    const std::uint64_t lo = cut(before), hi = i + 1 == m ? b.count : cut(after);
+    return Block{b.offset + lo, hi - lo};
+  };
+  const std::size_t p = static_cast<std::size_t>(t.chips());
+  part.at.resize(p + 1);
+  std::vector<int> coord(static_cast<std::size_t>(t.dimensions()), 0);
+  std::uint64_t at = base;
+  for (std::size_t v = 0; v < p; ++v) {
+    std::size_t rest = v;
+    for (std::size_t k = m; k-- > 0;) {  // the last row of the order runs fastest
+      const auto size = static_cast<std::size_t>(part.order[k].group.size());
+      coord[static_cast<std::size_t>(part.order[k].dimension)] = static_cast<int>(rest % size);
+      rest /= size;
+    }
+    const int q = t.rank_of(coord);
+    const Block b = piece(global[static_cast<std::size_t>(q)]);
+    part.at[v] = at;
+    if (b.count > 0) part.map.runs.push_back({at, b.count, b.offset});
+    at += b.count;
+    if (q == ctx.rank) {
+      part.mine = v;
+      part.own = b;
+    }
+  }
+  part.at[p] = at;
+  return part;
+}
+
+// The layout ranges the members of the k-th row of `part` hold (the block comment above).
+Blocks busy_blocks(const BusyPart& part, std::size_t k) {
+  const Row& row = part.order[k];
+  const std::size_t span = part.weight[k];
+  // The start of my range along the rows up to k: my layout index with the coordinates along
+  // rows k.. zeroed, i.e. rounded down to whole steps of row k's predecessor.
+  const std::size_t outer = k == 0 ? 0 : part.mine / part.weight[k - 1] * part.weight[k - 1];
+  Blocks b;
+  for (std::size_t u = 0; u < static_cast<std::size_t>(row.group.size()); ++u) {
+    const std::size_t first = outer + u * span;
+    b.push_back({part.at[first], part.at[first + span] - part.at[first]});
+  }
+  return b;
+}
+
+Schedule busy_reduce_scatter(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+  Schedule s;
+  const Blocks global = even_blocks(0, r.count, ctx.nranks());
+  const Block own = global[static_cast<std::size_t>(ctx.rank)];
+  const Orders orders = first_then_descending(rows.size());
+  const std::vector<double> share = busy_shares(ctx, rows, orders);
+  std::uint64_t base = 0;
+  std::uint32_t end = 0;
+  std::vector<BusyPart> parts;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    parts.push_back(busy_part(ctx, rows, orders, i, global, share, base));
+    base = parts.back().at.back();
+  }
+  s.scratch_count = base;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const BusyPart& part = parts[i];
+    const Chunk result = r.in_place
+                             ? chunk(Buf::output, part.own)
+                             : Chunk{Buf::output, part.own.offset - own.offset, part.own.count};
+    std::uint32_t phase = 0;
+    for (std::size_t k = 0; k < part.order.size(); ++k) {
+      const Blocks b = busy_blocks(part, k);
+      const Block kept = b[static_cast<std::size_t>(part.order[k].group.position)];
+      const Source from = k == 0 ? Source(Buf::input, part.map) : Source(Buf::scratch);
+      phase = append_reduce_scatter(
+          s, part.order[k].links, part.order[k].group, b, 2 * static_cast<int>(i), from,
+          Buf::scratch, k + 1 == part.order.size() ? result : chunk(Buf::scratch, kept), phase);
+    }
+    end = std::max(end, phase);
+  }
+  const Chunk whole = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
+  append_average(s, r.average, whole, static_cast<std::uint32_t>(ctx.nranks()), end);
+  return s;
+}
+
+Schedule busy_allgather(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+  Schedule s;
+  const Blocks global = even_blocks(0, r.count, ctx.nranks());
+  const Block own = global[static_cast<std::size_t>(ctx.rank)];
+  const Orders orders = first_then_descending(rows.size());
+  const std::vector<double> share = busy_shares(ctx, rows, orders);
+  std::uint64_t base = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const BusyPart part = busy_part(ctx, rows, orders, i, global, share, base);
+    base = part.at.back();
+    // Received straight into their places in the output, forwarded from there.
+    const Source out(Buf::output, part.map);
+    std::uint32_t phase = 0;
+    for (std::size_t k = part.order.size(); k-- > 0;) {
+      const Blocks b = busy_blocks(part, k);
+      const Block held = b[static_cast<std::size_t>(part.order[k].group.position)];
+      const Chunk mine = k + 1 < part.order.size() ? out.chunk(s, held)
+                         : r.in_place
+                             ? chunk(Buf::output, part.own)
+                             : Chunk{Buf::input, part.own.offset - own.offset, part.own.count};
+      phase = append_allgather(s, part.order[k].links, part.order[k].group, b,
+                               2 * static_cast<int>(i), mine, out, phase);
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
@@ -245,8 +411,11 @@ void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Blo
 
 Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   const std::vector<Row> rows = rows_of(ctx);
-  if (r.collective == Collective::reduce_scatter) return reduce_scatter_rows(r, ctx, rows);
-  if (r.collective == Collective::allgather) return allgather_rows(r, ctx, rows);
+  const bool parts = busy && rows.size() > 1;
+  if (r.collective == Collective::reduce_scatter)
+    return parts ? busy_reduce_scatter(r, ctx, rows) : reduce_scatter_rows(r, ctx, rows);
+  if (r.collective == Collective::allgather)
+    return parts ? busy_allgather(r, ctx, rows) : allgather_rows(r, ctx, rows);
   Schedule s;
   const auto divisor = static_cast<std::uint32_t>(ctx.nranks());
   if (!busy || rows.size() < 2) {
@@ -254,7 +423,7 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
     return s;
   }
   // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
-  const std::vector<double> share = busy_shares(ctx, rows);
+  const std::vector<double> share = busy_shares(ctx, rows, rotations(rows.size()));
   const int pieces = r.count >= kBusyPiecesFrom ? 2 : 1;
   std::vector<Row> order(rows.size());
   double before = 0;

@@ -44,7 +44,9 @@ TEST_CASE("torus2d runs dimension by dimension on every 3D shape up to 4x4x4, ne
           for (Collective c : {Collective::allreduce, Collective::reduce_scatter,
                                Collective::allgather, Collective::broadcast})
             check_on(t, Algorithm::torus2d, c);
-          check_on(t, Algorithm::torus2d_both, Collective::allreduce);
+          for (Collective c :
+               {Collective::allreduce, Collective::reduce_scatter, Collective::allgather})
+            check_on(t, Algorithm::torus2d_both, c);
         }
 }
 
@@ -57,7 +59,8 @@ TEST_CASE("the torus algorithms run on twisted tori over the twisted links, and 
     for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
                          Collective::broadcast})
       check_on(t, Algorithm::torus2d, c);
-    check_on(t, Algorithm::torus2d_both, Collective::allreduce);
+    for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather})
+      check_on(t, Algorithm::torus2d_both, c);
   }
 }
 
@@ -95,8 +98,8 @@ TEST_CASE("every-dimension-busy all-reduce in pipelined pieces, from 4Mi element
   }
   // Twice the steps of one piece on a rank, each part's tags only.
   const auto steps = [&](std::uint64_t count) {
-    return schedule::build(Algorithm::torus2d_both, {Collective::allreduce, count, false, false, {}},
-                           {0, t, {}})
+    return schedule::build(Algorithm::torus2d_both,
+                           {Collective::allreduce, count, false, false, {}}, {0, t, {}})
         .steps.size();
   };
   CHECK(steps(n) > steps(n - 10) * 3 / 2);
@@ -138,7 +141,7 @@ TEST_CASE("the 2D-only algorithms refuse shapes of more dimensions, saying so", 
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::swing, {Collective::allreduce, 100, false, false, {}}, ctx),
       Catch::Contains("swing runs on 2D shapes; topology 2x2x2 has 3 dimensions"));
-  CHECK_THROWS_WITH(schedule::build(Algorithm::torus2d_both,
-                                    {Collective::reduce_scatter, 100, false, false, {}}, ctx),
-                    Catch::Contains("torus2d runs them on any number of dimensions"));
+  CHECK_THROWS_WITH(schedule::build(Algorithm::swing_latency,
+                                    {Collective::allgather, 100, false, false, {}}, ctx),
+                    Catch::Contains("swing runs on 2D shapes"));
 }
