@@ -70,6 +70,8 @@ constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 // against torus2d_both's 62.2; 4x4x8 within 2% of it), torus2d_both above (16x16x16 64 KiB 48.5
 // against 49.1, then ahead: 16 MiB 135 against 367). Reduce-scatter and all-gather: torus2d below
 // 64 KiB too, then torus2d_both's parts (4x4x8 1 MiB 12.7 against 17.0 µs, 16 MiB 78 against 160).
+// Recursive doubling only on a power of two: elsewhere its two extra steps cost more than it
+// saves (16x16x24 1 KiB: 74.6 µs against torus2d's 56.0).
 constexpr std::uint64_t kLatencyBytes3d = 16 * 1024;
 constexpr std::uint64_t kBothBytes3d = 64 * 1024;
 
@@ -98,9 +100,10 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t) {
     if (c == Collective::broadcast)
       return bytes < kBroadcastTreeBytes ? Algorithm::recursive_doubling : Algorithm::torus2d;
     if (c == Collective::allreduce)
-      return bytes < kLatencyBytes3d ? Algorithm::recursive_doubling
-             : bytes < kBothBytes3d  ? Algorithm::torus2d
-                                     : Algorithm::torus2d_both;
+      return bytes < kLatencyBytes3d && std::has_single_bit(static_cast<unsigned>(t.chips()))
+                 ? Algorithm::recursive_doubling
+             : bytes < kBothBytes3d ? Algorithm::torus2d
+                                    : Algorithm::torus2d_both;
     return bytes < kBothBytes3d ? Algorithm::torus2d : Algorithm::torus2d_both;
   }
   if (c == Collective::allreduce) {
