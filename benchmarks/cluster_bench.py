@@ -2,7 +2,7 @@
 """toroid's all-reduce algorithms and the stock MPI_Allreduce on an emulated torus of hosts
 (scripts/cluster.sh), next to what toroid-sim predicts for the same network.
 
-Brings up a torus of X*Y hosts (one rank each) with every link direction shaped to --rate,
+Brings up a torus of X*Y (or X*Y*Z, ...) hosts (one rank each) with every link direction shaped to --rate,
 fits the per-message latency from a ping-pong between two neighbours (toroid-sim --calibrate),
 then runs toroid-bench: once with every toroid algorithm (beside the stock default), and once
 per further stock configuration (forced ring, forced Rabenseifner, coll/han). Prints, per size,
@@ -10,7 +10,7 @@ each row's time, busbw against the link rate, the best toroid row against the be
 configuration, the CPU busy share during the runs, and toroid-sim's prediction with the
 measured/predicted ratio. The cluster is taken down at the end (--keep leaves it up).
 
-  benchmarks/cluster_bench.py [--torus 4x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager B] [--algos a,b]
+  benchmarks/cluster_bench.py [--torus 4x2|2x2x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager B] [--algos a,b]
 
 --eager B sets Open MPI's TCP eager limit (and largest send) for every run, stock and toroid
 alike; by default both keep Open MPI's own (64 KiB). Above it a message waits for a rendezvous
@@ -129,8 +129,12 @@ def main():
     ap.add_argument("--keep", action="store_true", help="leave the cluster up")
     ap.add_argument("--op", default="allreduce", choices=sorted(STOCK_BY_OP),
                     help="the collective (stock configurations forced for it)")
-    ap.add_argument("--algos", default=",".join(TOROID_ALGOS), help="toroid algorithms to run (comma list)")
+    ap.add_argument("--algos", help="toroid algorithms to run (comma list; default: every one that runs "
+                                     "on the shape, Swing's being 2D)")
     args = ap.parse_args()
+    if args.algos is None:
+        dims = len(args.torus.split(":")[0].split("x"))
+        args.algos = ",".join(a for a in TOROID_ALGOS if dims <= 2 or not a.startswith("swing"))
     STOCK = STOCK_BY_OP[args.op]
     unknown = [a for a in args.algos.split(",") if a not in TOROID_ALGOS]
     if unknown:
@@ -163,8 +167,10 @@ def main():
     sizes = sorted({int(r["size"]) for r in rows})
     t = {(r["algo"], int(r["size"])): float(r["time_us"]) for r in rows}
     bus = {(r["algo"], int(r["size"])): float(r["busbw"]) for r in rows}
-    x, y = (int(v) for v in args.torus.split(":")[0].split("x"))  # XxY[:wrap=...]
-    print(f"# torus {args.torus} ({x * y} hosts, 1 rank each), every link direction {args.rate} = {link:.4f} GB/s; "
+    hosts = 1
+    for v in args.torus.split(":")[0].split("x"):  # XxY[xZ...][:wrap=...]
+        hosts *= int(v)
+    print(f"# torus {args.torus} ({hosts} hosts, 1 rank each), every link direction {args.rate} = {link:.4f} GB/s; "
           f"ping-pong fit: {hop_us:.1f} us per message, {beta:.4f} GB/s for >= 1 MiB; "
           f"{time.time() - started:.0f} s of runs; median of {args.n} iterations, f32 sum {args.op}; "
           f"btl_tcp_eager_limit {args.eager or 'Open MPI default'}")

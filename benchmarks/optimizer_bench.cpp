@@ -110,9 +110,8 @@ int run(const Options& o) {
         "# %zu parameters in %zu tensors, %d ranks, topology %s, bf16 gradients %s, %d steps (ms "
         "per step, slowest rank)\n"
         "%-6s %-10s %10s %10s %10s %10s %14s\n",
-        o.params, o.tensors, comm.size(), comm.shape().to_string().c_str(),
-        o.bf16 ? "on" : "off", o.steps, "opt", "mode", "reduce", "update", "gather", "step",
-        "state MiB/rank");
+        o.params, o.tensors, comm.size(), comm.shape().to_string().c_str(), o.bf16 ? "on" : "off",
+        o.steps, "opt", "mode", "reduce", "update", "gather", "step", "state MiB/rank");
   for (auto kind : o.kinds) {
     Result res[2];
     for (bool shard : {false, true}) {

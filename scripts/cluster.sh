@@ -5,7 +5,7 @@
 # ssh, through scripts/cluster-rsh.sh, which enters a host's namespaces. Needs root.
 #
 #   scripts/cluster.sh up switch [--hosts N] [--rate R] [--delay D] [--share DIR]...
-#   scripts/cluster.sh up torus XxY[:wrap=xy|x|y|none] [--rate R] [--delay D] [--share DIR]...
+#   scripts/cluster.sh up torus XxY[xZ...][:wrap=LETTERS|none] [--rate R] [--delay D] [--share DIR]...
 #            (the hosts see the repository, $TOROID_BUILD_DIR and each --share DIR, as on a
 #            shared file system; their /tmp and /dev/shm are their own)
 #   scripts/cluster.sh run [--ranks-per-host K] [--np N] [mpirun options...] -- program args...
@@ -19,11 +19,12 @@
 # Layouts:
 #   switch   every host's eth0 on one bridge (in a namespace of its own, toroid-sw):
 #              h0 --eth0==port0-- [br0] --port1==eth0-- h1 ...
-#   torus    one veth pair per torus link, named xp/xm/yp/ym (x plus, x minus, ...) on each host;
-#            host i sits at x = i mod X, y = i div X (toroid's rank order with one rank per
-#            host). Each host holds its address on a port-less bridge `host` and forwards packets
-#            for non-neighbours in dimension order, X then Y, the shorter way round where the
-#            dimension wraps, as toroid-sim routes:
+#   torus    one veth pair per torus link, named xp/xm/yp/ym/zp/zm (x plus, x minus, ...) on
+#            each host, of 1 to 6 dimensions (x y z w v u); host i sits at x = i mod X,
+#            y = (i div X) mod Y, z = i div XY, ... (toroid's rank order with one rank per host).
+#            Each host holds its address on a port-less bridge `host` and forwards packets for
+#            non-neighbours in dimension order, X then Y then Z, the shorter way round where the
+#            dimension wraps, as toroid-sim routes (twisted tori are not emulated):
 #              h0 --xp==xm-- h1          (2x2: a dimension of 2 has one link, its wraparound
 #              |yp           |yp          would join the same pair again)
 #              |ym           |ym
@@ -147,51 +148,57 @@ link_hosts() {
   done
 }
 
-# Which interface of host i leads to its neighbour one step along dim (x|y) in dir (+1|-1).
-step() {  # step I DIM DIR -> "NEIGHBOUR IFACE"
-  local i=$1 dim=$2 dir=$3 x=$(($1 % X)) y=$(($1 / X)) size
-  if [ "$dim" = x ]; then size=$X; else size=$Y; fi
-  local c=$x
-  [ "$dim" = y ] && c=$y
-  local next=$(((c + dir + size) % size)) iface
-  if [ "$dir" = 1 ]; then iface=${dim}p; else iface=${dim}m; fi
+# The torus's dimensions: sizes[d], wraps[d] (1/0), named by names[d]; stride[d] = hosts one
+# step along d apart.
+names=(x y z w v u)
+coordinate() { echo $((($1 / stride[$2]) % sizes[$2])); }  # coordinate I D
+
+# Which interface of host i leads to its neighbour one step along dimension d in dir (+1|-1).
+step() {  # step I D DIR -> "NEIGHBOUR IFACE"
+  local i=$1 d=$2 dir=$3 size=${sizes[$2]} c next iface
+  c=$(coordinate "$i" "$d")
+  next=$(((c + dir + size) % size))
+  if [ "$dir" = 1 ]; then iface=${names[d]}p; else iface=${names[d]}m; fi
   # A dimension of 2 has one link: x=0's xp is x=1's xm.
-  if [ "$size" = 2 ]; then if [ "$c" = 0 ]; then iface=${dim}p; else iface=${dim}m; fi; fi
-  if [ "$dim" = x ]; then echo "$((y * X + next)) $iface"; else echo "$((next * X + x)) $iface"; fi
+  if [ "$size" = 2 ]; then if [ "$c" = 0 ]; then iface=${names[d]}p; else iface=${names[d]}m; fi; fi
+  echo "$((i + (next - c) * stride[d])) $iface"
 }
 
-# Dimension order, X then Y; the shorter way round where the dimension wraps (+ on a tie).
+# Dimension order, X then Y then Z ...; the shorter way round where the dimension wraps (+ on a
+# tie).
 next_hop() {  # next_hop FROM TO -> "NEIGHBOUR IFACE"
-  local from=$1 to=$2 dim c t size wrap
-  if [ $((from % X)) != $((to % X)) ]; then dim=x c=$((from % X)) t=$((to % X)) size=$X wrap=$wrap_x
-  else dim=y c=$((from / X)) t=$((to / X)) size=$Y wrap=$wrap_y; fi
-  local forward=$(((t - c + size) % size)) dir
-  if [ "$wrap" = 1 ]; then
+  local from=$1 to=$2 d c t size forward dir
+  for ((d = 0; d < ${#sizes[@]}; ++d)); do
+    c=$(coordinate "$from" "$d") t=$(coordinate "$to" "$d")
+    [ "$c" != "$t" ] && break
+  done
+  size=${sizes[d]}
+  forward=$(((t - c + size) % size))
+  if [ "${wraps[d]}" = 1 ]; then
     if ((forward <= size - forward)); then dir=1; else dir=-1; fi
   else
     if ((t > c)); then dir=1; else dir=-1; fi
   fi
-  step "$from" "$dim" "$dir"
+  step "$from" "$d" "$dir"
 }
 
 up_torus() {
   for ((i = 0; i < n; ++i)); do
-    local x=$((i % X)) y=$((i / X)) ns
+    local ns d c size
     ns=$(host_ns $i)
     # The host's address lives on a bridge without ports: an interface that is always there,
     # whichever links go down, and the one interface MPI is told to use.
     ip -n "$ns" link add host type bridge
     ip -n "$ns" link set host up
     ip -n "$ns" addr add "$(addr $i)/32" dev host
-    # Links to +x and +y (the minus side is the neighbour's plus side).
-    if ((X > 1)) && { ((x + 1 < X)) || { ((wrap_x)) && ((X > 2)); }; }; then
-      read -r nb ifa <<<"$(step $i x 1)"
-      link_hosts $i xp "$nb" xm
-    fi
-    if ((Y > 1)) && { ((y + 1 < Y)) || { ((wrap_y)) && ((Y > 2)); }; }; then
-      read -r nb ifa <<<"$(step $i y 1)"
-      link_hosts $i yp "$nb" ym
-    fi
+    # Links to +x, +y, ... (the minus side is the neighbour's plus side).
+    for ((d = 0; d < ${#sizes[@]}; ++d)); do
+      size=${sizes[d]} c=$(coordinate "$i" "$d")
+      if ((size > 1)) && { ((c + 1 < size)) || { ((wraps[d])) && ((size > 2)); }; }; then
+        read -r nb ifa <<<"$(step $i $d 1)"
+        link_hosts $i "${names[d]}p" "$nb" "${names[d]}m"
+      fi
+    done
   done
   for ((i = 0; i < n; ++i)); do
     for ((j = 0; j < n; ++j)); do
@@ -206,26 +213,34 @@ cmd_up() {
   [ "$(id -u)" = 0 ] || die "needs root (network namespaces, mounts, tc)"
   [ ! -e "$state/hosts" ] || die "a cluster is already up ($state); 'scripts/cluster.sh down' first"
   layout=${1:-}; shift || true
-  n=2 rate=1gbit delay="" X=0 Y=0 wrap_x=1 wrap_y=1
+  n=2 rate=1gbit delay="" sizes=() wraps=() stride=()
   shared=("$root")
   [ -z "${TOROID_BUILD_DIR:-}" ] || [ ! -d "$TOROID_BUILD_DIR" ] || shared+=("$(cd "$TOROID_BUILD_DIR" && pwd -P)")
   case "$layout" in
     switch) ;;
     torus)
       local shape_text=${1:-}; shift || true
-      [[ "$shape_text" =~ ^([0-9]+)x([0-9]+)(:wrap=(xy|x|y|none))?$ ]] ||
-        die "torus '$shape_text': expected XxY or XxY:wrap=xy|x|y|none"
-      X=${BASH_REMATCH[1]} Y=${BASH_REMATCH[2]}
-      case "${BASH_REMATCH[4]:-xy}" in
-        xy) ;; x) wrap_y=0 ;; y) wrap_x=0 ;; none) wrap_x=0 wrap_y=0 ;;
-      esac
-      n=$((X * Y))
+      [[ "$shape_text" =~ ^([0-9]+(x[0-9]+){0,5})(:wrap=([xyzwvu]+|none))?$ ]] ||
+        die "torus '$shape_text': expected sizes joined by x (1 to 6 of them: 4x2, 2x2x2), optionally :wrap=LETTERS|none (e.g. 4x2:wrap=y, 2x2x2:wrap=xz; twisted tori are not emulated)"
+      IFS=x read -r -a sizes <<<"${BASH_REMATCH[1]}"
+      local letters=${BASH_REMATCH[4]:-all}
+      n=1
+      for ((d = 0; d < ${#sizes[@]}; ++d)); do
+        ((sizes[d] >= 1)) || die "torus '$shape_text': dimension ${names[d]} has size ${sizes[d]}"
+        stride[d]=$n
+        n=$((n * sizes[d]))
+        if [ "$letters" = all ] || [[ "$letters" == *"${names[d]}"* ]]; then wraps[d]=1; else wraps[d]=0; fi
+      done
+      for ((k = 0; k < ${#letters}; ++k)); do
+        [ "$letters" = all ] || [ "$letters" = none ] || [[ "${names[*]:0:${#sizes[@]}}" == *"${letters:k:1}"* ]] ||
+          die "torus '$shape_text': '${letters:k:1}' in wrap= is not one of its dimensions"
+      done
       ;;
     *) die "up: layout '$layout' is not switch or torus" ;;
   esac
   while (($#)); do
     case "$1" in
-      --hosts) [ "$layout" = switch ] || die "--hosts is for the switch layout (a torus has X*Y hosts)"; n=$2; shift 2 ;;
+      --hosts) [ "$layout" = switch ] || die "--hosts is for the switch layout (a torus has as many hosts as chips)"; n=$2; shift 2 ;;
       --rate) rate=$2; shift 2 ;;
       --delay) delay=$2; shift 2 ;;
       --share)
@@ -380,5 +395,5 @@ case "${1:-}" in
   pids) shift; cmd_pids "$@" ;;
   status) cmd_status ;;
   down) cmd_down ;;
-  *) die "usage: cluster.sh up switch|torus XxY[:wrap=..] [--hosts N] [--rate R] [--delay D] | run [--ranks-per-host K] [mpirun options] -- program args | command [same as run] | exec HOST -- cmd | status | down" ;;
+  *) die "usage: cluster.sh up switch|torus XxY[xZ..][:wrap=..] [--hosts N] [--rate R] [--delay D] | run [--ranks-per-host K] [mpirun options] -- program args | command [same as run] | exec HOST -- cmd | status | down" ;;
 esac

@@ -43,7 +43,8 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "auto|ring|bidir_ring|torus2d|torus2d_both|hierarchical|recursive_doubling|rabenseifner|"
       "swing|swing_latency|mpi, "
       "or all (every algorithm that implements the collective)")(
-      "topology", po::value(&s.topology)->default_value("auto"), "XxY[:wrap=xy|x|y|none] or auto")(
+      "topology", po::value(&s.topology)->default_value("auto"),
+      "XxY[xZ...][:wrap=LETTERS|none][,twist] (1 to 6 dimensions: 4x2, 2x2x2:wrap=xz) or auto")(
       "dtype", po::value(&dtype)->default_value(dtype), "f32|f64|bf16|f16|i32|i64")(
       "redop", po::value(&redop)->default_value(redop), "sum|prod|min|max|avg")(
       ",b", po::value(&b)->default_value(b), "smallest message in bytes (K/M/G suffixes)")(

@@ -208,11 +208,11 @@ int Communicator::size() const noexcept { return impl_->size; }
 const Torus& Communicator::shape() const noexcept { return impl_->topology; }
 const Torus2D& Communicator::topology() const {
   if (!impl_->grid)
-    throw TopologyError(fmt::format(
-        "Communicator::topology(): the shape {} has {} dimensions{}, not a 2D torus; "
-        "Communicator::shape() describes it",
-        impl_->topology.to_string(), impl_->topology.dimensions(),
-        impl_->topology.twisted() ? " and a twist" : ""));
+    throw TopologyError(
+        fmt::format("Communicator::topology(): the shape {} has {} dimensions{}, not a 2D torus; "
+                    "Communicator::shape() describes it",
+                    impl_->topology.to_string(), impl_->topology.dimensions(),
+                    impl_->topology.twisted() ? " and a twist" : ""));
   return *impl_->grid;
 }
 Algorithm Communicator::default_algorithm() const noexcept { return impl_->config.algorithm; }

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 
 #include "model/simulator.hpp"
 #include "toroid/error.hpp"
@@ -64,16 +63,15 @@ constexpr std::uint64_t kBothBytesTorus = 4 * 1024;
 constexpr std::uint64_t kScatterBothBytesMesh = 32u << 20;
 constexpr std::uint64_t kGatherBothBytesMesh = 64u << 20;
 constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
-// Three dimensions and more, all-reduce (toroid-sim, f32, µs): recursive doubling below 16 KiB
-// (4x4x8 8 KiB 15.3 against torus2d_both's 16.1, 16 KiB 17.6 against 16.1; 16x16x16 8 KiB 52.7
-// against torus2d's 62.1, 16 KiB 60.4 against 48.3), torus2d to 64 KiB (16x16x16 32 KiB 48.5
-// against torus2d_both's 62.2; 4x4x8 within 2% of it), torus2d_both above (16x16x16 64 KiB 48.5
-// against 49.1, then ahead: 16 MiB 135 against 367). Reduce-scatter and all-gather: torus2d below
-// 64 KiB too, then torus2d_both's parts (4x4x8 1 MiB 12.7 against 17.0 µs, 16 MiB 78 against 160).
-// Recursive doubling only on a power of two: elsewhere its two extra steps cost more than it
-// saves (16x16x24 1 KiB: 74.6 µs against torus2d's 56.0).
-constexpr std::uint64_t kLatencyBytes3d = 16 * 1024;
-constexpr std::uint64_t kBothBytes3d = 64 * 1024;
+// Three dimensions and more, all-reduce (toroid-sim, f32, µs): swing_latency below 64 KiB
+// (32 KiB: 4x4x8 15.0 against torus2d_both's 16.3, 16x16x16 45.1 against torus2d's 48.5,
+// 16x16x24 51.0 against 56.3; 64 KiB: 20.5 / 59.2 / 59.3 against 16.5 / 48.5 / 56.6), torus2d
+// to 128 KiB (16x16x24 64 KiB: torus2d_both 78.2, its parts too small; elsewhere within 4% of
+// it), torus2d_both from 128 KiB (16x16x16 48.9 against 50.2, then ahead: 16 MiB 135 against
+// 367). Reduce-scatter and all-gather: torus2d below 128 KiB too, then torus2d_both's parts
+// (4x4x8 1 MiB 12.7 against 17.0 µs, 16 MiB 78 against 160).
+constexpr std::uint64_t kLatencyBytes3d = 64 * 1024;
+constexpr std::uint64_t kBothBytes3d = 128 * 1024;
 
 }  // namespace
 
@@ -95,15 +93,15 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t) {
     }
   const bool two_d = long_dims == 2 && t.as_torus2d();
   if (long_dims > 2 || (long_dims == 2 && !two_d)) {
-    // Three dimensions and more (Swing's pattern is 2D so far): the all-reduce's crossovers
-    // from toroid-sim on tpu-v4 (4x4x8) and tpu-v4-pod (16x16x16), f32 (docs/algorithms.md).
-    if (c == Collective::broadcast)
-      return bytes < kBroadcastTreeBytes ? Algorithm::recursive_doubling : Algorithm::torus2d;
+    // Three dimensions and more: the crossovers from toroid-sim on tpu-v4 (4x4x8), tpu-v4-pod
+    // (16x16x16) and tpu-v5p (16x16x24), f32 (kLatencyBytes3d below).
+    // Broadcast: the chains at every size (the tree's partners lie far apart on a large torus:
+    // 16x16x16 1 KiB 24.5 µs against 45.6, 4x4x8 8.2 against 13.3).
+    if (c == Collective::broadcast) return Algorithm::torus2d;
     if (c == Collective::allreduce)
-      return bytes < kLatencyBytes3d && std::has_single_bit(static_cast<unsigned>(t.chips()))
-                 ? Algorithm::recursive_doubling
-             : bytes < kBothBytes3d ? Algorithm::torus2d
-                                    : Algorithm::torus2d_both;
+      return bytes < kLatencyBytes3d ? Algorithm::swing_latency
+             : bytes < kBothBytes3d  ? Algorithm::torus2d
+                                     : Algorithm::torus2d_both;
     return bytes < kBothBytes3d ? Algorithm::torus2d : Algorithm::torus2d_both;
   }
   if (c == Collective::allreduce) {

@@ -18,8 +18,8 @@
 #include "pmpi/guard.hpp"
 #include "pmpi/requests.hpp"
 #include "pmpi/settings.hpp"
-#include "toroid/torus.hpp"
 #include "toroid/error.hpp"
+#include "toroid/torus.hpp"
 
 namespace toroid::pmpi {
 namespace {

@@ -59,7 +59,14 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
         break;
       case Algorithm::swing:
       case Algorithm::swing_latency:
-        s = build_swing(a, r, ctx);
+        if (ctx.topology.as_torus2d())
+          s = build_swing(a, r, ctx);
+        else if (a == Algorithm::swing_latency && r.collective == Collective::allreduce)
+          s = build_swing_latency_dims(r, ctx);
+        else
+          return refuse(
+              "Swing's bandwidth form and swing_latency's reduce-scatter and all-gather run on 2D "
+              "shapes so far (swing_latency's all-reduce runs on any number of dimensions)");
         break;
       case Algorithm::automatic:
       case Algorithm::mpi:

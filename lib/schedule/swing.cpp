@@ -61,17 +61,6 @@ struct SwingBuilder {
   }
 };
 
-// The fold of one dimension, seen from one coordinate.
-struct DimensionFold {
-  int k2 = 1, rem = 0;
-  explicit DimensionFold(int k)
-      : k2(static_cast<int>(std::bit_floor(static_cast<unsigned>(k)))), rem(k - k2) {}
-  bool sends(int c) const { return c < 2 * rem && c % 2 == 0; }     // hands over, sits out
-  bool receives(int c) const { return c < 2 * rem && c % 2 == 1; }  // takes a neighbour's
-  int virtual_of(int c) const { return c < 2 * rem ? c / 2 : c - rem; }
-  int real_of(int n) const { return n < rem ? 2 * n + 1 : n + rem; }
-};
-
 struct Grid {
   const Torus2D& t;
   DimensionFold x, y;

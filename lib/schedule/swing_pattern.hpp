@@ -30,12 +30,27 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
 #include "toroid/topology.hpp"
 
 namespace toroid::schedule {
+
+// The fold of one dimension of size k (swing.cpp's block comment), seen from one coordinate:
+// with k2 the largest power of two <= k and rem = k - k2, coordinates c < 2·rem pair up (c even
+// with c+1), the even one handing its vector to c+1 and sitting out; virtual coordinate n is
+// real n < rem ? 2n+1 : n + rem.
+struct DimensionFold {
+  int k2 = 1, rem = 0;
+  explicit DimensionFold(int k)
+      : k2(static_cast<int>(std::bit_floor(static_cast<unsigned>(k)))), rem(k - k2) {}
+  bool sends(int c) const { return c < 2 * rem && c % 2 == 0; }     // hands over, sits out
+  bool receives(int c) const { return c < 2 * rem && c % 2 == 1; }  // takes a neighbour's
+  int virtual_of(int c) const { return c < 2 * rem ? c / 2 : c - rem; }
+  int real_of(int n) const { return n < rem ? 2 * n + 1 : n + rem; }
+};
 
 // One dimension of power-of-two size: its peers per relative step and its depth-first order.
 class SwingDimension {

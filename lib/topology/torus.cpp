@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <deque>
 
@@ -196,8 +197,9 @@ namespace {
 
 [[noreturn]] void bad_torus(std::string_view text, const std::string& why) {
   throw TopologyError(fmt::format(
-      "invalid topology '{}': {} (expected sizes joined by 'x', 1 to {} of them, e.g. 16x16x16, "
-      "optionally :wrap=LETTERS|none and/or :twist, e.g. 128x32:wrap=y, 4x4x8:twist)",
+      "invalid topology '{}': {} (expected sizes joined by 'x', 1 to {} of them, e.g. 4x2 or "
+      "16x16x16, optionally :wrap=LETTERS|none and/or :twist, e.g. 128x32:wrap=y, 4x4x8:twist; or "
+      "auto)",
       text, why, Torus::kMaxDimensions));
 }
 
@@ -210,14 +212,17 @@ Torus Torus::parse(std::string_view text) {
   for (std::size_t at = 0;;) {
     const std::size_t x = shape.find('x', at);
     const std::string_view part = shape.substr(at, x == std::string_view::npos ? x : x - at);
+    if (sizes.size() == static_cast<std::size_t>(kMaxDimensions))
+      bad_torus(text, fmt::format("more than {} dimensions", kMaxDimensions));
     int v = 0;
     const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
     if (part.empty() || ec != std::errc() || end != part.data() + part.size())
-      bad_torus(text, fmt::format("size '{}' is not an integer", part));
-    if (v < 1) bad_torus(text, fmt::format("size {} is under 1", v));
+      bad_torus(text, fmt::format("{} dimension '{}' is not an integer",
+                                  static_cast<char>(std::toupper(kNames[sizes.size()])), part));
+    if (v < 1)
+      bad_torus(text, fmt::format("{} dimension must be at least 1",
+                                  static_cast<char>(std::toupper(kNames[sizes.size()]))));
     sizes.push_back(v);
-    if (sizes.size() > static_cast<std::size_t>(kMaxDimensions))
-      bad_torus(text, fmt::format("more than {} dimensions", kMaxDimensions));
     if (x == std::string_view::npos) break;
     at = x + 1;
   }

@@ -219,10 +219,9 @@ py::class_<C> bind_communicator_state(py::module_& m) {
                                for (int d = 0; d < t.dimensions(); ++d) sizes.append(t.size(d));
                                return py::tuple(sizes);
                              })
-      .def_property_readonly("coord",
-                             [](const C& c) {
-                               return py::tuple(py::cast(c.get().shape().coord_of(c.get().rank())));
-                             })
+      .def_property_readonly(
+          "coord",
+          [](const C& c) { return py::tuple(py::cast(c.get().shape().coord_of(c.get().rank()))); })
       .def_property_readonly("wraps",
                              [](const C& c) {
                                const Torus& t = c.get().shape();

@@ -120,8 +120,10 @@ std::string sub_group_topology(const std::vector<int>& members) {
   for (int m : members) {
     const std::vector<int> c = t.coord_of(m);
     for (int d = 0; d < dims; ++d) {
-      low[static_cast<std::size_t>(d)] = std::min(low[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
-      high[static_cast<std::size_t>(d)] = std::max(high[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
+      low[static_cast<std::size_t>(d)] =
+          std::min(low[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
+      high[static_cast<std::size_t>(d)] =
+          std::max(high[static_cast<std::size_t>(d)], c[static_cast<std::size_t>(d)]);
     }
   }
   std::vector<int> sizes, extent(static_cast<std::size_t>(dims));

@@ -28,8 +28,9 @@ TEST_CASE("bad topology text gets a TopologyError with the text", "[topology]") 
   CHECK_THROWS_WITH(Torus2D::parse("four"), Catch::Contains("missing 'x'"));
   CHECK_THROWS_WITH(Torus2D::parse("4x4:wrap=z"), Catch::Contains("unknown option 'wrap=z'"));
   CHECK_THROWS_AS(Torus2D::parse("4x4x4"), TopologyError);
-  CHECK_THROWS_WITH(Torus2D::parse("16x16x16"),
-                    Catch::Contains("3 dimensions: toroid's collectives run on 2D shapes so far"));
+  CHECK_THROWS_WITH(
+      Torus2D::parse("16x16x16"),
+      Catch::Contains("3 dimensions: a Torus2D has two (toroid::Torus::parse takes 1 to 6"));
   CHECK_THROWS_AS(Torus2D(0, 3), TopologyError);
   CHECK_THROWS_WITH(Torus2D(3, 3).require_size(8),
                     "topology 3x3 needs 9 ranks, communicator has 8");

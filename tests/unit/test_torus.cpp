@@ -82,9 +82,9 @@ TEST_CASE("torus: text forms, any number of dimensions", "[topology]") {
         Torus::parse(text),
         Catch::Contains(std::string("invalid topology '") + text) && Catch::Contains(why));
   };
-  refused("4x", "size '' is not an integer");
-  refused("4xax2", "size 'a' is not an integer");
-  refused("4x0x2", "size 0 is under 1");
+  refused("4x", "Y dimension '' is not an integer");
+  refused("4xax2", "Y dimension 'a' is not an integer");
+  refused("4x0x2", "Y dimension must be at least 1");
   refused("2x2x2x2x2x2x2", "more than 6 dimensions");
   refused("4x4:wrap=z", "'z' in wrap= is not one of its dimensions (xy)");
   refused("4x4:wrap=xx", "'x' named twice");

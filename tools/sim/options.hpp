@@ -17,7 +17,7 @@ struct Options {
   int chips_per_node = 0;  // hierarchical: consecutive chips per node; 0 = one row (X chips)
   std::vector<Collective> ops;
   std::vector<Algorithm> algos;
-  bool every_algorithm = false;  // --algo all: those that cannot run on the shape are skipped
+  bool every_algorithm = false;      // --algo all: those that cannot run on the shape are skipped
   std::vector<std::uint64_t> sizes;  // bytes
   DataType type = DataType::f32;
   std::string format = "table";
