@@ -32,6 +32,21 @@
 //     16x16x16:  part 0  x -> y -> z      x links: 1/3 + 1/3·1/256 + 1/3·1/16 of n
 //                part 1  y -> z -> x      (likewise y and z): every link busy from the start
 //                part 2  z -> x -> y
+//
+// From 4Mi elements each part runs as two pipelined pieces (append_allreduce_rows_pipelined).
+//
+// Every dimension busy, reduce-scatter and all-gather: every rank's block is cut into D parts by
+// the same kind of shares; part i goes along dimension i first, then along the others from the
+// last down. Each part has a layout in scratch that numbers the ranks with its first dimension
+// slowest (BusyPart), so what a member holds at every step is one range of it; the
+// reduce-scatter reads the input through the layout's map (gathered chunks), accumulates in
+// scratch and leaves part i of my block in place; the all-gather receives straight into the
+// output through the map. Taking the later dimensions from the last down keeps each range's
+// ranks in rank order, so every gathered chunk's runs ascend in the vector, as a chunk's must.
+//
+//     2x2x2, part 0 (x, then z, then y):  layout order x slowest, y fastest:
+//        ranks 0 2 4 6 | 1 3 5 7      member x = 0 holds [0 2 4 6], x = 1 holds [1 3 5 7]
+//        (part 0 of each rank's block, in that order: ascending within each half)
 #include "schedule/torus_dims.hpp"
 
 #include <algorithm>
