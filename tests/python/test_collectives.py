@@ -122,6 +122,30 @@ def test_axis_collectives():
     assert agree(ok)
 
 
+def test_three_dimensions():
+    """A 3D shape (2x1x2 at 4 ranks, 2x1x1 at 2, the ring P x 1 x 1 otherwise): one size, one
+    coordinate, one wrap flag per dimension, first dimension fastest; the torus algorithms and
+    swing_latency's all-reduce right on it, Swing's bandwidth form refused with the reason."""
+    shape = {4: (2, 1, 2), 2: (2, 1, 1)}.get(P, (P, 1, 1))
+    comm = toroid.Communicator(topology="x".join(map(str, shape)))
+    ok = comm.dims == shape and comm.topology == "x".join(map(str, shape))
+    ok = ok and comm.coord == (R % shape[0], R // shape[0] % shape[1], R // (shape[0] * shape[1]))
+    ok = ok and comm.wraps == (True, True, True)
+    n = 1001
+    x = inputs(n, np.float64, "sum", R)
+    want = np.sum(world.allgather(x), axis=0)
+    for algo in ["torus2d", "torus2d_both", "swing_latency", "auto"]:
+        ok = ok and np.allclose(comm.allreduce(x.copy(), algorithm=algo), want)
+        off, cnt = toroid.block_of(n, P, R)
+        if algo != "swing_latency":
+            ok = ok and np.allclose(comm.reduce_scatter(x, algorithm=algo), want[off:off + cnt])
+            ok = ok and np.allclose(comm.allgather(want[off:off + cnt].copy(), algorithm=algo), want)
+    if P > 1:
+        with pytest.raises(toroid.InvalidArgument, match="2D shapes"):
+            comm.allreduce(x.copy(), algorithm="swing")
+    assert agree(ok)
+
+
 def test_broadcast(comm):
     ok = True
     for root in range(P):
