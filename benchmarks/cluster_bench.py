@@ -74,8 +74,10 @@ def bench(args, extra, algo, name):
     t0, i0, s0 = cpu_ticks()
     eager = ["--mca", "btl_tcp_eager_limit", str(args.eager), "--mca", "btl_tcp_max_send_size",
              str(args.eager)] if args.eager else []
+    # The communicator plays the hosts' torus (auto would take the most square 2D grid of the
+    # host count: 4x2 for the 8 hosts of 2x2x2).
     cmd = ["run", "-x", "TOROID_TIMEOUT=600", *eager, *extra, "--", os.path.join(args.build, "benchmarks", "toroid-bench"),
-           "--op", args.op, "--algo", algo, "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "--check", "1",
+           "--topology", args.torus, "--op", args.op, "--algo", algo, "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "--check", "1",
            "--format", "csv"]
     p = cluster(*cmd, timeout=3000)
     t1, i1, s1 = cpu_ticks()
