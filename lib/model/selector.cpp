@@ -94,7 +94,7 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t) {
   const bool two_d = long_dims == 2 && t.as_torus2d();
   if (long_dims > 2 || (long_dims == 2 && !two_d)) {
     // Three dimensions and more: the crossovers from toroid-sim on tpu-v4 (4x4x8), tpu-v4-pod
-    // (16x16x16) and tpu-v5p (16x16x24), f32 (kLatencyBytes3d below).
+    // (16x16x16) and tpu-v5p (16x16x24), f32 (at kLatencyBytes3d above).
     // Broadcast: the chains at every size (the tree's partners lie far apart on a large torus:
     // 16x16x16 1 KiB 24.5 µs against 45.6, 4x4x8 8.2 against 13.3).
     if (c == Collective::broadcast) return Algorithm::torus2d;

@@ -114,26 +114,16 @@
 namespace toroid::schedule {
 namespace {
 
+// My row (members ordered by x) and my column (ordered by y), as the N-dimensional builder's
+// rows (torus_dims.hpp); either may be of one member.
 struct RowAndColumn {
-  Group row, column;  // my row (members ordered by x) and column (ordered by y)
-  Links row_links, column_links;
-  Row x, y;  // the same as the N-dimensional builder's rows (torus_dims.hpp)
+  Row x, y;
 };
 
 RowAndColumn row_and_column_of(const Context& ctx, const Torus2D& t) {
-  RowAndColumn g{group_of(t.line_through(ctx.rank, Axis::x), ctx.rank),
-                 group_of(t.line_through(ctx.rank, Axis::y), ctx.rank),
-                 links_of(t.wraps(Axis::x)),
-                 links_of(t.wraps(Axis::y)),
-                 {},
-                 {}};
-  g.x = {0, g.row, g.row_links};
-  g.y = {1, g.column, g.column_links};
-  return g;
+  return {{0, group_of(t.line_through(ctx.rank, Axis::x), ctx.rank), links_of(t.wraps(Axis::x))},
+          {1, group_of(t.line_through(ctx.rank, Axis::y), ctx.rank), links_of(t.wraps(Axis::y))}};
 }
-
-// Whether the middle phase along a dimension with these links is the line's one pipeline.
-bool pipelines_middle(Links links, int size) { return links == Links::line && size > 2; }
 
 // One part of torus2d_both cut into `chunks` pipelined pieces (the block comment above).
 void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Block region, int tag,
@@ -152,8 +142,7 @@ void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Bl
 // step's hop and segment a larger part of it. Short lines gain from more pieces sooner: the
 // emulated 4x2 cluster's model at 16 MiB (8 blocks) takes 2.80/2.46/2.48 s.
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
-int pieces_for(const Context& ctx, std::uint64_t count) {
-  const Torus2D t = ctx.grid("torus2d_both");
+int pieces_for(const Torus2D& t, std::uint64_t count) {
   const int X = t.x_dim(), Y = t.y_dim();
   const int line = !t.wraps(Axis::x) && X > 2 ? X : !t.wraps(Axis::y) && Y > 2 ? Y : 0;
   if (line == 0 || X < 2 || Y < 2) return 1;
@@ -172,26 +161,17 @@ int middle_pieces(std::uint64_t part_count, int first_dim) {
   return static_cast<int>(std::clamp<std::uint64_t>(m, 1, 8));
 }
 
-// What a dimension carries per direction, relative to its link rate: a ring of more than 2
-// moves its halves both ways (2); a line one way at a time (1), or, cut into k pipelined
-// pieces, both ways less the pipeline's fill and drain (2k / (k + 2)).
-double carries(bool wraps, int size, int pieces) {
-  if (wraps && size > 2) return 2;
-  return pieces > 1 ? 2.0 * pieces / (pieces + 2) : 1;
-}
-
 // Steps of one dimension in a 2D all-reduce: first (reduce-scatter and all-gather: a ring's
 // blocks go half way round each way, about p steps in all; a line's chains 2(p-1)) or in the
 // middle (a line's all-reduce is one pipeline of about its length).
 double first_steps(bool wraps, int size) { return wraps ? size : 2.0 * (size - 1); }
 double middle_steps(bool wraps, int size) {
-  return pipelines_middle(links_of(wraps), size) ? size : first_steps(wraps, size);
+  return line_pipeline(links_of(wraps), size) ? size : first_steps(wraps, size);
 }
 
 // The X-first share of torus2d_both (the block comment above); 1/2 when a dimension is 1 long.
 // `bytes`: the vector's, for the latency term (0: none).
-double x_first_share(const Context& ctx, int pieces, double bytes = 0) {
-  const Torus2D t = ctx.grid("torus2d_both");
+double x_first_share(const Context& ctx, const Torus2D& t, int pieces, double bytes = 0) {
   const double X = t.x_dim(), Y = t.y_dim();
   if (X < 2 || Y < 2) return 0.5;
   const bool wx = t.wraps(Axis::x), wy = t.wraps(Axis::y);
@@ -235,11 +215,11 @@ BlockLayout layout_of(const Spec& r, const Context& ctx, const Torus2D& t, const
   l.global = even_blocks(0, r.count, t.size());
   l.x_first.assign(X, 0);
   if (X > 1 && Y > 1) {
-    const int n = std::clamp(static_cast<int>(std::lround(x_first_share(ctx, 1) * X)), 1, X - 1);
+    const int n = std::clamp(static_cast<int>(std::lround(x_first_share(ctx, t, 1) * X)), 1, X - 1);
     for (int x = 0; x < X; ++x) l.x_first[x] = spread ? (x + 1) * n / X > x * n / X : x >= X - n;
     l.any_x_first = true;
   }
-  const int my_x = g.row.position, my_y = g.column.position;
+  const int my_x = g.x.group.position, my_y = g.y.group.position;
   std::uint64_t at = spread ? 0 : base;
   l.row_part.resize(Y);
   l.row_blocks.assign(X, Block{0, 0});
@@ -284,19 +264,19 @@ Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
   const int p = ctx.nranks();
   const auto divisor = static_cast<std::uint32_t>(p);
   if (r.collective == Collective::allreduce) {
-    const int k = pieces_for(ctx, r.count);
+    const int k = pieces_for(t, r.count);
     const auto x_first = static_cast<std::uint64_t>(
-        std::llround(x_first_share(ctx, k, static_cast<double>(r.count) * r.elem_bytes) *
+        std::llround(x_first_share(ctx, t, k, static_cast<double>(r.count) * r.elem_bytes) *
                      static_cast<double>(r.count)));
     const bool x_line = !t.wraps(Axis::x), y_line = !t.wraps(Axis::y);
     // Each part: a ring first and a line's pipeline in the middle cuts pieces for the middle;
     // else the line-first pieces (lag 2 when the middle is a line), which keep both ends of a
     // first line busy (on a mesh of two lines, 8x8 at 64 MiB, the middle's pieces lost 8%).
     auto run = [&](bool first_x, Block part, int tag) {
-      const Links first = first_x ? g.row_links : g.column_links;
-      const Links middle = first_x ? g.column_links : g.row_links;
+      const Links first = first_x ? g.x.links : g.y.links;
+      const Links middle = first_x ? g.y.links : g.x.links;
       const int middle_size = first_x ? t.y_dim() : t.x_dim();
-      if (first != Links::line && pipelines_middle(middle, middle_size)) {
+      if (first != Links::line && line_pipeline(middle, middle_size)) {
         const int m = middle_pieces(part.count, first_x ? t.x_dim() : t.y_dim());
         allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, m, m);
       } else {
@@ -308,12 +288,12 @@ Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
     run(false, {x_first, r.count - x_first}, 4);
     return s;
   }
-  const int my_x = g.row.position;
+  const int my_x = g.x.group.position;
   if (r.collective == Collective::reduce_scatter) {
     // Both parts' rows have owners in some columns only. Along a ring those spread evenly,
     // so the rows' blocks go half way round each way (dimension.hpp) in about X/2 steps, where
     // the last columns as owners would load the links near them and go all the way round.
-    const bool spread = g.row_links == Links::bidir_ring;
+    const bool spread = g.x.links == Links::bidir_ring;
     // Unspread, in place the row part accumulates in the output; else in scratch at the same
     // offsets, with the column layout after it. Spread, both parts accumulate in scratch.
     const Buf acc = r.in_place && !spread ? Buf::output : Buf::scratch;
@@ -322,24 +302,24 @@ Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
     const Chunk result = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
     const bool x_first = l.x_first[my_x] != 0;
     s.scratch_count = l.scratch_end;
-    const int my_y = g.column.position;
+    const int my_y = g.y.group.position;
     // Unspread, the Y-first part's columns go all the way round like the X-first part's rows
     // (whose owners are only some members, dimension.hpp): half-way chains in one part beside
     // full rings in the other, on one reducer, cost up to 9% where it bounds (16x16, 256 MiB:
     // 1183 against 1270 us).
-    const Links first = l.any_x_first && !spread && g.column_links == Links::bidir_ring
+    const Links first = l.any_x_first && !spread && g.y.links == Links::bidir_ring
                             ? Links::opposite_rings
-                            : g.column_links;
+                            : g.y.links;
     const Source input = spread ? Source(Buf::input, l.rows) : Source(Buf::input);
-    std::uint32_t end = append_reduce_scatter(s, first, g.column, l.row_part, 0, input, acc,
+    std::uint32_t end = append_reduce_scatter(s, first, g.y.group, l.row_part, 0, input, acc,
                                               chunk(acc, l.row_part[my_y]), 0);
-    end = append_reduce_scatter(s, g.row_links, g.row, l.row_blocks, 2, acc, acc,
+    end = append_reduce_scatter(s, g.x.links, g.x.group, l.row_blocks, 2, acc, acc,
                                 x_first ? Chunk{Buf::output, own.offset, 0} : result, end);
     if (l.any_x_first) {
       std::uint32_t ph =
-          append_reduce_scatter(s, g.row_links, g.row, l.column, 4, Source(Buf::input, l.columns),
+          append_reduce_scatter(s, g.x.links, g.x.group, l.column, 4, Source(Buf::input, l.columns),
                                 Buf::scratch, chunk(Buf::scratch, l.column[my_x]), 0);
-      ph = append_reduce_scatter(s, g.column_links, g.column, l.in_column, 6, Buf::scratch,
+      ph = append_reduce_scatter(s, g.y.links, g.y.group, l.in_column, 6, Buf::scratch,
                                  Buf::scratch, x_first ? result : Chunk{Buf::output, 0, 0}, ph);
       end = std::max(end, ph);
     }
@@ -348,24 +328,24 @@ Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
   }
   // All-gather: the reverse, every block received straight into its places in the output (the
   // layouts' runs), forwarded from there as it lands.
-  const bool spread = g.row_links == Links::bidir_ring;
+  const bool spread = g.x.links == Links::bidir_ring;
   const BlockLayout l = layout_of(r, ctx, t, g, spread, 0);
   const Block own = l.global[ctx.rank];
   const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
   const bool x_first = l.x_first[my_x] != 0;
   const Chunk none{Buf::output, own.offset, 0};
-  const int my_y = g.column.position;
+  const int my_y = g.y.group.position;
   const Source rows = spread ? Source(Buf::output, l.rows) : Source(Buf::output);
   const std::uint32_t end =
-      append_allgather(s, g.row_links, g.row, l.row_blocks, 2, x_first ? none : own_src, rows, 0);
-  append_allgather(s, g.column_links, g.column, l.row_part, 0, rows.chunk(s, l.row_part[my_y]),
-                   rows, end);
+      append_allgather(s, g.x.links, g.x.group, l.row_blocks, 2, x_first ? none : own_src, rows, 0);
+  append_allgather(s, g.y.links, g.y.group, l.row_part, 0, rows.chunk(s, l.row_part[my_y]), rows,
+                   end);
   if (l.any_x_first) {
     const Source columns(Buf::output, l.columns);
-    const std::uint32_t ph = append_allgather(s, g.column_links, g.column, l.in_column, 6,
+    const std::uint32_t ph = append_allgather(s, g.y.links, g.y.group, l.in_column, 6,
                                               x_first ? own_src : none, columns, 0);
-    append_allgather(s, g.row_links, g.row, l.column, 4, columns.chunk(s, l.column[my_x]), columns,
-                     ph);
+    append_allgather(s, g.x.links, g.x.group, l.column, 4, columns.chunk(s, l.column[my_x]),
+                     columns, ph);
   }
   return s;
 }

@@ -69,8 +69,7 @@ std::vector<Row> rows_of(const Context& ctx) {
 
 namespace {
 
-// Whether the all-reduce along a row of these links is the line's one pipeline.
-bool line_pipeline(const Row& row) { return row.links == Links::line && row.group.size() > 2; }
+bool line_pipeline(const Row& row) { return line_pipeline(row.links, row.group.size()); }
 
 // rows[level..] all-reduce `region`, whose partials this rank holds in `held` (the input at
 // the first level, else where the row before put its shard).
@@ -110,16 +109,6 @@ std::uint32_t allreduce_from(Schedule& s, std::span<const Row> rows, std::size_t
                           Buf::output, std::max(phase, gather_from));
 }
 
-// What a direction of this row carries relative to its link rate: a ring of more than 2 moves
-// its halves both ways (2), a line or a pair one way at a time (1).
-double carries(const Row& row) {
-  return row.links != Links::line && row.group.size() > 2 ? 2.0 : 1.0;
-}
-
-// The every-dimension-busy shares (the block comment): part i runs the rows in `orders[i]`; its
-// share is a[i]. Solves Σ_i a_i·f_id/c_d = T for every row d and Σ a_i = 1 by
-// Gaussian elimination; a negative share (a dimension so slow no part should start there) is
-// dropped and the rest renormalized.
 // Per part, the rows it goes through in turn (indices into the rows).
 using Orders = std::vector<std::vector<std::size_t>>;
 
@@ -144,6 +133,10 @@ Orders first_then_descending(std::size_t m) {
   return o;
 }
 
+// The every-dimension-busy shares (the block comment): part i runs the rows in `orders[i]`; its
+// share is a[i]. Solves Σ_i a_i·f_id/c_d = T for every row d and Σ a_i = 1 by
+// Gaussian elimination; a negative share (a dimension so slow no part should start there) is
+// dropped and the rest renormalized.
 std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows,
                                 const Orders& orders) {
   const std::size_t m = rows.size();
@@ -153,8 +146,8 @@ std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows
     double fraction = 1;  // of part i's share still moving when it reaches each row
     for (std::size_t k = 0; k < m; ++k) {
       const std::size_t d = orders[i][k];
-      const double c =
-          ctx.link_rate[static_cast<std::size_t>(rows[d].dimension)] * carries(rows[d]);
+      const double c = ctx.link_rate[static_cast<std::size_t>(rows[d].dimension)] *
+                       carries(rows[d].links != Links::line, rows[d].group.size());
       eq[d][i] = fraction / c;
       fraction /= rows[d].group.size();
     }
@@ -253,7 +246,7 @@ Schedule allgather_rows(const Spec& r, const Context& ctx, const std::vector<Row
 }
 
 // Every-dimension-busy reduce-scatter and all-gather (the block comment): part i of every
-// rank's block, cut by the shares, goes through the rows in the order i, i+1, ..., i-1. Its
+// rank's block, cut by the shares, goes through the rows in its order (first_then_descending). Its
 // layout numbers the ranks with the first row of that order slowest and the last fastest, so
 // that what a member of the k-th row holds (the ranks with my coordinates along the rows before,
 // its own along this one, any after) is one range of it; the layout lies in scratch at `base`,
@@ -331,21 +324,30 @@ Blocks busy_blocks(const BusyPart& part, std::size_t k) {
   return b;
 }
 
-Schedule busy_reduce_scatter(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
-  Schedule s;
+// Every part of the reduce-scatter's or all-gather's, their layouts one after the other in
+// scratch; `own`: my block of the vector.
+std::vector<BusyPart> busy_parts(const Spec& r, const Context& ctx, const std::vector<Row>& rows,
+                                 Block& own) {
   const Blocks global = even_blocks(0, r.count, ctx.nranks());
-  const Block own = global[static_cast<std::size_t>(ctx.rank)];
+  own = global[static_cast<std::size_t>(ctx.rank)];
   const Orders orders = first_then_descending(rows.size());
   const std::vector<double> share = busy_shares(ctx, rows, orders);
-  std::uint64_t base = 0;
-  std::uint32_t end = 0;
   std::vector<BusyPart> parts;
+  std::uint64_t base = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     parts.push_back(busy_part(ctx, rows, orders, i, global, share, base));
     base = parts.back().at.back();
   }
-  s.scratch_count = base;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
+  return parts;
+}
+
+Schedule busy_reduce_scatter(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+  Schedule s;
+  Block own;
+  const std::vector<BusyPart> parts = busy_parts(r, ctx, rows, own);
+  s.scratch_count = parts.back().at.back();
+  std::uint32_t end = 0;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
     const BusyPart& part = parts[i];
     const Chunk result = r.in_place
                              ? chunk(Buf::output, part.own)
@@ -368,14 +370,10 @@ Schedule busy_reduce_scatter(const Spec& r, const Context& ctx, const std::vecto
 
 Schedule busy_allgather(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
   Schedule s;
-  const Blocks global = even_blocks(0, r.count, ctx.nranks());
-  const Block own = global[static_cast<std::size_t>(ctx.rank)];
-  const Orders orders = first_then_descending(rows.size());
-  const std::vector<double> share = busy_shares(ctx, rows, orders);
-  std::uint64_t base = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const BusyPart part = busy_part(ctx, rows, orders, i, global, share, base);
-    base = part.at.back();
+  Block own;
+  const std::vector<BusyPart> parts = busy_parts(r, ctx, rows, own);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const BusyPart& part = parts[i];
     // Received straight into their places in the output, forwarded from there.
     const Source out(Buf::output, part.map);
     std::uint32_t phase = 0;

@@ -18,6 +18,18 @@ struct Row {
   Links links = Links::line;
 };
 
+// Whether the all-reduce along a row of these links and size is a line's one pipeline to its
+// middle and back (line.hpp): a line of more than 2.
+inline bool line_pipeline(Links links, int size) { return links == Links::line && size > 2; }
+
+// What a row carries per direction, relative to its link rate: a ring of more than 2 moves its
+// halves both ways (2); a line (or a pair) one way at a time (1), or, cut into k pipelined
+// pieces, both ways less the pipeline's fill and drain (2k / (k + 2)).
+inline double carries(bool ring, int size, int pieces = 1) {
+  if (ring && size > 2) return 2;
+  return pieces > 1 ? 2.0 * pieces / (pieces + 2) : 1;
+}
+
 // My rows along the dimensions longer than one, in dimension order; a shape of one chip gives
 // its first dimension's row (of one member), so that there is always one.
 std::vector<Row> rows_of(const Context& ctx);
