@@ -14,6 +14,7 @@
 #include "toroid/block.hpp"
 #include "toroid/communicator.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/torus.hpp"
 #include "toroid/types.hpp"
 
 namespace toroid {
@@ -35,19 +36,24 @@ void reduce_scatter(const void* in, std::uint64_t in_count, void* out, std::uint
 void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 
-// ---- Axis collectives: every row (Axis::x) or every column (Axis::y) at once ----
-// The group is the line of the torus through this rank; blocks follow the block rule over the
-// axis length, and a rank's block index is its coordinate along the axis. Algorithms: auto or
-// bidir_ring (a bidirectional ring on a wrapping axis, a line on a mesh axis), ring (one
-// direction), mpi (the stock collective on the row/column communicator).
+// ---- Axis collectives: every row (Axis::x), every column (Axis::y), every xz-plane
+// ({Axis::x, Axis::z}), ... at once (toroid::Axes, torus.hpp) ----
+// The group is the sub-torus along the axes through this rank (Torus::group_along); blocks
+// follow the block rule over its chips, and a rank's block index is its place in it
+// (Torus::position_along: along one axis, its coordinate there). Algorithms: along one axis,
+// auto is bidir_ring (a bidirectional ring on a wrapping axis, a line on a mesh one) and ring
+// runs one direction; along several, auto is the model's choice for the sub-torus's shape. Any
+// algorithm runs along any axes: on the sub-torus, whose links are the torus's
+// (docs/algorithms.md, "Along axes"). mpi: the stock collective on a communicator of the group
+// (split from the communicator at its first such call along these axes).
 void allreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                    DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                    DataType type, ReduceOp op, Axes axes, Communicator& comm,
                     std::optional<Algorithm> algo = std::nullopt);
 void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                         DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                         DataType type, ReduceOp op, Axes axes, Communicator& comm,
                          std::optional<Algorithm> algo = std::nullopt);
 void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                    DataType type, Axis axis, Communicator& comm,
+                    DataType type, Axes axes, Communicator& comm,
                     std::optional<Algorithm> algo = std::nullopt);
 
 // ---- Broadcast: `data` (count elements) of rank `root` ends in `data` on every rank.

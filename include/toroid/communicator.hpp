@@ -89,7 +89,7 @@ struct Options {
 class Communicator {
  public:
   // Collective over `comm`: duplicates it (MPI_ERRORS_RETURN on the duplicate), resolves the
-  // topology and builds the sub-communicators along its first two dimensions (rows, columns). Throws TopologyError / InvalidArgument /
+  // topology, and sets up the node's links and `auto`. Throws TopologyError / InvalidArgument /
   // MpiError on every rank alike (the inputs are compared across ranks first).
   explicit Communicator(MPI_Comm comm, Options options = {});
   // Local, not collective: frees this rank's resources (its MPI communicators, its view of the

@@ -30,6 +30,7 @@
 #include "toroid/algorithm.hpp"
 #include "toroid/communicator.hpp"
 #include "toroid/topology.hpp"
+#include "toroid/torus.hpp"
 #include "toroid/types.hpp"
 
 namespace toroid {
@@ -81,13 +82,13 @@ Request ireduce_scatter(const void* in, std::uint64_t in_count, void* out, std::
 Request iallgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                    DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 Request iallreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                        DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                        DataType type, ReduceOp op, Axes axes, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt);
 Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out,
-                             std::uint64_t out_count, DataType type, ReduceOp op, Axis axis,
+                             std::uint64_t out_count, DataType type, ReduceOp op, Axes axes,
                              Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                        DataType type, Axis axis, Communicator& comm,
+                        DataType type, Axes axes, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt);
 
 Request ibroadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,

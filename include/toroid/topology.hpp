@@ -26,7 +26,9 @@ struct Coord {
   friend bool operator==(const Coord&, const Coord&) = default;
 };
 
-enum class Axis { x, y };
+// A dimension of the torus by its name: x the first (fastest in rank order), y the second, then
+// z w v u (toroid::Torus has up to six). Torus2D knows x and y; a later axis has one chip there.
+enum class Axis { x, y, z, w, v, u };
 
 class Torus2D {
  public:
@@ -43,16 +45,20 @@ class Torus2D {
   int x_dim() const noexcept { return x_; }
   int y_dim() const noexcept { return y_; }
   int size() const noexcept { return x_ * y_; }
-  bool wraps(Axis a) const noexcept { return a == Axis::x ? wrap_x_ : wrap_y_; }
-  int dim(Axis a) const noexcept { return a == Axis::x ? x_ : y_; }
+  bool wraps(Axis a) const noexcept {
+    return a == Axis::x ? wrap_x_ : a == Axis::y ? wrap_y_ : false;
+  }
+  int dim(Axis a) const noexcept { return a == Axis::x ? x_ : a == Axis::y ? y_ : 1; }
 
   Coord coord_of(int rank) const;
   int rank_of(Coord c) const;
-  // Neighbour one step along axis a in direction +1/-1; nullopt past a mesh edge.
+  // Neighbour one step along axis a in direction +1/-1; nullopt past a mesh edge (and along z
+  // and later axes, of one chip).
   std::optional<int> neighbour(int rank, Axis a, int direction) const;
   // True when a and b are one link apart (including wraparound links where they exist).
   bool adjacent(int a, int b) const;
-  // Ranks of the row (Axis::x) or column (Axis::y) through `rank`, in increasing coordinate.
+  // Ranks of the row (Axis::x) or column (Axis::y) through `rank`, in increasing coordinate
+  // ({rank} along z and later axes).
   std::vector<int> line_through(int rank, Axis a) const;
 
   // "4x2" with ":wrap=..." appended when not a full torus.

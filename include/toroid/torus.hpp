@@ -21,6 +21,7 @@
 // two directions are the one link's, as in Torus2D); only where the wraparound links land moves.
 #pragma once
 
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,6 +36,36 @@ namespace toroid {
 // one, one between two chips or at a line's end, two round a ring of three or more or inside a
 // line.
 int ports_along(int size, bool wraps, int x) noexcept;
+
+// A set of the torus's dimensions. A collective along them runs in every sub-torus they span at
+// once, one per setting of the other coordinates, each on its own:
+//
+//   4x2x2 (x fastest), Axes{Axis::x, Axis::z}: the two xz-planes, y = 0 (o) and y = 1 (*)
+//        z=0   o o o o    z=1   o o o o     each plane a 4x2 torus of 8 chips: block i of a
+//              * * * *          * * * *     reduce-scatter goes to its chip at x + 4z = i
+//
+// Axis::x alone is the rows, {x, y} the xy-planes, every axis the whole torus. An axis beyond a
+// shape's dimensions has one chip there. Implicit from one Axis, so `Axis::x` names the rows.
+class Axes {
+ public:
+  constexpr Axes(Axis a) noexcept : bits_(bit(a)) {}  // NOLINT(google-explicit-constructor)
+  constexpr Axes(std::initializer_list<Axis> axes) noexcept {
+    for (Axis a : axes) bits_ |= bit(a);
+  }
+  // "x", "xz", "zyx" (letters of x y z w v u, each at most once); throws InvalidArgument naming
+  // the text and what is wrong.
+  static Axes parse(std::string_view text);
+  // Whether dimension d (0 for x) is one of them.
+  constexpr bool has(int d) const noexcept { return d >= 0 && d < 6 && ((bits_ >> d) & 1u) != 0; }
+  constexpr bool empty() const noexcept { return bits_ == 0; }
+  constexpr unsigned bits() const noexcept { return bits_; }  // bit d: dimension d
+  std::string to_string() const;                              // "xz", in dimension order
+  friend constexpr bool operator==(Axes, Axes) = default;
+
+ private:
+  static constexpr unsigned bit(Axis a) noexcept { return 1u << static_cast<unsigned>(a); }
+  unsigned bits_ = 0;
+};
 
 class Torus {
  public:
@@ -71,6 +102,15 @@ class Torus {
   std::vector<int> line_through(int rank, int d) const;
   // Whether the row along d closes into a ring of links: it wraps and is not a twisted short one.
   bool ring_along(int d) const;
+  // The sub-torus along `axes` (Axes: a row, a plane, ...) as a shape of its own: the chosen
+  // dimensions' sizes in dimension order, each a ring where ring_along() (a twisted short
+  // dimension is a line there), no twist. Axes beyond the dimensions add nothing; none within
+  // them is one chip.
+  Torus along(Axes axes) const;
+  // The chips of `rank`'s sub-torus along `axes`, in that sub-torus's rank order (the first
+  // chosen dimension fastest), and where `rank` is among them.
+  std::vector<int> group_along(int rank, Axes axes) const;
+  int position_along(int rank, Axes axes) const;
   // Hops from `rank` to every chip (the shortest paths over the links; rank order).
   std::vector<int> hops_from(int rank) const;
   // Link directions out of `rank`: 2 per ring of three or more, 1 at a line's end or on a

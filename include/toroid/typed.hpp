@@ -28,22 +28,22 @@ namespace toroid {
     return name(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, comm,  \
                 algo);                                                                         \
   }
-// The same along one axis of the torus.
+// The same along axes of the torus (Axes: one axis, a plane, ...).
 #define TOROID_TYPED_REDUCING_AXIS(R, name)                                                   \
   template <class T>                                                                          \
-  R name(std::span<const T> in, std::span<T> out, ReduceOp op, Axis axis, Communicator& comm, \
+  R name(std::span<const T> in, std::span<T> out, ReduceOp op, Axes axes, Communicator& comm, \
          std::optional<Algorithm> algo = std::nullopt) {                                      \
-    return name(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, axis, comm, \
+    return name(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, op, axes, comm, \
                 algo);                                                                        \
   }                                                                                           \
   template <class T>                                                                          \
-  R name(std::span<T> data, ReduceOp op, Axis axis, Communicator& comm,                       \
+  R name(std::span<T> data, ReduceOp op, Axes axes, Communicator& comm,                       \
          std::optional<Algorithm> algo = std::nullopt) {                                      \
-    return name(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, axis, \
+    return name(data.data(), data.size(), data.data(), data.size(), data_type_v<T>, op, axes, \
                 comm, algo);                                                                  \
   }
 // All-gathers: (own block, whole vector) and in place, where the own block already sits at its
-// offset in the whole vector (block_of over the ranks, or over the axis by coordinate).
+// offset in the whole vector (block_of over the ranks, or over the sub-torus by Torus::position_along).
 #define TOROID_TYPED_GATHER(R, name)                                                            \
   template <class T>                                                                            \
   R name(std::span<const T> in, std::span<T> out, Communicator& comm,                           \
@@ -58,18 +58,17 @@ namespace toroid {
   }
 #define TOROID_TYPED_GATHER_AXIS(R, name)                                                        \
   template <class T>                                                                             \
-  R name(std::span<const T> in, std::span<T> out, Axis axis, Communicator& comm,                 \
+  R name(std::span<const T> in, std::span<T> out, Axes axes, Communicator& comm,                 \
          std::optional<Algorithm> algo = std::nullopt) {                                         \
-    return name(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, axis, comm, algo); \
+    return name(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, axes, comm, algo); \
   }                                                                                              \
   template <class T>                                                                             \
-  R name(std::span<T> data, Axis axis, Communicator& comm,                                       \
+  R name(std::span<T> data, Axes axes, Communicator& comm,                                       \
          std::optional<Algorithm> algo = std::nullopt) {                                         \
-    const Coord at = comm.topology().coord_of(comm.rank());                                      \
-    const Block own =                                                                            \
-        block_of(data.size(), comm.topology().dim(axis), axis == Axis::x ? at.x : at.y);         \
+    const Block own = block_of(data.size(), comm.shape().along(axes).chips(),                    \
+                               comm.shape().position_along(comm.rank(), axes));                  \
     return name(data.data() + own.offset, own.count, data.data(), data.size(), data_type_v<T>,   \
-                axis, comm, algo);                                                               \
+                axes, comm, algo);                                                               \
   }
 // Broadcast: one span, the root's data in, every rank's out.
 #define TOROID_TYPED_BROADCAST(R, name)                                      \

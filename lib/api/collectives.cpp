@@ -10,8 +10,10 @@
 #include "api/agreement.hpp"
 #include "api/internal.hpp"
 #include "api/request_state.hpp"
+#include "api/selector_setup.hpp"
 #include "exec/single_copy.hpp"
 #include "model/selector.hpp"
+#include "mpi_base/mpi_check.hpp"
 #include "schedule/build.hpp"
 #include "toroid/error.hpp"
 
@@ -29,21 +31,26 @@ struct Call {
   DataType type;
   ReduceOp op;
   Algorithm algo;
-  std::optional<Axis> axis;
-  int root = 0;  // broadcast
+  std::optional<Axes> axes;  // set: in each sub-torus along these (normalize_axes)
+  int root = 0;              // broadcast
 };
 
-// The ranks taking part in one collective: all, or the row/column through this rank.
+// The ranks taking part in one collective: all, or the sub-torus along the axes through this
+// rank (its size and this rank's place in it).
 struct Span {
   int size;
   int position;
 };
 
 Span span_of(const Call& c, const Communicator::Impl& m) {
-  if (!c.axis) return {m.size, m.rank};
-  const int d = *c.axis == Axis::x ? 0 : 1;
-  if (d >= m.topology.dimensions()) return {1, 0};  // a 1D shape's second dimension: one rank
-  return {m.topology.size(d), m.topology.coord_of(m.rank)[static_cast<std::size_t>(d)]};
+  if (!c.axes) return {m.size, m.rank};
+  return {m.topology.along(*c.axes).chips(), m.topology.position_along(m.rank, *c.axes)};
+}
+
+// Axes whose sub-torus is the whole communicator are no axes: the call is the communicator's
+// own (auto and the single-copy paths as for any call).
+void normalize_axes(Call& c, const Communicator::Impl& m) {
+  if (c.axes && !c.axes->empty() && m.topology.along(*c.axes).chips() == m.size) c.axes.reset();
 }
 
 std::uint64_t full_count(const Call& c) {
@@ -57,9 +64,19 @@ bool in_place(const Call& c, const Block& own) {
   return in == out;
 }
 
-// " along x" / " along y" for an axis collective, "" otherwise: part of every message.
+// " along x", " along xz", ... for a collective along axes, "" otherwise: part of every
+// message (a request keeps the pointer: the texts live as long as the program).
 const char* along(const Call& c) {
-  return !c.axis ? "" : *c.axis == Axis::x ? " along x" : " along y";
+  static const std::array<std::string, 64> texts = [] {
+    std::array<std::string, 64> t;
+    for (unsigned bits = 1; bits < t.size(); ++bits) {
+      t[bits] = " along ";
+      for (int d = 0; d < Torus::kMaxDimensions; ++d)
+        if ((bits >> d) & 1u) t[bits] += "xyzwvu"[d];
+    }
+    return t;
+  }();
+  return c.axes ? texts[c.axes->bits() & 63u].c_str() : "";
 }
 
 // The checks validate and plainly_valid_allreduce share. More elements of size `es` than
@@ -78,6 +95,10 @@ void validate(const Call& c, int rank, Span group) {
   // Built only when there is an error to report: validation runs on every call.
   const auto name = [&] { return std::string(toroid::to_string(c.collective)) + along(c); };
   const std::size_t es = size_of(c.type);
+  if (c.axes && c.axes->empty())
+    throw InvalidArgument(fmt::format(
+        "{} on rank {}: no axes named; name at least one (Axis::x, or Axes{{Axis::x, Axis::z}})",
+        name(), rank));
   if (too_large(std::max(c.in_count, c.out_count), es))
     throw InvalidArgument(fmt::format("{} on rank {}: count {} of {} is too large", name(), rank,
                                       std::max(c.in_count, c.out_count), to_string(c.type)));
@@ -146,10 +167,32 @@ std::string_view named(std::int64_t v) {
   return to_string(static_cast<E>(v));
 }
 
-Algorithm resolve(const Call& c, const Communicator::Impl& m) {
+// `auto`: along one axis the line's bidirectional ring; along several, the model of the
+// group's sub-torus (made at the first such call); else the communicator's selector.
+Algorithm resolve(const Call& c, Communicator::Impl& m) {
   if (c.algo != Algorithm::automatic) return c.algo;
-  if (c.axis) return Algorithm::bidir_ring;
-  return m.selector->choose(c.collective, full_count(c) * size_of(c.type));
+  const std::uint64_t bytes = full_count(c) * size_of(c.type);
+  if (!c.axes) return m.selector->choose(c.collective, bytes);
+  int lines = 0;
+  for (int d = 0; d < m.topology.dimensions(); ++d)
+    lines += c.axes->has(d) && m.topology.size(d) > 1 ? 1 : 0;
+  if (lines <= 1) return Algorithm::bidir_ring;
+  std::unique_ptr<model::Selector>& s = m.selectors_along[c.axes->bits()];
+  if (!s) s = api::make_selector_along(m, *c.axes);
+  return s->choose(c.collective, bytes);
+}
+
+// The stock collective's communicator along axes: my group, ordered by position (collective
+// over m.comm the first time: every rank makes the same call along the same axes).
+MPI_Comm stock_comm(Communicator::Impl& m, const Call& c) {
+  if (!c.axes) return m.comm;
+  if (const auto it = m.along.find(c.axes->bits()); it != m.along.end()) return it->second;
+  MPI_Comm along = MPI_COMM_NULL;
+  const int color = m.topology.group_along(m.rank, *c.axes).front();
+  mpi_check(MPI_Comm_split(m.comm, color, m.topology.position_along(m.rank, *c.axes), &along),
+            "MPI_Comm_split");
+  m.along.emplace(c.axes->bits(), along);
+  return along;
 }
 
 // The form of a collective that runs through the node's control block (exec/single_copy.hpp),
@@ -159,7 +202,7 @@ Algorithm resolve(const Call& c, const Communicator::Impl& m) {
 // `own`: this rank's block of the whole vector (no axis here: the group is the communicator).
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
                                                      const Block& own, bool in_place) {
-  if (c.algo != Algorithm::automatic || c.axis || c.collective == Collective::broadcast ||
+  if (c.algo != Algorithm::automatic || c.axes || c.collective == Collective::broadcast ||
       !m.single_copy_possible())
     return std::nullopt;
   const std::size_t es = size_of(c.type);
@@ -223,7 +266,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
          {"type", static_cast<std::int64_t>(c.type), named<DataType>},
          {"op", static_cast<std::int64_t>(c.op), named<ReduceOp>},
          {"algorithm", static_cast<std::int64_t>(c.algo), named<Algorithm>},
-         {"axis", c.axis ? static_cast<std::int64_t>(*c.axis) : -1},
+         {"axes", c.axes ? static_cast<std::int64_t>(c.axes->bits()) : -1},
          {"root", c.root},
          {"form", static_cast<std::int64_t>(std::strlen(form))},
          {"buffers", single_copy.has_value() && !single_copy->staged, buffers_name}},
@@ -239,18 +282,18 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   p.params.bytes = p.count * size_of(c.type);
   if (algo == Algorithm::mpi) {
     p.stock = true;
-    p.on = !c.axis ? m.comm : *c.axis == Axis::x ? m.row : m.column;
+    p.on = stock_comm(m, c);
     return p;
   }
   const bool average = c.op == ReduceOp::avg;
-  const int axis_key = c.axis ? static_cast<int>(*c.axis) : -1;
+  const int axes_key = c.axes ? static_cast<int>(c.axes->bits()) : -1;
   const schedule::Context& ctx = m.schedule_context;
   const std::uint32_t elem_bytes =
       ctx.knows_hops() ? static_cast<std::uint32_t>(size_of(c.type)) : 0;
   p.schedule = &m.schedules.get(
-      {c.collective, algo, p.count, ip, average, axis_key, c.root, elem_bytes}, [&] {
+      {c.collective, algo, p.count, ip, average, axes_key, c.root, elem_bytes}, [&] {
         return schedule::build(
-            algo, {c.collective, p.count, ip, average, c.axis, c.root, elem_bytes}, ctx);
+            algo, {c.collective, p.count, ip, average, c.axes, c.root, elem_bytes}, ctx);
       });
   p.buffers.input =
       static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
@@ -279,7 +322,7 @@ std::shared_ptr<exec::BoundCollective> single_copy_op(Communicator::Impl& m, con
 std::array<std::uint64_t, 6> key_of(const Call& c, Algorithm algo) {
   return {static_cast<std::uint64_t>(c.collective) | static_cast<std::uint64_t>(c.type) << 8 |
               static_cast<std::uint64_t>(c.op) << 16 | static_cast<std::uint64_t>(algo) << 24 |
-              static_cast<std::uint64_t>(c.axis ? static_cast<int>(*c.axis) + 1 : 0) << 32,
+              static_cast<std::uint64_t>(c.axes ? c.axes->bits() + 1 : 0) << 32,
           reinterpret_cast<std::uintptr_t>(c.in),
           c.in_count,
           reinterpret_cast<std::uintptr_t>(c.out),
@@ -296,7 +339,7 @@ bool same_key(const std::array<std::uint64_t, 6>& a, const std::array<std::uint6
 }
 
 // The same call as `last` but for its buffers' addresses: the same collective, type, op,
-// algorithm, axis, root and counts, both in place or both not, on a communicator that never
+// algorithm, axes, root and counts, both in place or both not, on a communicator that never
 // allocated (where no buffer can be toroid's, whose path would be single-copy). Its path and
 // schedule are last's, so only the arguments' checks and the buffers' binding are left to do.
 bool same_but_buffers(const Communicator::Impl& m, const std::array<std::uint64_t, 6>& key,
@@ -315,6 +358,7 @@ bool in_place_call(const Call& c, const Communicator::Impl& m) {
 
 void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   Communicator::Impl& m = internal::impl(comm);
+  normalize_axes(c, m);
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
   if (m.last_call.op && m.last_call.op->state() != exec::BoundCollective::State::active) {
     if (same_key(m.last_call.key, key)) {
@@ -365,6 +409,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
 
 Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bool persistent) {
   Communicator::Impl& m = internal::impl(comm);
+  normalize_axes(c, m);
   auto state = std::make_shared<Request::State>();
   state->executor = m.executor;
   state->persistent = persistent;
@@ -429,24 +474,24 @@ void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t 
 }
 
 void allreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                    DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                    DataType type, ReduceOp op, Axes axes, Communicator& comm,
                     std::optional<Algorithm> algo) {
-  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axis},
+  run({Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axes},
       comm, algo);
 }
 
 void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                         DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                         DataType type, ReduceOp op, Axes axes, Communicator& comm,
                          std::optional<Algorithm> algo) {
   run({Collective::reduce_scatter, in, in_count, out, out_count, type, op, Algorithm::automatic,
-       axis},
+       axes},
       comm, algo);
 }
 
 void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                    DataType type, Axis axis, Communicator& comm, std::optional<Algorithm> algo) {
+                    DataType type, Axes axes, Communicator& comm, std::optional<Algorithm> algo) {
   run({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum,
-       Algorithm::automatic, axis},
+       Algorithm::automatic, axes},
       comm, algo);
 }
 
@@ -493,24 +538,24 @@ Request allgather_init(const void* in, std::uint64_t in_count, void* out, std::u
                comm, algo, true);
 }
 Request iallreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                        DataType type, ReduceOp op, Axis axis, Communicator& comm,
+                        DataType type, ReduceOp op, Axes axes, Communicator& comm,
                         std::optional<Algorithm> algo) {
   return start(
-      {Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axis},
+      {Collective::allreduce, in, in_count, out, out_count, type, op, Algorithm::automatic, axes},
       comm, algo, false);
 }
 Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out,
-                             std::uint64_t out_count, DataType type, ReduceOp op, Axis axis,
+                             std::uint64_t out_count, DataType type, ReduceOp op, Axes axes,
                              Communicator& comm, std::optional<Algorithm> algo) {
   return start({Collective::reduce_scatter, in, in_count, out, out_count, type, op,
-                Algorithm::automatic, axis},
+                Algorithm::automatic, axes},
                comm, algo, false);
 }
 Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
-                        DataType type, Axis axis, Communicator& comm,
+                        DataType type, Axes axes, Communicator& comm,
                         std::optional<Algorithm> algo) {
   return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum,
-                Algorithm::automatic, axis},
+                Algorithm::automatic, axes},
                comm, algo, false);
 }
 

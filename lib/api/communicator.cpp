@@ -1,4 +1,4 @@
-// Communicator: duplicate, resolve topology, split rows and columns.
+// Communicator: duplicate, resolve topology, set up the node links and `auto`.
 #include <fmt/format.h>
 
 #include <exception>
@@ -90,17 +90,6 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     // Real nodes only: emulated ones share this machine's memory, where MPI is no TCP stream.
     if (!m.config.segment_bytes_given && m.config.nodes.empty() && m.nodes.nodes > 1)
       m.config.segment_bytes = cross_node_segment_bytes;
-    {  // each row along d: the ranks with my coordinates but along d, keyed by that one
-      const std::vector<int> c = m.topology.coord_of(m.rank);
-      const auto split_along = [&](int d, MPI_Comm* out) {
-        const int along = d < m.topology.dimensions() ? c[static_cast<std::size_t>(d)] : 0;
-        std::vector<int> start = c;
-        if (d < m.topology.dimensions()) start[static_cast<std::size_t>(d)] = 0;
-        mpi_check(MPI_Comm_split(m.comm, m.topology.rank_of(start), along, out), "MPI_Comm_split");
-      };
-      split_along(0, &m.row);
-      split_along(1, &m.column);
-    }
     if (m.config.transport != Transport::mpi)
       m.shm_links = std::make_unique<exec::ShmLinks>(
           m.comm, m.node_split,
@@ -166,8 +155,6 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     m.tracer.reset();
     m.memory.reset();
     m.shm_links.reset();
-    free_comm(m.row);
-    free_comm(m.column);
     free_comm(m.comm);
     throw;
   }
@@ -198,8 +185,7 @@ Communicator::~Communicator() {
   }
   impl_->shm_links.reset();
   impl_->memory.reset();
-  free_comm(impl_->row);
-  free_comm(impl_->column);
+  for (auto& [bits, comm] : impl_->along) free_comm(comm);
   free_comm(impl_->comm);
 }
 

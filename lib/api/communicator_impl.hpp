@@ -23,7 +23,7 @@ namespace toroid {
 // Built schedules, keyed by everything a builder looks at. Bounded: cleared when full.
 class ScheduleCache {
  public:
-  // collective, algorithm, count, in place, average, axis (-1: whole communicator), root,
+  // collective, algorithm, count, in place, average, axes (Axes::bits; -1: whole communicator), root,
   // element size (0 where the schedules do not depend on it: schedule::Context::hop_seconds)
   using Key = std::tuple<schedule::Collective, Algorithm, std::uint64_t, bool, bool, int, int,
                          std::uint32_t>;
@@ -65,8 +65,12 @@ struct RepeatedCall {
 
 struct Communicator::Impl {
   MPI_Comm comm = MPI_COMM_NULL;
-  MPI_Comm row = MPI_COMM_NULL;     // my row along x: ranks differing only in x (ordered by x)
-  MPI_Comm column = MPI_COMM_NULL;  // my row along y (ordered by y)
+  // The stock collectives along axes (algorithm mpi): per Axes::bits(), my group's communicator
+  // (Torus::group_along, ordered by position), split from `comm` at the first such call.
+  std::map<unsigned, MPI_Comm> along;
+  // `auto` along several axes: per Axes::bits(), the model of my group's sub-torus
+  // (api/selector_setup.hpp), made at the first such call.
+  std::map<unsigned, std::unique_ptr<model::Selector>> selectors_along;
   int rank = 0, size = 1;
   api::Config config;
   Torus topology{Torus2D{1, 1}};  // the shape, any number of dimensions

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "api/agreement.hpp"
@@ -93,6 +94,24 @@ std::unique_ptr<model::Selector> make_selector(const Communicator::Impl& m) {
     });
   }
   return s;
+}
+
+std::unique_ptr<model::Selector> make_selector_along(const Communicator::Impl& m, Axes axes) {
+  model::SelectorInputs in = m.selector->inputs();
+  in.topology = m.topology.along(axes);
+  in.rules.clear();
+  const std::vector<int> members = m.topology.group_along(m.rank, axes);
+  for (std::vector<int>* nodes : {&in.node_of_rank, &in.link_node_of_rank}) {
+    if (nodes->empty()) continue;
+    std::vector<int> theirs;  // the members' nodes, numbered as they first appear
+    std::map<int, int> renumbered;
+    for (int q : members) {
+      const int node = nodes->at(static_cast<std::size_t>(q));
+      theirs.push_back(renumbered.emplace(node, static_cast<int>(renumbered.size())).first->second);
+    }
+    *nodes = std::move(theirs);
+  }
+  return std::make_unique<model::Selector>(std::move(in));
 }
 
 }  // namespace toroid::api

@@ -126,6 +126,7 @@ class Selector {
   static std::uint64_t class_low(int k) noexcept;            // the smallest size in class k
   static std::uint64_t class_middle(int k) noexcept;         // where class k is priced
   const SimModel& model() const noexcept { return model_; }  // what candidates are priced on
+  const SelectorInputs& inputs() const noexcept { return in_; }
 
  private:
   SelectorInputs in_;

@@ -822,9 +822,10 @@ SimResult simulate_collective(const SimModel& m, Algorithm a, const schedule::Sp
         call.bytes = res.vector_bytes;
       }
   if (res.time_s > 0) {
-    const double factor = r.collective == Collective::allreduce   ? 2.0 * (p - 1) / p
+    const int k = r.axes ? m.topology.along(*r.axes).chips() : p;  // the ranks of one group
+    const double factor = r.collective == Collective::allreduce   ? 2.0 * (k - 1) / k
                           : r.collective == Collective::broadcast ? 1.0
-                                                                  : static_cast<double>(p - 1) / p;
+                                                                  : static_cast<double>(k - 1) / k;
     res.algbw_gbps = static_cast<double>(res.vector_bytes) / res.time_s / 1e9;
     res.busbw_gbps = res.algbw_gbps * factor;
   }

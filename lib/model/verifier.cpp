@@ -476,27 +476,63 @@ std::string check_collective(const CheckSpec& spec,
   for (int r = 0; r < p; ++r)
     for (std::uint64_t i = 0; i < n; ++i)
       store_as(spec.type, full[r].data() + i * es, exact_input(spec.op, r, i));
-  std::vector<std::byte> reference(n * es);
-  if (spec.collective == Collective::broadcast) {
-    reference = full[static_cast<std::size_t>(spec.root)];
-  } else if (spec.collective == Collective::allgather) {
-    for (int r = 0; r < p; ++r) {
-      const Block b = block_of(n, p, r);
-      if (b.count > 0)
-        std::memcpy(reference.data() + b.offset * es, full[r].data() + b.offset * es, b.count * es);
-    }
-  } else if (p > 0) {
-    reference = full[0];
-    const auto reduce = kernels::reduce_fn(spec.type, spec.op);
-    for (int r = 1; r < p; ++r) reduce(reference.data(), reference.data(), full[r].data(), n);
-    if (spec.op == ReduceOp::avg)
-      kernels::divide(spec.type, reference.data(), n, static_cast<std::uint32_t>(p));
+  std::vector<std::vector<int>> groups = spec.groups;
+  if (groups.empty()) {
+    groups.emplace_back();
+    for (int r = 0; r < p; ++r) groups[0].push_back(r);
   }
+  std::vector<int> group_of(static_cast<std::size_t>(p), -1), position(static_cast<std::size_t>(p));
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t k = 0; k < groups[g].size(); ++k) {
+      const int r = groups[g][k];
+      if (r < 0 || r >= p || group_of[static_cast<std::size_t>(r)] >= 0)
+        return fmt::format("check: rank {} is outside [0, {}) or in two groups", r, p);
+      group_of[static_cast<std::size_t>(r)] = static_cast<int>(g);
+      position[static_cast<std::size_t>(r)] = static_cast<int>(k);
+    }
+  for (int r = 0; r < p; ++r)
+    if (group_of[static_cast<std::size_t>(r)] < 0)
+      return fmt::format("check: rank {} is in no group", r);
+  // Per group, what its members must end with.
+  std::vector<std::vector<std::byte>> references;
+  for (const std::vector<int>& members : groups) {
+    const int k = static_cast<int>(members.size());
+    std::vector<std::byte> reference(n * es);
+    if (spec.collective == Collective::broadcast) {
+      if (spec.root < 0 || spec.root >= k)
+        return fmt::format("check: root {} outside a group of {}", spec.root, k);
+      reference = full[static_cast<std::size_t>(members[static_cast<std::size_t>(spec.root)])];
+    } else if (spec.collective == Collective::allgather) {
+      for (int q = 0; q < k; ++q) {
+        const Block b = block_of(n, k, q);
+        if (b.count > 0)
+          std::memcpy(reference.data() + b.offset * es,
+                      full[static_cast<std::size_t>(members[static_cast<std::size_t>(q)])].data() +
+                          b.offset * es,
+                      b.count * es);
+      }
+    } else {
+      reference = full[static_cast<std::size_t>(members[0])];
+      const auto reduce = kernels::reduce_fn(spec.type, spec.op);
+      for (int q = 1; q < k; ++q)
+        reduce(reference.data(), reference.data(),
+               full[static_cast<std::size_t>(members[static_cast<std::size_t>(q)])].data(), n);
+      if (spec.op == ReduceOp::avg)
+        kernels::divide(spec.type, reference.data(), n, static_cast<std::uint32_t>(k));
+    }
+    references.push_back(std::move(reference));
+  }
+  // A rank's own block: its place in its group.
+  const auto own_block = [&](int r) {
+    const auto g = static_cast<std::size_t>(group_of[static_cast<std::size_t>(r)]);
+    return block_of(n, static_cast<int>(groups[g].size()), position[static_cast<std::size_t>(r)]);
+  };
 
   std::vector<RankMemory> mem(p);
   std::vector<Schedule> schedules;
   for (int r = 0; r < p; ++r) {
-    const Block own = block_of(n, p, r);
+    const Block own = own_block(r);
+    const bool root = position[static_cast<std::size_t>(r)] == spec.root;
     RankMemory& m = mem[r];
     m.in_place = spec.in_place;
     switch (spec.collective) {
@@ -514,7 +550,7 @@ std::string check_collective(const CheckSpec& spec,
         m.output.assign(n * es, std::byte{0x5a});
         break;
       case Collective::broadcast:  // one buffer: the root's data, garbage elsewhere
-        m.output = r == spec.root ? full[r] : std::vector<std::byte>(n * es, std::byte{0x5a});
+        m.output = root ? full[r] : std::vector<std::byte>(n * es, std::byte{0x5a});
         break;
     }
     if (spec.in_place && spec.collective != Collective::broadcast) {
@@ -530,7 +566,9 @@ std::string check_collective(const CheckSpec& spec,
     return e;
 
   for (int r = 0; r < p; ++r) {
-    const Block own = block_of(n, p, r);
+    const Block own = own_block(r);
+    const std::vector<std::byte>& reference =
+        references[static_cast<std::size_t>(group_of[static_cast<std::size_t>(r)])];
     const bool scatter = spec.collective == Collective::reduce_scatter;
     const std::uint64_t at = scatter && !spec.in_place ? 0 : (scatter ? own.offset : 0);
     const std::uint64_t ref_at = scatter ? own.offset : 0;

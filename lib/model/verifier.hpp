@@ -49,7 +49,11 @@ struct CheckSpec {
   bool in_place = false;
   DataType type = DataType::i64;
   ReduceOp op = ReduceOp::sum;
-  int root = 0;  // broadcast
+  int root = 0;  // broadcast: a place in each group
+  // The groups that each run the collective on their own (a collective along axes:
+  // Torus::group_along), each listed in its members' order, which is their block order; every
+  // rank in one. Empty: one group, every rank in rank order.
+  std::vector<std::vector<int>> groups;
 };
 std::string check_collective(const CheckSpec& spec,
                              const std::function<schedule::Schedule(int rank)>& build,

@@ -18,16 +18,29 @@ Torus2D Context::grid(std::string_view who) const {
                                     topology.twisted() ? " and a twist" : ""));
 }
 
+namespace {
+
+// A ring or bidir_ring along one dimension runs on that line's own links (one_dimension.cpp: a
+// line where the dimension does not close); every other collective along axes is the
+// algorithm on the sub-torus (along.cpp).
+bool runs_on_the_line(Algorithm a, const Spec& r, const Context& ctx) {
+  if ((a != Algorithm::ring && a != Algorithm::bidir_ring) || r.collective == Collective::broadcast)
+    return false;
+  int lines = 0;
+  for (int d = 0; d < ctx.topology.dimensions(); ++d)
+    lines += r.axes->has(d) && ctx.topology.size(d) > 1 ? 1 : 0;
+  return lines <= 1;
+}
+
+}  // namespace
+
 Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
   const auto refuse = [&](std::string_view why) -> Schedule {
-    throw InvalidArgument(fmt::format("algorithm {} cannot run {}{} on topology {}: {}",
-                                      to_string(a), toroid::to_string(r.collective),
-                                      r.axis ? " along an axis" : "", ctx.topology.to_string(),
+    throw InvalidArgument(fmt::format("algorithm {} cannot run {} on topology {}: {}", to_string(a),
+                                      toroid::to_string(r.collective), ctx.topology.to_string(),
                                       why));
   };
-  if (r.axis && a != Algorithm::ring && a != Algorithm::bidir_ring)
-    return refuse(
-        "axis collectives use the axis' own links (bidir_ring, or a line on a mesh axis) or mpi");
+  if (r.axes && !runs_on_the_line(a, r, ctx)) return build_along(a, r, ctx);
   if (r.collective == Collective::broadcast && !implements(a, r.collective))
     return refuse("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto");
   if (r.collective == Collective::broadcast && (r.root < 0 || r.root >= ctx.nranks()))

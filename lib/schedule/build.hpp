@@ -43,8 +43,8 @@ struct Spec {
   std::uint64_t count = 0;  // full vector length
   bool in_place = false;
   bool average = false;
-  std::optional<Axis> axis;      // set: the collective runs along this axis only (rows or columns)
-  int root = 0;                  // broadcast: the rank whose vector everyone receives
+  std::optional<Axes> axes;  // set: the collective runs in each sub-torus along these (along.cpp)
+  int root = 0;              // broadcast: the rank whose vector everyone receives
   std::uint32_t elem_bytes = 0;  // an element's size; 0: unknown (see Context::hop_seconds)
 };
 
@@ -54,6 +54,8 @@ struct Spec {
 Schedule build(Algorithm a, const Spec& r, const Context& ctx);
 
 // Schedules of the individual families (used by build and by the unit tests).
+// Spec::axes set: the collective in each sub-torus along them.
+Schedule build_along(Algorithm a, const Spec& r, const Context& ctx);
 Schedule build_one_dimension(Algorithm a, const Spec& r,
                              const Context& ctx);                         // ring, bidir_ring, axis
 Schedule build_torus2d_both(const Spec& r, const Context& ctx);           // 2D shapes

@@ -1,4 +1,5 @@
-// One-dimensional collectives: a ring over every rank (rank order), or along one torus axis.
+// One-dimensional collectives: a ring over every rank (rank order), or along one torus axis
+// (Spec::axes naming at most one dimension longer than one chip; build.cpp).
 //
 //   all-reduce     = reduce-scatter (partials in the output) + scale (avg) + all-gather
 //   reduce-scatter = partials in scratch (out of place) or in the buffer itself (in place)
@@ -15,10 +16,11 @@ Schedule build_one_dimension(Algorithm a, const Spec& r, const Context& ctx) {
   Schedule s;
   Group g;
   Links links = a == Algorithm::ring ? Links::ring : Links::bidir_ring;
-  if (r.axis) {
-    const int d = *r.axis == Axis::x ? 0 : 1;
-    g = group_of(ctx.topology.line_through(ctx.rank, d), ctx.rank);
-    if (!ctx.topology.ring_along(d)) links = Links::line;  // no wraparound link to use
+  if (r.axes) {
+    g = group_of(ctx.topology.group_along(ctx.rank, *r.axes), ctx.rank);
+    for (int d = 0; d < ctx.topology.dimensions(); ++d)
+      if (r.axes->has(d) && ctx.topology.size(d) > 1 && !ctx.topology.ring_along(d))
+        links = Links::line;  // no wraparound link to use
   } else {
     for (int q = 0; q < ctx.nranks(); ++q) g.members.push_back(q);
     g.position = ctx.rank;

@@ -161,6 +161,71 @@ int Torus::ports(int rank) const {
   return n;
 }
 
+Torus Torus::along(Axes axes) const {
+  std::vector<int> sizes;
+  std::vector<bool> wraps;
+  for (int d = 0; d < dimensions(); ++d)
+    if (axes.has(d)) {
+      sizes.push_back(size(d));
+      wraps.push_back(ring_along(d));
+    }
+  if (sizes.empty()) return Torus({1});
+  return Torus(std::move(sizes), std::move(wraps));
+}
+
+std::vector<int> Torus::group_along(int rank, Axes axes) const {
+  std::vector<int> c = coord_of(rank);
+  std::vector<int> chosen;
+  for (int d = 0; d < dimensions(); ++d)
+    if (axes.has(d)) chosen.push_back(d);
+  int members = 1;
+  for (int d : chosen) members *= size(d);
+  std::vector<int> group(static_cast<std::size_t>(members));
+  for (int i = 0; i < members; ++i) {
+    int rest = i;  // the member's coordinates along the chosen dimensions, the first fastest
+    for (int d : chosen) {
+      c[static_cast<std::size_t>(d)] = rest % size(d);
+      rest /= size(d);
+    }
+    group[static_cast<std::size_t>(i)] = rank_of(c);
+  }
+  return group;
+}
+
+int Torus::position_along(int rank, Axes axes) const {
+  const std::vector<int> c = coord_of(rank);
+  int position = 0, stride = 1;
+  for (int d = 0; d < dimensions(); ++d)
+    if (axes.has(d)) {
+      position += c[static_cast<std::size_t>(d)] * stride;
+      stride *= size(d);
+    }
+  return position;
+}
+
+Axes Axes::parse(std::string_view text) {
+  Axes out{};
+  if (text.empty()) throw InvalidArgument("axes '': expected letters of x y z w v u, e.g. 'xz'");
+  for (char ch : text) {
+    const char* at = std::find(kNames, kNames + Torus::kMaxDimensions, ch);
+    if (at == kNames + Torus::kMaxDimensions)
+      throw InvalidArgument(fmt::format(
+          "axes '{}': '{}' is not an axis; expected letters of x y z w v u, e.g. 'xz'", text, ch));
+    const Axes one(static_cast<Axis>(at - kNames));
+    if ((out.bits_ & one.bits_) != 0)
+      throw InvalidArgument(fmt::format("axes '{}': '{}' appears twice", text, ch));
+    out.bits_ |= one.bits_;
+  }
+  return out;
+}
+
+std::string Axes::to_string() const {
+  std::string out;
+  for (int d = 0; d < Torus::kMaxDimensions; ++d)
+    if (has(d)) out += kNames[d];
+  return out;
+}
+
 std::optional<Torus2D> Torus::as_torus2d() const {
   if (twisted_ || sizes_.size() > 2) return std::nullopt;
   if (sizes_.size() == 1) return Torus2D(sizes_[0], 1, wraps_[0], true);

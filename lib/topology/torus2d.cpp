@@ -37,6 +37,7 @@ int Torus2D::rank_of(Coord c) const {
 
 std::optional<int> Torus2D::neighbour(int rank, Axis a, int direction) const {
   Coord c = coord_of(rank);
+  if (a != Axis::x && a != Axis::y) return std::nullopt;  // one chip along a later axis
   int& v = a == Axis::x ? c.x : c.y;
   const int n = dim(a);
   v += direction;
@@ -56,6 +57,7 @@ bool Torus2D::adjacent(int a, int b) const {
 
 std::vector<int> Torus2D::line_through(int rank, Axis a) const {
   const Coord c = coord_of(rank);
+  if (a != Axis::x && a != Axis::y) return {rank};
   std::vector<int> line;
   for (int i = 0; i < dim(a); ++i)
     line.push_back(a == Axis::x ? rank_of({i, c.y}) : rank_of({c.x, i}));

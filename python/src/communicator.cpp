@@ -28,11 +28,24 @@ std::optional<Algorithm> algorithm_of(const py::object& a) {
   return parse_algorithm(a.cast<std::string>());
 }
 
-Axis axis_of(const py::object& a) {
-  const std::string s = py::str(a);
-  if (s == "x" || s == "0") return Axis::x;
-  if (s == "y" || s == "1") return Axis::y;
-  throw InvalidArgument(fmt::format("axis is '{}', expected 'x' (0) or 'y' (1)", s));
+// "x", "xz", 0 (x), 2 (z), or a tuple or list of those: one axis or several (toroid::Axes).
+Axes axes_of(const py::object& a) {
+  std::string letters;
+  const auto add = [&](const py::handle& h) {
+    const std::string s = py::str(h);
+    const bool number = s.size() == 1 && s[0] >= '0' && s[0] < '0' + Torus::kMaxDimensions;
+    letters += number ? std::string(1, "xyzwvu"[s[0] - '0']) : s;
+  };
+  if (py::isinstance<py::tuple>(a) || py::isinstance<py::list>(a))
+    for (const py::handle& h : a) add(h);
+  else
+    add(a);
+  try {
+    return Axes::parse(letters);
+  } catch (const InvalidArgument& e) {
+    throw InvalidArgument(
+        fmt::format("axis {}: {} (or dimension numbers 0-5)", std::string(py::repr(a)), e.what()));
+  }
 }
 
 // The input and output of one collective, checked: same type; `out` writable; the same object
@@ -137,10 +150,10 @@ using C = PyCommunicator;
 using Reducing = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, ReduceOp,
                           Communicator&, std::optional<Algorithm>);
 using ReducingAxis = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, ReduceOp,
-                              Axis, Communicator&, std::optional<Algorithm>);
+                              Axes, Communicator&, std::optional<Algorithm>);
 using Gather = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, Communicator&,
                         std::optional<Algorithm>);
-using GatherAxis = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, Axis,
+using GatherAxis = void (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType, Axes,
                             Communicator&, std::optional<Algorithm>);
 using StartReducing = Request (*)(const void*, std::uint64_t, void*, std::uint64_t, DataType,
                                   ReduceOp, Communicator&, std::optional<Algorithm>);
@@ -169,8 +182,6 @@ void bind_module_functions(py::module_& m) {
     if (init && !done) MPI_Finalize();
   });
   m.def("world_handle", [] { return static_cast<long long>(MPI_Comm_c2f(MPI_COMM_WORLD)); });
-  // The one axis parser, for the package's Python side too: 0 for "x" (or 0), 1 for "y" (or 1).
-  m.def("axis_index", [](const py::object& a) { return axis_of(a) == Axis::x ? 0 : 1; });
   m.def("element_count", [](const py::object& x) {
     const View v = view_of(x, "x", "element_count", false);
     return py::make_tuple(v.count, dtype_name(v.type));
@@ -229,6 +240,17 @@ py::class_<C> bind_communicator_state(py::module_& m) {
                                for (int d = 0; d < t.dimensions(); ++d) wraps.append(t.wraps(d));
                                return py::tuple(wraps);
                              })
+      .def(
+          "group_along",
+          [](const C& c, const py::object& axis) {
+            const Torus& t = c.get().shape();
+            const Axes a = axes_of(axis);
+            return py::make_tuple(py::tuple(py::cast(t.group_along(c.get().rank(), a))),
+                                  t.position_along(c.get().rank(), a));
+          },
+          py::arg("axis"),
+          "(members, position): the ranks of this rank's sub-torus along `axis` ('x', 'xz', "
+          "('x', 'z')) in its order, and where this rank is among them")
       .def_property_readonly("nodes", [](const C& c) { return c.get().nodes(); })
       .def_property_readonly(
           "algorithm",
@@ -288,7 +310,7 @@ void def_reducing_axis(py::class_<C>& cls, const char* name, ReducingAxis f) {
                           const py::object& axis, const py::object& algo) {
     auto& comm = c.get();
     auto [o, rop, ax, a] = checked(comm, comm.checks_arguments(), [&] {
-      return std::tuple(operands(x, out, name), parse_reduce_op(op), axis_of(axis),
+      return std::tuple(operands(x, out, name), parse_reduce_op(op), axes_of(axis),
                         algorithm_of(algo));
     });
     run_blocking(
@@ -310,7 +332,7 @@ void def_gather_axis(py::class_<C>& cls, const char* name, GatherAxis f) {
                           const py::object& algo) {
     auto& comm = c.get();
     auto [o, ax, a] = checked(comm, comm.checks_arguments(), [&] {
-      return std::tuple(operands(x, out, name, false), axis_of(axis), algorithm_of(algo));
+      return std::tuple(operands(x, out, name, false), axes_of(axis), algorithm_of(algo));
     });
     run_blocking(
         [&] { f(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, ax, comm, a); });

@@ -50,7 +50,6 @@ def _handle_of(comm):
     return comm.py2f()
 
 
-_axis_index = _toroid.axis_index  # "x"/0 or "y"/1; anything else raises InvalidArgument
 
 
 def block_of(count, nranks, rank):
@@ -121,8 +120,8 @@ class Communicator:
         if axis is None:
             n, r = self.size, self.rank
         else:
-            a = _axis_index(axis)
-            n, r = self.dims[a], self.coord[a]
+            members, r = self._c.group_along(axis)
+            n = len(members)
         return _empty_like(x, block_of(count, n, r)[1])
 
     def _gather_out(self, x, out, axis=None):
@@ -154,8 +153,15 @@ class Communicator:
         self._c.allgather(x, out, algorithm)
         return out
 
+    def group_along(self, axis):
+        """(members, position): the ranks of this rank's sub-torus along `axis` (one axis "x",
+        or several: "xz", ("x", "z"), (0, 2)) in its order, and this rank's place among them,
+        which is its block index in the reduce-scatter and all-gather along `axis`."""
+        return self._c.group_along(axis)
+
     def allreduce_axis(self, x, axis, op="sum", out=None, algorithm=None):
-        """All-reduce along the torus row (axis "x") or column ("y") through this rank."""
+        """All-reduce in the sub-torus along `axis` through this rank: its row (axis "x"), its
+        column ("y"), its xz-plane ("xz" or ("x", "z")), ...; every such group at once."""
         self._c.allreduce_axis(x, out, op, axis, algorithm)
         return x if out is None else out
 

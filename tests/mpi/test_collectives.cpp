@@ -298,26 +298,49 @@ TEST_CASE("tori of three dimensions and more: every algorithm that runs on them 
         }
       }
     }
-    // The rows along x and y (axis collectives) of a 3D shape are its lines along dimensions 0, 1.
-    const std::vector<int> at = comm.shape().coord_of(comm.rank());
-    for (int d = 0; d < std::min(2, comm.shape().dimensions()); ++d) {
-      const Axis axis = d == 0 ? Axis::x : Axis::y;
+    // Along every set of the shape's dimensions (rows, columns, planes, the whole): each
+    // sub-torus on its own, against stock on a communicator of the same group.
+    const Torus& t = comm.shape();
+    for (unsigned bits = 1; bits < (1u << t.dimensions()); ++bits) {
+      std::string letters;
+      for (int d = 0; d < t.dimensions(); ++d)
+        if ((bits >> d) & 1u) letters += "xyzwvu"[d];
+      const Axes axes = Axes::parse(letters);
+      const std::vector<int> group = t.group_along(comm.rank(), axes);
+      const int k = static_cast<int>(group.size()), at = t.position_along(comm.rank(), axes);
+      MPI_Comm line;
+      MPI_Comm_split(MPI_COMM_WORLD, group.front(), at, &line);
       const std::uint64_t n = 1003;
-      std::vector<std::int64_t> in(n), out(n), ref(n);
+      const Block own = block_of(n, k, at);
+      std::vector<std::int64_t> in(n), mine(n, 0), sum(n), gathered(n);
       for (std::uint64_t i = 0; i < n; ++i)
         in[i] = comm.rank() * 1000 + static_cast<std::int64_t>(i);
-      std::vector<int> start = at;
-      start[static_cast<std::size_t>(d)] = 0;
-      MPI_Comm line;
-      MPI_Comm_split(MPI_COMM_WORLD, comm.shape().rank_of(start), at[static_cast<std::size_t>(d)],
-                     &line);
-      MPI_Allreduce(in.data(), ref.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, line);
+      std::copy_n(in.begin() + static_cast<std::ptrdiff_t>(own.offset), own.count,
+                  mine.begin() + static_cast<std::ptrdiff_t>(own.offset));
+      MPI_Allreduce(in.data(), sum.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, line);
+      MPI_Allreduce(mine.data(), gathered.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, line);
       MPI_Comm_free(&line);
-      for (Algorithm a : {Algorithm::automatic, Algorithm::bidir_ring, Algorithm::mpi}) {
-        allreduce_axis(in.data(), n, out.data(), n, DataType::i64, ReduceOp::sum, axis, comm, a);
-        if (!all_ranks(out == ref))
-          FAIL("allreduce along " << (d == 0 ? "x" : "y") << " with " << to_string(a) << " on "
-                                  << shape);
+      for (Algorithm a : {Algorithm::automatic, Algorithm::bidir_ring, Algorithm::ring,
+                          Algorithm::torus2d, Algorithm::torus2d_both, Algorithm::mpi}) {
+        const std::string what = "along " + letters + " with " + std::string(to_string(a)) +
+                                 " on " + shape + ", rank " + std::to_string(comm.rank());
+        std::vector<std::int64_t> out(n, -1);
+        allreduce_axis(in.data(), n, out.data(), n, DataType::i64, ReduceOp::sum, axes, comm, a);
+        if (!all_ranks(out == sum)) FAIL("allreduce " << what);
+        std::vector<std::int64_t> block(own.count, -1);
+        reduce_scatter_axis(in.data(), n, block.data(), own.count, DataType::i64, ReduceOp::sum,
+                            axes, comm, a);
+        if (!all_ranks(std::equal(block.begin(), block.end(),
+                                  sum.begin() + static_cast<std::ptrdiff_t>(own.offset))))
+          FAIL("reduce_scatter " << what);
+        std::fill(out.begin(), out.end(), -1);
+        allgather_axis(in.data() + own.offset, own.count, out.data(), n, DataType::i64, axes, comm,
+                       a);
+        if (!all_ranks(out == gathered)) FAIL("allgather " << what);
+        // The typed in-place form finds this rank's block by its place in the group.
+        std::vector<std::int64_t> in_place = mine;
+        allgather_axis(std::span<std::int64_t>(in_place), axes, comm, a);
+        if (!all_ranks(in_place == gathered)) FAIL("in-place allgather " << what);
       }
     }
   }

@@ -101,6 +101,17 @@ TEST_CASE("argument errors name the argument, the value and the rank", "[errors]
       allgather(in.data(), 50, gathered.data(), gathered.size(), DataType::f32, comm),
       Catch::Contains("allgather" + on + "input has 50 elements, but block " + std::to_string(r) +
                       " of a " + std::to_string(gathered.size()) + "-element result has"));
+  // Along no axis at all; along axes, the block is the place in the group.
+  CHECK_THROWS_WITH(
+      allreduce_axis(in.data(), 100, out.data(), 100, DataType::f32, ReduceOp::sum, Axes{}, comm),
+      "allreduce" + on + "no axes named; name at least one (Axis::x, or Axes{Axis::x, Axis::z})");
+  // (Axes whose sub-torus is the whole communicator are its own call, named without them.)
+  const bool whole = comm.shape().along(Axis::x).chips() == p;
+  CHECK_THROWS_WITH(
+      allgather_axis(in.data(), 50, gathered.data(), gathered.size(), DataType::f32, Axis::x, comm),
+      Catch::Contains(std::string(whole ? "allgather" : "allgather along x") + on +
+                      "input has 50 elements, but block " +
+                      std::to_string(comm.shape().position_along(r, Axis::x)) + " of a"));
   // Nothing above left a rank inside a collective: a normal call still works.
   std::vector<float> ok(10, 1.0f);
   allreduce(std::span<float>(ok), ReduceOp::sum, comm);

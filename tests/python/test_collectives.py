@@ -143,6 +143,18 @@ def test_three_dimensions():
     if P > 1:
         with pytest.raises(toroid.InvalidArgument, match="2D shapes"):
             comm.allreduce(x.copy(), algorithm="swing")
+    # Along every set of axes (rows, planes, the whole): the sums over this rank's sub-torus,
+    # whose members group_along lists in block order.
+    xs = world.allgather(x)
+    for axis in ("x", "y", "z", "xz", ("y", "z"), (0, 1, 2)):
+        members, at = comm.group_along(axis)
+        ok = ok and members[at] == R and len(set(members)) == len(members)
+        want = np.sum([xs[r] for r in members], axis=0)
+        off, cnt = toroid.block_of(n, len(members), at)
+        for algo in [None, "torus2d_both", "mpi"]:
+            ok = ok and np.allclose(comm.allreduce_axis(x.copy(), axis, algorithm=algo), want)
+            ok = ok and np.allclose(comm.reduce_scatter_axis(x, axis, algorithm=algo), want[off:off + cnt])
+            ok = ok and np.allclose(comm.allgather_axis(want[off:off + cnt].copy(), axis, algorithm=algo), want)
     assert agree(ok)
 
 

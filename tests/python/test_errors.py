@@ -41,7 +41,8 @@ def test_bad_arrays(comm):
     ok &= raises(lambda: comm.allreduce(x, algorithm="butterfly"), toroid.InvalidArgument, "butterfly")
     ok &= raises(lambda: comm.allreduce(x, out=np.zeros(5, dtype=np.float32)), toroid.InvalidArgument, "out")
     ok &= raises(lambda: comm.broadcast(x, root=P), toroid.InvalidArgument, "root")
-    ok &= raises(lambda: comm.allreduce_axis(x, "z"), toroid.InvalidArgument, "axis is 'z', expected 'x' (0) or 'y' (1)")
+    ok &= raises(lambda: comm.allreduce_axis(x, "q"), toroid.InvalidArgument, "axis 'q': axes 'q': 'q' is not an axis")
+    ok &= raises(lambda: comm.allreduce_axis(x, ("x", 0)), toroid.InvalidArgument, "'x' appears twice")
     ok &= raises(lambda: comm.allreduce(np.zeros((4, 4), dtype=np.float32).T), toroid.InvalidArgument, "not contiguous")
     assert agree(ok)
     # 2-D contiguous arrays are fine: every element takes part.

@@ -401,8 +401,11 @@ TEST_CASE("an algorithm that cannot run a request says why", "[schedules]") {
       schedule::build(Algorithm::swing_latency, {Collective::broadcast, 8, false, false, {}}, ctx),
       Catch::Contains("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto"));
   CHECK_THROWS_WITH(
-      schedule::build(Algorithm::torus2d, {Collective::allreduce, 8, false, false, Axis::x}, ctx),
-      Catch::Contains("along an axis"));
+      schedule::build(Algorithm::swing,
+                      {Collective::allreduce, 8, false, false, Axes{Axis::x, Axis::y, Axis::z}},
+                      {0, Torus(std::vector<int>{2, 2, 2, 2}), {}}),
+      Catch::Contains("along xyz of 2x2x2x2 (sub-tori 2x2x2): algorithm swing cannot "
+                      "run allreduce on topology 2x2x2: Swing's bandwidth form"));
 }
 
 TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh", "[schedules]") {

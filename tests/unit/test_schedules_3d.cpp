@@ -172,3 +172,93 @@ TEST_CASE("swing_latency all-reduces on any number of dimensions, folding odd si
   for (const schedule::Step& st : one.steps) sends += st.kind == schedule::Kind::send;
   CHECK(sends == 6);
 }
+
+TEST_CASE(
+    "every algorithm runs along any set of axes, each sub-torus on its own, neighbours only "
+    "where the algorithm is",
+    "[schedules][3d][axes]") {
+  // Rows, columns, planes and the whole shape of 3D tori, meshes, mixed and twisted ones: every
+  // sub-torus must end with its own members' result (the verifier's groups), blocks in its
+  // order. The torus algorithms, and the rings along one axis (the line's links), only talk to
+  // neighbours; the others are the algorithm on the sub-torus as on a communicator of its shape.
+  const std::vector<Axes> every = {Axis::x,
+                                   Axis::y,
+                                   Axis::z,
+                                   {Axis::x, Axis::y},
+                                   {Axis::x, Axis::z},
+                                   {Axis::y, Axis::z},
+                                   {Axis::x, Axis::y, Axis::z}};
+  for (const char* shape : {"3x2x2", "4x3x2:wrap=xz", "2x3x4:wrap=none", "2x2x4:twist", "3x3x3"}) {
+    const Torus t = Torus::parse(shape);
+    const Shape s{t, {}};
+    for (const Axes axes : every) {
+      const Torus sub = t.along(axes);
+      int lines = 0;
+      for (int d = 0; d < t.dimensions(); ++d) lines += axes.has(d) && t.size(d) > 1;
+      for (Algorithm a : all_algorithms)
+        for (Collective c : {Collective::allreduce, Collective::reduce_scatter,
+                             Collective::allgather, Collective::broadcast}) {
+          if (a == Algorithm::automatic || a == Algorithm::mpi || !implements(a, c)) continue;
+          const bool refused =
+              (a == Algorithm::swing && sub.dimensions() > 2) ||
+              (a == Algorithm::swing_latency && sub.dimensions() > 2 && c != Collective::allreduce);
+          const bool neighbours = a == Algorithm::torus2d || a == Algorithm::torus2d_both ||
+                                  ((a == Algorithm::ring || a == Algorithm::bidir_ring) &&
+                                   c != Collective::broadcast && lines == 1);
+          const auto k = static_cast<std::uint64_t>(sub.chips());
+          for (std::uint64_t n : {k - 1, 3 * k + 5})
+            for (bool in_place : {false, true}) {
+              INFO(shape << " along " << axes.to_string() << " " << to_string(a) << " "
+                         << to_string(c) << " n=" << n << (in_place ? " in place" : ""));
+              const int root = c == Collective::broadcast ? sub.chips() - 1 : 0;
+              model::Traffic traffic;
+              if (refused) {
+                REQUIRE_THROWS_WITH(
+                    check(a, c, s, n, in_place, DataType::i64, ReduceOp::sum, &traffic, root, axes),
+                    Catch::Contains("along " + axes.to_string() + " of " + t.to_string() +
+                                    " (sub-tori " + sub.to_string() + "): algorithm " +
+                                    std::string(to_string(a)) + " cannot run"));
+                continue;
+              }
+              REQUIRE(check(a, c, s, n, in_place, DataType::i64, ReduceOp::sum, &traffic, root,
+                            axes) == "");
+              for (auto [from, to] : traffic.links) {
+                INFO(from << " -> " << to);
+                REQUIRE(t.group_along(from, axes) == t.group_along(to, axes));  // no group crossed
+                if (neighbours) REQUIRE(t.adjacent(from, to));
+              }
+            }
+        }
+    }
+  }
+}
+
+TEST_CASE("a collective along axes is the algorithm on the sub-torus, its peers renamed",
+          "[schedules][3d][axes]") {
+  // 4x2x2 along x and z: each xz-plane runs 4x2's schedule (plane member x + 4z is chip
+  // x + 4y + 8z); the share between dimensions follows the chosen dimensions' link rates.
+  const Torus t(std::vector<int>{4, 2, 2});
+  schedule::Context whole{0, t, {}};
+  whole.link_rate = {1, 5, 2, 1, 1, 1};
+  for (int r = 0; r < t.chips(); ++r) {
+    whole.rank = r;
+    const schedule::Spec spec{Collective::allreduce, 1000, false, false, Axes{Axis::x, Axis::z}};
+    const schedule::Schedule along = schedule::build(Algorithm::torus2d_both, spec, whole);
+    schedule::Context plane{
+        t.position_along(r, {Axis::x, Axis::z}), Torus(std::vector<int>{4, 2}), {}};
+    plane.link_rate = {1, 2, 1, 1, 1, 1};
+    const schedule::Schedule own = schedule::build(
+        Algorithm::torus2d_both, {Collective::allreduce, 1000, false, false, {}}, plane);
+    const std::vector<int> members = t.group_along(r, {Axis::x, Axis::z});
+    REQUIRE(along.rank == r);
+    REQUIRE(along.nranks == 16);
+    REQUIRE(along.steps.size() == own.steps.size());
+    for (std::size_t i = 0; i < own.steps.size(); ++i) {
+      REQUIRE(along.steps[i].kind == own.steps[i].kind);
+      REQUIRE(along.steps[i].src.offset == own.steps[i].src.offset);
+      REQUIRE(along.steps[i].src.count == own.steps[i].src.count);
+      REQUIRE(along.steps[i].peer ==
+              (own.steps[i].peer < 0 ? -1 : members[static_cast<std::size_t>(own.steps[i].peer)]));
+    }
+  }
+}

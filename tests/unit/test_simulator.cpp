@@ -579,6 +579,34 @@ TEST_CASE("sim: torus2d_both's reduce-scatter and all-gather use both dimensions
   }
 }
 
+TEST_CASE("sim: a collective along axes costs what its sub-torus alone costs, on its own links",
+          "[simulator][axes]") {
+  // 4x2x2 along x and z: the two xz-planes run at once on links no other plane uses, so the
+  // time is the 4x2 shape's with x's and z's links, and no y link carries a byte.
+  SimModel whole = make_model(Torus(std::vector<int>{4, 2, 2}), 50e9, 1e-6, 300e9);
+  whole.link_bytes_per_s = {50e9, 10e9, 25e9, 1, 1, 1};
+  SimModel plane = make_model(Torus(std::vector<int>{4, 2}), 50e9, 1e-6, 300e9);
+  plane.link_bytes_per_s = {50e9, 25e9, 1, 1, 1, 1};
+  for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both, Algorithm::bidir_ring})
+    for (Collective c : {Collective::allreduce, Collective::reduce_scatter}) {
+      schedule::Spec r;
+      r.collective = c;
+      r.count = 1u << 20;
+      const SimResult alone = simulate_collective(plane, a, r, DataType::f32);
+      r.axes = Axes{Axis::x, Axis::z};
+      const SimResult along = simulate_collective(whole, a, r, DataType::f32);
+      REQUIRE(alone.error == "");
+      REQUIRE(along.error == "");
+      INFO(to_string(a) << " " << toroid::to_string(c));
+      CHECK(along.time_s == Approx(alone.time_s).epsilon(1e-9));
+      CHECK(along.busbw_gbps == Approx(alone.busbw_gbps).epsilon(1e-9));
+      for (int chip = 0; chip < 16; ++chip)
+        for (int dir : {1, -1})
+          CHECK(along.link_bytes[static_cast<std::size_t>(link_id(whole.topology, chip, 1, dir))] ==
+                0);
+    }
+}
+
 TEST_CASE("sim: torus2d_both's all-gather copies each column half out as it lands", "[simulator]") {
   // The X-first part gathers whole columns in scratch and copies them out on the reducer; a
   // bidirectional row brings a column's halves from its two sides, the later half no sooner

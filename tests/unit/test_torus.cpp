@@ -117,6 +117,45 @@ TEST_CASE("torus: the first dimension fastest, as Torus2D", "[topology]") {
   CHECK_THROWS_AS(t.rank_of(std::vector<int>{0, 0}), InvalidArgument);
 }
 
+TEST_CASE("torus: the sub-tori along axes (rows, planes, ...) and their members' order",
+          "[topology][axes]") {
+  const Torus t = Torus::parse("4x2x3:wrap=xz");
+  // The xz-plane through chip (1, 1, 2): x fastest, then z; its sizes and rings are x's and z's.
+  const int r = t.rank_of(std::vector<int>{1, 1, 2});
+  const Axes xz{Axis::x, Axis::z};
+  CHECK(t.along(xz) == Torus({4, 3}, {true, true}));
+  CHECK(t.along(Axis::y) == Torus({2}, {false}));
+  CHECK(t.along(Axes{Axis::x, Axis::y, Axis::z}) == t);
+  CHECK(t.along(Axis::w) == Torus({1}));  // an axis beyond the shape has one chip
+  const std::vector<int> plane = t.group_along(r, xz);
+  REQUIRE(plane.size() == 12);
+  for (int i = 0; i < 12; ++i)
+    CHECK(t.coord_of(plane[static_cast<std::size_t>(i)]) == std::vector<int>{i % 4, 1, i / 4});
+  CHECK(t.position_along(r, xz) == 1 + 4 * 2);
+  CHECK(t.group_along(r, Axis::y) == std::vector<int>{t.rank_of(std::vector<int>{1, 0, 2}), r});
+  CHECK(t.position_along(r, Axis::y) == 1);
+  for (int q = 0; q < t.chips(); ++q)
+    for (Axes a : {Axes(Axis::x), Axes(Axis::z), xz, Axes{Axis::y, Axis::z}}) {
+      const std::vector<int> g = t.group_along(q, a);
+      CHECK(g[static_cast<std::size_t>(t.position_along(q, a))] == q);
+    }
+  // A twisted short dimension is a line of the sub-torus: its wraparound leads elsewhere.
+  const Torus twisted = Torus::parse("4x4x8:twist");
+  CHECK(twisted.along(Axis::x) == Torus({4}, {false}));
+  CHECK(twisted.along(Axis::z) == Torus({8}, {true}));
+  // Names: letters in any order, each once; Torus2D's z has one chip.
+  CHECK(Axes::parse("zx") == xz);
+  CHECK(xz.to_string() == "xz");
+  CHECK_THROWS_WITH(Axes::parse("xq"), Catch::Contains("axes 'xq': 'q' is not an axis"));
+  CHECK_THROWS_WITH(Axes::parse("xzx"), Catch::Contains("axes 'xzx': 'x' appears twice"));
+  CHECK_THROWS_AS(Axes::parse(""), InvalidArgument);
+  const Torus2D flat(4, 3);
+  CHECK(flat.dim(Axis::z) == 1);
+  CHECK_FALSE(flat.wraps(Axis::z));
+  CHECK(flat.line_through(5, Axis::z) == std::vector<int>{5});
+  CHECK_FALSE(flat.neighbour(5, Axis::z, 1).has_value());
+}
+
 TEST_CASE("torus: link graphs of tori, meshes and mixed shapes", "[topology]") {
   // 2·D link directions a chip on a torus; a mesh loses one at every face it touches.
   CHECK(check_links(Torus::parse("4x4x4")) == 64 * 6);

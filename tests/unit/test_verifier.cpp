@@ -224,7 +224,7 @@ TEST_CASE("out-of-bounds chunks and writes to the input are rejected", "[verifie
 
 TEST_CASE("a wrong result is caught by the reference comparison", "[verifier]") {
   // Reduce-scatter schedules run as if they were all-reduce: the blocks not owned stay unset.
-  model::CheckSpec spec{Collective::allreduce, 4, 40, false, DataType::i64, ReduceOp::sum};
+  model::CheckSpec spec{Collective::allreduce, 4, 40, false, DataType::i64, ReduceOp::sum, 0, {}};
   const std::string e = model::check_collective(spec, [](int r) {
     return build(Algorithm::ring, {Collective::reduce_scatter, 40, true, false, {}},
                  {r, Torus2D(4, 1), {}});
