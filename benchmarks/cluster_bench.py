@@ -11,6 +11,10 @@ configuration, the CPU busy share during the runs, and toroid-sim's prediction w
 measured/predicted ratio. The cluster is taken down at the end (--keep leaves it up).
 
   benchmarks/cluster_bench.py [--torus 4x2|2x2x2] [--rate 200mbit] [-b 64K] [-e 16M] [-n 3] [--eager B] [--algos a,b]
+                              [--axes xz]
+
+--axes runs every row along those axes of the hosts' torus (each sub-torus on its own, the stock
+rows on a communicator of each group) and simulates the same.
 
 --eager B sets Open MPI's TCP eager limit (and largest send) for every run, stock and toroid
 alike; by default both keep Open MPI's own (64 KiB). Above it a message waits for a rendezvous
@@ -78,7 +82,7 @@ def bench(args, extra, algo, name):
     # host count: 4x2 for the 8 hosts of 2x2x2).
     cmd = ["run", "-x", "TOROID_TIMEOUT=600", *eager, *extra, "--", os.path.join(args.build, "benchmarks", "toroid-bench"),
            "--topology", args.torus, "--op", args.op, "--algo", algo, "-b", args.b, "-e", args.e, "-f", "4", "-n", str(args.n), "-w", "1", "--check", "1",
-           "--format", "csv"]
+           "--format", "csv", *(["--axes", args.axes] if args.axes else [])]
     p = cluster(*cmd, timeout=3000)
     t1, i1, s1 = cpu_ticks()
     if p.returncode != 0:
@@ -107,7 +111,8 @@ def simulate(args, hop_us, link_gbps, reduce_gbps):
     p = subprocess.run([os.path.join(args.build, "tools", "toroid-sim"), "--topology", args.torus, "--op", args.op, "--algo",
                         ",".join(TOROID_ALGOS), "--bytes", f"{args.b}:{args.e}", "--link-gbps", f"{link_gbps}",
                         "--hop-us", f"{hop_us}", "--reduce-gbps", f"{reduce_gbps}",
-                        "--segment-bytes", "cross-node", "--format", "csv"],  # one rank per host
+                        "--segment-bytes", "cross-node", "--format", "csv",  # one rank per host
+                        *(["--axes", args.axes] if args.axes else [])],
                        capture_output=True, text=True, check=True)
     rows = csv.DictReader(io.StringIO("\n".join(l for l in p.stdout.splitlines() if not l.startswith("#"))))
     return {(r["algo"], int(r["bytes"])): float(r["time_us"]) for r in rows}
@@ -131,11 +136,12 @@ def main():
     ap.add_argument("--keep", action="store_true", help="leave the cluster up")
     ap.add_argument("--op", default="allreduce", choices=sorted(STOCK_BY_OP),
                     help="the collective (stock configurations forced for it)")
+    ap.add_argument("--axes", help="run along these axes of the torus (x, z, xz, ...): every sub-torus at once")
     ap.add_argument("--algos", help="toroid algorithms to run (comma list; default: every one that runs "
                                      "on the shape, Swing's being 2D)")
     args = ap.parse_args()
     if args.algos is None:
-        dims = len(args.torus.split(":")[0].split("x"))
+        dims = len(args.torus.split(":")[0].split("x")) if not args.axes else len(args.axes)
         args.algos = ",".join(a for a in TOROID_ALGOS if dims <= 2 or not a.startswith("swing"))
     STOCK = STOCK_BY_OP[args.op]
     unknown = [a for a in args.algos.split(",") if a not in TOROID_ALGOS]
@@ -175,7 +181,8 @@ def main():
     print(f"# torus {args.torus} ({hosts} hosts, 1 rank each), every link direction {args.rate} = {link:.4f} GB/s; "
           f"ping-pong fit: {hop_us:.1f} us per message, {beta:.4f} GB/s for >= 1 MiB; "
           f"{time.time() - started:.0f} s of runs; median of {args.n} iterations, f32 sum {args.op}; "
-          f"btl_tcp_eager_limit {args.eager or 'Open MPI default'}")
+          f"btl_tcp_eager_limit {args.eager or 'Open MPI default'}" +
+          (f"; along {args.axes}, each sub-torus on its own" if args.axes else ""))
     print("# CPU busy during the runs (all, of which kernel: TCP, forwarding, shaping): " +
           ", ".join(f"{k} {v[0]:.0f}% ({v[1]:.0f}%)" for k, v in busy_all.items()))
     print()

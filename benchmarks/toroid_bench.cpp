@@ -32,10 +32,24 @@ namespace {
 // What auto's cost model predicts for the row (the algorithm auto runs, for auto's row; "staged"
 // or "single_copy" where auto's call goes through the node's control block instead, which the
 // model does not price).
-void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::Memory memory) {
-  model::Selector& sel = *internal::impl(comm).selector;
+void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::Memory memory,
+             std::optional<Axes> axes) {
   const std::size_t es = size_of(parse_data_type(row.type));
   const std::uint64_t bytes = row.count * es;
+  // Along axes (not the whole communicator): auto is bidir_ring along one line, else the
+  // group's own model, which the library made at the first call.
+  if (axes && comm.shape().along(*axes).chips() < comm.size()) {
+    const auto& along = internal::impl(comm).selectors_along;
+    const auto it = along.find(axes->bits());
+    const Algorithm run = a != Algorithm::automatic ? a
+                          : it != along.end()       ? it->second->choose(c, bytes)
+                                                    : Algorithm::bidir_ring;
+    row.picked = std::string(to_string(run));
+    if (a != Algorithm::mpi && it != along.end())
+      if (const auto t = it->second->predict(c, run, bytes)) row.predicted_us = *t * 1e6;
+    return;
+  }
+  model::Selector& sel = *internal::impl(comm).selector;
   if (a == Algorithm::automatic && c != Collective::broadcast &&
       internal::impl(comm).single_copy_possible()) {
     if (exec::takes_staged_path(c, row.count, es, comm.size())) {
@@ -152,7 +166,7 @@ int run(const Settings& s, int rank) {
         const Algorithm a = sp.a;
         kernels::use_isa(sp.level.empty() ? default_isa : kernels::select_isa(sp.level));
         Row row = median_of_rounds(rounds[i]);
-        predict(row, c, a, *comms[sp.t], sp.memory);
+        predict(row, c, a, *comms[sp.t], sp.memory, s.axes);
         if (comms.size() > 1 && a != Algorithm::mpi)
           row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[sp.t]));
         if (s.modes.size() > 1 && a != Algorithm::mpi)

@@ -25,10 +25,17 @@ namespace {
 
 // `auto` on the modeled torus: above kMaxModeledRanks chips the rule the library follows at
 // that scale (model::fixed_rule), else what the selector does (every candidate priced, the
-// fastest wins; here on the torus's own links).
+// fastest wins; here on the torus's own links). Along axes the same on the sub-torus, and
+// bidir_ring along one line, as the library does.
 model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Spec& r,
                                const std::vector<int>& nodes, Algorithm& picked) {
-  const Torus& t = o.model.topology;
+  const Torus t = o.axes ? o.model.topology.along(*o.axes) : o.model.topology;
+  int lines = 0;
+  for (int d = 0; d < t.dimensions(); ++d) lines += t.size(d) > 1 ? 1 : 0;
+  if (o.axes && lines <= 1 && t.chips() < o.model.topology.chips()) {
+    picked = Algorithm::bidir_ring;
+    return model::simulate_collective(o.model, picked, r, o.type, nodes);
+  }
   if (t.chips() > model::kMaxModeledRanks) {
     picked = model::fixed_rule(r.collective, r.count * size_of(o.type), t);
     return model::simulate_collective(o.model, picked, r, o.type, nodes);
@@ -103,6 +110,7 @@ int main(int argc, char** argv) {
         schedule::Spec r;
         r.collective = c;
         r.count = bytes / size_of(o.type);
+        r.axes = o.axes;
         const auto t0 = std::chrono::steady_clock::now();
         Row row{c, a, bytes, {}, 0.0};
         try {

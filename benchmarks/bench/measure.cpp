@@ -20,6 +20,25 @@
 namespace toroid::bench {
 namespace {
 
+// The ranks one call runs among: the communicator, or this rank's sub-torus along --axes
+// (members in block order, and this rank's place there).
+struct Group {
+  std::vector<int> members;
+  int position = 0;
+  int size() const { return static_cast<int>(members.size()); }
+};
+Group group_of(const Settings& s, Communicator& comm) {
+  Group g;
+  if (!s.axes) {
+    for (int r = 0; r < comm.size(); ++r) g.members.push_back(r);
+    g.position = comm.rank();
+    return g;
+  }
+  g.members = comm.shape().group_along(comm.rank(), *s.axes);
+  g.position = comm.shape().position_along(comm.rank(), *s.axes);
+  return g;
+}
+
 // The arguments of one collective call of `c` with this rank's buffers (`in`: full length).
 struct Args {
   const void* in;
@@ -30,7 +49,8 @@ struct Args {
 Args args_of(Collective c, const Settings& s, std::byte* in, std::byte* out, std::uint64_t count,
              Communicator& comm) {
   const std::size_t es = size_of(s.type);
-  const Block own = block_of(count, comm.size(), comm.rank());
+  const Group g = group_of(s, comm);
+  const Block own = block_of(count, g.size(), g.position);
   switch (c) {
     case Collective::allreduce:
       return s.in_place ? Args{out, count, out, count} : Args{in, count, out, count};
@@ -78,6 +98,18 @@ class Sets {
 // A request for the call (non-blocking: started; persistent: bound, not started).
 Request request_for(Collective c, const Settings& s, const Args& a, Algorithm algo,
                     Communicator& comm, bool persistent) {
+  if (s.axes) switch (c) {  // blocking and non-blocking only (settings.cpp)
+      case Collective::allreduce:
+        return iallreduce_axis(a.in, a.in_count, a.out, a.out_count, s.type, s.op, *s.axes, comm,
+                               algo);
+      case Collective::reduce_scatter:
+        return ireduce_scatter_axis(a.in, a.in_count, a.out, a.out_count, s.type, s.op, *s.axes,
+                                    comm, algo);
+      case Collective::allgather:
+        return iallgather_axis(a.in, a.in_count, a.out, a.out_count, s.type, *s.axes, comm, algo);
+      case Collective::broadcast:
+        break;
+    }
   switch (c) {
     case Collective::allreduce:
       return persistent
@@ -102,6 +134,18 @@ Request request_for(Collective c, const Settings& s, const Args& a, Algorithm al
 void call(Collective c, const Settings& s, std::byte* in, std::byte* out, std::uint64_t count,
           Algorithm algo, Communicator& comm) {
   const Args a = args_of(c, s, in, out, count, comm);
+  if (s.axes) switch (c) {  // no broadcast (settings.cpp)
+      case Collective::allreduce:
+        return allreduce_axis(a.in, a.in_count, a.out, a.out_count, s.type, s.op, *s.axes, comm,
+                              algo);
+      case Collective::reduce_scatter:
+        return reduce_scatter_axis(a.in, a.in_count, a.out, a.out_count, s.type, s.op, *s.axes,
+                                   comm, algo);
+      case Collective::allgather:
+        return allgather_axis(a.in, a.in_count, a.out, a.out_count, s.type, *s.axes, comm, algo);
+      case Collective::broadcast:
+        break;
+    }
   switch (c) {
     case Collective::allreduce:
       allreduce(a.in, a.in_count, a.out, a.out_count, s.type, s.op, comm, algo);
@@ -118,12 +162,15 @@ void call(Collective c, const Settings& s, std::byte* in, std::byte* out, std::u
   }
 }
 
-// Number of wrong elements after one call, given inputs exact_input(op, rank, i).
+// Number of wrong elements after one call, given inputs exact_input(op, rank, i) (the result
+// over this rank's group).
 std::uint64_t count_wrong(Collective c, const Settings& s, const std::byte* out,
                           std::uint64_t count, Communicator& comm) {
-  const int p = comm.size();
+  const Group group = group_of(s, comm);
+  const int p = group.size();
+  const auto member = [&](int q) { return group.members[static_cast<std::size_t>(q)]; };
   const std::size_t es = size_of(s.type);
-  const Block own = block_of(count, p, comm.rank());
+  const Block own = block_of(count, p, group.position);
   const std::uint64_t first = c == Collective::reduce_scatter ? own.offset : 0;
   const std::uint64_t len = c == Collective::reduce_scatter ? own.count : count;
   const std::uint64_t at = c == Collective::reduce_scatter && !s.in_place ? 0 : first;
@@ -136,11 +183,11 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::byte* out,
     } else if (c == Collective::allgather) {
       int owner = 0;
       while (block_of(count, p, owner).offset + block_of(count, p, owner).count <= g) ++owner;
-      want = exact_input(s.op, owner, g);
+      want = exact_input(s.op, member(owner), g);
     } else {
-      want = exact_input(s.op, 0, g);
+      want = exact_input(s.op, member(0), g);
       for (int r = 1; r < p; ++r) {
-        const double v = exact_input(s.op, r, g);
+        const double v = exact_input(s.op, member(r), g);
         switch (s.op) {
           case ReduceOp::sum:
           case ReduceOp::avg:
@@ -326,7 +373,7 @@ Row median_of_rounds(std::vector<Row> rounds) {
 Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo,
             Communicator& comm, Settings::Mode mode, Settings::Memory memory) {
   const std::size_t es = size_of(s.type);
-  const int p = comm.size();
+  const int p = group_of(s, comm).size();  // the ranks of one call
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
   std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   // Warm rows ask MPI nothing here: the node's size matters only to cold sets.

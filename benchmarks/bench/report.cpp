@@ -89,6 +89,11 @@ RunInfo describe_run(const Settings& s, const std::vector<std::unique_ptr<Commun
        s.cold ? fmt::format("cold (buffer sets over 2x the {} last-level cache{})",
                             model::size_text(cache_bytes(s)), s.cache_bytes > 0 ? ", --cache" : "")
               : "warm (the same buffers every iteration)"}};
+  if (s.axes)  // after the topology: every row runs along these axes
+    info.fields.insert(
+        info.fields.begin() + 6,
+        {"along", fmt::format("{} (each sub-torus, {}, on its own)", s.axes->to_string(),
+                              comm.shape().along(*s.axes).to_string())});
   if (host.cores > 0 && per_node > host.cores)
     info.warnings.push_back(fmt::format(
         "{} ranks per node on {} cores: ranks share cores, timings include waiting for a core",

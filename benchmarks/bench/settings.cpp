@@ -45,6 +45,10 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "or all (every algorithm that implements the collective)")(
       "topology", po::value(&s.topology)->default_value("auto"),
       "XxY[xZ...][:wrap=LETTERS|none][,twist] (1 to 6 dimensions: 4x2, 2x2x2:wrap=xz) or auto")(
+      "axes", po::value<std::string>(),
+      "run every row along these axes of the topology, each sub-torus on its own: x (the rows), "
+      "z, xz (the xz-planes); the stock row runs on a communicator of each group. All-reduce, "
+      "reduce-scatter and all-gather, blocking and non-blocking")(
       "dtype", po::value(&dtype)->default_value(dtype), "f32|f64|bf16|f16|i32|i64")(
       "redop", po::value(&redop)->default_value(redop), "sum|prod|min|max|avg")(
       ",b", po::value(&b)->default_value(b), "smallest message in bytes (K/M/G suffixes)")(
@@ -189,6 +193,23 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       else
         throw InvalidArgument("--buffers: '" + m + "' is not user or toroid");
     }
+  }
+  if (vm.count("axes")) {
+    try {
+      s.axes = Axes::parse(vm["axes"].as<std::string>());
+    } catch (const InvalidArgument& ex) {
+      throw InvalidArgument(std::string("--axes: ") + ex.what());
+    }
+    for (Collective c : s.ops)
+      if (c == Collective::broadcast)
+        throw InvalidArgument(
+            "--axes: broadcast has no form along axes (--op allreduce, "
+            "reduce_scatter or allgather)");
+    for (Settings::Mode m : s.modes)
+      if (m == Settings::Mode::persistent)
+        throw InvalidArgument(
+            "--axes: the collectives along axes have no persistent form "
+            "(--mode blocking or nonblocking)");
   }
   s.bound = vm.count("bound") > 0;
   s.cold = vm.count("cold") > 0;

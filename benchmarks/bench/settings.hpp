@@ -14,6 +14,9 @@ struct Settings {
   std::vector<Collective> ops;
   std::vector<Algorithm> algos;
   std::string topology;
+  // --axes: toroid's rows and the stock one run along these axes (every sub-torus at once; the
+  // stock collective on a communicator of each group); unset: the whole communicator.
+  std::optional<Axes> axes;
   DataType type = DataType::f32;
   ReduceOp op = ReduceOp::sum;
   std::uint64_t min_bytes = 4096, max_bytes = 64ull << 20, factor = 4;

@@ -735,6 +735,19 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
   return res;
 }
 
+SimModel model_along(const SimModel& m, Axes axes) {
+  SimModel out = m;
+  out.topology = m.topology.along(axes);
+  std::size_t k = 0;
+  for (int d = 0; d < m.topology.dimensions(); ++d)
+    if (axes.has(d)) {
+      out.link_bytes_per_s[k] = m.link_bytes_per_s[static_cast<std::size_t>(d)];
+      out.hop_latency_s[k] = m.hop_latency_s[static_cast<std::size_t>(d)];
+      ++k;
+    }
+  return out;
+}
+
 schedule::Context schedule_context(const SimModel& m, const std::vector<int>& node_of_rank) {
   schedule::Context ctx{0, m.topology, node_of_rank};
   ctx.link_rate = m.link_bytes_per_s;

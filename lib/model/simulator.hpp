@@ -132,6 +132,12 @@ struct SimResult {
 // `auto` prices on `m` builds what it runs from the same context, so that both are one schedule.
 schedule::Context schedule_context(const SimModel& m, const std::vector<int>& node_of_rank);
 
+// What one group of a collective along `axes` runs on: the sub-torus (Torus::along) with the
+// chosen dimensions' link rates and hop latencies, the same reducer and segment. Its groups share
+// no link, so the collective along axes takes the time the sub-torus alone takes, and its bounds
+// (limit_of) are the sub-torus's.
+SimModel model_along(const SimModel& m, Axes axes);
+
 // Simulates schedules (index = rank) whose chunks count elements of `elem_size` bytes.
 SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& schedules,
                    std::size_t elem_size);

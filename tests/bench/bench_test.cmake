@@ -22,6 +22,17 @@ if(MODE STREQUAL "sweep")
     message(FATAL_ERROR "TOROID_TIMEOUT=$ENV{TOROID_TIMEOUT} is not the run's timeout:\n${last_output}")
   endif()
   run_bench(0 "timeout_s 9 " --op allreduce --algo ring -b 8 -e 8 -n 1 -w 0 --timeout 9)
+  # Along an axis of a 3D shape: each line on its own, stock on a communicator of each line,
+  # every element checked against the line's own result (exit 1 on any wrong one).
+  # (np 2: 2x1x1's lines along z are single chips; np 4: 2x1x2's are pairs.)
+  if(NP EQUAL 4)
+    set(line 2)
+  else()
+    set(line 1)
+  endif()
+  run_bench(0 "along z \\(each sub-torus, ${line}, on its own\\).*allgather.*torus2d_both" --topology 2x1x${line} --axes z
+            --op allreduce,reduce_scatter,allgather --algo auto,torus2d_both,mpi --mode blocking,nonblocking
+            -b 1K -e 64K -f 64 -n 2 -w 1 --check 1)
   # Rows in rounds (taking turns): one row per algorithm and size still, each checked.
   run_bench(0 "vs_mpi" --op allreduce --algo ring,auto,mpi -b 8 -e 64K -f 64 -n 2 -w 1 --rounds 3
             --check 1 --format csv)
@@ -138,6 +149,9 @@ elseif(MODE STREQUAL "bad")
   run_bench(2 "--offset: 'x' is not a size" --offset x)
   run_bench(2 "--batch 0: must be auto or a count from 1 to 1000" --batch 0)
   run_bench(2 "--batch 2x: must be auto or a count" --batch 2x)
+  run_bench(2 "--axes: axes 'xq': 'q' is not an axis" --axes xq)
+  run_bench(2 "--axes: broadcast has no form along axes" --axes x --op broadcast)
+  run_bench(2 "--axes: the collectives along axes have no persistent form" --axes x --mode persistent)
   run_bench(2 "unrecognised option" --frobnicate)
 else()
   message(FATAL_ERROR "MODE must be sweep or bad")

@@ -90,11 +90,12 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
               dtype = "f32", segment = "engine", cal_max = "64M", compare, symmetry = "on";
   std::uint64_t factor = 4;
   po::options_description d(
-      "toroid-sim: the schedules of toroid's algorithms costed on a modeled 2D torus of chips\n"
-      "(docs/simulator.md). Presets: tpu-v3-pod = 32x32 torus; tpu-v3-multipod = 128x32 with\n"
-      "wraparound only along the 32 dimension (an assumption: override with --wrap). Both: 80 "
-      "GB/s\n"
-      "per link direction, 1 us per hop, 300 GB/s reduction per chip.\n\n"
+      "toroid-sim: the schedules of toroid's algorithms costed on a modeled torus of chips of 1\n"
+      "to 6 dimensions (docs/simulator.md). Presets: tpu-v3-pod = 32x32 torus; tpu-v3-multipod =\n"
+      "128x32 with wraparound only along the 32 dimension (an assumption: override with --wrap);\n"
+      "both 80 GB/s per link direction, 1 us per hop, 300 GB/s reduction per chip. tpu-v4-pod =\n"
+      "16x16x16, tpu-v4 = 4x4x8 (tpu-v4-twisted: twisted), 50 GB/s; tpu-v5p = 16x16x24, 100 GB/s\n"
+      "(docs/simulator.md, Presets, has their sources).\n\n"
       "  toroid-sim --preset tpu-v3-multipod --algo torus2d,ring --bytes 1K:1G\n"
       "  scripts/mpirun.sh -np 2 toroid-sim --calibrate [--compare bench_np2.csv,bench_np4.csv]\n\n"
       "Options");
@@ -103,6 +104,9 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "tpu-v3-pod | tpu-v3-multipod | tpu-v4-pod | tpu-v4 | tpu-v4-twisted | tpu-v5p")(
       "topology", po::value(&topology),
       "XxY[xZ...][:wrap=LETTERS|none][,twist] (default: the preset's)")(
+      "axes", po::value<std::string>(),
+      "run every row along these axes, each sub-torus on its own: x (the rows), z, xz (the "
+      "xz-planes); the bounds are the sub-torus's")(
       "wrap", po::value(&wrap),
       "dimensions with wraparound links: letters of x y z ... | none (overrides --topology's)")(
       "op", po::value(&op)->default_value(op),
@@ -199,6 +203,13 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
                                                        : parse_size(segment, "--segment-bytes");
   if (o.model.segment_bytes < 64)
     throw InvalidArgument(fmt::format("--segment-bytes {} must be at least 64", segment));
+  if (vm.count("axes")) {
+    try {
+      o.axes = Axes::parse(vm["axes"].as<std::string>());
+    } catch (const InvalidArgument& ex) {
+      throw InvalidArgument(std::string("--axes: ") + ex.what());
+    }
+  }
   if (symmetry != "on" && symmetry != "off")
     throw InvalidArgument(fmt::format("--symmetry: '{}' is not on or off", symmetry));
   o.model.symmetric = symmetry == "on";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct Options {
   std::vector<Collective> ops;
   std::vector<Algorithm> algos;
   bool every_algorithm = false;      // --algo all: those that cannot run on the shape are skipped
+  std::optional<Axes> axes;          // --axes: every row along these, each sub-torus on its own
   std::vector<std::uint64_t> sizes;  // bytes
   DataType type = DataType::f32;
   std::string format = "table";

@@ -33,9 +33,13 @@ std::string model_line(const Options& o) {
     axes += "xyzwvu"[d];
   }
   return fmt::format(
-      "preset {}  topology {}  link {} GB/s ({})  hop {} us  reduce {:g} GB/s  segment {}  dtype "
+      "preset {}  topology {}{}  link {} GB/s ({})  hop {} us  reduce {:g} GB/s  segment {}  dtype "
       "{}",
-      o.preset, m.topology.to_string(), per_dimension(o, m.link_bytes_per_s, 1e-9, "/"), axes,
+      o.preset, m.topology.to_string(),
+      o.axes ? fmt::format("  along {} (sub-tori {})", o.axes->to_string(),
+                           m.topology.along(*o.axes).to_string())
+             : "",
+      per_dimension(o, m.link_bytes_per_s, 1e-9, "/"), axes,
       per_dimension(o, m.hop_latency_s, 1e6, "/"), m.reduce_bytes_per_s / 1e9, m.segment_bytes,
       to_string(o.type));
 }
@@ -124,7 +128,8 @@ void Report::begin() {
 void Report::row(const Row& r) {
   const model::SimResult& s = r.result;
   const std::uint64_t count = r.bytes / size_of(o_.type);
-  const model::SimLimit limit = model::limit_of(o_.model, r.op, r.bytes);
+  const model::SimLimit limit =
+      model::limit_of(o_.axes ? model::model_along(o_.model, *o_.axes) : o_.model, r.op, r.bytes);
   const double bound_us = limit.bandwidth_s * 1e6, floor_us = limit.latency_s * 1e6,
                reduce_us = limit.reduction_s * 1e6, ports_us = limit.port_s * 1e6,
                distance_us = limit.distance_s * 1e6;
