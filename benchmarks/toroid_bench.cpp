@@ -36,16 +36,18 @@ void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::
              std::optional<Axes> axes) {
   const std::size_t es = size_of(parse_data_type(row.type));
   const std::uint64_t bytes = row.count * es;
-  // Along axes (not the whole communicator): auto is bidir_ring along one line, else the
-  // group's own model, which the library made at the first call.
+  // Along axes (not the whole communicator): the group's own model, which the library made at
+  // the first auto call (absent: no auto row ran, and nothing is predicted).
   if (axes && comm.shape().along(*axes).chips() < comm.size()) {
     const auto& along = internal::impl(comm).selectors_along;
     const auto it = along.find(axes->bits());
-    const Algorithm run = a != Algorithm::automatic ? a
-                          : it != along.end()       ? it->second->choose(c, bytes)
-                                                    : Algorithm::bidir_ring;
+    if (it == along.end()) {
+      row.picked = std::string(to_string(a));
+      return;
+    }
+    const Algorithm run = a == Algorithm::automatic ? it->second->choose(c, bytes) : a;
     row.picked = std::string(to_string(run));
-    if (a != Algorithm::mpi && it != along.end())
+    if (a != Algorithm::mpi)
       if (const auto t = it->second->predict(c, run, bytes)) row.predicted_us = *t * 1e6;
     return;
   }

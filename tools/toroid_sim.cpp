@@ -25,37 +25,36 @@ namespace {
 
 // `auto` on the modeled torus: above kMaxModeledRanks chips the rule the library follows at
 // that scale (model::fixed_rule), else what the selector does (every candidate priced, the
-// fastest wins; here on the torus's own links). Along axes the same on the sub-torus, and
-// bidir_ring along one line, as the library does.
+// fastest wins; here on the torus's own links). Along axes the same for the sub-torus, priced
+// on it alone (its groups share no link), the pick then run along the axes.
 model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Spec& r,
                                const std::vector<int>& nodes, Algorithm& picked) {
-  const Torus t = o.axes ? o.model.topology.along(*o.axes) : o.model.topology;
-  int lines = 0;
-  for (int d = 0; d < t.dimensions(); ++d) lines += t.size(d) > 1 ? 1 : 0;
-  if (o.axes && lines <= 1 && t.chips() < o.model.topology.chips()) {
-    picked = Algorithm::bidir_ring;
-    return model::simulate_collective(o.model, picked, r, o.type, nodes);
-  }
+  const model::SimModel priced = o.axes ? model::model_along(o.model, *o.axes) : o.model;
+  schedule::Spec alone = r;
+  alone.axes.reset();
+  const Torus& t = priced.topology;
+  std::optional<model::SimResult> best;
   if (t.chips() > model::kMaxModeledRanks) {
     picked = model::fixed_rule(r.collective, r.count * size_of(o.type), t);
-    return model::simulate_collective(o.model, picked, r, o.type, nodes);
-  }
-  std::optional<model::SimResult> best;
-  for (Algorithm a : all_algorithms) {
-    if (a == Algorithm::automatic || a == Algorithm::mpi || !implements(a, r.collective)) continue;
-    model::SimResult res;
-    try {
-      res = model::simulate_collective(o.model, a, r, o.type, nodes);
-    } catch (const InvalidArgument&) {
-      continue;  // cannot run on this shape
+  } else {
+    for (Algorithm a : all_algorithms) {
+      if (a == Algorithm::automatic || a == Algorithm::mpi || !implements(a, r.collective))
+        continue;
+      model::SimResult res;
+      try {
+        res = model::simulate_collective(priced, a, alone, o.type, o.axes ? std::vector<int>{} : nodes);
+      } catch (const InvalidArgument&) {
+        continue;  // cannot run on this shape
+      }
+      if (res.error.empty() && (!best || res.time_s < best->time_s)) {
+        best = std::move(res);
+        picked = a;
+      }
     }
-    if (res.error.empty() && (!best || res.time_s < best->time_s)) {
-      best = std::move(res);
-      picked = a;
-    }
+    if (!best) throw InvalidArgument("auto: no algorithm can run this collective here");
+    if (!o.axes) return *best;
   }
-  if (!best) throw InvalidArgument("auto: no algorithm can run this collective here");
-  return *best;
+  return model::simulate_collective(o.model, picked, r, o.type, nodes);
 }
 
 }  // namespace

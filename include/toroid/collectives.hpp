@@ -40,10 +40,10 @@ void allgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t 
 // ({Axis::x, Axis::z}), ... at once (toroid::Axes, torus.hpp) ----
 // The group is the sub-torus along the axes through this rank (Torus::group_along); blocks
 // follow the block rule over its chips, and a rank's block index is its place in it
-// (Torus::position_along: along one axis, its coordinate there). Algorithms: along one axis,
-// auto is bidir_ring (a bidirectional ring on a wrapping axis, a line on a mesh one) and ring
-// runs one direction; along several, auto is the model's choice for the sub-torus's shape. Any
-// algorithm runs along any axes: on the sub-torus, whose links are the torus's
+// (Torus::position_along: along one axis, its coordinate there). Algorithms: auto is the
+// model's choice for the sub-torus's shape; along one axis bidir_ring is a bidirectional ring
+// (a line on a mesh axis) and ring one direction; any algorithm runs along any axes, on the
+// sub-torus, whose links are the torus's
 // (docs/algorithms.md, "Along axes"). mpi: the stock collective on a communicator of the group
 // (split from the communicator at its first such call along these axes).
 void allreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,

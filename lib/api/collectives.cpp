@@ -167,16 +167,12 @@ std::string_view named(std::int64_t v) {
   return to_string(static_cast<E>(v));
 }
 
-// `auto`: along one axis the line's bidirectional ring; along several, the model of the
-// group's sub-torus (made at the first such call); else the communicator's selector.
+// `auto`: the communicator's selector, or along axes the model of the group's sub-torus (made
+// at the first such call).
 Algorithm resolve(const Call& c, Communicator::Impl& m) {
   if (c.algo != Algorithm::automatic) return c.algo;
   const std::uint64_t bytes = full_count(c) * size_of(c.type);
   if (!c.axes) return m.selector->choose(c.collective, bytes);
-  int lines = 0;
-  for (int d = 0; d < m.topology.dimensions(); ++d)
-    lines += c.axes->has(d) && m.topology.size(d) > 1 ? 1 : 0;
-  if (lines <= 1) return Algorithm::bidir_ring;
   std::unique_ptr<model::Selector>& s = m.selectors_along[c.axes->bits()];
   if (!s) s = api::make_selector_along(m, *c.axes);
   return s->choose(c.collective, bytes);

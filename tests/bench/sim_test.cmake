@@ -23,10 +23,11 @@ run_sim(0 "segment 57344" --preset tpu-v3-pod --algo swing_latency --bytes 1K)
 run_sim(0 "allreduce,ring,1048576,.*,8,\"\"" --topology 8x4 --wrap y --algo ring --bytes 1M --format csv)
 run_sim(0 "allreduce,ring,1048576,.*,32,\"\"" --topology 8x4 --wrap y --algo ring --bytes 1M --format csv --symmetry off)
 run_sim(0 "\"sim_ranks\": 8," --topology 8x4 --wrap y --algo ring --bytes 1M --format json)
-# Along axes: the xz-planes of 4x2x2 run 4x2's schedule at once, bound by 4x2's limit; along z
-# auto is the line's bidirectional ring.
+# Along axes: the xz-planes of 4x2x2 run 4x2's schedule at once, bound by 4x2's limit; auto
+# picks what the sub-torus's model does and runs it along the axes.
 run_sim(0 "along xz \\(sub-tori 4x2\\)" --topology 4x2x2 --axes xz --algo torus2d_both --bytes 1M)
-run_sim(0 "allreduce,auto:bidir_ring,1048576" --topology 4x2x2 --axes z --algo auto --bytes 1M --format csv)
+run_sim(0 "allreduce,auto:[a-z_]+,1048576" --topology 4x2x2 --axes z --algo auto --bytes 1M --format csv)
+run_sim(2 "--axes: broadcast has no form along axes" --topology 4x2x2 --axes z --op allreduce,broadcast)
 run_sim(2 "--axes: axes 'q': 'q' is not an axis" --topology 4x2x2 --axes q)
 run_sim(2 "--symmetry: 'maybe' is not on or off" --symmetry maybe)
 run_sim(2 "--segment-bytes: 'cross' is not a size" --topology 2x2 --segment-bytes cross)

@@ -203,13 +203,6 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
                                                        : parse_size(segment, "--segment-bytes");
   if (o.model.segment_bytes < 64)
     throw InvalidArgument(fmt::format("--segment-bytes {} must be at least 64", segment));
-  if (vm.count("axes")) {
-    try {
-      o.axes = Axes::parse(vm["axes"].as<std::string>());
-    } catch (const InvalidArgument& ex) {
-      throw InvalidArgument(std::string("--axes: ") + ex.what());
-    }
-  }
   if (symmetry != "on" && symmetry != "off")
     throw InvalidArgument(fmt::format("--symmetry: '{}' is not on or off", symmetry));
   o.model.symmetric = symmetry == "on";
@@ -218,6 +211,19 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
                                       o.model.topology.chips()));
 
   o.ops = cli::parse_collectives(op);
+  if (vm.count("axes")) {
+    try {
+      o.axes = Axes::parse(vm["axes"].as<std::string>());
+    } catch (const InvalidArgument& ex) {
+      throw InvalidArgument(std::string("--axes: ") + ex.what());
+    }
+    // As the library: all-reduce, reduce-scatter and all-gather run along axes ("all": those).
+    const bool every_op = op == "all";
+    std::erase(o.ops, Collective::broadcast);
+    if (o.ops.empty() || (!every_op && op.find("broadcast") != std::string::npos))
+      throw InvalidArgument(
+          "--axes: broadcast has no form along axes (--op allreduce, reduce_scatter or allgather)");
+  }
   o.every_algorithm = algo == "all";
   o.algos = cli::parse_algorithms(
       algo, {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
