@@ -142,7 +142,9 @@ def main():
     args = ap.parse_args()
     if args.algos is None:
         dims = len(args.torus.split(":")[0].split("x")) if not args.axes else len(args.axes)
-        args.algos = ",".join(a for a in TOROID_ALGOS if dims <= 2 or not a.startswith("swing"))
+        # swing_latency's reduce-scatter and all-gather are 2D only (Swing's all-reduces run on any shape)
+        args.algos = ",".join(a for a in TOROID_ALGOS
+                              if dims <= 2 or args.op == "allreduce" or a != "swing_latency")
     STOCK = STOCK_BY_OP[args.op]
     unknown = [a for a in args.algos.split(",") if a not in TOROID_ALGOS]
     if unknown:

@@ -42,7 +42,8 @@ model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Spec& 
         continue;
       model::SimResult res;
       try {
-        res = model::simulate_collective(priced, a, alone, o.type, o.axes ? std::vector<int>{} : nodes);
+        res = model::simulate_collective(priced, a, alone, o.type,
+                                         o.axes ? std::vector<int>{} : nodes);
       } catch (const InvalidArgument&) {
         continue;  // cannot run on this shape
       }

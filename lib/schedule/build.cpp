@@ -74,12 +74,14 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
       case Algorithm::swing_latency:
         if (ctx.topology.as_torus2d())
           s = build_swing(a, r, ctx);
-        else if (a == Algorithm::swing_latency && r.collective == Collective::allreduce)
+        else if (r.collective != Collective::allreduce)
+          return refuse(
+              "swing_latency's reduce-scatter and all-gather run on 2D shapes so far (its "
+              "all-reduce and Swing's run on any number of dimensions)");
+        else if (a == Algorithm::swing_latency)
           s = build_swing_latency_dims(r, ctx);
         else
-          return refuse(
-              "Swing's bandwidth form and swing_latency's reduce-scatter and all-gather run on 2D "
-              "shapes so far (swing_latency's all-reduce runs on any number of dimensions)");
+          s = build_swing_dims(r, ctx);
         break;
       case Algorithm::automatic:
       case Algorithm::mpi:

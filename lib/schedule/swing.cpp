@@ -138,7 +138,7 @@ Schedule build_swing_allgather(const Spec& r, const Context& ctx) {
   const int moves = static_cast<int>(pattern.moves().size());
   std::vector<Coord> at_position(static_cast<std::size_t>(pattern.size()));
   for (int vy = 0; vy < g.y.k2; ++vy)
-    for (int vx = 0; vx < g.x.k2; ++vx) at_position[pattern.position({vx, vy})] = {vx, vy};
+    for (int vx = 0; vx < g.x.k2; ++vx) at_position[pattern.position(Coord{vx, vy})] = {vx, vy};
   auto class_of = [&](Coord v, int level) {  // the real ranks of T(v, level)
     const std::uint32_t size = 1u << (moves - level), first = pattern.position(v) & ~(size - 1);
     std::vector<int> ranks;

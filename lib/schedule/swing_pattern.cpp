@@ -63,36 +63,46 @@ int SwingDimension::peer(int c, int j) const {
   return static_cast<int>(q < 0 ? q + k_ : q);
 }
 
-SwingPattern::SwingPattern(int kx, int ky, bool short_cut_x, bool short_cut_y, Axis first,
-                           bool mirrored)
-    : dims_{SwingDimension(kx, short_cut_x, mirrored), SwingDimension(ky, short_cut_y, mirrored)} {
-  int done[2] = {0, 0};
-  int d = first == Axis::x ? 0 : 1;
-  while (done[0] < dims_[0].steps() || done[1] < dims_[1].steps()) {
-    if (done[d] < dims_[d].steps()) {
-      moves_.push_back({d == 0 ? Axis::x : Axis::y, done[d]});
-      ++done[d];
+SwingPattern::SwingPattern(const std::vector<int>& sizes, const std::vector<bool>& short_cut,
+                           int first, bool mirrored) {
+  const int dims = static_cast<int>(sizes.size());
+  for (int d = 0; d < dims; ++d) {
+    dims_.emplace_back(sizes[static_cast<std::size_t>(d)], short_cut[static_cast<std::size_t>(d)],
+                       mirrored);
+    size_ *= sizes[static_cast<std::size_t>(d)];
+  }
+  std::vector<int> done(sizes.size(), 0);
+  for (int d = first, left = 1; left > 0; d = (d + 1) % dims) {
+    if (d == first) {  // a new round: is any step left?
+      left = 0;
+      for (int e = 0; e < dims; ++e)
+        left += dims_[static_cast<std::size_t>(e)].steps() - done[static_cast<std::size_t>(e)];
+      if (left == 0) break;
     }
-    d = 1 - d;
+    if (done[static_cast<std::size_t>(d)] < dims_[static_cast<std::size_t>(d)].steps())
+      moves_.push_back({d, done[static_cast<std::size_t>(d)]++});
   }
 }
 
-Coord SwingPattern::peer(Coord c, int s) const {
+std::vector<int> SwingPattern::peer(std::vector<int> c, int s) const {
   const Move& m = moves_[static_cast<std::size_t>(s)];
-  if (m.axis == Axis::x)
-    c.x = dims_[0].peer(c.x, m.step);
-  else
-    c.y = dims_[1].peer(c.y, m.step);
+  const auto d = static_cast<std::size_t>(m.dimension);
+  c[d] = dims_[d].peer(c[d], m.step);
   return c;
 }
 
-std::uint32_t SwingPattern::position(Coord c) const {
+Coord SwingPattern::peer(Coord c, int s) const {
+  const std::vector<int> q = peer(std::vector<int>{c.x, c.y}, s);
+  return {q[0], q[1]};
+}
+
+std::uint32_t SwingPattern::position(const std::vector<int>& c) const {
   std::uint32_t pos = 0;
   for (const Move& m : moves_) {
-    const SwingDimension& d = dims_[m.axis == Axis::x ? 0 : 1];
-    const int along = m.axis == Axis::x ? c.x : c.y;
+    const auto d = static_cast<std::size_t>(m.dimension);
+    const SwingDimension& dim = dims_[d];
     pos = (pos << 1) |
-          ((static_cast<std::uint32_t>(d.position(along)) >> (d.steps() - 1 - m.step)) & 1U);
+          ((static_cast<std::uint32_t>(dim.position(c[d])) >> (dim.steps() - 1 - m.step)) & 1U);
   }
   return pos;
 }

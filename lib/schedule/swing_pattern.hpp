@@ -29,7 +29,6 @@
 // Swing reduce-scatter is a recursive halving with a different rank numbering.
 #pragma once
 
-#include <array>
 #include <bit>
 #include <cstdint>
 #include <vector>
@@ -70,27 +69,36 @@ class SwingDimension {
   std::vector<int> position_;
 };
 
-// A power-of-two grid (the virtual grid after folding) and its moves.
+// A power-of-two grid of any number of dimensions (the virtual grid after folding) and its
+// moves: round robin over the dimensions from `first`, a dimension whose steps are used up
+// dropping out. Coordinates are per dimension, the first dimension first.
 class SwingPattern {
  public:
   struct Move {
-    Axis axis = Axis::x;
-    int step = 0;  // relative step along that axis
+    int dimension = 0;
+    int step = 0;  // relative step along that dimension
   };
 
-  SwingPattern(int kx, int ky, bool short_cut_x, bool short_cut_y, Axis first, bool mirrored);
+  // sizes[d]: a power of two >= 1; short_cut[d]: Swing's peers (a ring), else XOR (a line).
+  SwingPattern(const std::vector<int>& sizes, const std::vector<bool>& short_cut, int first,
+               bool mirrored);
+  SwingPattern(int kx, int ky, bool short_cut_x, bool short_cut_y, Axis first, bool mirrored)
+      : SwingPattern({kx, ky}, {short_cut_x, short_cut_y}, first == Axis::x ? 0 : 1, mirrored) {}
 
-  int size() const { return dims_[0].size() * dims_[1].size(); }
+  int size() const { return size_; }
   const std::vector<Move>& moves() const { return moves_; }
   // Virtual coordinates -> the peer's virtual coordinates at move s.
+  std::vector<int> peer(std::vector<int> c, int s) const;
   Coord peer(Coord c, int s) const;
   // Where the block of the rank at c lies, 0..size()-1; bit (moves - 1 - s) is the half it
   // keeps at move s.
-  std::uint32_t position(Coord c) const;
+  std::uint32_t position(const std::vector<int>& c) const;
+  std::uint32_t position(Coord c) const { return position(std::vector<int>{c.x, c.y}); }
 
  private:
-  std::array<SwingDimension, 2> dims_;
+  std::vector<SwingDimension> dims_;
   std::vector<Move> moves_;
+  int size_ = 1;
 };
 
 // ρ(j) = Σ_{i=0..j} (−2)^i.

@@ -125,7 +125,7 @@ def test_axis_collectives():
 def test_three_dimensions():
     """A 3D shape (2x1x2 at 4 ranks, 2x1x1 at 2, the ring P x 1 x 1 otherwise): one size, one
     coordinate, one wrap flag per dimension, first dimension fastest; the torus algorithms and
-    swing_latency's all-reduce right on it, Swing's bandwidth form refused with the reason."""
+    both Swing all-reduces right on it, swing_latency's reduce-scatter refused with the reason."""
     shape = {4: (2, 1, 2), 2: (2, 1, 1)}.get(P, (P, 1, 1))
     comm = toroid.Communicator(topology="x".join(map(str, shape)))
     ok = comm.dims == shape and comm.topology == "x".join(map(str, shape))
@@ -134,15 +134,15 @@ def test_three_dimensions():
     n = 1001
     x = inputs(n, np.float64, "sum", R)
     want = np.sum(world.allgather(x), axis=0)
-    for algo in ["torus2d", "torus2d_both", "swing_latency", "auto"]:
+    for algo in ["torus2d", "torus2d_both", "swing", "swing_latency", "auto"]:
         ok = ok and np.allclose(comm.allreduce(x.copy(), algorithm=algo), want)
         off, cnt = toroid.block_of(n, P, R)
-        if algo != "swing_latency":
+        if not algo.startswith("swing"):
             ok = ok and np.allclose(comm.reduce_scatter(x, algorithm=algo), want[off:off + cnt])
             ok = ok and np.allclose(comm.allgather(want[off:off + cnt].copy(), algorithm=algo), want)
     if P > 1:
         with pytest.raises(toroid.InvalidArgument, match="2D shapes"):
-            comm.allreduce(x.copy(), algorithm="swing")
+            comm.reduce_scatter(x, algorithm="swing_latency")
     # Along every set of axes (rows, planes, the whole): the sums over this rank's sub-torus,
     # whose members group_along lists in block order.
     xs = world.allgather(x)

@@ -401,11 +401,12 @@ TEST_CASE("an algorithm that cannot run a request says why", "[schedules]") {
       schedule::build(Algorithm::swing_latency, {Collective::broadcast, 8, false, false, {}}, ctx),
       Catch::Contains("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto"));
   CHECK_THROWS_WITH(
-      schedule::build(Algorithm::swing,
-                      {Collective::allreduce, 8, false, false, Axes{Axis::x, Axis::y, Axis::z}},
+      schedule::build(Algorithm::swing_latency,
+                      {Collective::allgather, 8, false, false, Axes{Axis::x, Axis::y, Axis::z}},
                       {0, Torus(std::vector<int>{2, 2, 2, 2}), {}}),
-      Catch::Contains("along xyz of 2x2x2x2 (sub-tori 2x2x2): algorithm swing cannot "
-                      "run allreduce on topology 2x2x2: Swing's bandwidth form"));
+      Catch::Contains("along xyz of 2x2x2x2 (sub-tori 2x2x2): algorithm swing_latency cannot run "
+                      "allgather on topology 2x2x2: swing_latency's reduce-scatter and all-gather "
+                      "run on 2D shapes"));
 }
 
 TEST_CASE("broadcast from every root, every shape up to 6x6, torus and mesh", "[schedules]") {
