@@ -60,6 +60,8 @@ Args args_of(Collective c, const Settings& s, std::byte* in, std::byte* out, std
       return {(s.in_place ? out : in) + own.offset * es, own.count, out, count};
     case Collective::broadcast:
       return {out, count, out, count};  // from rank 0
+    case Collective::alltoall:          // never in place (settings.cpp)
+      return {in, count, out, count};
   }
   return {};
 }
@@ -108,6 +110,7 @@ Request request_for(Collective c, const Settings& s, const Args& a, Algorithm al
       case Collective::allgather:
         return iallgather_axis(a.in, a.in_count, a.out, a.out_count, s.type, *s.axes, comm, algo);
       case Collective::broadcast:
+      case Collective::alltoall:
         break;
     }
   switch (c) {
@@ -126,6 +129,8 @@ Request request_for(Collective c, const Settings& s, const Args& a, Algorithm al
     case Collective::broadcast:
       return persistent ? broadcast_init(a.out, a.out_count, s.type, 0, comm, algo)
                         : ibroadcast(a.out, a.out_count, s.type, 0, comm, algo);
+    case Collective::alltoall:  // no persistent form (settings.cpp)
+      return ialltoall(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
   }
   return {};
 }
@@ -144,6 +149,7 @@ void call(Collective c, const Settings& s, std::byte* in, std::byte* out, std::u
       case Collective::allgather:
         return allgather_axis(a.in, a.in_count, a.out, a.out_count, s.type, *s.axes, comm, algo);
       case Collective::broadcast:
+      case Collective::alltoall:
         break;
     }
   switch (c) {
@@ -158,6 +164,9 @@ void call(Collective c, const Settings& s, std::byte* in, std::byte* out, std::u
       return;
     case Collective::broadcast:
       broadcast(a.out, a.out_count, s.type, 0, comm, algo);
+      return;
+    case Collective::alltoall:
+      alltoall(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
       return;
   }
 }
@@ -178,7 +187,11 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::byte* out,
   for (std::uint64_t i = 0; i < len; ++i) {
     const std::uint64_t g = first + i;
     double want;
-    if (c == Collective::broadcast) {
+    if (c == Collective::alltoall) {  // block q: member q's block for my place
+      const std::uint64_t b = count / static_cast<std::uint64_t>(p), q = g / b;
+      want = exact_input(s.op, member(static_cast<int>(q)),
+                         static_cast<std::uint64_t>(group.position) * b + g % b);
+    } else if (c == Collective::broadcast) {
       want = exact_input(s.op, 0, g);  // rank 0's vector
     } else if (c == Collective::allgather) {
       int owner = 0;

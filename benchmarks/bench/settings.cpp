@@ -194,6 +194,13 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
         throw InvalidArgument("--buffers: '" + m + "' is not user or toroid");
     }
   }
+  for (Collective c : s.ops)
+    if (c == Collective::alltoall) {
+      if (inplace != 0) throw InvalidArgument("--inplace 1: an all-to-all is never in place");
+      for (Settings::Mode m : s.modes)
+        if (m == Settings::Mode::persistent)
+          throw InvalidArgument("--mode persistent: all-to-all has no persistent form yet");
+    }
   if (vm.count("axes")) {
     try {
       s.axes = Axes::parse(vm["axes"].as<std::string>());

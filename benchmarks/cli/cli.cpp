@@ -33,17 +33,20 @@ po::variables_map parse_command_line(const po::options_description& d, int argc,
 }
 
 std::vector<Collective> parse_collectives(const std::string& text) {
+  // "all": the reductions and broadcast; alltoall by name (its sweeps are of another kind).
   const std::vector<Collective> every = {Collective::allreduce, Collective::reduce_scatter,
                                          Collective::allgather, Collective::broadcast};
   if (text == "all") return every;
   std::vector<Collective> out;
   for (const std::string& name : split_list(text)) {
     bool known = false;
-    for (Collective c : every)
+    for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                         Collective::broadcast, Collective::alltoall})
       if (name == to_string(c)) out.push_back(c), known = true;
     if (!known)
-      throw InvalidArgument("--op: unknown collective '" + name +
-                            "' (valid: allreduce, reduce_scatter, allgather, broadcast, all)");
+      throw InvalidArgument(
+          "--op: unknown collective '" + name +
+          "' (valid: allreduce, reduce_scatter, allgather, broadcast, alltoall, all)");
   }
   if (out.empty()) throw InvalidArgument("--op: names no collective");
   return out;

@@ -17,6 +17,7 @@ enum class Algorithm {
   swing,               // Swing: halving with short-cut ring peers, every torus port at once
   swing_latency,       // Swing's peers, the whole vector each step (small messages)
   mpi,                 // the stock MPI collective of the same MPI library
+  direct,              // all-to-all: every rank's block straight to its rank
 };
 
 inline constexpr Algorithm all_algorithms[] = {Algorithm::automatic,
@@ -29,16 +30,18 @@ inline constexpr Algorithm all_algorithms[] = {Algorithm::automatic,
                                                Algorithm::rabenseifner,
                                                Algorithm::swing,
                                                Algorithm::swing_latency,
-                                               Algorithm::mpi};
+                                               Algorithm::mpi,
+                                               Algorithm::direct};
 
-enum class Collective { allreduce, reduce_scatter, allgather, broadcast };
+enum class Collective { allreduce, reduce_scatter, allgather, broadcast, alltoall };
 
 std::string_view to_string(Algorithm a) noexcept;
 std::string_view to_string(Collective c) noexcept;
 // Whether `a` has a schedule (or stock call) for collective `c`; the latency, swing, hierarchical
 // and torus2d_both algorithms implement all-reduce only (swing_latency reduce-scatter too); broadcast has ring (two chains around the
 // rank ring), torus2d (row chains, then column chains), recursive_doubling (a binomial tree),
-// mpi and auto.
+// mpi and auto; all-to-all has direct (every block straight to its rank), torus2d (one phase
+// per dimension, blocks aggregated), mpi and auto, and direct has all-to-all only.
 bool implements(Algorithm a, Collective c) noexcept;
 // Accepts the names above ("auto", "ring", ...); throws InvalidArgument listing the valid ones.
 Algorithm parse_algorithm(std::string_view text);

@@ -56,6 +56,14 @@ void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint
                     DataType type, Axes axes, Communicator& comm,
                     std::optional<Algorithm> algo = std::nullopt);
 
+// ---- All-to-all: `in` holds p equal blocks (in_count a multiple of p), block j for rank j;
+// rank i's block for this rank lands at block i of `out` (out_count >= in_count). Not in place.
+// Algorithms: direct (every block straight to its rank), torus2d (one phase per torus
+// dimension, blocks aggregated: Σ(k_d - 1) messages a rank where direct sends p - 1), mpi
+// (MPI_Alltoall), auto (docs/algorithms.md, "All-to-all").
+void alltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+              DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+
 // ---- Broadcast: `data` (count elements) of rank `root` ends in `data` on every rank.
 // Algorithms: ring (two pipelined chains from the root, both ways around the rank ring), torus2d
 // (chains along the root's row, then along every column), recursive_doubling (a binomial tree,

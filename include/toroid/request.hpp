@@ -81,6 +81,8 @@ Request ireduce_scatter(const void* in, std::uint64_t in_count, void* out, std::
                         std::optional<Algorithm> algo = std::nullopt);
 Request iallgather(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                    DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+Request ialltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                  DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 Request iallreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                         DataType type, ReduceOp op, Axes axes, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt);

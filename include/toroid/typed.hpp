@@ -78,6 +78,14 @@ namespace toroid {
     return name(data.data(), data.size(), data_type_v<T>, root, comm, algo); \
   }
 
+// All-to-all: (p blocks out, p blocks in), not in place.
+#define TOROID_TYPED_EXCHANGE(R, name)                                                     \
+  template <class T>                                                                       \
+  R name(std::span<const T> in, std::span<T> out, Communicator& comm,                      \
+         std::optional<Algorithm> algo = std::nullopt) {                                   \
+    return name(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, comm, algo); \
+  }
+
 // The table: every collective, blocking, non-blocking and persistent.
 TOROID_TYPED_REDUCING(void, allreduce)
 TOROID_TYPED_REDUCING(Request, iallreduce)
@@ -97,11 +105,14 @@ TOROID_TYPED_REDUCING_AXIS(void, reduce_scatter_axis)
 TOROID_TYPED_REDUCING_AXIS(Request, ireduce_scatter_axis)
 TOROID_TYPED_GATHER_AXIS(void, allgather_axis)
 TOROID_TYPED_GATHER_AXIS(Request, iallgather_axis)
+TOROID_TYPED_EXCHANGE(void, alltoall)
+TOROID_TYPED_EXCHANGE(Request, ialltoall)
 
 #undef TOROID_TYPED_REDUCING
 #undef TOROID_TYPED_REDUCING_AXIS
 #undef TOROID_TYPED_GATHER
 #undef TOROID_TYPED_GATHER_AXIS
 #undef TOROID_TYPED_BROADCAST
+#undef TOROID_TYPED_EXCHANGE
 
 }  // namespace toroid

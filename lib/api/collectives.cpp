@@ -120,6 +120,17 @@ void validate(const Call& c, int rank, Span group) {
     case Collective::reduce_scatter:
       needed = in_place(c, own) ? c.in_count : own.count;
       break;
+    case Collective::alltoall:
+      needed = c.in_count;
+      if (c.in_count % static_cast<std::uint64_t>(group.size) != 0)
+        throw InvalidArgument(fmt::format(
+            "{} on rank {}: input has {} elements, not {} equal blocks (one for each rank)", name(),
+            rank, c.in_count, group.size));
+      if (c.in_count > 0 && c.in == c.out)
+        throw InvalidArgument(
+            fmt::format("{} on rank {}: in place is not supported; give separate input and output",
+                        name(), rank));
+      break;
     case Collective::broadcast:
       needed = c.in_count;
       if (c.root < 0 || c.root >= group.size)
@@ -491,6 +502,13 @@ void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint
       comm, algo);
 }
 
+void alltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+              DataType type, Communicator& comm, std::optional<Algorithm> algo) {
+  run({Collective::alltoall, in, in_count, out, out_count, type, ReduceOp::sum,
+       Algorithm::automatic, std::nullopt},
+      comm, algo);
+}
+
 // ---- Non-blocking and persistent forms, each written out: one start() call per entry point.
 
 Request iallreduce(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
@@ -552,6 +570,13 @@ Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::
                         std::optional<Algorithm> algo) {
   return start({Collective::allgather, in, in_count, out, out_count, type, ReduceOp::sum,
                 Algorithm::automatic, axes},
+               comm, algo, false);
+}
+
+Request ialltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                  DataType type, Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::alltoall, in, in_count, out, out_count, type, ReduceOp::sum,
+                Algorithm::automatic, std::nullopt},
                comm, algo, false);
 }
 

@@ -31,6 +31,8 @@ std::string_view to_string(Algorithm a) noexcept {
       return "swing_latency";
     case Algorithm::mpi:
       return "mpi";
+    case Algorithm::direct:
+      return "direct";
   }
   return "?";
 }
@@ -45,11 +47,17 @@ std::string_view to_string(Collective c) noexcept {
       return "allgather";
     case Collective::broadcast:
       return "broadcast";
+    case Collective::alltoall:
+      return "alltoall";
   }
   return "?";
 }
 
 bool implements(Algorithm a, Collective c) noexcept {
+  if (c == Collective::alltoall)
+    return a == Algorithm::direct || a == Algorithm::torus2d || a == Algorithm::mpi ||
+           a == Algorithm::automatic;
+  if (a == Algorithm::direct) return false;
   if (c == Collective::broadcast)
     return a == Algorithm::ring || a == Algorithm::torus2d || a == Algorithm::recursive_doubling ||
            a == Algorithm::mpi || a == Algorithm::automatic;

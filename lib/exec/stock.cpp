@@ -132,6 +132,8 @@ StockCall::StockCall(schedule::Collective c, const void* in, void* out, std::uin
   if (c == schedule::Collective::reduce_scatter || c == schedule::Collective::allgather)
     block_ints(count, p_, toroid::to_string(c).data(), counts_,
                c == schedule::Collective::allgather ? &displs_ : nullptr);
+  if (c == schedule::Collective::alltoall)  // p equal blocks (validated before)
+    counts_.assign(1, as_int(count / static_cast<std::uint64_t>(p_), "alltoall"));
 }
 
 void StockCall::start() { issue(false); }
@@ -181,6 +183,11 @@ void StockCall::issue(bool blocking) {
                       : MPI_Ireduce_scatter(send, out_, counts_.data(), dt, mop_, comm_, next()),
                   "MPI_Reduce_scatter");
       }
+      return;
+    case schedule::Collective::alltoall:
+      mpi_check(blocking ? MPI_Alltoall(in_, counts_[0], dt, out_, counts_[0], dt, comm_)
+                         : MPI_Ialltoall(in_, counts_[0], dt, out_, counts_[0], dt, comm_, next()),
+                "MPI_Alltoall");
       return;
     case schedule::Collective::allgather: {
       const auto me = static_cast<std::size_t>(rank_);

@@ -18,7 +18,8 @@ namespace {
 constexpr Algorithm kCandidates[] = {
     Algorithm::ring,               Algorithm::swing,        Algorithm::bidir_ring,
     Algorithm::torus2d,            Algorithm::torus2d_both, Algorithm::hierarchical,
-    Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::swing_latency};
+    Algorithm::recursive_doubling, Algorithm::rabenseifner, Algorithm::swing_latency,
+    Algorithm::direct};
 // clang-format on
 
 // Crossovers of the fixed rule (bytes of the whole vector), measured with toroid-bench on one
@@ -92,6 +93,8 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t) {
       mesh = mesh || !t.ring_along(d);
     }
   const bool two_d = long_dims == 2 && t.as_torus2d();
+  // All-to-all: blocks aggregated a dimension at a time wherever there are several.
+  if (c == Collective::alltoall) return long_dims > 1 ? Algorithm::torus2d : Algorithm::direct;
   if (long_dims > 2 || (long_dims == 2 && !two_d)) {
     // Three dimensions and more: the crossovers from toroid-sim on tpu-v4 (4x4x8), tpu-v4-pod
     // (16x16x16) and tpu-v5p (16x16x24), f32 (at kLatencyBytes3d above).

@@ -135,8 +135,9 @@ class Selector {
   bool uses_[kLinkClasses] = {};
   bool one_node_shm_ = false;  // every rank on one node, over shared memory
   SimModel model_;             // the links every candidate is priced on, built once
-  std::array<std::array<std::optional<Choice>, kSizeClasses>, 4> table_;
-  std::array<std::array<bool, kSizeClasses>, 4> reported_{};
+  static constexpr std::size_t kCollectives = 5;  // Collective's values, alltoall the last
+  std::array<std::array<std::optional<Choice>, kSizeClasses>, kCollectives> table_;
+  std::array<std::array<bool, kSizeClasses>, kCollectives> reported_{};
   std::function<void(Collective, int, const Choice&)> observer_;
 };
 

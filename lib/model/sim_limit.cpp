@@ -1,6 +1,7 @@
 #include "model/sim_limit.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <map>
 
@@ -52,8 +53,10 @@ double distance_bound(const std::vector<DimensionLinks>& dims, Collective c, dou
     radius = radius < 0 ? ecc : std::min(radius, ecc);
     if (c == Collective::allreduce) {
       bound = std::max(bound, ecc + bytes / ports);
-    } else if (c == Collective::reduce_scatter || c == Collective::allgather) {
-      // Farthest first: the k farthest blocks take k·(n/p) of the ports' time.
+    } else if (c == Collective::reduce_scatter || c == Collective::allgather ||
+               c == Collective::alltoall) {
+      // Farthest first: the k farthest blocks take k·(n/p) of the ports' time (an all-to-all
+      // chip's block for each other chip, as a reduce-scatter's).
       double blocks = 0;
       far[0.0] -= 1;  // not to itself
       for (auto it = far.rbegin(); it != far.rend(); ++it) {
@@ -104,10 +107,32 @@ SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::ui
     least_hop = std::min(least_hop, links.hop_s.at(static_cast<std::size_t>(d)));
   }
   l.bandwidth_s = crossings * n / capacity;
+  if (c == Collective::alltoall) {
+    // Every block (n/p bytes from each chip to each other) crosses at least its chips' distance:
+    // Σ over pairs of d(i, j) block-hops in all. Along a dimension of k the pairs of coordinates
+    // (x, y) each stand for (p/k)² pairs of chips. (The bisection's bound, half the chips
+    // sending half their bytes across the cut, is implied by it on these shapes.)
+    double block_hops = 0;
+    if (!t.twisted()) {
+      for (int d = 0; d < t.dimensions(); ++d) {
+        const int k = t.size(d);
+        double pairs = 0;
+        for (int x = 0; x < k; ++x)
+          for (int y = 0; y < k; ++y)
+            pairs += t.wraps(d) ? std::min(std::abs(x - y), k - std::abs(x - y)) : std::abs(x - y);
+        block_hops += pairs * (p / k) * (p / k);
+      }
+    } else {
+      for (int h : t.hops_from(0)) block_hops += p * h;  // every chip sees the same distances
+    }
+    l.bandwidth_s = n / p * block_hops / capacity;
+  }
   if (c == Collective::allreduce || c == Collective::reduce_scatter)
     l.reduction_s = (p - 1) / p * n / links.reduce_bytes_per_s;
   const double missing =
-      (c == Collective::allgather || c == Collective::reduce_scatter) ? (p - 1) / p * n : n;
+      (c == Collective::allgather || c == Collective::reduce_scatter || c == Collective::alltoall)
+          ? (p - 1) / p * n
+          : n;
   l.port_s = missing / ports;
   if (!t.twisted()) {
     std::vector<DimensionLinks> dims;

@@ -502,6 +502,8 @@ std::string check_collective(const CheckSpec& spec,
       if (spec.root < 0 || spec.root >= k)
         return fmt::format("check: root {} outside a group of {}", spec.root, k);
       reference = full[static_cast<std::size_t>(members[static_cast<std::size_t>(spec.root)])];
+    } else if (spec.collective == Collective::alltoall) {
+      // Per member, not per group: compared below, rank by rank.
     } else if (spec.collective == Collective::allgather) {
       for (int q = 0; q < k; ++q) {
         const Block b = block_of(n, k, q);
@@ -552,6 +554,10 @@ std::string check_collective(const CheckSpec& spec,
       case Collective::broadcast:  // one buffer: the root's data, garbage elsewhere
         m.output = root ? full[r] : std::vector<std::byte>(n * es, std::byte{0x5a});
         break;
+      case Collective::alltoall:  // block j of the input for the group's member j
+        m.input = full[r];
+        m.output.assign(n * es, std::byte{0x5a});
+        break;
     }
     if (spec.in_place && spec.collective != Collective::broadcast) {
       if (spec.collective != Collective::allgather)
@@ -567,8 +573,19 @@ std::string check_collective(const CheckSpec& spec,
 
   for (int r = 0; r < p; ++r) {
     const Block own = own_block(r);
-    const std::vector<std::byte>& reference =
+    std::vector<std::byte> reference =
         references[static_cast<std::size_t>(group_of[static_cast<std::size_t>(r)])];
+    if (spec.collective == Collective::alltoall) {  // block q: member q's block for my place
+      const std::vector<int>& members =
+          groups[static_cast<std::size_t>(group_of[static_cast<std::size_t>(r)])];
+      const auto k = static_cast<std::uint64_t>(members.size());
+      if (n % k != 0) return fmt::format("check: {} elements are not {} equal blocks", n, k);
+      const std::uint64_t b = n / k,
+                          mine = static_cast<std::uint64_t>(position[static_cast<std::size_t>(r)]);
+      for (std::uint64_t q = 0; q < k; ++q)
+        std::memcpy(reference.data() + q * b * es,
+                    full[static_cast<std::size_t>(members[q])].data() + mine * b * es, b * es);
+    }
     const bool scatter = spec.collective == Collective::reduce_scatter;
     const std::uint64_t at = scatter && !spec.in_place ? 0 : (scatter ? own.offset : 0);
     const std::uint64_t ref_at = scatter ? own.offset : 0;

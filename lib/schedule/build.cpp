@@ -45,12 +45,24 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
     return refuse("broadcast runs on ring, torus2d, recursive_doubling, mpi or auto");
   if (r.collective == Collective::broadcast && (r.root < 0 || r.root >= ctx.nranks()))
     return refuse("the root is outside the communicator");
+  if (r.collective == Collective::alltoall && !implements(a, r.collective))
+    return refuse("all-to-all runs on direct, torus2d, mpi or auto");
+  if (r.collective == Collective::alltoall && r.in_place)
+    return refuse("an all-to-all in place is not supported (give separate input and output)");
+  if (r.collective == Collective::alltoall &&
+      r.count % static_cast<std::uint64_t>(ctx.nranks()) != 0)
+    return refuse(fmt::format("{} elements are not {} equal blocks", r.count, ctx.nranks()));
+  if (a == Algorithm::direct && !implements(a, r.collective))
+    return refuse("it only implements alltoall");
   if (!implements(a, r.collective)) return refuse("it only implements allreduce");
   Schedule s;
-  if (r.collective == Collective::broadcast && (a == Algorithm::automatic || a == Algorithm::mpi))
+  if ((r.collective == Collective::broadcast || r.collective == Collective::alltoall) &&
+      (a == Algorithm::automatic || a == Algorithm::mpi))
     return refuse("no schedule: resolved by the caller");
   if (r.collective == Collective::broadcast)
     s = build_broadcast(a, r, ctx);
+  else if (r.collective == Collective::alltoall)
+    s = build_alltoall(a, r, ctx);
   else
     switch (a) {
       case Algorithm::ring:
@@ -85,6 +97,7 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
         break;
       case Algorithm::automatic:
       case Algorithm::mpi:
+      case Algorithm::direct:  // all-to-all only, above
         return refuse("no schedule: resolved by the caller");
     }
   s.algorithm = std::string(to_string(a));

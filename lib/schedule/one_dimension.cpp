@@ -51,7 +51,9 @@ Schedule build_one_dimension(Algorithm a, const Spec& r, const Context& ctx) {
       break;
     }
     case Collective::broadcast:
-      throw std::logic_error("build_one_dimension: broadcast has its own builder");
+    case Collective::alltoall:
+      throw std::logic_error(
+          "build_one_dimension: broadcast and all-to-all have their own builders");
   }
   return s;
 }

@@ -109,6 +109,21 @@ inline std::uint64_t run_case(Collective coll, const Case& c, Communicator& comm
       wrong += !matches(c.type, c.op, load_as_double(c.type, got + i * es), ref[ref_at + i]);
   };
   switch (coll) {
+    case Collective::alltoall: {
+      // p blocks of n / p (the count rounded down to them); block q of the output is rank q's
+      // block for this rank. Never in place.
+      const std::uint64_t b = c.n / static_cast<std::uint64_t>(p),
+                          n = b * static_cast<std::uint64_t>(p);
+      alltoall(in.data(), n, out.data(), n, c.type, comm, c.algo);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        std::byte v[8];
+        store_as(
+            c.type, v,
+            exact_input(c.op, static_cast<int>(i / b), static_cast<std::uint64_t>(r) * b + i % b));
+        wrong += std::memcmp(v, out.data() + i * es, es) != 0;
+      }
+      break;
+    }
     case Collective::broadcast: {
       // From a root that moves with the count; in place by nature (one buffer).
       const int root = static_cast<int>(c.n % static_cast<std::uint64_t>(p));
