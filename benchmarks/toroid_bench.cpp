@@ -52,7 +52,7 @@ void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::
     return;
   }
   model::Selector& sel = *internal::impl(comm).selector;
-  if (a == Algorithm::automatic && c != Collective::broadcast &&
+  if (a == Algorithm::automatic && c != Collective::broadcast && c != Collective::alltoall &&
       internal::impl(comm).single_copy_possible()) {
     if (exec::takes_staged_path(c, row.count, es, comm.size())) {
       row.picked = "staged";

@@ -58,6 +58,7 @@ std::uint64_t full_count(const Call& c) {
 }
 
 bool in_place(const Call& c, const Block& own) {
+  if (c.collective == Collective::alltoall) return false;  // refused by validate when it is
   const auto* in = static_cast<const std::byte*>(c.in);
   const auto* out = static_cast<const std::byte*>(c.out);
   if (c.collective == Collective::allgather) return out && in == out + own.offset * size_of(c.type);
@@ -210,7 +211,7 @@ MPI_Comm stock_comm(Communicator::Impl& m, const Call& c) {
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
                                                      const Block& own, bool in_place) {
   if (c.algo != Algorithm::automatic || c.axes || c.collective == Collective::broadcast ||
-      !m.single_copy_possible())
+      c.collective == Collective::alltoall || !m.single_copy_possible())
     return std::nullopt;
   const std::size_t es = size_of(c.type);
   const std::uint64_t count = full_count(c);

@@ -18,7 +18,8 @@ using namespace toroid::testing;
 
 namespace {
 
-void sweep(Collective coll, const char* name) {
+void sweep(Collective coll, const char* name,
+           std::initializer_list<Algorithm> algorithms = {Algorithm::ring, Algorithm::mpi}) {
   Communicator comm(MPI_COMM_WORLD);
   const int p = comm.size();
   const bool has_op = coll == Collective::allreduce || coll == Collective::reduce_scatter;
@@ -33,8 +34,9 @@ void sweep(Collective coll, const char* name) {
         const ReduceOp op = kOps[o];
         if (!has_op && op != ReduceOp::sum) continue;  // no op
         if (op == ReduceOp::avg && !is_floating(t)) continue;
-        for (Algorithm a : {Algorithm::ring, Algorithm::mpi})
+        for (Algorithm a : algorithms)
           for (bool ip : {false, true}) {
+            if (ip && coll == Collective::alltoall) continue;  // never in place
             const Case c{a, t, op, n, ip};
             const std::uint64_t wrong = run_case(coll, c, comm, refs[o], bufs);
             if (!all_ranks(wrong == 0)) {
@@ -64,6 +66,11 @@ TEST_CASE("allgather matches stock MPI for every type, count and placement",
 TEST_CASE("broadcast delivers the root's bits for every type and count", "[collectives][mpich]") {
   sweep(Collective::broadcast, "broadcast");
 }
+TEST_CASE("alltoall delivers every rank's blocks for every type and count, as MPI_Alltoall",
+          "[collectives][mpich][alltoall]") {
+  sweep(Collective::alltoall, "alltoall",
+        {Algorithm::direct, Algorithm::torus2d, Algorithm::automatic, Algorithm::mpi});
+}
 
 namespace {
 
@@ -86,10 +93,11 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI", "[collec
     for (Algorithm a : all_algorithms) {
       if (a == Algorithm::mpi) continue;
       for (Collective coll : {Collective::allreduce, Collective::reduce_scatter,
-                              Collective::allgather, Collective::broadcast}) {
+                              Collective::allgather, Collective::broadcast, Collective::alltoall}) {
         if (!implements(a, coll)) continue;
         for (ReduceOp op : kOps) {
-          if ((coll == Collective::allgather || coll == Collective::broadcast) &&
+          if ((coll == Collective::allgather || coll == Collective::broadcast ||
+               coll == Collective::alltoall) &&
               op != ReduceOp::sum)
             continue;
           for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t(p + 1), std::uint64_t{1001}}) {
@@ -97,6 +105,7 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI", "[collec
             for (DataType t : kTypes) {
               if (op == ReduceOp::avg && !is_floating(t)) continue;
               for (bool ip : {false, true}) {
+                if (ip && coll == Collective::alltoall) continue;  // never in place
                 const Case c{a, t, op, n, ip};
                 const std::uint64_t wrong = run_case(coll, c, comm, ref);
                 if (!all_ranks(wrong == 0))
@@ -110,6 +119,7 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI", "[collec
     }
     // One larger vector per algorithm, so pipelining over many segments runs on every shape.
     for (Algorithm a : all_algorithms) {
+      if (!implements(a, Collective::allreduce)) continue;
       const Case c{a, DataType::f32, ReduceOp::sum, 300007, false};
       const std::vector<double> ref = reference(ReduceOp::sum, c.n, comm.rank(), p);
       const std::uint64_t wrong = run_case(Collective::allreduce, c, comm, ref);
@@ -180,7 +190,8 @@ TEST_CASE("results are bitwise identical across repeated runs and segment sizes"
   const std::vector<float> in = awkward_floats(testing::world_rank(), n);
   for (const std::string& shape : shapes(p)) {
     for (Algorithm a : all_algorithms) {
-      if (a == Algorithm::mpi || a == Algorithm::automatic) continue;
+      if (a == Algorithm::mpi || a == Algorithm::automatic || !implements(a, Collective::allreduce))
+        continue;
       std::vector<std::vector<float>> results;
       // 1000 B: a segment that divides no block (250 floats); 64 B segments cost 3000 messages
       // a step here and showed nothing 1000 B does not.
