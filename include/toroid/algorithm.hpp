@@ -41,7 +41,8 @@ std::string_view to_string(Collective c) noexcept;
 // and torus2d_both algorithms implement all-reduce only (swing_latency reduce-scatter too); broadcast has ring (two chains around the
 // rank ring), torus2d (row chains, then column chains), recursive_doubling (a binomial tree),
 // mpi and auto; all-to-all has direct (every block straight to its rank), torus2d (one phase
-// per dimension, blocks aggregated), mpi and auto, and direct has all-to-all only.
+// per dimension, blocks aggregated), torus2d_both (the same, a part per dimension order so every
+// dimension is busy), mpi and auto, and direct has all-to-all only.
 bool implements(Algorithm a, Collective c) noexcept;
 // Accepts the names above ("auto", "ring", ...); throws InvalidArgument listing the valid ones.
 Algorithm parse_algorithm(std::string_view text);

@@ -59,8 +59,9 @@ void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint
 // ---- All-to-all: `in` holds p equal blocks (in_count a multiple of p), block j for rank j;
 // rank i's block for this rank lands at block i of `out` (out_count >= in_count). Not in place.
 // Algorithms: direct (every block straight to its rank), torus2d (one phase per torus
-// dimension, blocks aggregated: Σ(k_d - 1) messages a rank where direct sends p - 1), mpi
-// (MPI_Alltoall), auto (docs/algorithms.md, "All-to-all").
+// dimension, blocks aggregated: Σ(k_d - 1) messages a rank where direct sends p - 1),
+// torus2d_both (as torus2d, a part of every block through each dimension order, all links
+// busy), mpi (MPI_Alltoall), auto (docs/algorithms.md, "All-to-all").
 void alltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
               DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 

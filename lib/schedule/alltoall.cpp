@@ -24,6 +24,13 @@
 //     phase y: now holds, from sources x = 0..3, blocks for (·, y): sends member y=1 slots
 //              4..7 (sources 0..3's blocks for chip 4), keeps 0..3, receives 4..7 from chip 4
 //
+// The slots' layout does not depend on the order the dimensions are taken in: a block (source
+// i, destination j) held by a chip, the dimensions done holding i's coordinates and the others
+// j's, sits at the rank-order index of those coordinates. So torus2d_both takes one part of
+// every block through each order x-y-z, y-z-x, z-x-y (one part per dimension, its share of each
+// block), and in every phase each dimension's rows carry a part: all links busy, as torus2d_both
+// keeps them in the all-reduce.
+//
 // The phases write the output and a scratch copy in turn, the last one the output; the slots
 // a chip keeps are copied across. Direct is the same with one dimension of all p ranks.
 #include <fmt/format.h>
@@ -34,11 +41,13 @@
 namespace toroid::schedule {
 namespace {
 
-// One dimension of the phases: its length and my row along it (rank of each coordinate).
+// One dimension of the phases: its length, my row along it (rank of each coordinate) and its
+// stride in rank order (the product of the sizes before it).
 struct Row {
   int size;
   int mine;  // my coordinate along it
   std::vector<int> members;
+  std::uint64_t stride;
 };
 
 }  // namespace
@@ -49,14 +58,17 @@ Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
   const std::uint64_t b = r.count / static_cast<std::uint64_t>(p);
   std::vector<Row> rows;
   if (a == Algorithm::direct) {
-    rows.push_back({p, ctx.rank, {}});
+    rows.push_back({p, ctx.rank, {}, 1});
     for (int q = 0; q < p; ++q) rows.back().members.push_back(q);
   } else {
     const std::vector<int> at = ctx.topology.coord_of(ctx.rank);
-    for (int d = 0; d < ctx.topology.dimensions(); ++d)
+    std::uint64_t stride = 1;
+    for (int d = 0; d < ctx.topology.dimensions(); ++d) {
       if (ctx.topology.size(d) > 1)
         rows.push_back({ctx.topology.size(d), at[static_cast<std::size_t>(d)],
-                        ctx.topology.line_through(ctx.rank, d)});
+                        ctx.topology.line_through(ctx.rank, d), stride});
+      stride *= static_cast<std::uint64_t>(ctx.topology.size(d));
+    }
   }
   if (b == 0) return s;
   if (rows.empty()) {  // one rank: its own block
@@ -66,36 +78,55 @@ Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
   }
   const auto phases = static_cast<int>(rows.size());
   if (phases > 1) s.scratch_count = r.count;
-  // The slots with coordinate x along the row of stride `before` (A') and length k: runs of
-  // `before` blocks, one per z''.
-  const auto slots = [&](Buf buf, std::uint64_t before, int k, int x) {
+  // Elements [lo, lo + len) of every block in the slots with coordinate x along `row`: runs of
+  // `stride` blocks (whole blocks: one run each).
+  const auto runs_of = [&](const Row& row, int x, std::uint64_t lo, std::uint64_t len) {
     std::vector<Block> runs;
-    const std::uint64_t stride = before * static_cast<std::uint64_t>(k);
-    for (std::uint64_t first = before * static_cast<std::uint64_t>(x);
-         first < static_cast<std::uint64_t>(p); first += stride)
-      runs.push_back({first * b, before * b});
-    return gathered_chunk(s, buf, runs);
-  };
-  Buf from = Buf::input;
-  std::uint64_t before = 1;
-  for (int d = 0; d < phases; ++d) {
-    const Row& row = rows[static_cast<std::size_t>(d)];
-    const Buf to = (phases - 1 - d) % 2 == 0 ? Buf::output : Buf::scratch;
-    const auto phase = static_cast<std::uint32_t>(d);
-    for (int x = 0; x < row.size; ++x) {
-      if (x == row.mine) continue;
-      const int peer = row.members[static_cast<std::size_t>(x)];
-      s.steps.push_back({Kind::send, peer, 0, phase, slots(from, before, row.size, x), {}});
-      s.steps.push_back({Kind::recv, peer, 0, phase, {}, slots(to, before, row.size, x)});
+    const std::uint64_t step = row.stride * static_cast<std::uint64_t>(row.size);
+    for (std::uint64_t first = row.stride * static_cast<std::uint64_t>(x);
+         first < static_cast<std::uint64_t>(p); first += step) {
+      if (len == b) {
+        runs.push_back({first * b, row.stride * b});
+        continue;
+      }
+      for (std::uint64_t blk = first; blk < first + row.stride; ++blk)
+        runs.push_back({blk * b + lo, len});
     }
-    // The slots I keep, run by run.
-    const std::uint64_t stride = before * static_cast<std::uint64_t>(row.size);
-    for (std::uint64_t first = before * static_cast<std::uint64_t>(row.mine);
-         first < static_cast<std::uint64_t>(p); first += stride)
-      s.steps.push_back(
-          {Kind::copy, -1, 0, phase, {from, first * b, before * b}, {to, first * b, before * b}});
-    from = to;
-    before *= static_cast<std::uint64_t>(row.size);
+    return runs;
+  };
+  // Parts: torus2d and direct one, the dimensions in order; torus2d_both one per dimension,
+  // part i taking its share of every block through the dimensions from i on, so that in every
+  // phase each dimension's rows carry a part.
+  const int parts = a == Algorithm::torus2d_both ? phases : 1;
+  for (int part = 0; part < parts; ++part) {
+    const Block share = block_of(b, parts, part);
+    if (share.count == 0) continue;
+    Buf from = Buf::input;
+    for (int t = 0; t < phases; ++t) {
+      const Row& row = rows[static_cast<std::size_t>((part + t) % phases)];
+      const Buf to = (phases - 1 - t) % 2 == 0 ? Buf::output : Buf::scratch;
+      const auto phase = static_cast<std::uint32_t>(t);
+      for (int x = 0; x < row.size; ++x) {
+        if (x == row.mine) continue;
+        const int peer = row.members[static_cast<std::size_t>(x)];
+        s.steps.push_back({Kind::send,
+                           peer,
+                           part,
+                           phase,
+                           gathered_chunk(s, from, runs_of(row, x, share.offset, share.count)),
+                           {}});
+        s.steps.push_back({Kind::recv,
+                           peer,
+                           part,
+                           phase,
+                           {},
+                           gathered_chunk(s, to, runs_of(row, x, share.offset, share.count))});
+      }
+      for (const Block& run : runs_of(row, row.mine, share.offset, share.count))  // what I keep
+        s.steps.push_back(
+            {Kind::copy, -1, 0, phase, {from, run.offset, run.count}, {to, run.offset, run.count}});
+      from = to;
+    }
   }
   return s;
 }

@@ -65,7 +65,7 @@ Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx);
 Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx);     // swing, swing_latency
 Schedule build_swing_latency_dims(const Spec& r, const Context& ctx);     // 3D and more: all-reduce
 Schedule build_swing_dims(const Spec& r, const Context& ctx);             // 3D and more: all-reduce
-Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx);  // direct, torus2d
+Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx);  // direct, torus2d(_both)
 Schedule build_broadcast(Algorithm a, const Spec& r,
                          const Context& ctx);  // ring, torus2d, recursive_doubling
 

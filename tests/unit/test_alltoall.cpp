@@ -20,8 +20,8 @@ TEST_CASE("all-to-all: every block reaches its rank, direct and a dimension at a
     const Torus t = Torus::parse(shape);
     const Shape s{t, {}};
     const auto p = static_cast<std::uint64_t>(t.chips());
-    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d})
-      for (std::uint64_t n : {std::uint64_t{0}, p, 7 * p})
+    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d, Algorithm::torus2d_both})
+      for (std::uint64_t n : {std::uint64_t{0}, p, 7 * p, 2 * p})
         for (DataType type : {DataType::i64, DataType::f16}) {
           INFO(shape << " " << to_string(a) << " n=" << n << " " << to_string(type));
           REQUIRE(check(a, Collective::alltoall, s, n, false, type) == "");
@@ -33,7 +33,7 @@ TEST_CASE("all-to-all along axes: each sub-torus exchanges among its own members
   const Torus t = Torus::parse("4x3x2:wrap=xz");
   const Shape s{t, {}};
   for (Axes axes : {Axes(Axis::x), Axes(Axis::z), Axes{Axis::x, Axis::y}, Axes{Axis::y, Axis::z}})
-    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d}) {
+    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d, Algorithm::torus2d_both}) {
       const auto k = static_cast<std::uint64_t>(t.along(axes).chips());
       model::Traffic traffic;
       INFO(axes.to_string() << " " << to_string(a));
@@ -68,7 +68,7 @@ TEST_CASE("all-to-all: bad requests say why", "[alltoall]") {
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::ring, {Collective::alltoall, 8, false, false, {}}, ctx),
       Catch::Contains("algorithm ring cannot run alltoall on topology 2x2: all-to-all runs on "
-                      "direct, torus2d, mpi or auto"));
+                      "direct, torus2d, torus2d_both, mpi or auto"));
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::direct, {Collective::alltoall, 9, false, false, {}}, ctx),
       Catch::Contains("9 elements are not 4 equal blocks"));
@@ -90,7 +90,7 @@ TEST_CASE("sim: all-to-all against its bound, direct and a dimension at a time",
   m.link_bytes_per_s.fill(10e9);
   m.hop_latency_s.fill(1e-6);
   for (std::uint64_t bytes : {std::uint64_t{64 * 64}, std::uint64_t{64 * 4096}})
-    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d}) {
+    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d, Algorithm::torus2d_both}) {
       schedule::Spec r;
       r.collective = Collective::alltoall;
       r.count = bytes / 4;
