@@ -342,6 +342,7 @@ void bind_blocking(py::class_<C>& cls) {
   def_reducing(cls, "allreduce", &allreduce);
   def_reducing(cls, "reduce_scatter", &reduce_scatter);
   def_gather(cls, "allgather", &allgather);
+  def_gather(cls, "alltoall", &alltoall);  // the same arguments: (x, out), out required
   def_reducing_axis(cls, "allreduce_axis", &allreduce_axis);
   def_reducing_axis(cls, "reduce_scatter_axis", &reduce_scatter_axis);
   def_gather_axis(cls, "allgather_axis", &allgather_axis);
@@ -388,6 +389,7 @@ void bind_nonblocking(py::class_<C>& cls) {
   def_start_reducing(cls, "iallreduce", &iallreduce);
   def_start_reducing(cls, "ireduce_scatter", &ireduce_scatter);
   def_start_gather(cls, "iallgather", &iallgather);
+  def_start_gather(cls, "ialltoall", &ialltoall);
   cls.def("ibroadcast", [](C& c, const py::object& x, int root, const py::object& algo) {
     auto& comm = c.get();
     auto [v, a] = checked(comm, comm.checks_arguments(), [&] {

@@ -190,6 +190,22 @@ class Communicator:
     def iallgather(self, x, out=None, algorithm=None):
         return self._c.iallgather(x, self._gather_out(x, out), algorithm)
 
+    def alltoall(self, x, out=None, algorithm=None):
+        """x in `size` equal blocks, block j to rank j; out block i is rank i's block for this
+        rank (MPI_Alltoall's layout). A new array when out is None; never in place."""
+        out = self._exchange_out(x, out)
+        self._c.alltoall(x, out, algorithm)
+        return out
+
+    def ialltoall(self, x, out=None, algorithm=None):
+        return self._c.ialltoall(x, self._exchange_out(x, out), algorithm)
+
+    def _exchange_out(self, x, out):
+        if out is not None:
+            return out
+        count, _ = _toroid.element_count(x)
+        return _empty_like(x, count)
+
     def ibroadcast(self, x, root=0, algorithm=None):
         return self._c.ibroadcast(x, root, algorithm)
 

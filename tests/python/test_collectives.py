@@ -311,3 +311,20 @@ def test_slot_stores_either_way_same_sums(stores):
     fixed.allreduce(a, algorithm="ring")
     measured.allreduce(b, algorithm="ring")
     assert agree(np.array_equal(a, b))
+
+
+def test_alltoall(comm):
+    """Block j of every rank's x reaches rank j, at block (sender); every algorithm, blocking and
+    non-blocking, against mpi4py's Alltoall."""
+    b = 37
+    x = (np.arange(P * b, dtype=np.float64) + 1000.0 * R)
+    want = np.empty_like(x)
+    world.Alltoall(x, want)
+    ok = True
+    for algo in (None, "direct", "torus2d", "torus2d_both", "mpi"):
+        ok = ok and np.array_equal(comm.alltoall(x, algorithm=algo), want)
+        ok = ok and np.array_equal(comm.ialltoall(x, algorithm=algo).wait(), want)
+    if P > 1:
+        with pytest.raises(toroid.InvalidArgument, match="equal blocks"):
+            comm.alltoall(np.zeros(P * b + 1))
+    assert agree(ok)
