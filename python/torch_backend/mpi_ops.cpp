@@ -287,9 +287,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::scatter(
   return completed(c10d::OpType::SCATTER, outputs);
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_base(
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_bytes(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
-    std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) {
+    std::vector<int64_t>& input_splits) {
   const int p = getSize();
   // Rows of dim 0, as torch splits them; no splits: equal parts.
   auto cut = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* what) {

@@ -487,6 +487,27 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::broadcast(std::vector<at::Ten
   return enqueue(work);
 }
 
+// all_to_all_single: equal parts of a dtype toroid has go through toroid's all-to-all (auto);
+// split sizes (toroid has no alltoallv yet) and other dtypes through MPI_Alltoallv.
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+    std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) {
+  const auto p = static_cast<std::uint64_t>(getSize());
+  if (!output_splits.empty() || !input_splits.empty() || !toroid_has(input) ||
+      input.scalar_type() != output.scalar_type() || !input.is_contiguous() ||
+      !output.is_contiguous() || count_of(input) != count_of(output) || count_of(input) % p != 0 ||
+      (input.dim() > 0 && input.size(0) % static_cast<std::int64_t>(p) != 0))
+    return alltoall_bytes(output, input, output_splits, input_splits);  // checks and says why
+  require_dense(input, "alltoall_base", "the input");
+  require_dense(output, "alltoall_base", "the output");
+  auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::ALLTOALL_BASE,
+                                              std::vector<at::Tensor>{output});
+  work->keep = {input, output};
+  work->requests.push_back(ialltoall(input.data_ptr(), count_of(input), output.data_ptr(),
+                                     count_of(output), type_of(input, "alltoall_base"), *comm_));
+  return enqueue(work);
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::_allgather_base(at::Tensor& output,
                                                                    at::Tensor& input,
                                                                    const c10d::AllgatherOptions&) {

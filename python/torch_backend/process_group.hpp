@@ -181,6 +181,11 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> allgather_bytes(const at::Tensor& in,
                                                  std::vector<at::Tensor> outputs,
                                                  c10d::OpType type);
+  // An all-to-all toroid has no form for (split sizes, a dtype it has no type for): the bytes
+  // through MPI_Alltoallv (mpi_ops.cpp).
+  c10::intrusive_ptr<c10d::Work> alltoall_bytes(at::Tensor& output, at::Tensor& input,
+                                                std::vector<int64_t>& output_splits,
+                                                std::vector<int64_t>& input_splits);
   c10::intrusive_ptr<c10d::Work> point_to_point(std::vector<at::Tensor>& tensors, int peer, int tag,
                                                 bool sending, const char* op);
 

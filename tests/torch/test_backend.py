@@ -385,6 +385,14 @@ def test_reduce_gather_scatter_all_to_all_send_recv():
     out = torch.zeros(P * 2)
     dist.all_to_all_single(out, inp)
     ok = ok and torch.equal(out, torch.tensor([100.0 * s + 2 * R + k for s in range(P) for k in range(2)]))
+    # equal parts of toroid's dtypes run toroid's all-to-all: rows of a 2D tensor, async too
+    for dtype in (torch.bfloat16, torch.int64, torch.float64):
+        inp = (torch.arange(P * 3 * 5) + 1000 * R).reshape(P * 3, 5).to(dtype)
+        out = torch.zeros(P * 3, 5, dtype=dtype)
+        dist.all_to_all_single(out, inp, async_op=True).wait()
+        want = torch.cat([(torch.arange(P * 3 * 5) + 1000 * s).reshape(P * 3, 5)[3 * R:3 * R + 3]
+                          for s in range(P)]).to(dtype)
+        ok = ok and torch.equal(out, want)
     inp = torch.full((P * (R + 1), 2), float(R))
     out = torch.zeros(sum(s + 1 for s in range(P)), 2)
     dist.all_to_all_single(out, inp, output_split_sizes=[s + 1 for s in range(P)], input_split_sizes=[R + 1] * P)
