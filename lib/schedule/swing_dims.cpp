@@ -103,17 +103,22 @@ struct Fold {
   }
 };
 
+// One rank: its vector is the result (copied when not in place). False when there are more.
+bool alone(const Spec& r, const Context& ctx, Schedule& s) {
+  if (ctx.nranks() > 1) return false;
+  if (!r.in_place && r.count > 0)
+    s.steps.push_back({Kind::copy, -1, 0, 0, {Buf::input, 0, r.count}, {Buf::output, 0, r.count}});
+  return true;
+}
+
 }  // namespace
 
 Schedule build_swing_latency_dims(const Spec& r, const Context& ctx) {
   Schedule s;
+  if (alone(r, ctx, s)) return s;
   const int p = ctx.nranks();
   const std::uint64_t n = r.count;
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
-  if (p == 1) {
-    if (!r.in_place && n > 0) s.steps.push_back({Kind::copy, -1, 0, 0, input, output});
-    return s;
-  }
   s.scratch_count = 2 * n;  // the alternating targets' two slots
   Fold fold(ctx.topology, ctx.rank);
   // One pattern's moves are the round robin from x; the farthest are taken first.
@@ -140,13 +145,10 @@ Schedule build_swing_latency_dims(const Spec& r, const Context& ctx) {
 
 Schedule build_swing_dims(const Spec& r, const Context& ctx) {
   Schedule s;
+  if (alone(r, ctx, s)) return s;
   const int p = ctx.nranks();
   const std::uint64_t n = r.count;
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
-  if (p == 1) {
-    if (!r.in_place && n > 0) s.steps.push_back({Kind::copy, -1, 0, 0, input, output});
-    return s;
-  }
   Fold fold(ctx.topology, ctx.rank);
   std::uint32_t phase = 0;
   Chunk cur = input;
