@@ -69,10 +69,11 @@ class Communicator:
     """A duplicated MPI communicator with its torus topology (collective to create).
 
     comm: an mpi4py communicator, or None for MPI_COMM_WORLD (MPI is initialized if needed).
-    topology: "auto", "4x2", "4x2:wrap=x", ...; algorithm: default algorithm name ("auto",
-    "ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical", "recursive_doubling",
-    "rabenseifner", "swing", "swing_latency", "mpi"); the other settings are those of toroid::Options (C++), None meaning
-    the TOROID_* environment variable or the default.
+    topology: "auto", "4x2", "16x16x16", "4x2:wrap=x", ...; algorithm: default algorithm name
+    ("auto", "ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical",
+    "recursive_doubling", "rabenseifner", "swing", "swing_latency", "mpi", "direct" (all-to-all));
+    the other settings are those of toroid::Options (C++), None meaning the TOROID_* environment
+    variable or the default.
     """
 
     def __init__(self, comm=None, topology="", algorithm=None, segment_bytes=0, check=None, nodes="",
