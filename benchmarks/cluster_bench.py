@@ -50,7 +50,12 @@ STOCK_BY_OP = {
                        "mpi_han": ["--mca", "coll_han_priority", "100"]},
     "allgather": {"mpi_ring": forced("allgather", 4), "mpi_neighbor": forced("allgather", 5),
                   "mpi_han": ["--mca", "coll_han_priority", "100"]},
+    # Open MPI 4.1's tuned all-to-all: 1 linear, 2 pairwise, 3 modified Bruck, 4 linear_sync.
+    "alltoall": {"mpi_linear": forced("alltoall", 1), "mpi_pairwise": forced("alltoall", 2),
+                 "mpi_bruck": forced("alltoall", 3), "mpi_linear_sync": forced("alltoall", 4)},
 }
+# The schedules of each collective (the reductions' by default; all-to-all has its own).
+ALGOS_BY_OP = {"alltoall": ["direct", "torus2d", "torus2d_both"]}
 STOCK = STOCK_BY_OP["allreduce"]
 
 
@@ -140,6 +145,8 @@ def main():
     ap.add_argument("--algos", help="toroid algorithms to run (comma list; default: every one that runs "
                                      "on the shape, Swing's being 2D)")
     args = ap.parse_args()
+    if args.op in ALGOS_BY_OP:
+        TOROID_ALGOS = ALGOS_BY_OP[args.op]
     if args.algos is None:
         dims = len(args.torus.split(":")[0].split("x")) if not args.axes else len(args.axes)
         # swing_latency's reduce-scatter and all-gather are 2D only (Swing's all-reduces run on any shape)
