@@ -43,7 +43,7 @@ namespace {
 
 // One dimension of the phases: its length, my row along it (rank of each coordinate) and its
 // stride in rank order (the product of the sizes before it).
-struct Row {
+struct ExchangeRow {
   int size;
   int mine;  // my coordinate along it
   std::vector<int> members;
@@ -56,7 +56,7 @@ Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
   Schedule s;
   const int p = ctx.nranks();
   const std::uint64_t b = r.count / static_cast<std::uint64_t>(p);
-  std::vector<Row> rows;
+  std::vector<ExchangeRow> rows;
   if (a == Algorithm::direct) {
     rows.push_back({p, ctx.rank, {}, 1});
     for (int q = 0; q < p; ++q) rows.back().members.push_back(q);
@@ -80,7 +80,7 @@ Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
   if (phases > 1) s.scratch_count = r.count;
   // Elements [lo, lo + len) of every block in the slots with coordinate x along `row`: runs of
   // `stride` blocks (whole blocks: one run each).
-  const auto runs_of = [&](const Row& row, int x, std::uint64_t lo, std::uint64_t len) {
+  const auto runs_of = [&](const ExchangeRow& row, int x, std::uint64_t lo, std::uint64_t len) {
     std::vector<Block> runs;
     const std::uint64_t step = row.stride * static_cast<std::uint64_t>(row.size);
     for (std::uint64_t first = row.stride * static_cast<std::uint64_t>(x);
@@ -103,7 +103,7 @@ Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
     if (share.count == 0) continue;
     Buf from = Buf::input;
     for (int t = 0; t < phases; ++t) {
-      const Row& row = rows[static_cast<std::size_t>((part + t) % phases)];
+      const ExchangeRow& row = rows[static_cast<std::size_t>((part + t) % phases)];
       const Buf to = (phases - 1 - t) % 2 == 0 ? Buf::output : Buf::scratch;
       const auto phase = static_cast<std::uint32_t>(t);
       for (int x = 0; x < row.size; ++x) {
