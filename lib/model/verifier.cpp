@@ -582,7 +582,7 @@ std::string check_collective(const CheckSpec& spec,
       if (n % k != 0) return fmt::format("check: {} elements are not {} equal blocks", n, k);
       const std::uint64_t b = n / k,
                           mine = static_cast<std::uint64_t>(position[static_cast<std::size_t>(r)]);
-      for (std::uint64_t q = 0; q < k; ++q)
+      for (std::uint64_t q = 0; q < k && b > 0; ++q)
         std::memcpy(reference.data() + q * b * es,
                     full[static_cast<std::size_t>(members[q])].data() + mine * b * es, b * es);
     }
