@@ -101,6 +101,18 @@ TEST_CASE("argument errors name the argument, the value and the rank", "[errors]
       allgather(in.data(), 50, gathered.data(), gathered.size(), DataType::f32, comm),
       Catch::Contains("allgather" + on + "input has 50 elements, but block " + std::to_string(r) +
                       " of a " + std::to_string(gathered.size()) + "-element result has"));
+  // All-to-all: equal blocks, one for each rank, and never in place.
+  if (p > 1)
+    CHECK_THROWS_WITH(alltoall(in.data(), 100 * p + 1, out.data(), 100, DataType::f32, comm),
+                      "alltoall" + on + "input has " + std::to_string(100 * p + 1) +
+                          " elements, not " + std::to_string(p) +
+                          " equal blocks (one for each rank)");
+  CHECK_THROWS_WITH(alltoall(in.data(), 10 * p, in.data(), 10 * p, DataType::f32, comm),
+                    "alltoall" + on + "in place is not supported; give separate input and output");
+  std::vector<float> few(static_cast<std::size_t>(10 * p));
+  CHECK_THROWS_WITH(alltoall(few.data(), 10 * p, out.data(), 10 * p - 1, DataType::f32, comm),
+                    "alltoall" + on + "output has " + std::to_string(10 * p - 1) +
+                        " elements, needs " + std::to_string(10 * p));
   // Along no axis at all; along axes, the block is the place in the group.
   CHECK_THROWS_WITH(
       allreduce_axis(in.data(), 100, out.data(), 100, DataType::f32, ReduceOp::sum, Axes{}, comm),
