@@ -5,11 +5,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <sstream>
 
 #include "api/agreement.hpp"
 #include "mpi_base/mpi_check.hpp"
+#include "schedule/along.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::api {
@@ -101,16 +101,8 @@ std::unique_ptr<model::Selector> make_selector_along(const Communicator::Impl& m
   in.topology = m.topology.along(axes);
   in.rules.clear();
   const std::vector<int> members = m.topology.group_along(m.rank, axes);
-  for (std::vector<int>* nodes : {&in.node_of_rank, &in.link_node_of_rank}) {
-    if (nodes->empty()) continue;
-    std::vector<int> theirs;  // the members' nodes, numbered as they first appear
-    std::map<int, int> renumbered;
-    for (int q : members) {
-      const int node = nodes->at(static_cast<std::size_t>(q));
-      theirs.push_back(renumbered.emplace(node, static_cast<int>(renumbered.size())).first->second);
-    }
-    *nodes = std::move(theirs);
-  }
+  in.node_of_rank = schedule::nodes_along(in.node_of_rank, members);
+  in.link_node_of_rank = schedule::nodes_along(in.link_node_of_rank, members);
   return std::make_unique<model::Selector>(std::move(in));
 }
 

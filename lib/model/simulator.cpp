@@ -31,6 +31,7 @@
 #include "model/sim_network.hpp"
 #include "model/sim_program.hpp"
 #include "model/sim_symmetry.hpp"
+#include "schedule/along.hpp"
 #include "schedule/wait_graph.hpp"
 
 namespace toroid::model {
@@ -738,13 +739,9 @@ SimResult simulate(const SimModel& m, const std::vector<schedule::Schedule>& sch
 SimModel model_along(const SimModel& m, Axes axes) {
   SimModel out = m;
   out.topology = m.topology.along(axes);
-  std::size_t k = 0;
-  for (int d = 0; d < m.topology.dimensions(); ++d)
-    if (axes.has(d)) {
-      out.link_bytes_per_s[k] = m.link_bytes_per_s[static_cast<std::size_t>(d)];
-      out.hop_latency_s[k] = m.hop_latency_s[static_cast<std::size_t>(d)];
-      ++k;
-    }
+  out.link_bytes_per_s =
+      schedule::values_along(m.link_bytes_per_s, m.link_bytes_per_s, m.topology, axes);
+  out.hop_latency_s = schedule::values_along(m.hop_latency_s, m.hop_latency_s, m.topology, axes);
   return out;
 }
 

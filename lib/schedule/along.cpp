@@ -12,6 +12,8 @@
 // the planes share no link. The algorithm's share of the vector between dimensions follows the
 // chosen dimensions' link rates and hop latencies. A rank's block (reduce-scatter, all-gather)
 // is its member index, as in a communicator of the sub-torus's shape.
+#include "schedule/along.hpp"
+
 #include <fmt/format.h>
 
 #include <map>
@@ -21,27 +23,35 @@
 
 namespace toroid::schedule {
 
+PerDimensionValues values_along(const PerDimensionValues& from, PerDimensionValues into,
+                                const Torus& t, Axes axes) {
+  std::size_t k = 0;
+  for (int d = 0; d < t.dimensions(); ++d)
+    if (axes.has(d)) into[k++] = from[static_cast<std::size_t>(d)];
+  return into;
+}
+
+std::vector<int> nodes_along(const std::vector<int>& node_of_rank,
+                             const std::vector<int>& members) {
+  if (node_of_rank.empty()) return {};
+  std::vector<int> out;
+  std::map<int, int> renumbered;
+  for (int q : members) {
+    const int node = node_of_rank.at(static_cast<std::size_t>(q));
+    out.push_back(renumbered.emplace(node, static_cast<int>(renumbered.size())).first->second);
+  }
+  return out;
+}
+
 Schedule build_along(Algorithm a, const Spec& r, const Context& ctx) {
   const Axes axes = *r.axes;
   Spec whole = r;
   whole.axes.reset();
   Context sub{ctx.topology.position_along(ctx.rank, axes), ctx.topology.along(axes), {}};
-  std::size_t k = 0;
-  for (int d = 0; d < ctx.topology.dimensions(); ++d)
-    if (axes.has(d)) {
-      sub.link_rate[k] = ctx.link_rate[static_cast<std::size_t>(d)];
-      sub.hop_seconds[k] = ctx.hop_seconds[static_cast<std::size_t>(d)];
-      ++k;
-    }
+  sub.link_rate = values_along(ctx.link_rate, sub.link_rate, ctx.topology, axes);
+  sub.hop_seconds = values_along(ctx.hop_seconds, sub.hop_seconds, ctx.topology, axes);
   const std::vector<int> members = ctx.topology.group_along(ctx.rank, axes);
-  if (!ctx.node_of_rank.empty()) {  // the members' nodes, numbered as they first appear
-    std::map<int, int> renumbered;
-    for (int q : members) {
-      const int node = ctx.node_of_rank.at(static_cast<std::size_t>(q));
-      sub.node_of_rank.push_back(
-          renumbered.emplace(node, static_cast<int>(renumbered.size())).first->second);
-    }
-  }
+  sub.node_of_rank = nodes_along(ctx.node_of_rank, members);
   Schedule s;
   try {
     s = build(a, whole, sub);
