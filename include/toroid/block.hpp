@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace toroid {
 
@@ -15,5 +16,15 @@ struct Block {
 };
 // Throws InvalidArgument when nranks < 1 or r is outside [0, nranks).
 Block block_of(std::uint64_t count, int nranks, int r);
+
+// One rank's blocks of an alltoallv (collectives.hpp): per peer, a count and where the block
+// starts, in elements.
+struct BlockLayout {
+  BlockLayout(std::span<const std::uint64_t> counts_per_rank,
+              std::span<const std::uint64_t> offsets_per_rank = {})
+      : counts(counts_per_rank), offsets(offsets_per_rank) {}
+  std::span<const std::uint64_t> counts;   // one per rank
+  std::span<const std::uint64_t> offsets;  // one per rank, or none: packed in rank order
+};
 
 }  // namespace toroid

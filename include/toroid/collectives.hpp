@@ -65,6 +65,21 @@ void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint
 void alltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
               DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 
+// ---- alltoallv: blocks of each rank's own sizes, which may change at every call (the
+// dispatch and combine of mixture-of-experts layers). Per peer q: send.counts[q] elements from
+// in + send.offsets[q] go to q, and recv.counts[q] elements from q land at out +
+// recv.offsets[q]. Empty offsets: the blocks packed in rank order. in_count and out_count are
+// the buffers' lengths (every block must lie inside). Rank i's send count to j must equal j's
+// receive count from i: where they differ, j's call throws naming both ranks (i's completes),
+// and no block is written past; under TOROID_CHECK=1 every rank throws before any data moves.
+// Blocks of at most 2^31 - 1 bytes, receive blocks apart from each other, not in place.
+// Algorithms: direct (each block straight to its rank, one message per peer), mpi
+// (MPI_Alltoallv), auto (direct).
+// (BlockLayout: block.hpp.)
+void alltoallv(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
+               std::uint64_t out_count, BlockLayout recv, DataType type, Communicator& comm,
+               std::optional<Algorithm> algo = std::nullopt);
+
 // ---- Broadcast: `data` (count elements) of rank `root` ends in `data` on every rank.
 // Algorithms: ring (two pipelined chains from the root, both ways around the rank ring), torus2d
 // (chains along the root's row, then along every column), recursive_doubling (a binomial tree,

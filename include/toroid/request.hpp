@@ -28,6 +28,7 @@
 #include <span>
 
 #include "toroid/algorithm.hpp"
+#include "toroid/block.hpp"
 #include "toroid/communicator.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/torus.hpp"
@@ -83,6 +84,9 @@ Request iallgather(const void* in, std::uint64_t in_count, void* out, std::uint6
                    DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
 Request ialltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                   DataType type, Communicator& comm, std::optional<Algorithm> algo = std::nullopt);
+Request ialltoallv(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
+                   std::uint64_t out_count, BlockLayout recv, DataType type, Communicator& comm,
+                   std::optional<Algorithm> algo = std::nullopt);
 Request iallreduce_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                         DataType type, ReduceOp op, Axes axes, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt);
@@ -105,6 +109,13 @@ Request reduce_scatter_init(const void* in, std::uint64_t in_count, void* out,
                             std::optional<Algorithm> algo = std::nullopt);
 Request allgather_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                        DataType type, Communicator& comm,
+                       std::optional<Algorithm> algo = std::nullopt);
+Request alltoall_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                      DataType type, Communicator& comm,
+                      std::optional<Algorithm> algo = std::nullopt);
+// The counts fixed for the request's life (copied at the call).
+Request alltoallv_init(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
+                       std::uint64_t out_count, BlockLayout recv, DataType type, Communicator& comm,
                        std::optional<Algorithm> algo = std::nullopt);
 
 Request broadcast_init(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,

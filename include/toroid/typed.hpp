@@ -86,6 +86,14 @@ namespace toroid {
     return name(in.data(), in.size(), out.data(), out.size(), data_type_v<T>, comm, algo); \
   }
 
+#define TOROID_TYPED_EXCHANGE_V(R, name)                                                        \
+  template <class T>                                                                            \
+  R name(std::span<const T> in, BlockLayout send, std::span<T> out, BlockLayout recv,           \
+         Communicator& comm, std::optional<Algorithm> algo = std::nullopt) {                    \
+    return name(in.data(), in.size(), send, out.data(), out.size(), recv, data_type_v<T>, comm, \
+                algo);                                                                          \
+  }
+
 // The table: every collective, blocking, non-blocking and persistent.
 TOROID_TYPED_REDUCING(void, allreduce)
 TOROID_TYPED_REDUCING(Request, iallreduce)
@@ -107,6 +115,10 @@ TOROID_TYPED_GATHER_AXIS(void, allgather_axis)
 TOROID_TYPED_GATHER_AXIS(Request, iallgather_axis)
 TOROID_TYPED_EXCHANGE(void, alltoall)
 TOROID_TYPED_EXCHANGE(Request, ialltoall)
+TOROID_TYPED_EXCHANGE(Request, alltoall_init)
+TOROID_TYPED_EXCHANGE_V(void, alltoallv)
+TOROID_TYPED_EXCHANGE_V(Request, ialltoallv)
+TOROID_TYPED_EXCHANGE_V(Request, alltoallv_init)
 
 #undef TOROID_TYPED_REDUCING
 #undef TOROID_TYPED_REDUCING_AXIS
@@ -114,5 +126,6 @@ TOROID_TYPED_EXCHANGE(Request, ialltoall)
 #undef TOROID_TYPED_GATHER_AXIS
 #undef TOROID_TYPED_BROADCAST
 #undef TOROID_TYPED_EXCHANGE
+#undef TOROID_TYPED_EXCHANGE_V
 
 }  // namespace toroid

@@ -33,6 +33,9 @@ struct Call {
   Algorithm algo;
   std::optional<Axes> axes;  // set: in each sub-torus along these (normalize_axes)
   int root = 0;              // broadcast
+  // alltoallv: each rank's own blocks (in_count, out_count: the buffers' lengths); offsets
+  // filled in (packed where none were given) once validated.
+  std::shared_ptr<schedule::VarBlocks> blocks = nullptr;
 };
 
 // The ranks taking part in one collective: all, or the sub-torus along the axes through this
@@ -92,7 +95,100 @@ bool overlap(const void* a, std::uint64_t a_bytes, const void* b, std::uint64_t 
   return x < y + b_bytes && y < x + a_bytes;
 }
 
+// An alltoallv's blocks on this rank: one count (and offset, where given) per rank, each block
+// inside its buffer and at most 2^31 - 1 bytes (one message), the receive blocks apart, the
+// same count to and from itself.
+void validate_blocks(const Call& c, int rank, int p) {
+  const schedule::VarBlocks& v = *c.blocks;
+  const std::size_t es = size_of(c.type);
+  const auto n = static_cast<std::size_t>(p);
+  const auto fail = [&](const std::string& why) {
+    throw InvalidArgument(fmt::format("alltoallv on rank {}: {}", rank, why));
+  };
+  if (v.send_counts.size() != n || v.recv_counts.size() != n)
+    fail(fmt::format("{} send counts and {} receive counts given; one per rank ({}) each",
+                     v.send_counts.size(), v.recv_counts.size(), p));
+  if ((!v.send_offsets.empty() && v.send_offsets.size() != n) ||
+      (!v.recv_offsets.empty() && v.recv_offsets.size() != n))
+    fail(fmt::format(
+        "{} send offsets and {} receive offsets given; one per rank ({}), or none (packed)",
+        v.send_offsets.size(), v.recv_offsets.size(), p));
+  if (too_large(std::max(c.in_count, c.out_count), es))
+    fail(fmt::format("a buffer of {} elements of {} is too large",
+                     std::max(c.in_count, c.out_count), to_string(c.type)));
+  const auto check_side = [&](const char* side, const std::vector<std::uint64_t>& counts,
+                              const std::vector<std::uint64_t>& offsets, std::uint64_t length,
+                              const void* data) {
+    std::uint64_t packed = 0;
+    for (std::size_t q = 0; q < n; ++q) {
+      const std::uint64_t count = counts[q], at = offsets.empty() ? packed : offsets[q];
+      packed += count;
+      if (count > static_cast<std::uint64_t>(INT32_MAX) / es)
+        fail(fmt::format("the {} block for rank {} has {} elements of {}, over 2^31 - 1 bytes",
+                         side, q, count, to_string(c.type)));
+      if (at > length || count > length - at)
+        fail(
+            fmt::format("the {} block for rank {} (offset {}, {} elements) ends past the {} "
+                        "elements of the {} buffer",
+                        side, q, at, count, length, side));
+      if (count > 0 && data == nullptr)
+        fail(fmt::format("the {} buffer is null but its block for rank {} has {} elements", side, q,
+                         count));
+    }
+  };
+  check_side("send", v.send_counts, v.send_offsets, c.in_count, c.in);
+  check_side("receive", v.recv_counts, v.recv_offsets, c.out_count, c.out);
+  const auto me = static_cast<std::size_t>(rank);
+  if (v.send_counts[me] != v.recv_counts[me])
+    fail(fmt::format("it sends {} elements to itself but its receive count for itself is {}",
+                     v.send_counts[me], v.recv_counts[me]));
+  if (!v.recv_offsets.empty()) {  // packed ones are apart by construction
+    std::vector<std::pair<std::uint64_t, std::size_t>> starts;
+    for (std::size_t q = 0; q < n; ++q)
+      if (v.recv_counts[q] > 0) starts.emplace_back(v.recv_offsets[q], q);
+    std::sort(starts.begin(), starts.end());
+    for (std::size_t k = 1; k < starts.size(); ++k) {
+      const std::size_t a = starts[k - 1].second, b = starts[k].second;
+      if (v.recv_offsets[a] + v.recv_counts[a] > v.recv_offsets[b])
+        fail(fmt::format("the receive blocks for ranks {} and {} overlap", a, b));
+    }
+  }
+  if (c.in_count > 0 && c.out_count > 0 && overlap(c.in, c.in_count * es, c.out, c.out_count * es))
+    fail("input and output overlap (an alltoallv is not in place)");
+}
+
+// Offsets where none were given: the blocks packed in rank order.
+void fill_offsets(schedule::VarBlocks& v) {
+  const auto pack = [](const std::vector<std::uint64_t>& counts, std::vector<std::uint64_t>& at) {
+    if (!at.empty()) return;
+    std::uint64_t next = 0;
+    for (std::uint64_t c : counts) {
+      at.push_back(next);
+      next += c;
+    }
+  };
+  pack(v.send_counts, v.send_offsets);
+  pack(v.recv_counts, v.recv_offsets);
+}
+
+// TOROID_CHECK: every rank's send counts against their receivers' receive counts (one
+// all-to-all of the counts), before any data moves; collective, run under run_agreed so that a
+// disagreement throws on every rank.
+void check_counts_agree(const schedule::VarBlocks& v, MPI_Comm comm, int rank) {
+  std::vector<std::uint64_t> sent_to_me(v.send_counts.size());
+  mpi_check(
+      MPI_Alltoall(v.send_counts.data(), 1, MPI_UINT64_T, sent_to_me.data(), 1, MPI_UINT64_T, comm),
+      "MPI_Alltoall");
+  for (std::size_t q = 0; q < sent_to_me.size(); ++q)
+    if (sent_to_me[q] != v.recv_counts[q])
+      throw InvalidArgument(fmt::format(
+          "alltoallv on rank {}: rank {} sends {} elements to rank {}, whose receive count for "
+          "rank {} is {}: a send count and the matching receive count must be equal",
+          rank, q, sent_to_me[q], rank, q, v.recv_counts[q]));
+}
+
 void validate(const Call& c, int rank, Span group) {
+  if (c.blocks) return validate_blocks(c, rank, group.size);
   // Built only when there is an error to report: validation runs on every call.
   const auto name = [&] { return std::string(toroid::to_string(c.collective)) + along(c); };
   const std::size_t es = size_of(c.type);
@@ -245,8 +341,8 @@ struct Prepared {
   std::optional<exec::SingleCopyCall> single_copy;
   Call call;
   std::uint64_t count = 0;
-  MPI_Comm on = MPI_COMM_NULL;  // stock: the communicator it runs on
-  const ScheduleCache::Entry* schedule = nullptr;
+  MPI_Comm on = MPI_COMM_NULL;    // stock: the communicator it runs on
+  ScheduleCache::Entry schedule;  // null: stock or single-copy
   schedule::BufferSet buffers;
   exec::ExecParams params;
 };
@@ -261,6 +357,12 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
     api::run_agreed(m.comm, check_args, m.config.timeout_s);
   else
     check_args();
+  if (c.blocks) {
+    fill_offsets(*c.blocks);
+    if (m.config.check)
+      api::run_agreed(
+          m.comm, [&] { check_counts_agree(*c.blocks, m.comm, m.rank); }, m.config.timeout_s);
+  }
   // After validation: the arguments' addresses are only computed with once they are sane.
   const Block own = block_of(full_count(c), group.size, group.position);
   const bool ip = in_place(c, own);
@@ -270,7 +372,8 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
     api::require_agreement(
         m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
         {{"collective", static_cast<std::int64_t>(c.collective), named<Collective>},
-         {"count", static_cast<std::int64_t>(full_count(c))},
+         {"count", c.blocks ? 0 : static_cast<std::int64_t>(full_count(c))},
+         {"blocks vary (alltoallv)", c.blocks != nullptr},
          {"type", static_cast<std::int64_t>(c.type), named<DataType>},
          {"op", static_cast<std::int64_t>(c.op), named<ReduceOp>},
          {"algorithm", static_cast<std::int64_t>(c.algo), named<Algorithm>},
@@ -284,9 +387,11 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   p.call = c;
   p.single_copy = single_copy;
   p.count = full_count(c);
-  const Algorithm algo = resolve(c, m);
+  // auto's alltoallv is direct, its one schedule (the model's choice is for equal blocks).
+  const Algorithm algo =
+      c.blocks && c.algo == Algorithm::automatic ? Algorithm::direct : resolve(c, m);
   // Named for messages (a request's errors, the watchdog's), formatted only when one is shown.
-  p.params.what = {form, along(c), c.collective, algo, true};
+  p.params.what = {form, along(c), c.collective, algo, true, c.blocks != nullptr};
   p.params.bytes = p.count * size_of(c.type);
   if (algo == Algorithm::mpi) {
     p.stock = true;
@@ -298,11 +403,22 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   const schedule::Context& ctx = m.schedule_context;
   const std::uint32_t elem_bytes =
       ctx.knows_hops() ? static_cast<std::uint32_t>(size_of(c.type)) : 0;
-  p.schedule = &m.schedules.get(
-      {c.collective, algo, p.count, ip, average, axes_key, c.root, elem_bytes}, [&] {
-        return schedule::build(
-            algo, {c.collective, p.count, ip, average, c.axes, c.root, elem_bytes}, ctx);
-      });
+  if (c.blocks) {  // counts of this call: built for it, never cached
+    if (algo != Algorithm::direct)
+      throw InvalidArgument(fmt::format(
+          "alltoallv on rank {}: algorithm {} cannot run it; alltoallv runs on direct, mpi or auto "
+          "(a chip forwarding others' blocks would need their counts)",
+          m.rank, to_string(algo)));
+    schedule::Schedule built = schedule::build_alltoallv(*c.blocks, ctx);
+    schedule::set_later_uses(built);
+    p.schedule = {std::make_shared<const schedule::Schedule>(std::move(built)), 0};
+  } else {
+    p.schedule = m.schedules.get(
+        {c.collective, algo, p.count, ip, average, axes_key, c.root, elem_bytes}, [&] {
+          return schedule::build(
+              algo, {c.collective, p.count, ip, average, c.axes, c.root, elem_bytes}, ctx);
+        });
+  }
   p.buffers.input =
       static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
   p.buffers.output = static_cast<std::byte*>(c.out);
@@ -330,7 +446,8 @@ std::shared_ptr<exec::BoundCollective> single_copy_op(Communicator::Impl& m, con
 std::array<std::uint64_t, 6> key_of(const Call& c, Algorithm algo) {
   return {static_cast<std::uint64_t>(c.collective) | static_cast<std::uint64_t>(c.type) << 8 |
               static_cast<std::uint64_t>(c.op) << 16 | static_cast<std::uint64_t>(algo) << 24 |
-              static_cast<std::uint64_t>(c.axes ? c.axes->bits() + 1 : 0) << 32,
+              static_cast<std::uint64_t>(c.axes ? c.axes->bits() + 1 : 0) << 32 |
+              static_cast<std::uint64_t>(c.blocks ? 1 : 0) << 40,
           reinterpret_cast<std::uintptr_t>(c.in),
           c.in_count,
           reinterpret_cast<std::uintptr_t>(c.out),
@@ -368,7 +485,8 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   Communicator::Impl& m = internal::impl(comm);
   normalize_axes(c, m);
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
-  if (m.last_call.op && m.last_call.op->state() != exec::BoundCollective::State::active) {
+  if (m.last_call.op && !c.blocks &&
+      m.last_call.op->state() != exec::BoundCollective::State::active) {
     if (same_key(m.last_call.key, key)) {
       m.executor->run(m.last_call.op);
       return;
@@ -400,17 +518,20 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
         m.tracer ? m.tracer->begin_call(p.params.what.text(), p.params.bytes) : 0;
     if (api::Executor::busy_besides(nullptr)) {  // started, so that the wait moves them too
       exec::StockCall call(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops,
-                           c.root);
+                           c.root, p.call.blocks.get());
       call.start();
       api::wait_stock(call);
     } else {
-      exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root);
+      exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root,
+                      p.call.blocks.get());
     }
     if (m.tracer) m.tracer->end_call(traced);  // a stock call is one slice: MPI's steps are its own
     return;
   }
-  auto op = m.executor->acquire(p.schedule->schedule, p.schedule->serial, p.buffers, p.params);
-  if (!m.config.check && !p.single_copy)
+  // An alltoallv's op is its own (never pooled: its schedule is this call's alone).
+  auto op = m.executor->acquire(p.schedule.schedule, p.schedule.serial, p.buffers, p.params,
+                                c.blocks != nullptr);
+  if (!m.config.check && !p.single_copy && !c.blocks)
     m.last_call = {key, in_place_call(c, m), op, p.params.what};
   m.executor->run(op);
 }
@@ -425,7 +546,7 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
   // The same non-blocking call as the last, whose request is gone and whose op has finished:
   // started again as it is, without prepare() (an op a request still holds is never shared).
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
-  if (!persistent && m.last_start.op && same_key(m.last_start.key, key) &&
+  if (!persistent && !c.blocks && m.last_start.op && same_key(m.last_start.key, key) &&
       m.last_start.op.use_count() == 1 && m.executor->finished(*m.last_start.op)) {
     state->what = m.last_start.what;
     state->op = m.last_start.op;
@@ -438,8 +559,9 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
   state->what = p.params.what;
   if (p.stock) {
     // MPI's own non-blocking collective; MPI moves it (inside test/wait, or its own progress).
-    state->stock = std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type,
-                                                     c.op, p.on, m.stock_ops, c.root);
+    state->stock =
+        std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type, c.op, p.on,
+                                          m.stock_ops, c.root, p.call.blocks.get());
     if (!persistent) {
       state->stock->start();
       state->started = true;
@@ -447,9 +569,9 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     return internal::make_request(std::move(state));
   }
   state->op = p.single_copy ? single_copy_op(m, p, false)
-                            : m.executor->acquire(p.schedule->schedule, p.schedule->serial,
-                                                  p.buffers, p.params, persistent);
-  if (!persistent && !m.config.check && !p.single_copy)
+                            : m.executor->acquire(p.schedule.schedule, p.schedule.serial, p.buffers,
+                                                  p.params, persistent || c.blocks);
+  if (!persistent && !m.config.check && !p.single_copy && !c.blocks)
     m.last_start = {key, in_place_call(c, m), state->op, state->what};
   if (!persistent) {
     m.executor->start(state->op);
@@ -579,6 +701,53 @@ Request ialltoall(const void* in, std::uint64_t in_count, void* out, std::uint64
   return start({Collective::alltoall, in, in_count, out, out_count, type, ReduceOp::sum,
                 Algorithm::automatic, std::nullopt},
                comm, algo, false);
+}
+Request alltoall_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                      DataType type, Communicator& comm, std::optional<Algorithm> algo) {
+  return start({Collective::alltoall, in, in_count, out, out_count, type, ReduceOp::sum,
+                Algorithm::automatic, std::nullopt},
+               comm, algo, true);
+}
+
+namespace {
+
+// An alltoallv's call: the layouts copied (a request outlives the caller's spans).
+Call alltoallv_call(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
+                    std::uint64_t out_count, BlockLayout recv, DataType type) {
+  auto blocks = std::make_shared<schedule::VarBlocks>();
+  blocks->send_counts.assign(send.counts.begin(), send.counts.end());
+  blocks->send_offsets.assign(send.offsets.begin(), send.offsets.end());
+  blocks->recv_counts.assign(recv.counts.begin(), recv.counts.end());
+  blocks->recv_offsets.assign(recv.offsets.begin(), recv.offsets.end());
+  return {Collective::alltoall,
+          in,
+          in_count,
+          out,
+          out_count,
+          type,
+          ReduceOp::sum,
+          Algorithm::automatic,
+          std::nullopt,
+          0,
+          std::move(blocks)};
+}
+
+}  // namespace
+
+void alltoallv(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
+               std::uint64_t out_count, BlockLayout recv, DataType type, Communicator& comm,
+               std::optional<Algorithm> algo) {
+  run(alltoallv_call(in, in_count, send, out, out_count, recv, type), comm, algo);
+}
+Request ialltoallv(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
+                   std::uint64_t out_count, BlockLayout recv, DataType type, Communicator& comm,
+                   std::optional<Algorithm> algo) {
+  return start(alltoallv_call(in, in_count, send, out, out_count, recv, type), comm, algo, false);
+}
+Request alltoallv_init(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
+                       std::uint64_t out_count, BlockLayout recv, DataType type, Communicator& comm,
+                       std::optional<Algorithm> algo) {
+  return start(alltoallv_call(in, in_count, send, out, out_count, recv, type), comm, algo, true);
 }
 
 void broadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,

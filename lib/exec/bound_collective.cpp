@@ -74,7 +74,8 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
     const bool sends = st.kind == Kind::send;
     t.bytes = (sends ? st.src.count : st.dst.count) * es;
     t.channel = &engine.channel(sends, st.peer, st.tag);
-    t.via = links && links->carries(st.peer, st.tag) ? Via::shm : Via::mpi;
+    // An exact message's size is checked where it arrives, which MPI tells and the rings do not.
+    t.via = links && !s.exact_messages && links->carries(st.peer, st.tag) ? Via::shm : Via::mpi;
     shm_tasks_ += t.via == Via::shm;
   }
   if (shm_tasks_ > 0) carry_local_copies();
@@ -106,7 +107,7 @@ void BoundCollective::bind_addresses() {
       t.mpi.bind(st,
                  sends || st.kind == Kind::recv_reduce ? buf_.operand(st.src) : schedule::Operand{},
                  sends ? schedule::Destination{} : buf_.destination(st.dst), t.bytes, seg, es,
-                 staging, depth);
+                 staging, depth, schedule_->exact_messages);
     }
   }
   if (shm_tasks_ > 0) mark_shared_memory_hints();

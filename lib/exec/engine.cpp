@@ -180,9 +180,33 @@ bool Engine::advance_as(BoundCollective& op) {
   while (op.first_open_ < tasks.size() && tasks[op.first_open_].finished) ++op.first_open_;
   if (op.first_open_ == tasks.size()) {
     op.state_ = BoundCollective::State::done;
+    if (op.schedule_->exact_messages) fail_on_mismatch(op);
     if constexpr (kTrace) tracer_->end_call(op.trace_call_);
   }
   return moved;
+}
+
+// An exact-message collective (alltoallv) whose receives did not all bring the size this rank
+// expects fails alone, once all its transfers are done: its peers' counts disagree with its own,
+// which is the caller's error (the ops beside it are not touched).
+void Engine::fail_on_mismatch(BoundCollective& op) const {
+  for (const Task& t : op.tasks_) {
+    if (t.via != Via::mpi || !t.mpi.mismatch().found) continue;
+    const MpiTransfer::Mismatch& m = t.mpi.mismatch();
+    const std::size_t es = op.buf_.elem_size;
+    int me = 0;
+    MPI_Comm_rank(comm_, &me);
+    const int peer = t.step->peer;
+    const std::string sent =
+        m.longer ? fmt::format("more than {} elements", t.bytes / es)
+                 : fmt::format("{} element{}", m.arrived / es, m.arrived / es == 1 ? "" : "s");
+    op.state_ = BoundCollective::State::failed;
+    op.error_ = std::make_exception_ptr(InvalidArgument(fmt::format(
+        "{} on rank {}: rank {} sent {} to rank {}, whose receive count for rank {} is {}: a "
+        "send count and the matching receive count must be equal",
+        op.params_.what.text(), me, peer, sent, me, peer, t.bytes / es)));
+    return;
+  }
 }
 
 bool Engine::progress() {

@@ -96,6 +96,7 @@ class Engine {
   void trace_step(const BoundCollective& op, const Task& t);
   std::size_t follow_limit(const BoundCollective& op, const Task& t) const;
   void fail_all(std::exception_ptr e);
+  void fail_on_mismatch(BoundCollective& op) const;
   // An idle round of a wait or a test: MPI's operations and the other engines move.
   void move_elsewhere() noexcept;
   std::string waiting_lines() const;

@@ -12,14 +12,16 @@ using schedule::Kind;
 void MpiTransfer::bind(const schedule::Step& st, const schedule::Operand& src,
                        const schedule::Destination& dst, std::size_t bytes,
                        std::size_t segment_bytes, std::size_t elem_size, std::byte* staging,
-                       std::uint32_t depth) {
+                       std::uint32_t depth, bool exact) {
   step_ = &st;
   src_ = src;
   dst_ = dst;
   bytes_ = bytes;
   elem_size_ = elem_size;
-  seg_bytes_ = std::max<std::size_t>(1, segment_bytes / elem_size) * elem_size;
-  nseg_ = static_cast<std::uint32_t>((bytes + seg_bytes_ - 1) / seg_bytes_);
+  exact_ = exact;
+  seg_bytes_ = exact ? std::max<std::size_t>(bytes, 1)
+                     : std::max<std::size_t>(1, segment_bytes / elem_size) * elem_size;
+  nseg_ = exact ? 1 : static_cast<std::uint32_t>((bytes + seg_bytes_ - 1) / seg_bytes_);
   staging_ = staging;
   depth_ = std::max<std::uint32_t>(1, depth);
   if (st.kind != Kind::send) arrived_.assign(nseg_, 0);
@@ -29,6 +31,7 @@ void MpiTransfer::bind(const schedule::Step& st, const schedule::Operand& src,
 void MpiTransfer::reset() {
   posted_ = sends_done_ = prefix_ = 0;
   ready_ = 0;
+  mismatch_ = {};
   std::fill(arrived_.begin(), arrived_.end(), std::uint8_t{0});
 }
 
@@ -131,7 +134,20 @@ bool MpiTransfer::advance(RequestTable& table, MPI_Comm comm, std::size_t limit,
   return moved;
 }
 
-void MpiTransfer::completed(std::uint32_t k) {
+void MpiTransfer::completed(std::uint32_t k, const MPI_Status& status, int error) {
+  if (exact_ && step_->kind == Kind::recv) {
+    int error_class = MPI_SUCCESS;
+    if (error != MPI_SUCCESS) MPI_Error_class(error, &error_class);
+    if (error_class == MPI_ERR_TRUNCATE) {
+      mismatch_ = {true, true, bytes_};
+    } else if (error == MPI_SUCCESS) {
+      int got = 0;
+      MPI_Get_count(&status, MPI_BYTE, &got);
+      if (static_cast<std::size_t>(got) != bytes_)
+        mismatch_ = {true, false, static_cast<std::size_t>(got)};
+    }
+  }
+  if (error != MPI_SUCCESS && !mismatch_.found) mpi_check(error, "MPI_Testsome");
   if (step_->kind == Kind::send) {
     ++sends_done_;
     return;

@@ -31,15 +31,24 @@ namespace toroid::exec {
 
 class MpiTransfer final : public RequestOwner {
  public:
-  // staging: depth * segment bytes for a recv_reduce (unused otherwise).
+  // staging: depth * segment bytes for a recv_reduce (unused otherwise). exact: one message
+  // whatever its size, an empty one too, and a receive notes what arrived (Schedule::exact_messages).
   void bind(const schedule::Step& st, const schedule::Operand& src,
             const schedule::Destination& dst, std::size_t bytes, std::size_t segment_bytes,
-            std::size_t elem_size, std::byte* staging, std::uint32_t depth);
+            std::size_t elem_size, std::byte* staging, std::uint32_t depth, bool exact = false);
   void reset();
   void start(RequestTable& table, MPI_Comm comm);
   // Moves what may move with the first `limit` bytes of the source final; whether anything did.
   bool advance(RequestTable& table, MPI_Comm comm, std::size_t limit, kernels::ReduceFn reduce);
-  void completed(std::uint32_t segment) override;
+  void completed(std::uint32_t segment, const MPI_Status& status, int error) override;
+  // An exact receive's message was not the size expected: the bytes that came (of at most
+  // bytes()), or that it was longer and cut off; none: it was the size expected.
+  struct Mismatch {
+    bool found = false;
+    bool longer = false;
+    std::size_t arrived = 0;
+  };
+  const Mismatch& mismatch() const noexcept { return mismatch_; }
 
   bool issued() const noexcept { return posted_ == nseg_; }  // every segment posted
   bool finished() const noexcept;
@@ -59,6 +68,8 @@ class MpiTransfer final : public RequestOwner {
   std::byte* staging_ = nullptr;
   std::size_t bytes_ = 0, seg_bytes_ = 1, elem_size_ = 1;
   std::uint32_t nseg_ = 0, depth_ = 1;
+  bool exact_ = false;
+  Mismatch mismatch_;
   // Progress.
   std::uint32_t posted_ = 0, sends_done_ = 0, prefix_ = 0;  // prefix_: segments final in place
   std::size_t ready_ = 0;

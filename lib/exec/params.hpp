@@ -21,7 +21,8 @@ struct CallName {
   const char* along = "";  // "", " along x", " along y"
   Collective collective = Collective::allreduce;
   Algorithm algorithm = Algorithm::automatic;
-  bool named = false;  // false: nothing set ("collective" in messages)
+  bool named = false;        // false: nothing set ("collective" in messages)
+  bool blocks_vary = false;  // an all-to-all of each rank's own counts: named "alltoallv"
   std::string text() const;
   bool operator==(const CallName&) const = default;
 };

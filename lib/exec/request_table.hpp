@@ -9,10 +9,12 @@
 
 namespace toroid::exec {
 
-// Who is told when a request completes: an MPI transfer and the segment (or slot) it was for.
+// Who is told when a request completes: an MPI transfer and the segment (or slot) it was for,
+// with its status and its error (MPI_SUCCESS, or the status's error where MPI_Testsome reported
+// one: a receive truncated, say).
 class RequestOwner {
  public:
-  virtual void completed(std::uint32_t segment) = 0;
+  virtual void completed(std::uint32_t segment, const MPI_Status& status, int error) = 0;
 
  protected:
   ~RequestOwner() = default;
@@ -32,7 +34,7 @@ class RequestTable {
 
  private:
   int complete(bool block);
-  int handle(int n);
+  int handle(int n, bool errors);
   struct Entry {
     RequestOwner* owner = nullptr;
     std::uint32_t segment = 0;
@@ -40,6 +42,7 @@ class RequestTable {
   std::vector<MPI_Request> requests_;
   std::vector<Entry> entries_;
   std::vector<int> free_, done_;
+  std::vector<MPI_Status> statuses_;
   std::size_t open_ = 0;
 };
 

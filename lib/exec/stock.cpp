@@ -110,14 +110,16 @@ MPI_Datatype mpi_type(DataType type) {
 }
 
 void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t count,
-               DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root) {
-  StockCall call(c, in, out, count, type, op, comm, ops, root);
+               DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root,
+               const schedule::VarBlocks* blocks) {
+  StockCall call(c, in, out, count, type, op, comm, ops, root, blocks);
   call.issue(true);
   call.finish();
 }
 
 StockCall::StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count,
-                     DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root)
+                     DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root,
+                     const schedule::VarBlocks* blocks)
     : c_(c),
       in_(in),
       out_(out),
@@ -132,8 +134,18 @@ StockCall::StockCall(schedule::Collective c, const void* in, void* out, std::uin
   if (c == schedule::Collective::reduce_scatter || c == schedule::Collective::allgather)
     block_ints(count, p_, toroid::to_string(c).data(), counts_,
                c == schedule::Collective::allgather ? &displs_ : nullptr);
-  if (c == schedule::Collective::alltoall)  // p equal blocks (validated before)
+  if (c == schedule::Collective::alltoall && blocks) {  // MPI's int counts and displacements
+    const auto ints = [](const std::vector<std::uint64_t>& v, std::vector<int>& out) {
+      out.clear();
+      for (std::uint64_t x : v) out.push_back(as_int(x, "alltoallv"));
+    };
+    ints(blocks->send_counts, counts_);
+    ints(blocks->send_offsets, displs_);
+    ints(blocks->recv_counts, recv_counts_);
+    ints(blocks->recv_offsets, recv_displs_);
+  } else if (c == schedule::Collective::alltoall) {  // p equal blocks (validated before)
     counts_.assign(1, as_int(count / static_cast<std::uint64_t>(p_), "alltoall"));
+  }
 }
 
 void StockCall::start() { issue(false); }
@@ -185,6 +197,15 @@ void StockCall::issue(bool blocking) {
       }
       return;
     case schedule::Collective::alltoall:
+      if (!recv_counts_.empty()) {
+        mpi_check(blocking
+                      ? MPI_Alltoallv(in_, counts_.data(), displs_.data(), dt, out_,
+                                      recv_counts_.data(), recv_displs_.data(), dt, comm_)
+                      : MPI_Ialltoallv(in_, counts_.data(), displs_.data(), dt, out_,
+                                       recv_counts_.data(), recv_displs_.data(), dt, comm_, next()),
+                  "MPI_Alltoallv");
+        return;
+      }
       mpi_check(blocking ? MPI_Alltoall(in_, counts_[0], dt, out_, counts_[0], dt, comm_)
                          : MPI_Ialltoall(in_, counts_[0], dt, out_, counts_[0], dt, comm_, next()),
                 "MPI_Alltoall");

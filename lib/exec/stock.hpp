@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedule/build.hpp"
 #include "schedule/step.hpp"
 #include "toroid/types.hpp"
 
@@ -32,8 +33,10 @@ MPI_Datatype mpi_type(DataType type);
 // in == out means in place (allgather: in points at the own block inside out). Same layouts
 // as toroid's own collectives (collectives.hpp).
 // Broadcast: `out` is the data, on every rank, from `root`.
+// alltoallv: `blocks` set (count unused), MPI_Alltoallv.
 void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t count,
-               DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root = 0);
+               DataType type, ReduceOp op, MPI_Comm comm, StockOps& ops, int root = 0,
+               const schedule::VarBlocks* blocks = nullptr);
 
 // The same collectives started non-blocking (MPI_Iallreduce, MPI_Ireduce_scatter(_block),
 // MPI_Iallgather(v), MPI_Ibcast); run_stock runs one blocking. What must happen after MPI
@@ -42,7 +45,8 @@ void run_stock(schedule::Collective c, const void* in, void* out, std::uint64_t 
 class StockCall {
  public:
   StockCall(schedule::Collective c, const void* in, void* out, std::uint64_t count, DataType type,
-            ReduceOp op, MPI_Comm comm, StockOps& ops, int root = 0);
+            ReduceOp op, MPI_Comm comm, StockOps& ops, int root = 0,
+            const schedule::VarBlocks* blocks = nullptr);
   void start();
   bool test();  // true once complete (and finished)
   void wait();
@@ -50,7 +54,7 @@ class StockCall {
 
  private:
   friend void run_stock(schedule::Collective, const void*, void*, std::uint64_t, DataType, ReduceOp,
-                        MPI_Comm, StockOps&, int);
+                        MPI_Comm, StockOps&, int, const schedule::VarBlocks*);
   void issue(bool blocking);  // the MPI call, blocking or started
   void finish();
   schedule::Collective c_;
@@ -62,7 +66,8 @@ class StockCall {
   MPI_Comm comm_;
   MPI_Op mop_;
   int rank_ = 0, p_ = 1, root_ = 0;
-  std::vector<int> counts_, displs_;  // MPI reads them until the call completes
+  std::vector<int> counts_, displs_;            // MPI reads them until the call completes
+  std::vector<int> recv_counts_, recv_displs_;  // alltoallv's (counts_, displs_: its sends')
   std::vector<MPI_Request> requests_;
 };
 

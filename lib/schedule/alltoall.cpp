@@ -33,10 +33,23 @@
 //
 // The phases write the output and a scratch copy in turn, the last one the output; the slots
 // a chip keeps are copied across. Direct is the same with one dimension of all p ranks.
+//
+// alltoallv (Spec::blocks): direct only, each rank's own counts and offsets. A chip that
+// forwarded others' blocks would need their counts, which only their senders know. Rank r
+// sends to r+1, r+2, ... and receives from r−1, r−2, ... (mod p), so at any moment the ranks
+// send to p different ranks rather than all to rank 0 first. Every peer gets one message, an
+// empty one too (Schedule::exact_messages): a receiver learns every sender's count from what
+// arrives, and a disagreement cannot leave a message unmatched.
+//
+//   3 ranks, rank 1:  send in[off1[2], +cnt1[2]) → 2,  in[off1[0], +cnt1[0]) → 0
+//                     recv out[roff1[0], +rcnt1[0]) ← 0, out[roff1[2], +rcnt1[2]) ← 2
+//                     copy in[off1[1], +cnt1[1]) → out[roff1[1], ...]
 #include <fmt/format.h>
 
 #include "schedule/build.hpp"
+#include "schedule/dependencies.hpp"
 #include "schedule/group.hpp"
+#include "toroid/error.hpp"
 
 namespace toroid::schedule {
 namespace {
@@ -128,6 +141,46 @@ Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
       from = to;
     }
   }
+  return s;
+}
+
+Schedule build_alltoallv(const VarBlocks& v, const Context& ctx) {
+  Schedule s;
+  s.exact_messages = true;
+  const int p = ctx.nranks(), me = ctx.rank;
+  const auto at = [](int q) { return static_cast<std::size_t>(q); };
+  for (const auto* list : {&v.send_counts, &v.send_offsets, &v.recv_counts, &v.recv_offsets})
+    if (list->size() != at(p))
+      throw InvalidArgument(fmt::format(
+          "alltoallv on rank {}: its counts and offsets need one entry per rank ({}), got {}", me,
+          p, list->size()));
+  if (v.send_counts[at(me)] != v.recv_counts[at(me)])
+    throw InvalidArgument(fmt::format(
+        "alltoallv on rank {}: it sends {} elements to itself but its receive count for itself "
+        "is {}",
+        me, v.send_counts[at(me)], v.recv_counts[at(me)]));
+  for (int k = 1; k < p; ++k) {
+    const int to = (me + k) % p, from = (me - k + p) % p;
+    s.steps.push_back(
+        {Kind::send, to, 0, 0, {Buf::input, v.send_offsets[at(to)], v.send_counts[at(to)]}, {}});
+    s.steps.push_back({Kind::recv,
+                       from,
+                       0,
+                       0,
+                       {},
+                       {Buf::output, v.recv_offsets[at(from)], v.recv_counts[at(from)]}});
+  }
+  if (v.send_counts[at(me)] > 0)
+    s.steps.push_back({Kind::copy,
+                       -1,
+                       0,
+                       0,
+                       {Buf::input, v.send_offsets[at(me)], v.send_counts[at(me)]},
+                       {Buf::output, v.recv_offsets[at(me)], v.recv_counts[at(me)]}});
+  s.algorithm = std::string(to_string(Algorithm::direct));
+  s.rank = me;
+  s.nranks = p;
+  derive_dependencies(s);
   return s;
 }
 

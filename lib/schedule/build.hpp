@@ -37,6 +37,14 @@ struct Context {
   Torus2D grid(std::string_view who) const;
 };
 
+// An all-to-all's blocks where they differ from rank to rank and call to call (alltoallv): per
+// peer q, how many elements go to q and where they start in the input, how many come from q and
+// where they go in the output. Each rank knows only its own; the schedule sends and receives
+// exactly these, one message per peer (Schedule::exact_messages).
+struct VarBlocks {
+  std::vector<std::uint64_t> send_counts, send_offsets, recv_counts, recv_offsets;
+};
+
 // What to build: the collective, its length and form (the schedule builder's request).
 struct Spec {
   Collective collective = Collective::allreduce;
@@ -66,6 +74,9 @@ Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx);     // swi
 Schedule build_swing_latency_dims(const Spec& r, const Context& ctx);     // 3D and more: all-reduce
 Schedule build_swing_dims(const Spec& r, const Context& ctx);             // 3D and more: all-reduce
 Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx);  // direct, torus2d(_both)
+// An alltoallv's schedule (direct, the only one), complete as build's; throws InvalidArgument
+// where the blocks are not one per rank or its own send and receive counts differ.
+Schedule build_alltoallv(const VarBlocks& v, const Context& ctx);
 Schedule build_broadcast(Algorithm a, const Spec& r,
                          const Context& ctx);  // ring, torus2d, recursive_doubling
 

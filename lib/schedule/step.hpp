@@ -98,9 +98,13 @@ struct Schedule {
   int nranks = 1;
   std::uint64_t scratch_count = 0;  // elements of scratch the executor must provide
   bool in_place = false;            // input and output are one buffer (not for allgather)
-  std::vector<Step> steps;          // ordered by phase
-  std::vector<Dep> deps;            // grouped by step (Step::dep_begin)
-  std::vector<Block> pieces;        // the runs of gathered chunks (Chunk::first_piece)
+  // Every transfer is one message, an empty one too, and a receive checks the size that came:
+  // the two ends' counts are each rank's own arguments (alltoallv), so a disagreement is an
+  // error the receiver reports, never a hang or a write past its block.
+  bool exact_messages = false;
+  std::vector<Step> steps;    // ordered by phase
+  std::vector<Dep> deps;      // grouped by step (Step::dep_begin)
+  std::vector<Block> pieces;  // the runs of gathered chunks (Chunk::first_piece)
   // Per step, where the engine asks (schedule/later_use.hpp: set_later_uses, once per schedule
   // it runs; empty in schedules only simulated or verified).
   std::vector<LaterUse> later_use;
