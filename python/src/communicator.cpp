@@ -338,6 +338,35 @@ void def_gather_axis(py::class_<C>& cls, const char* name, GatherAxis f) {
         [&] { f(o.in.data, o.in.count, o.out.data, o.out.count, o.in.type, ax, comm, a); });
   });
 }
+// An alltoallv's counts or offsets: a sequence of non-negative integers (a list, a tuple, a
+// numpy array); None: no offsets (packed).
+std::vector<std::uint64_t> counts_of(const py::object& v, const char* what, const char* call) {
+  std::vector<std::uint64_t> out;
+  if (v.is_none()) return out;
+  for (const py::handle& h : v) {
+    const auto n = py::int_(py::reinterpret_borrow<py::object>(h)).cast<long long>();
+    if (n < 0) throw InvalidArgument(fmt::format("{}: {} has a negative entry {}", call, what, n));
+    out.push_back(static_cast<std::uint64_t>(n));
+  }
+  return out;
+}
+
+struct ExchangeV {
+  Operands o;
+  std::vector<std::uint64_t> send_counts, send_offsets, recv_counts, recv_offsets;
+  std::optional<Algorithm> algo;
+};
+ExchangeV exchange_v(const py::object& x, const py::object& out, const py::object& send_counts,
+                     const py::object& recv_counts, const py::object& send_offsets,
+                     const py::object& recv_offsets, const py::object& algo, const char* call) {
+  return {operands(x, out, call, false),
+          counts_of(send_counts, "send_counts", call),
+          counts_of(send_offsets, "send_offsets", call),
+          counts_of(recv_counts, "recv_counts", call),
+          counts_of(recv_offsets, "recv_offsets", call),
+          algorithm_of(algo)};
+}
+
 void bind_blocking(py::class_<C>& cls) {
   def_reducing(cls, "allreduce", &allreduce);
   def_reducing(cls, "reduce_scatter", &reduce_scatter);
@@ -346,6 +375,20 @@ void bind_blocking(py::class_<C>& cls) {
   def_reducing_axis(cls, "allreduce_axis", &allreduce_axis);
   def_reducing_axis(cls, "reduce_scatter_axis", &reduce_scatter_axis);
   def_gather_axis(cls, "allgather_axis", &allgather_axis);
+  cls.def("alltoallv",
+          [](C& c, const py::object& x, const py::object& out, const py::object& send_counts,
+             const py::object& recv_counts, const py::object& send_offsets,
+             const py::object& recv_offsets, const py::object& algo) {
+            auto& comm = c.get();
+            const ExchangeV v = checked(comm, comm.checks_arguments(), [&] {
+              return exchange_v(x, out, send_counts, recv_counts, send_offsets, recv_offsets, algo,
+                                "alltoallv");
+            });
+            run_blocking([&] {
+              alltoallv(v.o.in.data, v.o.in.count, {v.send_counts, v.send_offsets}, v.o.out.data,
+                        v.o.out.count, {v.recv_counts, v.recv_offsets}, v.o.in.type, comm, v.algo);
+            });
+          });
   cls.def("broadcast", [](C& c, const py::object& x, int root, const py::object& algo) {
     auto& comm = c.get();
     auto [v, a] = checked(comm, comm.checks_arguments(), [&] {
@@ -390,6 +433,23 @@ void bind_nonblocking(py::class_<C>& cls) {
   def_start_reducing(cls, "ireduce_scatter", &ireduce_scatter);
   def_start_gather(cls, "iallgather", &iallgather);
   def_start_gather(cls, "ialltoall", &ialltoall);
+  cls.def("ialltoallv",
+          [](C& c, const py::object& x, const py::object& out, const py::object& send_counts,
+             const py::object& recv_counts, const py::object& send_offsets,
+             const py::object& recv_offsets, const py::object& algo) {
+            auto& comm = c.get();
+            const ExchangeV v = checked(comm, comm.checks_arguments(), [&] {
+              return exchange_v(x, out, send_counts, recv_counts, send_offsets, recv_offsets, algo,
+                                "ialltoallv");
+            });
+            return run_nonblocking(  // the counts are copied by the call; the arrays are kept
+                [&] {
+                  return ialltoallv(v.o.in.data, v.o.in.count, {v.send_counts, v.send_offsets},
+                                    v.o.out.data, v.o.out.count, {v.recv_counts, v.recv_offsets},
+                                    v.o.in.type, comm, v.algo);
+                },
+                {v.o.in, v.o.out}, out);
+          });
   cls.def("ibroadcast", [](C& c, const py::object& x, int root, const py::object& algo) {
     auto& comm = c.get();
     auto [v, a] = checked(comm, comm.checks_arguments(), [&] {

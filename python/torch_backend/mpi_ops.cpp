@@ -339,9 +339,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_bytes(
   return completed(c10d::OpType::ALLTOALL_BASE, {output});
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall(std::vector<at::Tensor>& outputs,
-                                                            std::vector<at::Tensor>& inputs,
-                                                            const c10d::AllToAllOptions&) {
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_bytes_list(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllToAllOptions&) {
   const int p = getSize();
   std::vector<int> send_counts(p), send_displs(p), recv_counts(p), recv_displs(p);
   std::int64_t send_total = 0, recv_total = 0;

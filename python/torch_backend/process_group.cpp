@@ -487,24 +487,97 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::broadcast(std::vector<at::Ten
   return enqueue(work);
 }
 
-// all_to_all_single: equal parts of a dtype toroid has go through toroid's all-to-all (auto);
-// split sizes (toroid has no alltoallv yet) and other dtypes through MPI_Alltoallv.
+// all_to_all_single: tensors of a dtype toroid has go through toroid: equal parts through its
+// all-to-all (auto), split sizes (rows of dim 0, as torch splits them) through its alltoallv.
+// Other dtypes, and splits that do not fit their tensor (which alltoall_bytes names), go
+// through MPI_Alltoallv.
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_base(
     at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
     std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) {
   const auto p = static_cast<std::uint64_t>(getSize());
-  if (!output_splits.empty() || !input_splits.empty() || !toroid_has(input) ||
-      input.scalar_type() != output.scalar_type() || !input.is_contiguous() ||
-      !output.is_contiguous() || count_of(input) != count_of(output) || count_of(input) % p != 0 ||
-      (input.dim() > 0 && input.size(0) % static_cast<std::int64_t>(p) != 0))
+  if (!toroid_has(input) || input.scalar_type() != output.scalar_type() || !input.is_contiguous() ||
+      !output.is_contiguous())
     return alltoall_bytes(output, input, output_splits, input_splits);  // checks and says why
+  const bool equal = output_splits.empty() && input_splits.empty();
+  if (equal && (count_of(input) != count_of(output) || count_of(input) % p != 0 ||
+                (input.dim() > 0 && input.size(0) % static_cast<std::int64_t>(p) != 0)))
+    return alltoall_bytes(output, input, output_splits, input_splits);
+  // Elements per rank from a tensor's splits (none: equal parts); empty where they do not fit.
+  const auto elements = [&](const at::Tensor& t, const std::vector<int64_t>& splits) {
+    const std::int64_t rows = t.dim() == 0 ? 1 : t.size(0);
+    const auto row = static_cast<std::uint64_t>(rows ? t.numel() / rows : 0);
+    std::vector<std::uint64_t> counts;
+    if (splits.empty()) {
+      if (rows % static_cast<std::int64_t>(p) == 0)
+        counts.assign(p, static_cast<std::uint64_t>(rows) / p * row);
+      return counts;
+    }
+    std::int64_t total = 0;
+    for (std::int64_t rows_to : splits) {
+      if (rows_to < 0) return std::vector<std::uint64_t>{};
+      counts.push_back(static_cast<std::uint64_t>(rows_to) * row);
+      total += rows_to;
+    }
+    if (splits.size() != p || total != rows) counts.clear();
+    return counts;
+  };
+  const std::vector<std::uint64_t> sends = equal ? std::vector<std::uint64_t>{}
+                                                 : elements(input, input_splits),
+                                   recvs = equal ? std::vector<std::uint64_t>{}
+                                                 : elements(output, output_splits);
+  if (!equal && (sends.size() != p || recvs.size() != p))
+    return alltoall_bytes(output, input, output_splits, input_splits);
   require_dense(input, "alltoall_base", "the input");
   require_dense(output, "alltoall_base", "the output");
   auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::ALLTOALL_BASE,
                                               std::vector<at::Tensor>{output});
   work->keep = {input, output};
-  work->requests.push_back(ialltoall(input.data_ptr(), count_of(input), output.data_ptr(),
-                                     count_of(output), type_of(input, "alltoall_base"), *comm_));
+  const DataType type = type_of(input, "alltoall_base");
+  work->requests.push_back(equal ? ialltoall(input.data_ptr(), count_of(input), output.data_ptr(),
+                                             count_of(output), type, *comm_)
+                                 : ialltoallv(input.data_ptr(), count_of(input), {sends},
+                                              output.data_ptr(), count_of(output), {recvs}, type,
+                                              *comm_));
+  return enqueue(work);
+}
+
+// all_to_all (a tensor per peer): a dtype toroid has goes through its alltoallv, the inputs
+// packed into one staging tensor and the outputs copied out of another when it completes.
+c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall(std::vector<at::Tensor>& outputs,
+                                                            std::vector<at::Tensor>& inputs,
+                                                            const c10d::AllToAllOptions& opts) {
+  const auto p = static_cast<std::size_t>(getSize());
+  bool ours = inputs.size() == p && outputs.size() == p && p > 0 && toroid_has(inputs[0]);
+  for (std::size_t r = 0; ours && r < p; ++r)
+    ours = inputs[r].scalar_type() == inputs[0].scalar_type() &&
+           outputs[r].scalar_type() == inputs[0].scalar_type() && inputs[r].is_contiguous() &&
+           outputs[r].is_contiguous();
+  if (!ours) return alltoall_bytes_list(outputs, inputs, opts);  // checks and says why
+  std::vector<std::uint64_t> sends(p), recvs(p);
+  std::vector<at::Tensor> flat_in(p);
+  for (std::size_t r = 0; r < p; ++r) {
+    require_dense(inputs[r], "alltoall", "an input");
+    require_dense(outputs[r], "alltoall", "an output");
+    sends[r] = count_of(inputs[r]);
+    recvs[r] = count_of(outputs[r]);
+    flat_in[r] = inputs[r].reshape({-1});
+  }
+  at::Tensor send = at::cat(flat_in);
+  const auto recv_total = std::accumulate(recvs.begin(), recvs.end(), std::uint64_t{0});
+  at::Tensor recv = at::empty({static_cast<std::int64_t>(recv_total)}, send.options());
+  auto work = c10::make_intrusive<ToroidWork>(*this, c10d::OpType::ALLTOALL, outputs);
+  work->keep = {send, recv};
+  work->requests.push_back(ialltoallv(send.data_ptr(), count_of(send), {sends}, recv.data_ptr(),
+                                      count_of(recv), {recvs}, type_of(send, "alltoall"), *comm_));
+  work->finish = [outputs, recv, recvs] {
+    std::int64_t at = 0;
+    for (std::size_t r = 0; r < outputs.size(); ++r) {
+      const auto n = static_cast<std::int64_t>(recvs[r]);
+      at::Tensor out = outputs[r];
+      out.view({-1}).copy_(recv.narrow(0, at, n));
+      at += n;
+    }
+  };
   return enqueue(work);
 }
 

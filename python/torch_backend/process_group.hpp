@@ -183,6 +183,10 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
                                                  c10d::OpType type);
   // An all-to-all toroid has no form for (split sizes, a dtype it has no type for): the bytes
   // through MPI_Alltoallv (mpi_ops.cpp).
+  // all_to_all's list form through MPI_Alltoallv (dtypes toroid does not have).
+  c10::intrusive_ptr<c10d::Work> alltoall_bytes_list(std::vector<at::Tensor>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllToAllOptions& opts);
   c10::intrusive_ptr<c10d::Work> alltoall_bytes(at::Tensor& output, at::Tensor& input,
                                                 std::vector<int64_t>& output_splits,
                                                 std::vector<int64_t>& input_splits);

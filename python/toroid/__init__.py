@@ -201,6 +201,33 @@ class Communicator:
     def ialltoall(self, x, out=None, algorithm=None):
         return self._c.ialltoall(x, self._exchange_out(x, out), algorithm)
 
+    def alltoallv(self, x, send_counts, recv_counts, out=None, send_offsets=None,
+                  recv_offsets=None, algorithm=None):
+        """Blocks of each rank's own sizes (MPI_Alltoallv): send_counts[j] elements of x (from
+        send_offsets[j], or packed in rank order) go to rank j, and recv_counts[i] elements from
+        rank i land in out (at recv_offsets[i], or packed). Rank i's send count to j must equal
+        j's receive count from i: where they differ, j raises naming both. out: a new array
+        when None (as long as the receive blocks need); never in place."""
+        out = self._exchange_v_out(x, out, recv_counts, recv_offsets)
+        self._c.alltoallv(x, out, send_counts, recv_counts, send_offsets, recv_offsets,
+                          algorithm)
+        return out
+
+    def ialltoallv(self, x, send_counts, recv_counts, out=None, send_offsets=None,
+                   recv_offsets=None, algorithm=None):
+        out = self._exchange_v_out(x, out, recv_counts, recv_offsets)
+        return self._c.ialltoallv(x, out, send_counts, recv_counts, send_offsets, recv_offsets,
+                                  algorithm)
+
+    def _exchange_v_out(self, x, out, recv_counts, recv_offsets):
+        if out is not None:
+            return out
+        counts = [int(c) for c in recv_counts]
+        if recv_offsets is None:
+            return _empty_like(x, sum(counts))
+        ends = [int(o) + c for o, c in zip(recv_offsets, counts)]
+        return _empty_like(x, max(ends, default=0))
+
     def _exchange_out(self, x, out):
         if out is not None:
             return out

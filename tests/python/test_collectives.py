@@ -328,3 +328,50 @@ def test_alltoall(comm):
         with pytest.raises(toroid.InvalidArgument, match="equal blocks"):
             comm.alltoall(np.zeros(P * b + 1))
     assert agree(ok)
+
+
+def test_alltoallv(comm):
+    """Skewed blocks (some empty) against mpi4py's Alltoallv: packed and with offsets, blocking
+    and non-blocking, numpy and torch; a receive count that disagrees raises on its rank."""
+    def count(i, j):
+        return 0 if (i + 2 * j) % 3 == 0 else 5 * ((i * 7 + j) % 4) + 1
+    send = [count(R, j) for j in range(P)]
+    recv = [count(i, R) for i in range(P)]
+    x = np.arange(sum(send), dtype=np.float32) + 1000.0 * R
+    want = np.empty(sum(recv), dtype=np.float32)
+    world.Alltoallv([x, send], [want, recv])
+    ok = True
+    for algo in (None, "direct", "mpi"):
+        ok = ok and np.array_equal(comm.alltoallv(x, send, recv, algorithm=algo), want)
+        ok = ok and np.array_equal(comm.ialltoallv(x, send, recv, algorithm=algo).wait(), want)
+    # Receive blocks in reverse rank order, one element apart.
+    offsets, at = [0] * P, 0
+    for i in reversed(range(P)):
+        offsets[i] = at
+        at += recv[i] + 1
+    spaced = comm.alltoallv(x, send, recv, recv_offsets=offsets)
+    for i in range(P):
+        start = sum(recv[:i])
+        ok = ok and np.array_equal(spaced[offsets[i]:offsets[i] + recv[i]],
+                                   want[start:start + recv[i]])
+    try:
+        import torch
+        t = torch.from_numpy(x.copy())
+        ok = ok and np.array_equal(comm.alltoallv(t, send, recv).numpy(), want)
+    except ImportError:
+        pass
+    assert agree(ok)
+    if P > 1:
+        wrong = list(recv)
+        if R == P - 1:
+            wrong[0] += 1
+        out = np.zeros(sum(wrong), dtype=np.float32)
+        raised = ""
+        try:
+            comm.alltoallv(x, send, wrong, out=out)
+        except toroid.InvalidArgument as e:
+            raised = str(e)
+        expect = f"whose receive count for rank 0 is {wrong[0]}" if R == P - 1 else ""
+        assert agree((expect in raised) if expect else raised == "")
+        with pytest.raises(toroid.InvalidArgument, match="send_counts has a negative entry"):
+            comm.alltoallv(x, [-1] * P, recv)

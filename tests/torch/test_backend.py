@@ -397,6 +397,16 @@ def test_reduce_gather_scatter_all_to_all_send_recv():
     out = torch.zeros(sum(s + 1 for s in range(P)), 2)
     dist.all_to_all_single(out, inp, output_split_sizes=[s + 1 for s in range(P)], input_split_sizes=[R + 1] * P)
     ok = ok and torch.equal(out[:, 0], torch.tensor([float(s) for s in range(P) for _ in range(s + 1)]))
+    # skewed split sizes (some peers none), rows of 3, toroid's alltoallv, async
+    def rows(i, j):
+        return 0 if (i + j) % 3 == 0 else (i * 5 + j) % 4 + 1
+    for dtype in (torch.bfloat16, torch.int64):
+        inp = torch.cat([torch.full((rows(R, j), 3), 10 * R + j) for j in range(P)]).to(dtype)
+        out = torch.zeros(sum(rows(i, R) for i in range(P)), 3, dtype=dtype)
+        dist.all_to_all_single(out, inp, output_split_sizes=[rows(i, R) for i in range(P)],
+                               input_split_sizes=[rows(R, j) for j in range(P)], async_op=True).wait()
+        want = torch.cat([torch.full((rows(i, R), 3), 10 * i + R) for i in range(P)]).to(dtype)
+        ok = ok and torch.equal(out, want)
     outs = [torch.zeros(r + 1) for r in range(P)]
     dist.all_to_all(outs, [torch.full((R + 1,), float(10 * R + s)) for s in range(P)])
     ok = ok and all(torch.equal(o, torch.full((r + 1,), float(10 * r + R))) for r, o in enumerate(outs))
