@@ -169,6 +169,10 @@ int run(const Settings& s, int rank) {
         kernels::use_isa(sp.level.empty() ? default_isa : kernels::select_isa(sp.level));
         Row row = median_of_rounds(rounds[i]);
         predict(row, c, a, *comms[sp.t], sp.memory, s.axes);
+        if (s.alltoallv && a != Algorithm::mpi) {  // its one schedule; the model is for alltoall
+          row.picked = "direct";
+          row.predicted_us = 0;
+        }
         if (comms.size() > 1 && a != Algorithm::mpi)
           row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[sp.t]));
         if (s.modes.size() > 1 && a != Algorithm::mpi)

@@ -39,12 +39,40 @@ Group group_of(const Settings& s, Communicator& comm) {
   return g;
 }
 
-// The arguments of one collective call of `c` with this rank's buffers (`in`: full length).
+// --op alltoallv: the elements rank i sends rank j out of `count` a rank, as top-2 gating over
+// one expert per rank makes them: every fourth rank's expert is popular (4 to 5 times the
+// others' share), and the shares vary a little from sender to sender. A rank's blocks add up to
+// at most `count`; a popular rank receives about twice `count`.
+std::uint64_t skewed_weight(int i, int j) { return (j % 4 == 0 ? 4 : 1) + ((i + j) % 3 == 0); }
+std::uint64_t skewed_count(std::uint64_t count, int p, int i, int j) {
+  std::uint64_t total = 0;
+  for (int q = 0; q < p; ++q) total += skewed_weight(i, q);
+  return count * skewed_weight(i, j) / total;
+}
+
+// One rank's alltoallv blocks (packed in rank order) for `count` elements a rank.
+struct Skewed {
+  std::vector<std::uint64_t> send, recv;
+  std::uint64_t out_count = 0;
+};
+Skewed skewed_layout(std::uint64_t count, int p, int me) {
+  Skewed k;
+  for (int q = 0; q < p; ++q) {
+    k.send.push_back(skewed_count(count, p, me, q));
+    k.recv.push_back(skewed_count(count, p, q, me));
+    k.out_count += k.recv.back();
+  }
+  return k;
+}
+
+// The arguments of one collective call of `c` with this rank's buffers (`in`: full length);
+// `skewed`: an alltoallv's blocks (--op alltoallv).
 struct Args {
   const void* in;
   std::uint64_t in_count;
   void* out;
   std::uint64_t out_count;
+  const Skewed* skewed = nullptr;
 };
 Args args_of(Collective c, const Settings& s, std::byte* in, std::byte* out, std::uint64_t count,
              Communicator& comm) {
@@ -61,7 +89,7 @@ Args args_of(Collective c, const Settings& s, std::byte* in, std::byte* out, std
     case Collective::broadcast:
       return {out, count, out, count};  // from rank 0
     case Collective::alltoall:          // never in place (settings.cpp)
-      return {in, count, out, count};
+      return {in, count, out, count, nullptr};
   }
   return {};
 }
@@ -129,16 +157,21 @@ Request request_for(Collective c, const Settings& s, const Args& a, Algorithm al
     case Collective::broadcast:
       return persistent ? broadcast_init(a.out, a.out_count, s.type, 0, comm, algo)
                         : ibroadcast(a.out, a.out_count, s.type, 0, comm, algo);
-    case Collective::alltoall:  // no persistent form (settings.cpp)
-      return ialltoall(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
+    case Collective::alltoall:
+      if (a.skewed)
+        return persistent
+                   ? alltoallv_init(a.in, a.in_count, {a.skewed->send}, a.out, a.skewed->out_count,
+                                    {a.skewed->recv}, s.type, comm, algo)
+                   : ialltoallv(a.in, a.in_count, {a.skewed->send}, a.out, a.skewed->out_count,
+                                {a.skewed->recv}, s.type, comm, algo);
+      return persistent ? alltoall_init(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo)
+                        : ialltoall(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
   }
   return {};
 }
 
 // One collective call of `c` with this rank's buffers; `in` is the full-length input.
-void call(Collective c, const Settings& s, std::byte* in, std::byte* out, std::uint64_t count,
-          Algorithm algo, Communicator& comm) {
-  const Args a = args_of(c, s, in, out, count, comm);
+void call(Collective c, const Settings& s, const Args& a, Algorithm algo, Communicator& comm) {
   if (s.axes) switch (c) {  // no broadcast (settings.cpp)
       case Collective::allreduce:
         return allreduce_axis(a.in, a.in_count, a.out, a.out_count, s.type, s.op, *s.axes, comm,
@@ -166,7 +199,11 @@ void call(Collective c, const Settings& s, std::byte* in, std::byte* out, std::u
       broadcast(a.out, a.out_count, s.type, 0, comm, algo);
       return;
     case Collective::alltoall:
-      alltoall(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
+      if (a.skewed)
+        alltoallv(a.in, a.in_count, {a.skewed->send}, a.out, a.skewed->out_count, {a.skewed->recv},
+                  s.type, comm, algo);
+      else
+        alltoall(a.in, a.in_count, a.out, a.out_count, s.type, comm, algo);
       return;
   }
 }
@@ -181,13 +218,26 @@ std::uint64_t count_wrong(Collective c, const Settings& s, const std::byte* out,
   const std::size_t es = size_of(s.type);
   const Block own = block_of(count, p, group.position);
   const std::uint64_t first = c == Collective::reduce_scatter ? own.offset : 0;
-  const std::uint64_t len = c == Collective::reduce_scatter ? own.count : count;
+  std::uint64_t len = c == Collective::reduce_scatter ? own.count : count;
+  // alltoallv: the block from q, packed in rank order, is q's block for me (packed in q's).
+  std::vector<std::pair<int, std::uint64_t>> from;  // per element: sender, its index there
+  if (c == Collective::alltoall && s.alltoallv) {
+    for (int q = 0; q < p; ++q) {
+      std::uint64_t at_q = 0;
+      for (int j = 0; j < group.position; ++j) at_q += skewed_count(count, p, q, j);
+      for (std::uint64_t k = 0; k < skewed_count(count, p, q, group.position); ++k)
+        from.emplace_back(q, at_q + k);
+    }
+    len = from.size();
+  }
   const std::uint64_t at = c == Collective::reduce_scatter && !s.in_place ? 0 : first;
   std::uint64_t wrong = 0;
   for (std::uint64_t i = 0; i < len; ++i) {
     const std::uint64_t g = first + i;
     double want;
-    if (c == Collective::alltoall) {  // block q: member q's block for my place
+    if (!from.empty()) {
+      want = exact_input(s.op, member(from[i].first), from[i].second);
+    } else if (c == Collective::alltoall) {  // block q: member q's block for my place
       const std::uint64_t b = count / static_cast<std::uint64_t>(p), q = g / b;
       want = exact_input(s.op, member(static_cast<int>(q)),
                          static_cast<std::uint64_t>(group.position) * b + g % b);
@@ -390,8 +440,25 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   // Round the count to a multiple of p so every block is equal (as MPI_Reduce_scatter_block needs).
   std::uint64_t count = std::max<std::uint64_t>(bytes / es / p, 1) * p;
   // Warm rows ask MPI nothing here: the node's size matters only to cold sets.
-  const std::uint64_t sets = s.cold ? cold_sets(s, 2 * count * es, ranks_on_node(comm)) : 1;
-  Sets ins(comm, count * es, sets, memory), outs(comm, count * es, sets, memory, s.output_offset);
+  const bool skew = c == Collective::alltoall && s.alltoallv;
+  const Skewed skewed = skew ? skewed_layout(count, p, comm.rank()) : Skewed{};
+  // alltoallv: every rank's output as long as the most any rank receives (equal sets, and
+  // collective allocation for --buffers toroid, on every rank).
+  std::uint64_t out_count = count;
+  if (skew) {
+    out_count = skewed.out_count;
+    MPI_Allreduce(MPI_IN_PLACE, &out_count, 1, MPI_UINT64_T, MPI_MAX, comm.mpi_comm());
+    out_count = std::max<std::uint64_t>(out_count, 1);
+  }
+  const std::uint64_t sets =
+      s.cold ? cold_sets(s, (count + out_count) * es, ranks_on_node(comm)) : 1;
+  Sets ins(comm, count * es, sets, memory),
+      outs(comm, out_count * es, sets, memory, s.output_offset);
+  const auto args = [&](std::uint64_t k) {
+    Args a = args_of(c, s, ins.set(k), outs.set(k), count, comm);
+    if (skew) a.skewed = &skewed;
+    return a;
+  };
   auto fill = [&](std::uint64_t k) {
     for (std::uint64_t i = 0; i < count; ++i)
       store_as(s.type, ins.set(k) + i * es, exact_input(s.op, comm.rank(), i));
@@ -403,14 +470,12 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
   // persistent request per set serves every iteration.
   std::vector<Request> persistent(mode == Settings::Mode::persistent ? sets : 0);
   for (std::uint64_t k = 0; k < persistent.size(); ++k)
-    persistent[k] =
-        request_for(c, s, args_of(c, s, ins.set(k), outs.set(k), count, comm), algo, comm, true);
+    persistent[k] = request_for(c, s, args(k), algo, comm, true);
   auto once = [&](std::uint64_t k) {
     if (mode == Settings::Mode::blocking) {
-      call(c, s, ins.set(k), outs.set(k), count, algo, comm);
+      call(c, s, args(k), algo, comm);
     } else if (mode == Settings::Mode::nonblocking) {
-      request_for(c, s, args_of(c, s, ins.set(k), outs.set(k), count, comm), algo, comm, false)
-          .wait();
+      request_for(c, s, args(k), algo, comm, false).wait();
     } else {
       persistent[k].start();
       persistent[k].wait();
@@ -444,7 +509,7 @@ Row measure(Collective c, const Settings& s, std::uint64_t bytes, Algorithm algo
                         : c == Collective::broadcast ? 1.0
                                                      : static_cast<double>(p - 1) / p;
   const double algbw = total / (med * 1e-6) / 1e9;
-  return {std::string(to_string(c)),
+  return {skew ? std::string("alltoallv") : std::string(to_string(c)),
           std::string(to_string(s.type)),
           std::string(to_string(s.op)),
           count * es,

@@ -36,8 +36,11 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
   std::string op = "allreduce", algo = "ring", dtype = "f32", redop = "sum", b = "4K", e = "64M";
   Settings s;
   int check = 1, inplace = 0;
-  d.add_options()("help,h", "print this help")("op", po::value(&op)->default_value(op),
-                                               "allreduce|reduce_scatter|allgather|all")(
+  d.add_options()("help,h", "print this help")(
+      "op", po::value(&op)->default_value(op),
+      "comma list of allreduce|reduce_scatter|allgather|broadcast|alltoall|alltoallv "
+      "(alltoallv: skewed blocks, as a gate makes them), "
+      "or all (the first four)")(
       "algo", po::value(&algo)->default_value(algo),
       "comma list of "
       "auto|ring|bidir_ring|torus2d|torus2d_both|hierarchical|recursive_doubling|rabenseifner|"
@@ -104,7 +107,18 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "default: "
       "TOROID_TIMEOUT, else 300)");
   const po::variables_map vm = cli::parse_command_line(d, argc, argv, help, help_text);
-  s.ops = cli::parse_collectives(op);
+  {
+    // alltoallv: the all-to-all's rows with skewed blocks (one of the two per run).
+    std::vector<std::string> names = cli::split_list(op);
+    const bool v = std::find(names.begin(), names.end(), "alltoallv") != names.end();
+    if (v && std::find(names.begin(), names.end(), "alltoall") != names.end())
+      throw InvalidArgument("--op: alltoall and alltoallv in one run; run them one at a time");
+    std::string list;
+    for (const std::string& n : names)
+      list += (list.empty() ? "" : ",") + (v && n == "alltoallv" ? std::string("alltoall") : n);
+    s.alltoallv = v;
+    s.ops = cli::parse_collectives(list);
+  }
   s.algos = cli::parse_algorithms(algo, {std::begin(all_algorithms), std::end(all_algorithms)});
   s.baseline = vm.count("no-baseline") == 0;
   // The stock collective runs first at every size, so every row can show its ratio to it.
@@ -195,12 +209,8 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
     }
   }
   for (Collective c : s.ops)
-    if (c == Collective::alltoall) {
-      if (inplace != 0) throw InvalidArgument("--inplace 1: an all-to-all is never in place");
-      for (Settings::Mode m : s.modes)
-        if (m == Settings::Mode::persistent)
-          throw InvalidArgument("--mode persistent: all-to-all has no persistent form yet");
-    }
+    if (c == Collective::alltoall && inplace != 0)
+      throw InvalidArgument("--inplace 1: an all-to-all is never in place");
   if (vm.count("axes")) {
     try {
       s.axes = Axes::parse(vm["axes"].as<std::string>());
@@ -208,10 +218,10 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       throw InvalidArgument(std::string("--axes: ") + ex.what());
     }
     for (Collective c : s.ops)
-      if (c == Collective::broadcast)
-        throw InvalidArgument(
-            "--axes: broadcast has no form along axes (--op allreduce, "
-            "reduce_scatter or allgather)");
+      if (c == Collective::broadcast || c == Collective::alltoall)
+        throw InvalidArgument(fmt::format(
+            "--axes: {} has no form along axes (--op allreduce, reduce_scatter or allgather)",
+            s.alltoallv ? "alltoallv" : to_string(c)));
     for (Settings::Mode m : s.modes)
       if (m == Settings::Mode::persistent)
         throw InvalidArgument(

@@ -12,6 +12,9 @@ namespace toroid::bench {
 
 struct Settings {
   std::vector<Collective> ops;
+  // --op alltoallv: the all-to-all rows are alltoallv with skewed blocks, as a gate's choices
+  // make them (measure.cpp, skewed_count): some ranks receive several times what others do.
+  bool alltoallv = false;
   std::vector<Algorithm> algos;
   std::string topology;
   // --axes: toroid's rows and the stock one run along these axes (every sub-torus at once; the

@@ -528,9 +528,10 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
     if (m.tracer) m.tracer->end_call(traced);  // a stock call is one slice: MPI's steps are its own
     return;
   }
-  // An alltoallv's op is its own (never pooled: its schedule is this call's alone).
-  auto op = m.executor->acquire(p.schedule.schedule, p.schedule.serial, p.buffers, p.params,
-                                c.blocks != nullptr);
+  // An alltoallv's schedule is this call's alone: not the pool's (acquire_into).
+  auto op = c.blocks
+                ? m.executor->acquire_into(m.alltoallv_op, p.schedule.schedule, p.buffers, p.params)
+                : m.executor->acquire(p.schedule.schedule, p.schedule.serial, p.buffers, p.params);
   if (!m.config.check && !p.single_copy && !c.blocks)
     m.last_call = {key, in_place_call(c, m), op, p.params.what};
   m.executor->run(op);
@@ -568,9 +569,13 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     }
     return internal::make_request(std::move(state));
   }
-  state->op = p.single_copy ? single_copy_op(m, p, false)
-                            : m.executor->acquire(p.schedule.schedule, p.schedule.serial, p.buffers,
-                                                  p.params, persistent || c.blocks);
+  if (p.single_copy)
+    state->op = single_copy_op(m, p, false);
+  else if (c.blocks && !persistent)
+    state->op = m.executor->acquire_into(m.alltoallv_op, p.schedule.schedule, p.buffers, p.params);
+  else
+    state->op = m.executor->acquire(p.schedule.schedule, p.schedule.serial, p.buffers, p.params,
+                                    persistent || c.blocks);
   if (!persistent && !m.config.check && !p.single_copy && !c.blocks)
     m.last_start = {key, in_place_call(c, m), state->op, state->what};
   if (!persistent) {

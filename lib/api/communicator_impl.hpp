@@ -83,6 +83,9 @@ struct Communicator::Impl {
   // path (single-copy) differs, so a call on new buffers is prepared afresh.
   bool allocated = false;
   RepeatedCall last_start;  // the same for the last non-blocking start
+  // The op the last alltoallv ran on, bound again to the next one's schedule when no request
+  // holds it (Executor::acquire_into): an alltoallv's counts change from call to call.
+  std::shared_ptr<exec::BoundCollective> alltoallv_op;
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> shm_links;  // null with Transport::mpi
   std::unique_ptr<model::Selector> selector;  // `auto`

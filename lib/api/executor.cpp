@@ -145,6 +145,17 @@ std::shared_ptr<exec::BoundCollective> Executor::acquire(
   return op;
 }
 
+std::shared_ptr<exec::BoundCollective> Executor::acquire_into(
+    std::shared_ptr<exec::BoundCollective>& slot,
+    const std::shared_ptr<const schedule::Schedule>& s, const schedule::BufferSet& user,
+    const exec::ExecParams& params) {
+  Hold hold(*this);
+  if (!slot || slot.use_count() != 1 || slot->state() == exec::BoundCollective::State::active)
+    slot = std::make_shared<exec::BoundCollective>();
+  slot->bind(s, user, params, engine_);  // its vectors' room is reused
+  return slot;
+}
+
 void Executor::start(const std::shared_ptr<exec::BoundCollective>& op) {
   {
     Hold hold(*this);

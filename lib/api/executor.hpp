@@ -55,6 +55,13 @@ class Executor {
                                                  std::uint64_t serial,
                                                  const schedule::BufferSet& user,
                                                  const exec::ExecParams& params, bool own = false);
+  // acquire for a schedule of one call (an alltoallv's): `slot`'s op bound to it when no
+  // request holds that op and it is not in flight, else a new one, kept in `slot` from then on.
+  // The pool's ops stay bound to the schedules they serve.
+  std::shared_ptr<exec::BoundCollective> acquire_into(
+      std::shared_ptr<exec::BoundCollective>& slot,
+      const std::shared_ptr<const schedule::Schedule>& s, const schedule::BufferSet& user,
+      const exec::ExecParams& params);
   void start(const std::shared_ptr<exec::BoundCollective>& op);
   void wait(exec::BoundCollective& op);
   // A blocking call: start and wait under one hold of the mutex (the caller moves it all).

@@ -47,7 +47,6 @@
 #include <fmt/format.h>
 
 #include "schedule/build.hpp"
-#include "schedule/dependencies.hpp"
 #include "schedule/group.hpp"
 #include "toroid/error.hpp"
 
@@ -180,7 +179,10 @@ Schedule build_alltoallv(const VarBlocks& v, const Context& ctx) {
   s.algorithm = std::string(to_string(Algorithm::direct));
   s.rank = me;
   s.nranks = p;
-  derive_dependencies(s);
+  // No dependencies: one phase whose steps read the input and write apart blocks of the output
+  // (the caller checks the receive blocks apart). derive_dependencies would find none, at a
+  // cost (a sort of every step's memory) an alltoallv pays at each call: 21% of a 2-rank 16 KiB
+  // call's time.
   return s;
 }
 

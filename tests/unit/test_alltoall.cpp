@@ -81,6 +81,88 @@ TEST_CASE("all-to-all: bad requests say why", "[alltoall]") {
                       "alltoall"));
 }
 
+namespace {
+
+// Every rank's alltoallv layout for count(i, j) elements from i to j, the receive blocks in
+// reverse rank order with a gap of one; the schedules run in process on rank-tagged bytes.
+std::string run_alltoallv(int p, std::uint64_t (*count)(int, int),
+                          std::uint64_t (*expected)(int, int) = nullptr) {
+  std::vector<schedule::VarBlocks> v(static_cast<std::size_t>(p));
+  std::vector<model::RankMemory> mem(static_cast<std::size_t>(p));
+  std::vector<schedule::Schedule> schedules;
+  const auto at = [](int q) { return static_cast<std::size_t>(q); };
+  for (int r = 0; r < p; ++r) {
+    schedule::VarBlocks& b = v[at(r)];
+    std::uint64_t in = 0, out = 0;
+    for (int q = 0; q < p; ++q) {
+      b.send_counts.push_back(count(r, q));
+      b.send_offsets.push_back(in);
+      in += count(r, q);
+    }
+    b.recv_counts.resize(at(p));
+    b.recv_offsets.resize(at(p));
+    for (int q = p - 1; q >= 0; --q) {
+      b.recv_counts[at(q)] = expected ? expected(q, r) : count(q, r);
+      b.recv_offsets[at(q)] = out;
+      out += b.recv_counts[at(q)] + 1;
+    }
+    mem[at(r)].input.resize(in * 2);
+    for (std::uint64_t e = 0; e < in; ++e) {  // element e of rank r: (r, e) in two bytes
+      mem[at(r)].input[2 * e] = static_cast<std::byte>(r);
+      mem[at(r)].input[2 * e + 1] = static_cast<std::byte>(e);
+    }
+    mem[at(r)].output.assign(out * 2, std::byte{0xee});
+    const schedule::Context ctx{r, Torus(std::vector<int>{p}), {}};
+    schedules.push_back(schedule::build_alltoallv(b, ctx));
+  }
+  if (std::string e = model::execute_in_process(schedules, mem, DataType::f16, ReduceOp::sum);
+      !e.empty())
+    return e;
+  for (int r = 0; r < p; ++r)
+    for (int q = 0; q < p; ++q)
+      for (std::uint64_t k = 0; k < v[at(r)].recv_counts[at(q)]; ++k) {
+        const std::size_t got = 2 * (v[at(r)].recv_offsets[at(q)] + k);
+        const std::uint64_t sent = v[at(q)].send_offsets[at(r)] + k;
+        if (mem[at(r)].output[got] != static_cast<std::byte>(q) ||
+            mem[at(r)].output[got + 1] != static_cast<std::byte>(sent))
+          return "rank " + std::to_string(r) + " block from " + std::to_string(q) + " element " +
+                 std::to_string(k) + " is wrong";
+      }
+  return "";
+}
+
+std::uint64_t skewed(int i, int j) { return (i + 2 * j) % 3 == 0 ? 0 : (i * 7 + j) % 5 + 1; }
+std::uint64_t one_more_to_last(int i, int j) { return skewed(i, j) + (i == 0 && j == 2 ? 1 : 0); }
+
+}  // namespace
+
+TEST_CASE("alltoallv: each rank's own block sizes, one message per peer, empty ones too",
+          "[alltoall]") {
+  for (int p : {1, 2, 3, 5, 8}) {
+    INFO(p << " ranks");
+    CHECK(run_alltoallv(p, skewed) == "");
+    // Every schedule sends p - 1 messages, whatever its counts: none is left unmatched when the
+    // counts of two ranks disagree (the engine then fails the receiver's call).
+    std::vector<std::uint64_t> zeros(static_cast<std::size_t>(p), 0);
+    const schedule::Schedule s = schedule::build_alltoallv({zeros, zeros, zeros, zeros},
+                                                           {0, Torus(std::vector<int>{p}), {}});
+    CHECK(s.exact_messages);
+    CHECK(std::count_if(s.steps.begin(), s.steps.end(), [](const schedule::Step& st) {
+            return st.kind == schedule::Kind::send;
+          }) == p - 1);
+  }
+  // The in-process executor reports a disagreement as a size mismatch.
+  CHECK_THAT(run_alltoallv(3, skewed, one_more_to_last), Catch::Contains("size"));
+  const std::vector<std::uint64_t> two(3, 2), one_short(2, 2), self{1, 2, 2};
+  const schedule::Context ctx{0, Torus(std::vector<int>{3}), {}};
+  CHECK_THROWS_WITH(
+      schedule::build_alltoallv({two, one_short, two, two}, ctx),
+      "alltoallv on rank 0: its counts and offsets need one entry per rank (3), got 2");
+  CHECK_THROWS_WITH(schedule::build_alltoallv({self, two, two, two}, ctx),
+                    "alltoallv on rank 0: it sends 1 elements to itself but its receive count for "
+                    "itself is 2");
+}
+
 TEST_CASE("sim: all-to-all against its bound, direct and a dimension at a time",
           "[alltoall][simulator]") {
   // Neither beats the bound (every block's hops over all links, a chip's ports, the distance);
