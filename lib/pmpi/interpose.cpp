@@ -13,6 +13,7 @@
 #include "pmpi/plan.hpp"
 #include "pmpi/report.hpp"
 #include "pmpi/settings.hpp"
+#include "pmpi/starts.hpp"
 #include "pmpi/state.hpp"
 #include "toroid/collectives.hpp"
 
@@ -159,6 +160,35 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
       kernels::copy(out + static_cast<std::size_t>(displs[r]) * es, scratch.data() + b.offset * es,
                     b.count * es);
     }
+  });
+}
+
+int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  const Decision p = alltoall_sides(plan_alltoall(recvcount, recvtype, comm), sendbuf, sendcount,
+                                    sendtype, recvcount, recvtype);
+  report("MPI_Alltoall", p, recvtype);
+  if (!p) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+  return serve(comm, "MPI_Alltoall", [&](State& s) {
+    alltoall(sendbuf, p->count, recvbuf, p->count, p->type, s.comm,
+             s.algorithm_for(Collective::alltoall));
+  });
+}
+
+int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm) {
+  const Decision p =
+      alltoall_sides(plan_alltoallv(recvtype, comm), sendbuf, 0, sendtype, 0, recvtype);
+  report("MPI_Alltoallv", p, recvtype);
+  if (!p)
+    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                          recvtype, comm);
+  return serve(comm, "MPI_Alltoallv", [&](State& s) {
+    // The same request as MPI_Ialltoallv's, waited for at once (starts.cpp).
+    Started started =
+        alltoallv_start(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, *p, s.comm);
+    started.request.wait();
   });
 }
 

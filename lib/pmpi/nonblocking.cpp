@@ -96,6 +96,33 @@ int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
   });
 }
 
+int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  const Decision p = in_background(alltoall_sides(plan_alltoall(recvcount, recvtype, comm), sendbuf,
+                                                  sendcount, sendtype, recvcount, recvtype));
+  report("MPI_Ialltoall", p, recvtype);
+  if (!p)
+    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                          request);
+  return start_served(comm, "MPI_Ialltoall", request,
+                      [&](Communicator& c) { return alltoall_start(sendbuf, recvbuf, *p, c); });
+}
+
+int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request* request) {
+  const Decision p = in_background(
+      alltoall_sides(plan_alltoallv(recvtype, comm), sendbuf, 0, sendtype, 0, recvtype));
+  report("MPI_Ialltoallv", p, recvtype);
+  if (!p)
+    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                           recvtype, comm, request);
+  return start_served(comm, "MPI_Ialltoallv", request, [&](Communicator& c) {
+    return alltoallv_start(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, *p, c);
+  });
+}
+
 int MPI_Ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
                MPI_Request* request) {
   const Decision p = in_background(plan_bcast(count, type, root, comm));

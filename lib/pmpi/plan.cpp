@@ -102,4 +102,14 @@ Decision plan_allgather(int count, MPI_Datatype type, MPI_Comm comm) {
   return counted(count, true, type, ReduceOp::sum, comm);
 }
 
+Decision plan_alltoall(int count, MPI_Datatype type, MPI_Comm comm) {
+  return counted(count, true, type, ReduceOp::sum, comm);
+}
+
+Decision plan_alltoallv(MPI_Datatype type, MPI_Comm comm) {
+  const auto size = eligible_size(type, ReduceOp::sum, comm);
+  if (const Decision* d = std::get_if<Decision>(&size)) return *d;
+  return Plan{*toroid_type(type), ReduceOp::sum, 0, std::get<int>(size)};
+}
+
 }  // namespace toroid::pmpi

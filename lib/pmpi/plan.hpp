@@ -66,6 +66,15 @@ Decision plan_reduce_scatter(const int counts[], MPI_Datatype type, MPI_Op op, M
 // is MPI_IN_PLACE or the same count and type.
 Decision plan_allgather(int count, MPI_Datatype type, MPI_Comm comm);
 
+// MPI_Alltoall: `count` elements per block, p blocks (the whole vector: count * p). The caller
+// has checked that the send side is the same count and type, and not MPI_IN_PLACE.
+Decision plan_alltoall(int count, MPI_Datatype type, MPI_Comm comm);
+// MPI_Alltoallv: decided on the type and the communicator alone, never on the counts, which
+// differ from rank to rank (a decision on them would differ too, and ranks would meet in
+// different collectives): served at any size, TOROID_MIN_BYTES aside (plan.count is 0). The
+// caller has checked that the send type is the receive type, and not MPI_IN_PLACE.
+Decision plan_alltoallv(MPI_Datatype type, MPI_Comm comm);
+
 // MPI_Bcast: `count` elements from `root` (a root outside the communicator is MPI's to report).
 Decision plan_bcast(int count, MPI_Datatype type, int root, MPI_Comm comm);
 // MPI_Allgatherv: only receive counts that follow toroid's block rule (as plan_reduce_scatter).

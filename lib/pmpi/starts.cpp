@@ -1,5 +1,8 @@
 #include "pmpi/starts.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -7,6 +10,8 @@
 #include "kernels/reduce.hpp"
 #include "pmpi/guard.hpp"
 #include "toroid/block.hpp"
+#include "toroid/collectives.hpp"
+#include "toroid/error.hpp"
 #include "toroid/request.hpp"
 
 namespace toroid::pmpi {
@@ -101,6 +106,57 @@ Decision same_send_side(Decision p, const void* sendbuf, int sendcount, MPI_Data
                         int recvcount, MPI_Datatype recvtype) {
   if (!p || sendbuf == MPI_IN_PLACE || (sendtype == recvtype && sendcount == recvcount)) return p;
   return Decision::forward(kSendSideDiffers);
+}
+
+Started alltoall_start(const void* sendbuf, void* recvbuf, const Plan& p, Communicator& c) {
+  return {
+      ialltoall(sendbuf, p.count, recvbuf, p.count, p.type, c, algorithm(c, Collective::alltoall)),
+      {}};
+}
+
+VarLayout var_layout(const int sendcounts[], const int sdispls[], const int recvcounts[],
+                     const int rdispls[], int size) {
+  VarLayout v;
+  const auto take = [&](const int* counts, const int* displs, const char* what,
+                        std::vector<std::uint64_t>& c, std::vector<std::uint64_t>& d,
+                        std::uint64_t& length) {
+    for (int r = 0; r < size; ++r) {
+      if (counts[r] < 0 || displs[r] < 0)
+        throw InvalidArgument(
+            fmt::format("MPI_Alltoallv: the {} count or displacement for rank "
+                        "{} is negative ({}, {})",
+                        what, r, counts[r], displs[r]));
+      c.push_back(static_cast<std::uint64_t>(counts[r]));
+      d.push_back(static_cast<std::uint64_t>(displs[r]));
+      length = std::max(length, d.back() + c.back());
+    }
+  };
+  take(sendcounts, sdispls, "send", v.send_counts, v.send_offsets, v.in_count);
+  take(recvcounts, rdispls, "receive", v.recv_counts, v.recv_offsets, v.out_count);
+  return v;
+}
+
+// alltoallv's only schedule is direct: a default algorithm that cannot run it (a torus one) is
+// left for `auto`, as for every served collective a default does not implement.
+Started alltoallv_start(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                        void* recvbuf, const int recvcounts[], const int rdispls[], const Plan& p,
+                        Communicator& c) {
+  const VarLayout v = var_layout(sendcounts, sdispls, recvcounts, rdispls, p.size);
+  const Algorithm d = c.default_algorithm();
+  const std::optional<Algorithm> algo = d == Algorithm::direct || d == Algorithm::mpi
+                                            ? std::nullopt
+                                            : std::optional(Algorithm::automatic);
+  return {ialltoallv(sendbuf, v.in_count, {v.send_counts, v.send_offsets}, recvbuf, v.out_count,
+                     {v.recv_counts, v.recv_offsets}, p.type, c, algo),
+          {}};
+}
+
+Decision alltoall_sides(Decision p, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                        int recvcount, MPI_Datatype recvtype) {
+  if (!p) return p;
+  if (sendbuf == MPI_IN_PLACE) return Decision::forward("an all-to-all in place");
+  if (sendtype != recvtype || sendcount != recvcount) return Decision::forward(kSendSideDiffers);
+  return p;
 }
 
 }  // namespace toroid::pmpi

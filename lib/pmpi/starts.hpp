@@ -6,6 +6,9 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "pmpi/plan.hpp"
 #include "pmpi/requests.hpp"
 
@@ -24,6 +27,26 @@ Started allgather_start(bool persistent, const void* sendbuf, void* recvbuf, con
 Started allgatherv_start(bool persistent, const void* sendbuf, void* recvbuf, const int displs[],
                          const Plan& p, Communicator& c);
 Started bcast_start(bool persistent, void* buffer, int root, const Plan& p, Communicator& c);
+// MPI's all-to-all layouts: sendbuf and recvbuf apart (the callers forward MPI_IN_PLACE).
+Started alltoall_start(const void* sendbuf, void* recvbuf, const Plan& p, Communicator& c);
+Started alltoallv_start(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                        void* recvbuf, const int recvcounts[], const int rdispls[], const Plan& p,
+                        Communicator& c);
+
+// An MPI_Alltoallv's counts and displacements as toroid's (one entry per rank, non-negative:
+// MPI's to be; a negative one raises InvalidArgument naming it), and the buffers' lengths
+// they reach.
+struct VarLayout {
+  std::vector<std::uint64_t> send_counts, send_offsets, recv_counts, recv_offsets;
+  std::uint64_t in_count = 0, out_count = 0;
+};
+VarLayout var_layout(const int sendcounts[], const int sdispls[], const int recvcounts[],
+                     const int rdispls[], int size);
+
+// An all-to-all's send side described otherwise than its receive side, or in place, is MPI's:
+// `p`, or a forward saying so.
+Decision alltoall_sides(Decision p, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                        int recvcount, MPI_Datatype recvtype);
 
 // The send side of an all-gather(v) described otherwise than the receive side is MPI's: `p`, or
 // a forward saying so.

@@ -38,6 +38,8 @@ endif()
 # What it did with each kind of call, once per kind (rank 0 of MPI_COMM_WORLD).
 expect_said_once("${err}" "MPI_Bcast: served by toroid"
                  "MPI_Allgatherv: served by toroid"
+                 "MPI_Alltoallv: served by toroid"
+                 "MPI_Alltoall: forwarded to MPI: an all-to-all in place"
                  "MPI_Allreduce: forwarded to MPI: the datatype has no toroid twin \\(MPI_SHORT\\)"
                  "MPI_Allreduce: forwarded to MPI: the op has no toroid twin"
                  "MPI_Allgather: forwarded to MPI: the send side is described otherwise")

@@ -132,6 +132,36 @@ static void each_call(int n) {
       serves(1);
     }
   }
+  /* all-to-all (n elements a block: the whole vector n * size), and all-to-allv with skewed
+   * counts (rank r sends q (r + 2q) % 3 * n / 2 elements, some none), blocks packed */
+  fill(in, total, rank + 9);
+  memset(out, 0, sizeof(float) * (size_t)total);
+  must(MPI_Ialltoall(in, n, MPI_FLOAT, out, n, MPI_FLOAT, MPI_COMM_WORLD, &r), "MPI_Ialltoall");
+  must(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  must(PMPI_Alltoall(in, n, MPI_FLOAT, ref, n, MPI_FLOAT, MPI_COMM_WORLD), "PMPI_Alltoall");
+  compare("MPI_Ialltoall", out, ref, sizeof(float) * (size_t)total);
+  serves(1);
+  int* rcounts = malloc(sizeof(int) * (size_t)size);
+  int* rdispls = malloc(sizeof(int) * (size_t)size);
+  int sent = 0, received = 0;
+  for (int q = 0; q < size; ++q) {
+    counts[q] = (rank + 2 * q) % 3 * n / 2;
+    displs[q] = sent, sent += counts[q];
+    rcounts[q] = (q + 2 * rank) % 3 * n / 2;
+    rdispls[q] = received, received += rcounts[q];
+  }
+  fill(in, sent, rank + 13);
+  memset(out, 0, sizeof(float) * (size_t)received);
+  must(MPI_Ialltoallv(in, counts, displs, MPI_FLOAT, out, rcounts, rdispls, MPI_FLOAT,
+                      MPI_COMM_WORLD, &r),
+       "MPI_Ialltoallv");
+  must(MPI_Wait(&r, MPI_STATUS_IGNORE), "MPI_Wait");
+  must(PMPI_Alltoallv(in, counts, displs, MPI_FLOAT, ref, rcounts, rdispls, MPI_FLOAT,
+                      MPI_COMM_WORLD),
+       "PMPI_Alltoallv");
+  compare("MPI_Ialltoallv", out, ref, sizeof(float) * (size_t)received);
+  serves(1);
+  free(rcounts), free(rdispls);
   /* broadcast from the last rank */
   fill(out, n, rank == size - 1 ? 11 : rank + 40);
   fill(ref, n, 11);
