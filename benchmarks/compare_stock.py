@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""toroid against every stock MPI_Allreduce configuration a user could pick, on one node.
+"""toroid against every stock configuration a user could pick, on one node: MPI_Allreduce, or with
+--op alltoall / alltoallv MPI_Alltoall / MPI_Alltoallv (toroid-bench's skewed blocks).
 
 Runs toroid-bench once per stock configuration, each run holding toroid's rows and the copy
 bound (--bound: every rank copying its vector at once) beside the stock row, and prints per size
@@ -12,19 +13,26 @@ vector, so the copy bound's time over the collective's time is the fraction of t
 The stock field (Open MPI 4.1; names for --configs):
   default             coll/tuned with its own decision rules
   tuned:1 ... tuned:6 coll_tuned_allreduce_algorithm forced (basic_linear, nonoverlapping,
-                      recursive_doubling, ring, segmented_ring, rabenseifner)
-  han, adapt, sm      coll/han, coll/adapt, coll/sm at priority 100
+                      recursive_doubling, ring, segmented_ring, rabenseifner); all-to-all:
+                      coll_tuned_alltoall_algorithm 1-5 (basic_linear, pairwise, modified_bruck,
+                      linear_sync, two_proc); all-to-allv: coll_tuned_alltoallv_algorithm 1-2
+                      (basic_linear, pairwise)
+  han, adapt, sm      coll/han, coll/adapt, coll/sm at priority 100 (all-reduce only: none of
+                      them has an all-to-all, which then stays coll/tuned's)
   ucx                 pml ucx (tls and devices any) under the default coll
   mpich, mpich:release_gather, mpich:recursive_doubling, mpich:reduce_scatter_allgather
                       Debian's MPICH 4.0 (a toroid-bench built with mpicxx.mpich, in
                       build-mpich-bench/, configured and built when missing): its default, its
-                      shared-memory release_gather algorithm, and forced inter-node algorithms
+                      shared-memory release_gather algorithm, and forced inter-node algorithms;
+                      all-to-all: mpich:brucks, mpich:pairwise, mpich:scattered; all-to-allv:
+                      mpich:pairwise_sendrecv_replace, mpich:scattered
 
 toroid's rows run on ordinary memory; with --buffers user,toroid each run also holds toroid's
 rows on Communicator::allocate's memory (toroid-bench --buffers, rows named ALGO+owned: the
 single-copy path under auto), reported in columns of their own ("owned").
 
-  benchmarks/compare_stock.py -np 4 [--cold] [--buffers user,toroid] [--configs all|default,han,...] [-b 4K -e 64M]
+  benchmarks/compare_stock.py -np 4 [--op allreduce|alltoall|alltoallv] [--cold] [--buffers user,toroid]
+                              [--configs all|default,han,...] [-b 4K -e 64M]
 """
 import argparse
 import csv
@@ -35,18 +43,38 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TUNED = {1: "basic_linear", 2: "nonoverlapping", 3: "recursive_doubling", 4: "ring", 5: "segmented_ring",
-         6: "rabenseifner"}
-OMPI = {"default": [], "han": ["--mca", "coll_han_priority", "100"],
-        "adapt": ["--mca", "coll_adapt_priority", "100"], "sm": ["--mca", "coll_sm_priority", "100"],
-        "ucx": ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca", "pml_ucx_devices", "any"]}
-for k in TUNED:
-    OMPI[f"tuned:{k}"] = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca", "coll_tuned_allreduce_algorithm",
-                          str(k)]
-MPICH = {"mpich": {}, "mpich:release_gather": {"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "release_gather"},
-         "mpich:recursive_doubling": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling"},
-         "mpich:reduce_scatter_allgather": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "reduce_scatter_allgather"}}
-ALL = list(OMPI) + list(MPICH)
+# Per operation: Open MPI's forced coll/tuned algorithms, and MPICH's configurations.
+TUNED = {"allreduce": {1: "basic_linear", 2: "nonoverlapping", 3: "recursive_doubling", 4: "ring",
+                       5: "segmented_ring", 6: "rabenseifner"},
+         "alltoall": {1: "basic_linear", 2: "pairwise", 3: "modified_bruck", 4: "linear_sync", 5: "two_proc"},
+         "alltoallv": {1: "basic_linear", 2: "pairwise"}}
+MPICH_OF = {
+    "allreduce": {"mpich": {}, "mpich:release_gather": {"MPIR_CVAR_ALLREDUCE_POSIX_INTRA_ALGORITHM": "release_gather"},
+                  "mpich:recursive_doubling": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "recursive_doubling"},
+                  "mpich:reduce_scatter_allgather": {"MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM": "reduce_scatter_allgather"}},
+    "alltoall": {"mpich": {}, "mpich:brucks": {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "brucks"},
+                 "mpich:pairwise": {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "pairwise"},
+                 "mpich:scattered": {"MPIR_CVAR_ALLTOALL_INTRA_ALGORITHM": "scattered"}},
+    "alltoallv": {"mpich": {},
+                  "mpich:pairwise_sendrecv_replace": {"MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM": "pairwise_sendrecv_replace"},
+                  "mpich:scattered": {"MPIR_CVAR_ALLTOALLV_INTRA_ALGORITHM": "scattered"}}}
+OMPI, MPICH, ALL = {}, {}, []
+
+
+def configurations(op):
+    """The stock field of `op`: fills OMPI, MPICH and ALL."""
+    OMPI.clear()
+    OMPI.update({"default": [], "ucx": ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca",
+                                        "pml_ucx_devices", "any"]})
+    if op == "allreduce":
+        OMPI.update({"han": ["--mca", "coll_han_priority", "100"], "adapt": ["--mca", "coll_adapt_priority", "100"],
+                     "sm": ["--mca", "coll_sm_priority", "100"]})
+    for k in TUNED[op]:
+        OMPI[f"tuned:{k}"] = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca",
+                              f"coll_tuned_{op}_algorithm", str(k)]
+    MPICH.clear()
+    MPICH.update(MPICH_OF[op])
+    ALL[:] = list(OMPI) + list(MPICH)
 
 
 def mpich_bench(build):
@@ -64,7 +92,8 @@ def mpich_bench(build):
 
 
 def run(args, name):
-    bench_args = ["--algo", args.algo, "--transport", args.transport, "--bound", "-b", args.b, "-e", args.e,
+    bench_args = ["--op", args.op, "--algo", args.algo, "--transport", args.transport, "--bound", "-b", args.b,
+                  "-e", args.e,
                   "-f", args.f, "-n", str(args.n), "--check", "1", "--format", "csv", "--buffers", args.buffers]
     if args.cold:
         bench_args.append("--cold")
@@ -89,7 +118,9 @@ def run(args, name):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-np", type=int, default=4)
-    ap.add_argument("--algo", default="ring,bidir_ring,recursive_doubling,rabenseifner,auto")
+    ap.add_argument("--op", default="allreduce", choices=sorted(TUNED))
+    ap.add_argument("--algo", help="toroid's rows (default: ring,bidir_ring,recursive_doubling,rabenseifner,"
+                    "auto for allreduce; direct,torus2d,torus2d_both,auto for alltoall; direct for alltoallv)")
     ap.add_argument("--transport", default="shm")
     ap.add_argument("--cold", action="store_true", help="toroid-bench --cold: buffer sets over 2x the LLC")
     ap.add_argument("--buffers", default="user",
@@ -104,6 +135,10 @@ def main():
     ap.add_argument("--csv", help="also write every run's rows, with a config column, to this file")
     ap.add_argument("--brief", action="store_true", help="leave out the column of each stock configuration")
     args = ap.parse_args()
+    configurations(args.op)
+    if args.algo is None:
+        args.algo = {"allreduce": "ring,bidir_ring,recursive_doubling,rabenseifner,auto",
+                     "alltoall": "direct,torus2d,torus2d_both,auto", "alltoallv": "direct"}[args.op]
     names = ALL if args.configs == "all" else args.configs.split(",")
     for n in names:
         if n not in ALL:
