@@ -55,6 +55,11 @@ void reduce_scatter_axis(const void* in, std::uint64_t in_count, void* out, std:
 void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                     DataType type, Axes axes, Communicator& comm,
                     std::optional<Algorithm> algo = std::nullopt);
+// All-to-all among the group along the axes: `in` holds one block per member, in block order
+// (Torus::group_along), as alltoall's below over the group.
+void alltoall_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                   DataType type, Axes axes, Communicator& comm,
+                   std::optional<Algorithm> algo = std::nullopt);
 
 // ---- All-to-all: `in` holds p equal blocks (in_count a multiple of p), block j for rank j;
 // rank i's block for this rank lands at block i of `out` (out_count >= in_count). Not in place.

@@ -96,6 +96,9 @@ Request ireduce_scatter_axis(const void* in, std::uint64_t in_count, void* out,
 Request iallgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
                         DataType type, Axes axes, Communicator& comm,
                         std::optional<Algorithm> algo = std::nullopt);
+Request ialltoall_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                       DataType type, Axes axes, Communicator& comm,
+                       std::optional<Algorithm> algo = std::nullopt);
 
 Request ibroadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                    std::optional<Algorithm> algo = std::nullopt);

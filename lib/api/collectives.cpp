@@ -630,6 +630,13 @@ void allgather_axis(const void* in, std::uint64_t in_count, void* out, std::uint
       comm, algo);
 }
 
+void alltoall_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                   DataType type, Axes axes, Communicator& comm, std::optional<Algorithm> algo) {
+  run({Collective::alltoall, in, in_count, out, out_count, type, ReduceOp::sum,
+       Algorithm::automatic, axes},
+      comm, algo);
+}
+
 void alltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
               DataType type, Communicator& comm, std::optional<Algorithm> algo) {
   run({Collective::alltoall, in, in_count, out, out_count, type, ReduceOp::sum,
@@ -705,6 +712,13 @@ Request ialltoall(const void* in, std::uint64_t in_count, void* out, std::uint64
                   DataType type, Communicator& comm, std::optional<Algorithm> algo) {
   return start({Collective::alltoall, in, in_count, out, out_count, type, ReduceOp::sum,
                 Algorithm::automatic, std::nullopt},
+               comm, algo, false);
+}
+Request ialltoall_axis(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,
+                       DataType type, Axes axes, Communicator& comm,
+                       std::optional<Algorithm> algo) {
+  return start({Collective::alltoall, in, in_count, out, out_count, type, ReduceOp::sum,
+                Algorithm::automatic, axes},
                comm, algo, false);
 }
 Request alltoall_init(const void* in, std::uint64_t in_count, void* out, std::uint64_t out_count,

@@ -98,6 +98,7 @@ void Engine::start_task(BoundCollective& op, Task& t) {
       break;
     case Via::mpi:
       t.mpi.start(requests_, comm_);
+      probing_ += t.mpi.probing();
       break;
     case Via::shm:
       break;
@@ -164,7 +165,9 @@ bool Engine::advance_as(BoundCollective& op) {
         }
       }
     } else {
+      const bool probed = t.mpi.probing();
       moved |= t.mpi.advance(requests_, comm_, limit, op.reduce_);
+      probing_ -= probed && !t.mpi.probing();
       if (t.mpi.finished()) {
         t.finished = true;
         if constexpr (kTrace) trace_step(op, t);
@@ -198,8 +201,7 @@ void Engine::fail_on_mismatch(BoundCollective& op) const {
     MPI_Comm_rank(comm_, &me);
     const int peer = t.step->peer;
     const std::string sent =
-        m.longer ? fmt::format("more than {} elements", t.bytes / es)
-                 : fmt::format("{} element{}", m.arrived / es, m.arrived / es == 1 ? "" : "s");
+        fmt::format("{} element{}", m.arrived / es, m.arrived / es == 1 ? "" : "s");
     op.state_ = BoundCollective::State::failed;
     op.error_ = std::make_exception_ptr(InvalidArgument(fmt::format(
         "{} on rank {}: rank {} sent {} to rank {}, whose receive count for rank {} is {}: a "
@@ -235,6 +237,7 @@ void Engine::fail_all(std::exception_ptr e) {
   for (auto& [key, ch] : channels_) ch = {};
   requests_.abandon();
   shm_open_ = 0;
+  probing_ = 0;
 }
 
 void Engine::wait_until_ended(BoundCollective& op) {
@@ -247,7 +250,7 @@ void Engine::wait_until_ended(BoundCollective& op) {
     if (op.state_ != BoundCollective::State::active) break;
     // Only MPI can move now: block inside it, unless the watchdog needs to look or other
     // engines have collectives that only this thread may be moving.
-    if (shm_open_ == 0 && single_copies_.empty() && requests_.open() > 0 &&
+    if (shm_open_ == 0 && probing_ == 0 && single_copies_.empty() && requests_.open() > 0 &&
         op.params_.timeout_s <= 0 && !(elsewhere_.busy && elsewhere_.busy(elsewhere_.context))) {
       try {
         requests_.wait_some();

@@ -110,6 +110,7 @@ class Engine {
   std::deque<BoundCollective*> single_copies_;
   RequestTable requests_;
   std::size_t shm_open_ = 0;  // shared-memory tasks not finished, over every op in flight
+  std::size_t probing_ = 0;   // exact receives waiting for their message (MpiTransfer::probing)
   Tracer* tracer_ = nullptr;
   Elsewhere elsewhere_;
   std::uint32_t idle_tests_ = 0;  // tests that moved nothing (every so many move the rest)

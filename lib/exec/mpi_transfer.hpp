@@ -41,14 +41,16 @@ class MpiTransfer final : public RequestOwner {
   // Moves what may move with the first `limit` bytes of the source final; whether anything did.
   bool advance(RequestTable& table, MPI_Comm comm, std::size_t limit, kernels::ReduceFn reduce);
   void completed(std::uint32_t segment, const MPI_Status& status, int error) override;
-  // An exact receive's message was not the size expected: the bytes that came (of at most
-  // bytes()), or that it was longer and cut off; none: it was the size expected.
+  // An exact receive's message was not the size expected: the bytes that came (received aside,
+  // the destination untouched); none: it was the size expected.
   struct Mismatch {
     bool found = false;
-    bool longer = false;
     std::size_t arrived = 0;
   };
   const Mismatch& mismatch() const noexcept { return mismatch_; }
+  // An exact receive started whose message has not been matched yet: only advance() moves it
+  // (by MPI_Improbe), so its engine must not block inside MPI meanwhile.
+  bool probing() const noexcept { return probing_; }
 
   bool issued() const noexcept { return posted_ == nseg_; }  // every segment posted
   bool finished() const noexcept;
@@ -68,8 +70,10 @@ class MpiTransfer final : public RequestOwner {
   std::byte* staging_ = nullptr;
   std::size_t bytes_ = 0, seg_bytes_ = 1, elem_size_ = 1;
   std::uint32_t nseg_ = 0, depth_ = 1;
-  bool exact_ = false;
+  bool exact_ = false, probing_ = false;
   Mismatch mismatch_;
+  std::vector<std::byte> discard_;  // a mismatched exact message's bytes
+  bool receive_exact(RequestTable& table, MPI_Comm comm);
   // Progress.
   std::uint32_t posted_ = 0, sends_done_ = 0, prefix_ = 0;  // prefix_: segments final in place
   std::size_t ready_ = 0;

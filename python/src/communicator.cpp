@@ -375,6 +375,7 @@ void bind_blocking(py::class_<C>& cls) {
   def_reducing_axis(cls, "allreduce_axis", &allreduce_axis);
   def_reducing_axis(cls, "reduce_scatter_axis", &reduce_scatter_axis);
   def_gather_axis(cls, "allgather_axis", &allgather_axis);
+  def_gather_axis(cls, "alltoall_axis", &alltoall_axis);  // the same arguments, out required
   cls.def("alltoallv",
           [](C& c, const py::object& x, const py::object& out, const py::object& send_counts,
              const py::object& recv_counts, const py::object& send_offsets,

@@ -176,6 +176,13 @@ class Communicator:
         self._c.allgather_axis(x, out, axis, algorithm)
         return out
 
+    def alltoall_axis(self, x, axis, out=None, algorithm=None):
+        """All-to-all among the group along `axis` (group_along(axis), in block order): x in one
+        equal block per member, block j to member j; out's block i from member i."""
+        out = self._exchange_out(x, out)
+        self._c.alltoall_axis(x, out, axis, algorithm)
+        return out
+
     def broadcast(self, x, root=0, algorithm=None):
         """x of rank `root` into x on every rank; returns x."""
         self._c.broadcast(x, root, algorithm)

@@ -330,6 +330,10 @@ TEST_CASE("tori of three dimensions and more: every algorithm that runs on them 
                   mine.begin() + static_cast<std::ptrdiff_t>(own.offset));
       MPI_Allreduce(in.data(), sum.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, line);
       MPI_Allreduce(mine.data(), gathered.data(), static_cast<int>(n), MPI_INT64_T, MPI_SUM, line);
+      const std::uint64_t b = 5;  // all-to-all: 5 elements a member
+      std::vector<std::int64_t> exchanged(b * static_cast<std::uint64_t>(k));
+      MPI_Alltoall(in.data(), static_cast<int>(b), MPI_INT64_T, exchanged.data(),
+                   static_cast<int>(b), MPI_INT64_T, line);
       MPI_Comm_free(&line);
       for (Algorithm a : {Algorithm::automatic, Algorithm::bidir_ring, Algorithm::ring,
                           Algorithm::torus2d, Algorithm::torus2d_both, Algorithm::mpi}) {
@@ -352,7 +356,17 @@ TEST_CASE("tori of three dimensions and more: every algorithm that runs on them 
         std::vector<std::int64_t> in_place = mine;
         allgather_axis(std::span<std::int64_t>(in_place), axes, comm, a);
         if (!all_ranks(in_place == gathered)) FAIL("in-place allgather " << what);
+        if (a == Algorithm::ring || a == Algorithm::bidir_ring) continue;  // no all-to-all
+        std::vector<std::int64_t> to_all(exchanged.size(), -1);
+        ialltoall_axis(std::span<const std::int64_t>(in).first(exchanged.size()),
+                       std::span<std::int64_t>(to_all), axes, comm, a)
+            .wait();
+        if (!all_ranks(to_all == exchanged)) FAIL("alltoall " << what);
       }
+      std::vector<std::int64_t> direct(exchanged.size(), -1);
+      alltoall_axis(in.data(), exchanged.size(), direct.data(), direct.size(), DataType::i64, axes,
+                    comm, Algorithm::direct);
+      if (!all_ranks(direct == exchanged)) FAIL("alltoall along " << letters << " with direct");
     }
   }
 }

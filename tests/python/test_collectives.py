@@ -330,6 +330,23 @@ def test_alltoall(comm):
     assert agree(ok)
 
 
+def test_alltoall_axis(comm):
+    """Along every axis set of the communicator's shape: against mpi4py's Alltoall on the
+    group's own communicator."""
+    ok = True
+    for axis in ("x", "y"):
+        group, at = comm.group_along(axis)
+        k = len(group)
+        line = world.Split(group[0], at)
+        x = (np.arange(k * 3, dtype=np.float64) + 1000.0 * R)
+        want = np.empty_like(x)
+        line.Alltoall(x, want)
+        line.Free()
+        for algo in (None, "direct", "mpi"):
+            ok = ok and np.array_equal(comm.alltoall_axis(x, axis, algorithm=algo), want)
+    assert agree(ok)
+
+
 def test_alltoallv(comm):
     """Skewed blocks (some empty) against mpi4py's Alltoallv: packed and with offsets, blocking
     and non-blocking, numpy and torch; a receive count that disagrees raises on its rank."""
