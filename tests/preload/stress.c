@@ -10,9 +10,9 @@
  *
  * Four communicators (MPI_COMM_WORLD and three duplicates). Each rank keeps a window of up to W
  * requests in flight. Every rank starts the same sequence of operations (one generator seeded
- * alike everywhere): a random non-blocking collective on a random communicator (the six the
- * preload serves, in place or not, mixed with forwarded ones: MPI_SHORT all-reduce, barrier,
- * gather, scatter, all-to-all, scan, reduce) or a point-to-point pair (a send to the right and
+ * alike everywhere): a random non-blocking collective on a random communicator (the seven the
+ * preload serves, in place or not, all-to-all among them, mixed with forwarded ones: MPI_SHORT
+ * all-reduce, barrier, gather, scatter, scan, reduce) or a point-to-point pair (a send to the right and
  * a receive from the left, now and then 128 KiB, past every eager limit). Each rank completes its
  * window its own way (a second generator, seeded per rank): MPI_Waitall, MPI_Waitany,
  * MPI_Waitsome, MPI_Wait, MPI_Testall, MPI_Testany, MPI_Testsome, MPI_Test and
@@ -43,12 +43,12 @@ typedef enum {
   allgather,
   allgatherv, /* the block rule's counts, in the rule's layout */
   bcast,
+  alltoall,
   kServedKinds, /* every kind below is forwarded to MPI */
   allreduce_short = kServedKinds,
   barrier,
   gather,
   scatter,
-  alltoall,
   scan,
   reduce,
   p2p,
@@ -62,11 +62,11 @@ static const char* const kind_names[kKinds] = {"MPI_Iallreduce",
                                                "MPI_Iallgather",
                                                "MPI_Iallgatherv",
                                                "MPI_Ibcast",
+                                               "MPI_Ialltoall",
                                                "MPI_Iallreduce (MPI_SHORT)",
                                                "MPI_Ibarrier",
                                                "MPI_Igather",
                                                "MPI_Iscatter",
-                                               "MPI_Ialltoall",
                                                "MPI_Iscan",
                                                "MPI_Ireduce",
                                                "MPI_Isend/MPI_Irecv"};
