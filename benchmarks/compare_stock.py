@@ -61,8 +61,9 @@ MPICH_OF = {
 OMPI, MPICH, ALL = {}, {}, []
 
 
-def configurations(op):
-    """The stock field of `op`: fills OMPI, MPICH and ALL."""
+def configurations(op, np):
+    """The stock field of `op` at np ranks: fills OMPI, MPICH and ALL (two_proc, the all-to-all
+    of exactly 2 ranks, only there: elsewhere MPI refuses it, so no user could pick it)."""
     OMPI.clear()
     OMPI.update({"default": [], "ucx": ["--mca", "pml", "ucx", "--mca", "pml_ucx_tls", "any", "--mca",
                                         "pml_ucx_devices", "any"]})
@@ -70,6 +71,8 @@ def configurations(op):
         OMPI.update({"han": ["--mca", "coll_han_priority", "100"], "adapt": ["--mca", "coll_adapt_priority", "100"],
                      "sm": ["--mca", "coll_sm_priority", "100"]})
     for k in TUNED[op]:
+        if TUNED[op][k] == "two_proc" and np != 2:
+            continue
         OMPI[f"tuned:{k}"] = ["--mca", "coll_tuned_use_dynamic_rules", "1", "--mca",
                               f"coll_tuned_{op}_algorithm", str(k)]
     MPICH.clear()
@@ -135,7 +138,7 @@ def main():
     ap.add_argument("--csv", help="also write every run's rows, with a config column, to this file")
     ap.add_argument("--brief", action="store_true", help="leave out the column of each stock configuration")
     args = ap.parse_args()
-    configurations(args.op)
+    configurations(args.op, args.np)
     if args.algo is None:
         args.algo = {"allreduce": "ring,bidir_ring,recursive_doubling,rabenseifner,auto",
                      "alltoall": "direct,torus2d,torus2d_both,auto", "alltoallv": "direct"}[args.op]
