@@ -446,8 +446,7 @@ std::shared_ptr<exec::BoundCollective> single_copy_op(Communicator::Impl& m, con
 std::array<std::uint64_t, 6> key_of(const Call& c, Algorithm algo) {
   return {static_cast<std::uint64_t>(c.collective) | static_cast<std::uint64_t>(c.type) << 8 |
               static_cast<std::uint64_t>(c.op) << 16 | static_cast<std::uint64_t>(algo) << 24 |
-              static_cast<std::uint64_t>(c.axes ? c.axes->bits() + 1 : 0) << 32 |
-              static_cast<std::uint64_t>(c.blocks ? 1 : 0) << 40,
+              static_cast<std::uint64_t>(c.axes ? c.axes->bits() + 1 : 0) << 32,
           reinterpret_cast<std::uintptr_t>(c.in),
           c.in_count,
           reinterpret_cast<std::uintptr_t>(c.out),
@@ -575,7 +574,7 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
     state->op = m.executor->acquire_into(m.alltoallv_op, p.schedule.schedule, p.buffers, p.params);
   else
     state->op = m.executor->acquire(p.schedule.schedule, p.schedule.serial, p.buffers, p.params,
-                                    persistent || c.blocks);
+                                    persistent);
   if (!persistent && !m.config.check && !p.single_copy && !c.blocks)
     m.last_start = {key, in_place_call(c, m), state->op, state->what};
   if (!persistent) {

@@ -40,7 +40,7 @@ class MpiTransfer final : public RequestOwner {
   void start(RequestTable& table, MPI_Comm comm);
   // Moves what may move with the first `limit` bytes of the source final; whether anything did.
   bool advance(RequestTable& table, MPI_Comm comm, std::size_t limit, kernels::ReduceFn reduce);
-  void completed(std::uint32_t segment, const MPI_Status& status, int error) override;
+  void completed(std::uint32_t segment) override;
   // An exact receive's message was not the size expected: the bytes that came (received aside,
   // the destination untouched); none: it was the size expected.
   struct Mismatch {

@@ -19,15 +19,14 @@ MPI_Request* RequestTable::post(RequestOwner* owner, std::uint32_t segment) {
   return &requests_[static_cast<std::size_t>(i)];
 }
 
-int RequestTable::handle(int n, bool errors) {
+int RequestTable::handle(int n) {
   for (int k = 0; k < n; ++k) {
     const auto i = static_cast<std::size_t>(done_[static_cast<std::size_t>(k)]);
-    const MPI_Status& status = statuses_[static_cast<std::size_t>(k)];
     const Entry e = entries_[i];
     entries_[i] = {};
     free_.push_back(static_cast<int>(i));
     --open_;
-    if (e.owner) e.owner->completed(e.segment, status, errors ? status.MPI_ERROR : MPI_SUCCESS);
+    if (e.owner) e.owner->completed(e.segment);
   }
   return n;
 }
@@ -35,15 +34,15 @@ int RequestTable::handle(int n, bool errors) {
 int RequestTable::complete(bool block) {
   if (open_ == 0) return 0;
   done_.resize(requests_.size());
-  statuses_.resize(requests_.size());
   int n = 0;
   const int count = static_cast<int>(requests_.size());
-  // A status's error is set only where the call returns MPI_ERR_IN_STATUS; the owners judge
-  // those (an alltoallv's receive truncated is its caller's error, not the engine's).
-  const int rc = block ? MPI_Waitsome(count, requests_.data(), &n, done_.data(), statuses_.data())
-                       : MPI_Testsome(count, requests_.data(), &n, done_.data(), statuses_.data());
-  if (rc != MPI_ERR_IN_STATUS) mpi_check(rc, block ? "MPI_Waitsome" : "MPI_Testsome");
-  return n == MPI_UNDEFINED ? 0 : handle(n, rc == MPI_ERR_IN_STATUS);
+  if (block)
+    mpi_check(MPI_Waitsome(count, requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Waitsome");
+  else
+    mpi_check(MPI_Testsome(count, requests_.data(), &n, done_.data(), MPI_STATUSES_IGNORE),
+              "MPI_Testsome");
+  return n == MPI_UNDEFINED ? 0 : handle(n);
 }
 
 void RequestTable::abandon() {

@@ -9,12 +9,10 @@
 
 namespace toroid::exec {
 
-// Who is told when a request completes: an MPI transfer and the segment (or slot) it was for,
-// with its status and its error (MPI_SUCCESS, or the status's error where MPI_Testsome reported
-// one: a receive truncated, say).
+// Who is told when a request completes: an MPI transfer and the segment (or slot) it was for.
 class RequestOwner {
  public:
-  virtual void completed(std::uint32_t segment, const MPI_Status& status, int error) = 0;
+  virtual void completed(std::uint32_t segment) = 0;
 
  protected:
   ~RequestOwner() = default;
@@ -34,7 +32,7 @@ class RequestTable {
 
  private:
   int complete(bool block);
-  int handle(int n, bool errors);
+  int handle(int n);
   struct Entry {
     RequestOwner* owner = nullptr;
     std::uint32_t segment = 0;
@@ -42,7 +40,6 @@ class RequestTable {
   std::vector<MPI_Request> requests_;
   std::vector<Entry> entries_;
   std::vector<int> free_, done_;
-  std::vector<MPI_Status> statuses_;
   std::size_t open_ = 0;
 };
 
