@@ -30,6 +30,66 @@ Torus resolve_topology(const std::string& text, int size, const topology::NodeLa
   return Torus2D::most_square(size);
 }
 
+const char* thread_level_name(int level) {
+  return level == MPI_THREAD_SINGLE       ? "MPI_THREAD_SINGLE"
+         : level == MPI_THREAD_FUNNELED   ? "MPI_THREAD_FUNNELED"
+         : level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+                                          : "MPI_THREAD_MULTIPLE";
+}
+
+// The progress thread below MPI_THREAD_MULTIPLE (communicator_impl.hpp): it makes no MPI call
+// then, so it can run the communicator only where steps_over_mpi finds nothing, and refuses
+// what still needs MPI (an alltoallv's exact messages). MPI's thread levels govern the threads
+// that call MPI; one that never does runs beside the program's at any level, as an OpenMP
+// runtime's threads do (strictly, MPI_THREAD_SINGLE promises one thread: docs/executor.md).
+std::string progress_without_mpi(const Communicator::Impl& m, int level) {
+  const std::string needs = fmt::format(
+      "progress mode thread (Options::progress or TOROID_PROGRESS) on rank {} with MPI at {}",
+      m.rank, thread_level_name(level));
+  if (const api::MpiSteps why = api::steps_over_mpi(m); why != api::MpiSteps::none)
+    throw InvalidArgument(
+        fmt::format("{}: {}, and the progress thread may call MPI only under "
+                    "MPI_THREAD_MULTIPLE (MPI_Init_thread)",
+                    needs, api::to_string(why)));
+  return fmt::format(
+      "its messages go over MPI, which this communicator's progress thread may "
+      "call only under MPI_THREAD_MULTIPLE (MPI is at {}); run it blocking, or "
+      "initialize MPI with MPI_THREAD_MULTIPLE",
+      thread_level_name(level));
+}
+
+}  // namespace
+
+namespace api {
+
+MpiSteps steps_over_mpi(const Communicator::Impl& m) {
+  if (m.size == 1) return MpiSteps::none;
+  if (!(m.shm_links && m.shm_links->local_ranks() == m.size))
+    return m.node_split->layout().nodes > 1 ? MpiSteps::between_nodes : MpiSteps::unlinked;
+  if (2 * m.topology.dimensions() > exec::ShmLinks::kLanes) return MpiSteps::too_many_lanes;
+  return MpiSteps::none;
+}
+
+const char* to_string(MpiSteps s) noexcept {
+  switch (s) {
+    case MpiSteps::none:
+      return "every step over shared memory";
+    case MpiSteps::between_nodes:
+      return "the communicator spans nodes, so steps between them go over MPI";
+    case MpiSteps::unlinked:
+      return "its ranks are not linked by shared memory (transport mpi, or no room in /dev/shm), "
+             "so their steps go over MPI";
+    case MpiSteps::too_many_lanes:
+      return "its shape has more than 4 dimensions, whose schedules use more lanes than the "
+             "shared-memory links carry (8), so some of their steps go over MPI";
+  }
+  return "";
+}
+
+}  // namespace api
+
+namespace {
+
 void free_comm(MPI_Comm& c) {
   if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
 }
@@ -136,19 +196,10 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     if (m.config.progress == ProgressMode::thread) {
       int level = MPI_THREAD_SINGLE;
       mpi_check(MPI_Query_thread(&level), "MPI_Query_thread");
-      api::run_agreed(m.comm, [&] {
-        if (level < MPI_THREAD_MULTIPLE)
-          throw InvalidArgument(
-              fmt::format("progress mode thread (Options::progress or TOROID_PROGRESS) needs MPI "
-                          "initialized with "
-                          "MPI_THREAD_MULTIPLE; rank {} has thread level {} (MPI_Init_thread with "
-                          "MPI_THREAD_MULTIPLE)",
-                          m.rank,
-                          level == MPI_THREAD_SINGLE     ? "MPI_THREAD_SINGLE"
-                          : level == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
-                                                         : "MPI_THREAD_SERIALIZED"));
-      });
-      m.executor->start_thread();
+      std::string refusal;
+      if (level < MPI_THREAD_MULTIPLE)
+        api::run_agreed(m.comm, [&] { refusal = progress_without_mpi(m, level); });
+      m.executor->start_thread(std::move(refusal));
     }
   } catch (...) {
     m.executor.reset();

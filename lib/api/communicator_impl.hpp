@@ -106,4 +106,17 @@ struct Communicator::Impl {
   }
 };
 
+namespace api {
+
+// Whether every step of every collective on a communicator, an alltoallv's aside (its exact
+// messages always go over MPI), is over the node's shared-memory links or local, and if not
+// why: a progress thread below MPI_THREAD_MULTIPLE may not call MPI, so it can run only the
+// first kind. Alike on every rank: one node's ranks are linked all or none (exec::ShmLinks),
+// and every schedule on a shape of at most kLanes / 2 dimensions keeps to lanes below kLanes
+// (tests/unit/test_schedules_3d.cpp).
+enum class MpiSteps { none, between_nodes, unlinked, too_many_lanes };
+MpiSteps steps_over_mpi(const Communicator::Impl& m);
+const char* to_string(MpiSteps s) noexcept;
+
+}  // namespace api
 }  // namespace toroid

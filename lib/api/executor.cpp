@@ -87,7 +87,8 @@ void Executor::set_tracer(exec::Tracer* t) {
   engine_.set_tracer(t);
 }
 
-void Executor::start_thread() {
+void Executor::start_thread(std::string mpi_refusal) {
+  if (!mpi_refusal.empty()) engine_.refuse_mpi_when_queued(std::move(mpi_refusal));
   unlist();         // its thread moves it
   locking_ = true;  // set before the thread exists: it and the caller share the engine now
   thread_ = std::thread([this] {

@@ -4,8 +4,9 @@
 // Without the thread, collectives move only inside toroid calls on the communicator (test,
 // wait, any blocking collective). With TOROID_PROGRESS=thread (Options::progress) a thread per
 // communicator runs engine rounds while collectives are in flight and sleeps otherwise, so a
-// collective advances while the caller computes. It calls MPI, so it needs MPI_THREAD_MULTIPLE
-// (checked at construction). Every engine call, from either thread, holds `mutex` where two
+// collective advances while the caller computes. It calls MPI where MPI provides
+// MPI_THREAD_MULTIPLE; below that it may only run collectives whose every step is over shared
+// memory or local (start_thread's `mpi_refusal`; communicator.cpp decides where that holds). Every engine call, from either thread, holds `mutex` where two
 // threads may call at once: with the progress thread, or where MPI was initialized with
 // MPI_THREAD_MULTIPLE (the program's threads may test and wait on requests side by side).
 // Below that level MPI's own rules let one thread call at a time, so the lock (a lock, an
@@ -18,6 +19,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,7 +39,9 @@ class Executor {
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  void start_thread();
+  // `mpi_refusal` non-empty: the thread may not call MPI, so a collective started to run in the
+  // background with steps over MPI is refused with this reason (exec::Engine).
+  void start_thread(std::string mpi_refusal = {});
 
   // Every executor of the process that its callers move (no progress thread): MPI's progress
   // is process-wide, so a caller waiting on one communicator moves the others too

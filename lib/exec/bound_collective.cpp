@@ -65,7 +65,7 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
   if (staging_.size() < staged * depth * seg) staging_.resize(staged * depth * seg);
 
   tasks_.assign(s.steps.size(), Task{});
-  shm_tasks_ = 0;
+  shm_tasks_ = mpi_tasks_ = 0;
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     const Step& st = s.steps[i];
     Task& t = tasks_[i];
@@ -77,6 +77,7 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
     // An exact message's size is checked where it arrives, which MPI tells and the rings do not.
     t.via = links && !s.exact_messages && links->carries(st.peer, st.tag) ? Via::shm : Via::mpi;
     shm_tasks_ += t.via == Via::shm;
+    mpi_tasks_ += t.via == Via::mpi;
   }
   if (shm_tasks_ > 0) carry_local_copies();
   bind_addresses();

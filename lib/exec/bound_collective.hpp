@@ -93,7 +93,7 @@ class BoundCollective {
   std::vector<Task> tasks_;
   std::unique_ptr<SingleCopy> single_copy_;  // set: a single-copy op (no tasks)
   std::vector<std::byte> scratch_, staging_;
-  std::size_t first_open_ = 0, shm_tasks_ = 0;
+  std::size_t first_open_ = 0, shm_tasks_ = 0, mpi_tasks_ = 0;
   std::size_t segment_ = 0;  // bytes per staged segment, and segments staged per receive:
   std::uint32_t depth_ = 1;  // set by bind, kept by rebind (same type, same params)
   State state_ = State::idle;

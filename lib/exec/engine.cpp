@@ -23,6 +23,12 @@ Channel& Engine::channel(bool sends, int peer, int tag) {
 void Engine::start(const std::shared_ptr<BoundCollective>& op, bool move_now) {
   if (op->state_ == BoundCollective::State::active)
     throw InvalidArgument("a collective was started while it is still active");
+  if (!move_now && op->mpi_tasks_ > 0 && !mpi_refused_.empty()) {
+    int me = 0;
+    MPI_Comm_rank(comm_, &me);
+    throw InvalidArgument(
+        fmt::format("{} on rank {}: {}", op->params_.what.text(), me, mpi_refused_));
+  }
   op->state_ = BoundCollective::State::active;
   op->error_ = nullptr;
   op->first_open_ = 0;

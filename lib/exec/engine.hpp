@@ -82,6 +82,9 @@ class Engine {
   // What idle rounds of wait() and test() move besides MPI's own operations (set once, before
   // the first collective).
   void set_elsewhere(const Elsewhere& e) noexcept { elsewhere_ = e; }
+  // From now on, start(op, false) refuses an op with steps over MPI, saying `why` (a progress
+  // thread that may not call MPI moves what is started so; the caller's own rounds may).
+  void refuse_mpi_when_queued(std::string why) { mpi_refused_ = std::move(why); }
 
  private:
   void wait_until_ended(BoundCollective& op);
@@ -103,6 +106,7 @@ class Engine {
   [[noreturn]] void stuck(const BoundCollective& op) const;
 
   MPI_Comm comm_;
+  std::string mpi_refused_;  // refuse_mpi_when_queued
   std::map<std::uint64_t, Channel> channels_;
   std::vector<std::shared_ptr<BoundCollective>> active_;
   // Single-copy ops in flight, in start order: only the first moves (their posts in the node's

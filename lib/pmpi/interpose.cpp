@@ -7,6 +7,7 @@
 #include <exception>
 #include <vector>
 
+#include "api/executor.hpp"
 #include "kernels/reduce.hpp"
 #include "pmpi/errors.hpp"
 #include "pmpi/guard.hpp"
@@ -15,6 +16,7 @@
 #include "pmpi/settings.hpp"
 #include "pmpi/starts.hpp"
 #include "pmpi/state.hpp"
+#include "pmpi/thread_level.hpp"
 #include "toroid/collectives.hpp"
 
 using namespace toroid;
@@ -59,17 +61,27 @@ void reduce_scatter_to_front(const void* sendbuf, void* recvbuf, const Plan& p, 
 
 extern "C" {
 
-// MPI_Init and MPI_Init_thread: MPI's, then the settings compared across ranks once.
+// MPI_Init and MPI_Init_thread: MPI's, at the thread level thread_level.hpp asks for, then the
+// settings compared across ranks once.
 int MPI_Init(int* argc, char*** argv) {
-  const int rc = PMPI_Init(argc, argv);
+  const int rc = init_thread(argc, argv, MPI_THREAD_SINGLE, nullptr);
   if (rc == MPI_SUCCESS) agree_on_settings();
   return rc;
 }
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  const int rc = PMPI_Init_thread(argc, argv, required, provided);
+  const int rc = init_thread(argc, argv, required, provided);
   if (rc == MPI_SUCCESS) agree_on_settings();
   return rc;
+}
+
+// The level the program asked for; toroid's own calls (and its progress threads) see MPI's.
+int MPI_Query_thread(int* provided) {
+  int level = 0;
+  if (inside_toroid() || api::on_progress_thread() || !program_level(level) || !provided)
+    return PMPI_Query_thread(provided);
+  *provided = level;
+  return MPI_SUCCESS;
 }
 
 int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,

@@ -37,7 +37,7 @@ extern "C" {
 
 int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm, MPI_Request* request) {
-  const Decision p = in_background(plan_allreduce(count, type, op, comm));
+  const Decision p = in_background(comm, plan_allreduce(count, type, op, comm));
   report("MPI_Iallreduce", p, type);
   if (!p) return PMPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request);
   return start_served(comm, "MPI_Iallreduce", request, [&](Communicator& c) {
@@ -47,7 +47,7 @@ int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
 
 int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype type,
                               MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  const Decision p = in_background(plan_reduce_scatter_block(recvcount, type, op, comm));
+  const Decision p = in_background(comm, plan_reduce_scatter_block(recvcount, type, op, comm));
   report("MPI_Ireduce_scatter_block", p, type);
   if (!p) return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm, request);
   return start_served(comm, "MPI_Ireduce_scatter_block", request, [&](Communicator& c) {
@@ -57,7 +57,7 @@ int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
 
 int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                         MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  const Decision p = in_background(plan_reduce_scatter(recvcounts, type, op, comm));
+  const Decision p = in_background(comm, plan_reduce_scatter(recvcounts, type, op, comm));
   report("MPI_Ireduce_scatter", p, type);
   if (!p) return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm, request);
   return start_served(comm, "MPI_Ireduce_scatter", request, [&](Communicator& c) {
@@ -68,8 +68,8 @@ int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts
 int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
   const Decision p =
-      in_background(same_send_side(plan_allgather(recvcount, recvtype, comm), sendbuf, sendcount,
-                                   sendtype, recvcount, recvtype));
+      in_background(comm, same_send_side(plan_allgather(recvcount, recvtype, comm), sendbuf,
+                                         sendcount, sendtype, recvcount, recvtype));
   report("MPI_Iallgather", p, recvtype);
   if (!p)
     return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -86,7 +86,7 @@ int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
   int rank = 0;
   if (p && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS)
     p = same_send_side(p, sendbuf, sendcount, sendtype, recvcounts[rank], recvtype);
-  p = in_background(p);
+  p = in_background(comm, p);
   report("MPI_Iallgatherv", p, recvtype);
   if (!p)
     return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
@@ -98,8 +98,9 @@ int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
 
 int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
-  const Decision p = in_background(alltoall_sides(plan_alltoall(recvcount, recvtype, comm), sendbuf,
-                                                  sendcount, sendtype, recvcount, recvtype));
+  const Decision p =
+      in_background(comm, alltoall_sides(plan_alltoall(recvcount, recvtype, comm), sendbuf,
+                                         sendcount, sendtype, recvcount, recvtype));
   report("MPI_Ialltoall", p, recvtype);
   if (!p)
     return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
@@ -113,7 +114,8 @@ int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispl
                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                    MPI_Request* request) {
   const Decision p = in_background(
-      alltoall_sides(plan_alltoallv(recvtype, comm), sendbuf, 0, sendtype, 0, recvtype));
+      comm, alltoall_sides(plan_alltoallv(recvtype, comm), sendbuf, 0, sendtype, 0, recvtype),
+      Messages::exact);
   report("MPI_Ialltoallv", p, recvtype);
   if (!p)
     return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
@@ -125,7 +127,7 @@ int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispl
 
 int MPI_Ibcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,
                MPI_Request* request) {
-  const Decision p = in_background(plan_bcast(count, type, root, comm));
+  const Decision p = in_background(comm, plan_bcast(count, type, root, comm));
   report("MPI_Ibcast", p, type);
   if (!p) return PMPI_Ibcast(buffer, count, type, root, comm, request);
   return start_served(comm, "MPI_Ibcast", request,

@@ -31,7 +31,7 @@ using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI
 [[maybe_unused]] int allreduce_init(const char* name, AllreduceInit stock, const void* sendbuf,
                                     void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                                     MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-  const Decision p = in_background(plan_allreduce(count, type, op, comm));
+  const Decision p = in_background(comm, plan_allreduce(count, type, op, comm));
   report(name, p, type);
   if (!p) return stock(sendbuf, recvbuf, count, type, op, comm, info, request);
   return init_persistent(comm, name, request, [&](Communicator& c) {
@@ -43,7 +43,7 @@ using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI
                                                const void* sendbuf, void* recvbuf, int recvcount,
                                                MPI_Datatype type, MPI_Op op, MPI_Comm comm,
                                                MPI_Info info, MPI_Request* request) {
-  const Decision p = in_background(plan_reduce_scatter_block(recvcount, type, op, comm));
+  const Decision p = in_background(comm, plan_reduce_scatter_block(recvcount, type, op, comm));
   report(name, p, type);
   if (!p) return stock(sendbuf, recvbuf, recvcount, type, op, comm, info, request);
   return init_persistent(comm, name, request, [&](Communicator& c) {
@@ -55,7 +55,7 @@ using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI
                                          const void* sendbuf, void* recvbuf, const int recvcounts[],
                                          MPI_Datatype type, MPI_Op op, MPI_Comm comm, MPI_Info info,
                                          MPI_Request* request) {
-  const Decision p = in_background(plan_reduce_scatter(recvcounts, type, op, comm));
+  const Decision p = in_background(comm, plan_reduce_scatter(recvcounts, type, op, comm));
   report(name, p, type);
   if (!p) return stock(sendbuf, recvbuf, recvcounts, type, op, comm, info, request);
   return init_persistent(comm, name, request, [&](Communicator& c) {
@@ -68,8 +68,8 @@ using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI
                                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                     MPI_Info info, MPI_Request* request) {
   const Decision p =
-      in_background(same_send_side(plan_allgather(recvcount, recvtype, comm), sendbuf, sendcount,
-                                   sendtype, recvcount, recvtype));
+      in_background(comm, same_send_side(plan_allgather(recvcount, recvtype, comm), sendbuf,
+                                         sendcount, sendtype, recvcount, recvtype));
   report(name, p, recvtype);
   if (!p)
     return stock(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
@@ -87,7 +87,7 @@ using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI
   int rank = 0;
   if (p && PMPI_Comm_rank(comm, &rank) == MPI_SUCCESS)
     p = same_send_side(p, sendbuf, sendcount, sendtype, recvcounts[rank], recvtype);
-  p = in_background(p);
+  p = in_background(comm, p);
   report(name, p, recvtype);
   if (!p)
     return stock(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info,
@@ -100,7 +100,7 @@ using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI
 [[maybe_unused]] int bcast_init(const char* name, BcastInit stock, void* buffer, int count,
                                 MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
                                 MPI_Request* request) {
-  const Decision p = in_background(plan_bcast(count, type, root, comm));
+  const Decision p = in_background(comm, plan_bcast(count, type, root, comm));
   report(name, p, type);
   if (!p) return stock(buffer, count, type, root, comm, info, request);
   return init_persistent(comm, name, request,

@@ -2,9 +2,11 @@
 
 #include <variant>
 
+#include "api/internal.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/mpi_types.hpp"
 #include "pmpi/settings.hpp"
+#include "pmpi/state.hpp"
 #include "toroid/collectives.hpp"
 
 namespace toroid::pmpi {
@@ -90,11 +92,40 @@ Decision plan_bcast(int count, MPI_Datatype type, int root, MPI_Comm comm) {
   return d;
 }
 
-Decision in_background(Decision d) {
+Decision in_background(MPI_Comm comm, Decision d, Messages m) {
   if (!d) return d;
-  int provided = MPI_THREAD_SINGLE;
-  if (PMPI_Query_thread(&provided) != MPI_SUCCESS || provided < MPI_THREAD_MULTIPLE)
-    return Decision::forward(kNeedsThreadMultiple);
+  int level = MPI_THREAD_SINGLE;
+  if (PMPI_Query_thread(&level) != MPI_SUCCESS) return Decision::forward("MPI_Query_thread failed");
+  if (level >= MPI_THREAD_MULTIPLE) return d;
+  if (m == Messages::exact)
+    return Decision::forward(
+        "an alltoallv's messages go over MPI, which the progress thread may call only under "
+        "MPI_THREAD_MULTIPLE (TOROID_THREAD_LEVEL=multiple)");
+  api::MpiSteps steps = api::MpiSteps::none;
+  {
+    ToroidScope inside;
+    try {
+      steps = api::steps_over_mpi(internal::impl(state_of(comm).comm));
+    } catch (...) {
+      return d;  // serving it reports the error (every rank alike)
+    }
+  }
+  switch (steps) {
+    case api::MpiSteps::none:
+      return d;
+    case api::MpiSteps::between_nodes:
+      return Decision::forward(
+          "non-blocking calls on a communicator that spans nodes need MPI_THREAD_MULTIPLE (the "
+          "progress thread calls MPI there; TOROID_THREAD_LEVEL=multiple asks for it)");
+    case api::MpiSteps::unlinked:
+      return Decision::forward(
+          "non-blocking calls on ranks not linked by shared memory (transport mpi, or no room in "
+          "/dev/shm) need MPI_THREAD_MULTIPLE (TOROID_THREAD_LEVEL=multiple asks for it)");
+    case api::MpiSteps::too_many_lanes:
+      return Decision::forward(
+          "non-blocking calls on a shape of more than 4 dimensions need MPI_THREAD_MULTIPLE (some "
+          "steps go over MPI; TOROID_THREAD_LEVEL=multiple asks for it)");
+  }
   return d;
 }
 

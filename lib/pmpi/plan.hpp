@@ -47,13 +47,15 @@ inline constexpr const char* kNoTypeTwin = "the datatype has no toroid twin";
 inline constexpr const char* kSendSideDiffers =
     "the send side is described otherwise than the receive side";
 
-inline constexpr const char* kNeedsThreadMultiple =
-    "non-blocking calls need MPI_THREAD_MULTIPLE (a progress thread moves them)";
-
-// The non-blocking form of a call planned as `d`: served only where MPI provides
-// MPI_THREAD_MULTIPLE, because toroid's progress thread moves it while the program does
-// anything else (requests.hpp). Programs initialize every rank alike, so it is alike too.
-Decision in_background(Decision d);
+// The non-blocking form of a call planned as `d` on `comm`. Toroid's progress thread moves it
+// while the program does anything else (requests.hpp), so where MPI is below
+// MPI_THREAD_MULTIPLE (thread_level.hpp) and the thread may not call MPI, it is served only
+// where every step goes over shared memory (api::steps_over_mpi: one node, all ranks linked;
+// never an alltoallv's exact messages). That builds comm's state at the first such call, as
+// serving it would (collective; the decision so far is alike on every rank), and is alike on
+// every rank too.
+enum class Messages { over_schedule, exact };
+Decision in_background(MPI_Comm comm, Decision d, Messages m = Messages::over_schedule);
 
 // MPI_Allreduce: `count` elements.
 Decision plan_allreduce(int count, MPI_Datatype type, MPI_Op op, MPI_Comm comm);

@@ -29,6 +29,13 @@ Settings read_settings() {
   try {
     if (const std::string_view v = env("TOROID_MIN_BYTES"); !v.empty())
       s.min_bytes = parse_size(v, "TOROID_MIN_BYTES");
+    if (const std::string_view level = env("TOROID_THREAD_LEVEL"); level == "multiple")
+      s.thread_floor = MPI_THREAD_MULTIPLE;
+    else if (level == "funneled")
+      s.thread_floor = MPI_THREAD_FUNNELED;
+    else if (!level.empty() && level != "program")
+      throw InvalidArgument("TOROID_THREAD_LEVEL: '" + std::string(level) +
+                            "' is not program, funneled or multiple");
     const std::string_view log = env("TOROID_LOG");
     if (log == "info")
       s.log_info = true;
@@ -67,7 +74,7 @@ void agree_on_settings() noexcept {
   ToroidScope inside;  // the comparison's own collectives go to MPI
   try {
     std::vector<const char*> names = api::variables_read(Options{});
-    names.insert(names.begin(), "TOROID_MIN_BYTES");
+    names.insert(names.begin(), {"TOROID_MIN_BYTES", "TOROID_THREAD_LEVEL"});
     // A rank without the preload never joins the comparison; rather than wait for it for good,
     // give up after a while with a message (the first served call would hang anyway).
     api::require_same_environment(MPI_COMM_WORLD, names, init_timeout_s());

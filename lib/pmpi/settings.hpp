@@ -20,6 +20,12 @@ inline constexpr std::uint64_t kDefaultMinBytes = 4 * 1024;
 struct Settings {
   std::uint64_t min_bytes = kDefaultMinBytes;
   bool log_info = false;
+  // TOROID_THREAD_LEVEL: the least thread level the preload asks MPI for, whatever the program
+  // asked (thread_level.hpp): 0 for `program` (the default: what the program asked; nothing
+  // changes for its own calls), MPI_THREAD_FUNNELED, or MPI_THREAD_MULTIPLE (the progress thread
+  // may call MPI, so non-blocking calls are served across nodes too). Each level above SINGLE
+  // costs every MPI call of the program under Open MPI 4.1 (docs/preload.md).
+  int thread_floor = 0;
   // Non-empty when a variable is malformed. Then min_bytes is 0, so the first call toroid could
   // serve reports this through the communicator's error handler instead of ignoring it.
   std::string error;

@@ -7,9 +7,16 @@
  * gives them a defined outcome), a rank that blocks in MPI_Recv while the collective it
  * started must progress, and requests never waited for at MPI_Finalize. Built against MPI only.
  *
- *   nonblocking            MPI_Init_thread(MPI_THREAD_MULTIPLE): toroid serves
- *   nonblocking single     MPI_Init: every non-blocking call is forwarded (the log says why)
- *   nonblocking overlap N  MiB: time start + compute + wait against the parts alone (rank 0)
+ *   nonblocking [LEVEL] [forwarded]   LEVEL: the thread level the program asks for: multiple
+ *                          (MPI_Init_thread(MPI_THREAD_MULTIPLE), the default), serialized,
+ *                          funneled, or single (plain MPI_Init). toroid serves every eligible
+ *                          call at each; `forwarded`: the run expects them all forwarded
+ *                          (the script makes it so, e.g. TOROID_TRANSPORT=mpi below MULTIPLE).
+ *                          Under TOROID_THREAD_LEVEL=multiple the preload asks MPI for
+ *                          MULTIPLE whatever the program asked, and serves them all.
+ *                          The program must see the level it asked for (provided and
+ *                          MPI_Query_thread), whatever the preload asked MPI for.
+ *   nonblocking overlap N [LEVEL]  MiB: time start + compute + wait against the parts alone
  *
  * Inputs are small integers, so every result is exact in any order of reduction: each element
  * is compared with the stock result. Output (rank 0): "served <n> expected <m> wrong <w>", and
@@ -30,7 +37,9 @@
 #define PERSISTENT(call) MPIX_##call##_init
 #endif
 
-static int rank, size, threaded;
+static int rank, size;
+static int served_here = 1;             /* whether the run expects eligible calls served */
+static int asked = MPI_THREAD_MULTIPLE; /* the thread level the program asks for */
 static long long wrong, expected;
 
 static void fill(float* v, int n, int seed) {
@@ -41,13 +50,13 @@ static void compare(const char* what, const void* got, const void* want, size_t 
   ++wrong;
   fprintf(stderr, "rank %d: %s differs from MPI's result\n", rank, what);
 }
-/* A served call counts only where MPI gives threads (else it is forwarded). */
-static void serves(int n) { expected += threaded ? n : 0; }
+/* A served call counts only where the run serves them (else it is forwarded). */
+static void serves(int n) { expected += served_here ? n : 0; }
 
 static void check_status(const char* what, const MPI_Status* s) {
   int count = -1;
   MPI_Get_count(s, MPI_BYTE, &count);
-  if (threaded && (s->MPI_SOURCE != MPI_ANY_SOURCE || s->MPI_TAG != MPI_ANY_TAG || count != 0)) {
+  if (served_here && (s->MPI_SOURCE != MPI_ANY_SOURCE || s->MPI_TAG != MPI_ANY_TAG || count != 0)) {
     ++wrong;
     fprintf(stderr, "rank %d: %s: status source %d tag %d count %d, not an empty status\n", rank,
             what, s->MPI_SOURCE, s->MPI_TAG, count);
@@ -160,7 +169,10 @@ static void each_call(int n) {
                       MPI_COMM_WORLD),
        "PMPI_Alltoallv");
   compare("MPI_Ialltoallv", out, ref, sizeof(float) * (size_t)received);
-  serves(1);
+  /* An alltoallv's messages go over MPI, which the progress thread calls only under MULTIPLE
+   * (asked for by the program, or by the preload for it). */
+  const char* floor = getenv("TOROID_THREAD_LEVEL");
+  if (asked == MPI_THREAD_MULTIPLE || (floor && strcmp(floor, "multiple") == 0)) serves(1);
   free(rcounts), free(rdispls);
   /* broadcast from the last rank */
   fill(out, n, rank == size - 1 ? 11 : rank + 40);
@@ -363,7 +375,7 @@ static void cancel_one(void) {
   fill(ref, 4096, rank);
   must(PMPI_Allreduce(MPI_IN_PLACE, ref, 4096, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
        "PMPI_Allreduce");
-  if (threaded && cancelled)
+  if (served_here && cancelled)
     ++wrong, fprintf(stderr, "rank %d: a served request was cancelled\n", rank);
   compare("MPI_Iallreduce after MPI_Cancel", v, ref, sizeof v);
 }
@@ -458,7 +470,7 @@ static void persistent_calls(int n) {
   int flag = 0;
   must(MPI_Request_get_status(b.r[0], &flag, MPI_STATUS_IGNORE), "MPI_Request_get_status");
   /* MPI: an inactive persistent request is complete (MPICH 4.0's own says it is not) */
-  if (threaded && !flag)
+  if (served_here && !flag)
     ++wrong, fprintf(stderr, "rank %d: an inactive persistent request is not complete\n", rank);
   for (int round = 0; round < 6; ++round) {
     refill(&b, round);
@@ -472,7 +484,7 @@ static void persistent_calls(int n) {
     MPI_Status sts[NP];
     /* Forwarded to stock MPI, only the two plain ways: MPICH 4.0's MPI_Waitany returns a
      * completed persistent collective again once it is inactive (found here). */
-    switch (threaded ? round : round % 2) {
+    switch (served_here ? round : round % 2) {
       case 0:
         how = "MPI_Wait each";
         for (int k = 0; k < NP; ++k)
@@ -541,7 +553,7 @@ static void persistent_calls(int n) {
   /* Every one inactive now: a wait on them all returns at once. */
   int index = 0;
   must(MPI_Waitany(NP, b.r, &index, MPI_STATUS_IGNORE), "MPI_Waitany");
-  if (threaded && index != MPI_UNDEFINED) /* MPICH 4.0's own returns one (see above) */
+  if (served_here && index != MPI_UNDEFINED) /* MPICH 4.0's own returns one (see above) */
     ++wrong,
         fprintf(stderr, "rank %d: MPI_Waitany on inactive requests returned %d\n", rank, index);
   for (int k = 0; k < NP; ++k) {
@@ -607,18 +619,39 @@ static void overlap(int mib) {
   free(v);
 }
 
+static int level_named(const char* name) {
+  if (strcmp(name, "single") == 0) return MPI_THREAD_SINGLE;
+  if (strcmp(name, "funneled") == 0) return MPI_THREAD_FUNNELED;
+  if (strcmp(name, "serialized") == 0) return MPI_THREAD_SERIALIZED;
+  if (strcmp(name, "multiple") == 0) return MPI_THREAD_MULTIPLE;
+  fprintf(stderr, "unknown thread level '%s'\n", name);
+  exit(2);
+}
+
 int main(int argc, char** argv) {
-  const int single = argc > 1 && strcmp(argv[1], "single") == 0;
-  if (single) {
+  const int overlapping = argc > 2 && strcmp(argv[1], "overlap") == 0;
+  const char* level_name =
+      overlapping ? (argc > 3 ? argv[3] : "multiple") : (argc > 1 ? argv[1] : "multiple");
+  asked = level_named(level_name);
+  served_here = !(argc > 2 && strcmp(argv[2], "forwarded") == 0);
+  int provided = -1;
+  if (asked == MPI_THREAD_SINGLE)
     MPI_Init(&argc, &argv);
-  } else {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    threaded = provided == MPI_THREAD_MULTIPLE;
-  }
+  else
+    MPI_Init_thread(&argc, &argv, asked, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (argc > 2 && strcmp(argv[1], "overlap") == 0) {
+  /* The level the program asked for, as MPI would have told it (MPI_Init: SINGLE). */
+  int queried = -1;
+  MPI_Query_thread(&queried);
+  if (queried != asked || (asked != MPI_THREAD_SINGLE && provided != asked)) {
+    fprintf(stderr,
+            "rank %d: asked for thread level %d, told %d by MPI_Query_thread, %d by "
+            "provided\n",
+            rank, asked, queried, provided);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (overlapping) {
     overlap(atoi(argv[2]));
     MPI_Finalize();
     return 0;
@@ -636,7 +669,7 @@ int main(int argc, char** argv) {
   persistent_calls(7);
 #endif
   progress_while_blocked();
-  if (threaded) cancel_one(); /* stock MPI may refuse to cancel a collective */
+  if (served_here) cancel_one(); /* stock MPI may refuse to cancel a collective */
 
   /* Left to MPI_Finalize: one request freed while active, one never waited for. */
   static float freed[50000], unwaited[50000];
@@ -647,7 +680,7 @@ int main(int argc, char** argv) {
        "MPI_Iallreduce");
   /* MPI makes freeing an active collective request erroneous, and Open MPI refuses it; the
    * preload lets a served one complete and settles it by MPI_Finalize. */
-  if (threaded)
+  if (served_here)
     must(MPI_Request_free(&a), "MPI_Request_free");
   else
     must(MPI_Wait(&a, MPI_STATUS_IGNORE), "MPI_Wait");
@@ -656,7 +689,7 @@ int main(int argc, char** argv) {
   serves(2);
   /* MPI wants every request completed before MPI_Finalize; stock MPI need not finish one
    * that was not, the preload settles the ones it served. */
-  if (!threaded) must(MPI_Wait(&b, MPI_STATUS_IGNORE), "MPI_Wait");
+  if (!served_here) must(MPI_Wait(&b, MPI_STATUS_IGNORE), "MPI_Wait");
 
   const long long got = served_calls();
   long long all_wrong = 0;

@@ -1,7 +1,9 @@
 /* Many non-blocking collectives in flight on several communicators, under the preload: the
  * shape of a third-party stress program that once hung the job.
  *
- *   preload_stress SEED... [-ops N] [-window W] [-sleep-ms S]
+ *   preload_stress SEED... [-ops N] [-window W] [-sleep-ms S] [-single]
+ *                                  -single: plain MPI_Init (below MPI_THREAD_MULTIPLE the
+ *                                  preload still serves them all on one node)
  *   preload_stress -skip R         rank R never starts a served MPI_Iallreduce the others wait
  *                                  for, the first call on a communicator named "stress
  *                                  communicator" (which builds toroid's state there): the
@@ -400,7 +402,7 @@ static int skip(int who, int later) {
 
 int main(int argc, char** argv) {
   int ops_per_seed = 400, window = 20, sleep_ms = 20, seeds[16], n_seeds = 0, skipper = -1,
-      later = 0;
+      later = 0, single = 0;
   for (int a = 1; a < argc; ++a) {
     if ((strcmp(argv[a], "-skip") == 0 || strcmp(argv[a], "-skip-later") == 0) && a + 1 < argc) {
       later = strcmp(argv[a], "-skip-later") == 0;
@@ -411,11 +413,14 @@ int main(int argc, char** argv) {
       window = atoi(argv[++a]);
     else if (strcmp(argv[a], "-sleep-ms") == 0 && a + 1 < argc)
       sleep_ms = atoi(argv[++a]);
+    else if (strcmp(argv[a], "-single") == 0)
+      single = 1;
     else if (n_seeds < 16 && atoi(argv[a]) > 0)
       seeds[n_seeds++] = atoi(argv[a]);
     else {
       fprintf(stderr,
-              "preload_stress: bad argument '%s' (SEED... [-ops N] [-window W] [-sleep-ms S])\n",
+              "preload_stress: bad argument '%s' (SEED... [-ops N] [-window W] [-sleep-ms S] "
+              "[-single])\n",
               argv[a]);
       return 2;
     }
@@ -426,8 +431,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   int provided = MPI_THREAD_SINGLE;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  threaded = provided == MPI_THREAD_MULTIPLE;
+  if (single)
+    MPI_Init(&argc, &argv);
+  else
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  /* Served either way on one node (docs/preload.md, "Non-blocking calls"). */
+  threaded = single || provided == MPI_THREAD_MULTIPLE;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (skipper >= 0) return skip(skipper, later);

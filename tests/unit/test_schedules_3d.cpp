@@ -6,6 +6,7 @@
 
 #include "model/verifier.hpp"
 #include "schedule_check.hpp"
+#include "toroid/error.hpp"
 
 using namespace toroid;
 using schedule::Collective;
@@ -287,4 +288,53 @@ TEST_CASE("a collective along axes is the algorithm on the sub-torus, its peers 
               (own.steps[i].peer < 0 ? -1 : members[static_cast<std::size_t>(own.steps[i].peer)]));
     }
   }
+}
+
+// What lets a progress thread below MPI_THREAD_MULTIPLE (which makes no MPI call) run a
+// communicator on one node (api::steps_over_mpi): on shapes of up to four dimensions every
+// schedule's steps keep to tags (lanes) 0-7, the shared-memory links' eight (ShmLinks::kLanes),
+// so none goes over MPI. Every algorithm and collective, torus and mesh, twisted, small and
+// large counts (the pipelined forms), every rank. Five and six dimensions may use more (Swing
+// and torus2d_both's 2·D parts): there the rule sends the thread's calls to MPI.
+TEST_CASE("on up to four dimensions every schedule keeps to the shared-memory links' lanes",
+          "[schedules][3d]") {
+  constexpr int kLanes = 8;  // exec::ShmLinks::kLanes (checked in test_shm_links.cpp)
+  std::vector<Torus> shapes;
+  for (const std::vector<int>& sizes : std::vector<std::vector<int>>{{2},
+                                                                     {3},
+                                                                     {8},
+                                                                     {2, 2},
+                                                                     {4, 3},
+                                                                     {4, 4},
+                                                                     {2, 2, 2},
+                                                                     {3, 2, 2},
+                                                                     {4, 4, 4},
+                                                                     {2, 2, 2, 2},
+                                                                     {3, 2, 2, 2}}) {
+    shapes.emplace_back(sizes);
+    shapes.emplace_back(sizes, std::vector<bool>(sizes.size(), false));
+  }
+  shapes.emplace_back(std::vector<int>{2, 2, 4}, std::vector<bool>{}, true);
+  int built = 0;
+  for (const Torus& t : shapes)
+    for (Algorithm a : all_algorithms)
+      for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
+                           Collective::broadcast, Collective::alltoall})
+        for (std::uint64_t n : {std::uint64_t{7}, std::uint64_t{100003}, std::uint64_t{1} << 23})
+          for (int r = 0; r < t.chips(); ++r) {
+            const schedule::Context ctx{r, t, {}};
+            schedule::Schedule s;
+            try {
+              s = schedule::build(a, {c, n, false, false, {}}, ctx);
+            } catch (const Error&) {
+              break;  // this algorithm does not run this collective on this shape
+            }
+            ++built;
+            for (const schedule::Step& st : s.steps) {
+              INFO(t.to_string() << " " << to_string(a) << " " << to_string(c) << " n=" << n
+                                 << " rank " << r);
+              REQUIRE(st.tag < kLanes);
+            }
+          }
+  CHECK(built > 10000);
 }

@@ -51,3 +51,10 @@ TEST_CASE(
   CHECK(ShmLinks::slots_that_fit(ranks, slot, 64, 40 * MiB) == 0);
   CHECK(ShmLinks::slots_that_fit(ranks, slot, 64, 0) == 0);
 }
+
+TEST_CASE(
+    "the shared-memory links carry eight lanes, which every schedule on up to four "
+    "dimensions keeps to (test_schedules_3d.cpp; api::steps_over_mpi relies on it)",
+    "[shm]") {
+  STATIC_REQUIRE(ShmLinks::kLanes == 8);
+}
