@@ -6,7 +6,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${TOROID_BUILD_DIR:-$root/build}
 
-packages=(g++ cmake make pkg-config openmpi-bin libopenmpi-dev mpich libmpich-dev libboost-program-options-dev catch2
+packages=(g++ gfortran cmake make pkg-config openmpi-bin libopenmpi-dev mpich libmpich-dev libboost-program-options-dev catch2
           libfmt-dev libhwloc-dev hwloc python3 python3-matplotlib python3-mpi4py python3-numpy
           valgrind clang clang-format libclang-rt-14-dev iproute2 procps util-linux
           python3-dev pybind11-dev python3-pybind11 python3-pytest libdlpack-dev python3-torch libtorch-dev)

@@ -19,11 +19,12 @@ asan=$root/build-asan
 build_mpich() {
   cmake -S "$root" -B "$mpich" -DCMAKE_BUILD_TYPE=Release -DTOROID_WERROR=ON \
         -DMPI_C_COMPILER=/usr/bin/mpicc.mpich -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich \
+        -DMPI_Fortran_COMPILER=/usr/bin/mpif90.mpich \
         -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich -DTOROID_MPIEXEC_FLAGS= \
         -DTOROID_BUILD_PYTHON=OFF -DTOROID_BUILD_EXAMPLES=OFF -DTOROID_BUILD_BENCHMARKS=OFF \
         "-DTOROID_MPI_TEST_SPEC_NP3_UP=[mpich]" -DTOROID_UNITY_BUILD=ON >/dev/null
   cmake --build "$mpich" -j"$jobs" --target toroid_unit_mpi_tests toroid_mpi_tests toroid_preload \
-        preload_nonblocking preload_stress
+        preload_nonblocking preload_stress preload_fortran_mpif preload_fortran_mpi preload_fortran_f08
 }
 # Both trees compile the library's files in batches (TOROID_UNITY_BUILD: a third of the compile
 # time); the Release tree builds each file alone, as scripts/setup.sh does.
@@ -78,7 +79,7 @@ finish_background
 if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
   echo "== tests (MPICH) == $(at)"
   ctest --test-dir "$mpich" --output-on-failure -j"$jobs" \
-        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single)$|^preload_stress_np[2-3]'
+        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single_np[23]|single_over_mpi|single_raised)$|^preload_stress_(np[2-3]|single_np[23])|^preload_fortran_(mpif|mpi|f08)_np[1-3]$'
 fi
 if [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests (ASan + UBSan) == $(at)"
