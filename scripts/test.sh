@@ -79,7 +79,7 @@ finish_background
 if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
   echo "== tests (MPICH) == $(at)"
   ctest --test-dir "$mpich" --output-on-failure -j"$jobs" \
-        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single_np[23]|single_over_mpi|single_raised)$|^preload_stress_(np[2-3]|single_np[23])|^preload_fortran_(mpif|mpi|f08)_np[1-3]$'
+        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single_np[23]|single_over_mpi|single_raised)$|^preload_stress_(np[2-3]|single_np[23])|^preload_fortran_(mpif|mpi|f08)_np[1-4]$'
 fi
 if [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests (ASan + UBSan) == $(at)"

@@ -112,6 +112,15 @@ grep -q "served [1-9][0-9]* expected [1-9][0-9]* wrong 0" "$log/nonblocking" ||
   fail "nonblocking: $(grep -m1 'served\|differs' "$log/nonblocking")"
 [ "$(grep -c 'late 0' "$log/nonblocking")" = "$np" ] || fail "nonblocking: requests left to MPI_Finalize not settled"
 echo "     non-blocking across hosts: $(grep -o 'served [0-9]* expected [0-9]* wrong 0' "$log/nonblocking")"
+# Under plain MPI_Init the progress thread may not call MPI, and steps between hosts need it:
+# every non-blocking call forwarded, saying so, every result still MPI's.
+run nonblocking_single -x TOROID_MIN_BYTES=0 -x TOROID_LOG=info -x LD_PRELOAD="$preload" -- \
+  "$build/tests/preload/preload_nonblocking" single forwarded
+grep -q "served 0 expected 0 wrong 0" "$log/nonblocking_single" ||
+  fail "nonblocking under MPI_Init: $(grep -m1 'served\|differs' "$log/nonblocking_single")"
+grep -q "MPI_Iallreduce: forwarded to MPI: non-blocking calls on a communicator that spans nodes need MPI_THREAD_MULTIPLE" \
+  "$log/nonblocking_single" || fail "nonblocking under MPI_Init: no reason given for forwarding"
+echo "     under MPI_Init across hosts: forwarded, the log says why"
 
 "$cluster" down >/dev/null
 leftover=$(ip netns list | grep -c '^toroid-' || true)
