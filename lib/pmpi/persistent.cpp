@@ -1,4 +1,5 @@
-// The interposed persistent collectives: MPI-4's MPI_<call>_init (MPICH 4) and Open MPI 4.1's
+// The interposed persistent collectives (all-reduce, reduce-scatter(-block), all-gather(v),
+// all-to-all, broadcast): MPI-4's MPI_<call>_init (MPICH 4) and Open MPI 4.1's
 // MPIX_<call>_init, decided as their non-blocking forms, bound once on toroid (toroid's
 // <call>_init) behind a handle of the preload's own (requests.hpp), started by MPI_Start and
 // MPI_Startall (nonblocking.cpp). The info argument carries nothing toroid uses.
@@ -97,6 +98,21 @@ using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI
   });
 }
 
+[[maybe_unused]] int alltoall_init(const char* name, AllgatherInit stock, const void* sendbuf,
+                                   int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                                   MPI_Info info, MPI_Request* request) {
+  const Decision p =
+      in_background(comm, alltoall_sides(plan_alltoall(recvcount, recvtype, comm), sendbuf,
+                                         sendcount, sendtype, recvcount, recvtype));
+  report(name, p, recvtype);
+  if (!p)
+    return stock(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+  return init_persistent(comm, name, request, [&](Communicator& c) {
+    return alltoall_start(true, sendbuf, recvbuf, *p, c);
+  });
+}
+
 [[maybe_unused]] int bcast_init(const char* name, BcastInit stock, void* buffer, int count,
                                 MPI_Datatype type, int root, MPI_Comm comm, MPI_Info info,
                                 MPI_Request* request) {
@@ -144,6 +160,12 @@ extern "C" {
     return allgatherv_init(#PREFIX "_Allgatherv_init", P##PREFIX##_Allgatherv_init, sendbuf,       \
                            sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, \
                            request);                                                               \
+  }                                                                                                \
+  int PREFIX##_Alltoall_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype,            \
+                             void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,   \
+                             MPI_Info info, MPI_Request* request) {                                \
+    return alltoall_init(#PREFIX "_Alltoall_init", P##PREFIX##_Alltoall_init, sendbuf, sendcount,  \
+                         sendtype, recvbuf, recvcount, recvtype, comm, info, request);             \
   }                                                                                                \
   int PREFIX##_Bcast_init(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm comm,     \
                           MPI_Info info, MPI_Request* request) {                                   \

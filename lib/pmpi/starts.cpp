@@ -108,10 +108,12 @@ Decision same_send_side(Decision p, const void* sendbuf, int sendcount, MPI_Data
   return Decision::forward(kSendSideDiffers);
 }
 
-Started alltoall_start(const void* sendbuf, void* recvbuf, const Plan& p, Communicator& c) {
-  return {
-      ialltoall(sendbuf, p.count, recvbuf, p.count, p.type, c, algorithm(c, Collective::alltoall)),
-      {}};
+Started alltoall_start(bool persistent, const void* sendbuf, void* recvbuf, const Plan& p,
+                       Communicator& c) {
+  const auto algo = algorithm(c, Collective::alltoall);
+  return {persistent ? alltoall_init(sendbuf, p.count, recvbuf, p.count, p.type, c, algo)
+                     : ialltoall(sendbuf, p.count, recvbuf, p.count, p.type, c, algo),
+          {}};
 }
 
 VarLayout var_layout(const int sendcounts[], const int sdispls[], const int recvcounts[],

@@ -28,7 +28,8 @@ Started allgatherv_start(bool persistent, const void* sendbuf, void* recvbuf, co
                          const Plan& p, Communicator& c);
 Started bcast_start(bool persistent, void* buffer, int root, const Plan& p, Communicator& c);
 // MPI's all-to-all layouts: sendbuf and recvbuf apart (the callers forward MPI_IN_PLACE).
-Started alltoall_start(const void* sendbuf, void* recvbuf, const Plan& p, Communicator& c);
+Started alltoall_start(bool persistent, const void* sendbuf, void* recvbuf, const Plan& p,
+                       Communicator& c);
 Started alltoallv_start(const void* sendbuf, const int sendcounts[], const int sdispls[],
                         void* recvbuf, const int recvcounts[], const int rdispls[], const Plan& p,
                         Communicator& c);

@@ -8,7 +8,8 @@
 ! all-gather (and in place), all-gatherv, broadcast from the last rank, all-to-all,
 ! all-to-allv, DOUBLE PRECISION all-reduce; the non-blocking ones completed by MPI_Wait (its
 ! status), MPI_Waitall with a point-to-point pair, MPI_Waitany, MPI_Test polled, MPI_Testall,
-! MPI_Waitsome; the persistent all-reduce, reduce-scatter-block, all-gather and broadcast, each
+! MPI_Waitsome; the persistent all-reduce, reduce-scatter-block, all-gather, broadcast and
+! all-to-all, each
 ! started three times with new inputs (the first by MPI_Start, the others by MPI_Startall). Inputs are small
 ! integers, so every result is exact in any order of reduction: each element is compared with
 ! the value it must have. The program must also see the thread level it asked for.
@@ -55,23 +56,25 @@ program preload_fortran
 #  define REDUCE_SCATTER_BLOCK_INIT MPIX_Reduce_scatter_block_init
 #  define ALLGATHER_INIT MPIX_Allgather_init
 #  define BCAST_INIT MPIX_Bcast_init
+#  define ALLTOALL_INIT MPIX_Alltoall_init
 #else
 #  define ALLREDUCE_INIT MPI_Allreduce_init
 #  define REDUCE_SCATTER_BLOCK_INIT MPI_Reduce_scatter_block_init
 #  define ALLGATHER_INIT MPI_Allgather_init
 #  define BCAST_INIT MPI_Bcast_init
+#  define ALLTOALL_INIT MPI_Alltoall_init
 #endif
 
   integer, parameter :: n = 1000
   integer :: rank, nranks, ierr, i, q, k, level, wrong, index, outcount, round
   integer :: indices(4)
-  real(4), allocatable :: a(:), b(:), g(:), rs(:), bc(:)
+  real(4), allocatable :: a(:), b(:), g(:), rs(:), bc(:), aa(:)
   real(8), allocatable :: d(:)
   integer, allocatable :: ia(:), counts(:), displs(:), sc(:), sd(:), rc(:), rd(:)
   real(4) :: ping, pong
   real(8) :: checksum, total
   logical :: flag
-  REQUEST :: req, reqs(4), preqs(3)
+  REQUEST :: req, reqs(4), preqs(4)
   STATUS :: st
 
   call MPI_Init(ierr)
@@ -82,7 +85,7 @@ program preload_fortran
   checksum = 0
   if (level /= MPI_THREAD_SINGLE) call fail('MPI_Query_thread is not MPI_THREAD_SINGLE')
   allocate(a((n + 1) * nranks), b((n + 1) * nranks), g((n + 1) * nranks), d(n), ia(n))
-  allocate(rs(n), bc(n))
+  allocate(rs(n), bc(n), aa(n * nranks))
   allocate(counts(nranks), displs(nranks), sc(nranks), sd(nranks), rc(nranks), rd(nranks))
 
   ! all-reduce, REAL sum, not in place
@@ -293,6 +296,8 @@ program preload_fortran
   call ALLREDUCE_INIT(a, g, n, MPI_REAL, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, preqs(2), ierr)
 #endif
   call BCAST_INIT(bc, n, MPI_REAL, nranks - 1, MPI_COMM_WORLD, MPI_INFO_NULL, preqs(3), ierr)
+  call ALLTOALL_INIT(a, n, MPI_REAL, aa, n, MPI_REAL, MPI_COMM_WORLD, MPI_INFO_NULL, preqs(4), &
+                     ierr)
   do round = 1, 3
     do i = 1, size(a)
       a(i) = v(rank, i) * round
@@ -305,8 +310,8 @@ program preload_fortran
     do i = 1, n
       call expect('persistent all-reduce', b(i), summed(i) * round)
     end do
-    call MPI_Startall(3, preqs, ierr)
-    call MPI_Waitall(3, preqs, MPI_STATUSES_IGNORE, ierr)
+    call MPI_Startall(4, preqs, ierr)
+    call MPI_Waitall(4, preqs, MPI_STATUSES_IGNORE, ierr)
     do i = 1, n
       call expect('persistent reduce-scatter-block', rs(i), summed(rank * n + i) * round)
       call expect('persistent broadcast', bc(i), v(nranks - 1, i) * round)
@@ -322,9 +327,14 @@ program preload_fortran
       call expect('persistent all-reduce (2)', g(i), summed(i) * round)
     end do
 #endif
+    do q = 0, nranks - 1
+      do i = 1, n
+        call expect('persistent all-to-all', aa(q * n + i), v(q, rank * n + i) * round)
+      end do
+    end do
   end do
   call MPI_Request_free(req, ierr)
-  do k = 1, 3
+  do k = 1, 4
     call MPI_Request_free(preqs(k), ierr)
   end do
 

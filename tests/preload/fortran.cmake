@@ -24,7 +24,7 @@ set(kinds MPI_Allreduce MPI_Reduce_scatter_block MPI_Reduce_scatter MPI_Allgathe
           MPI_Bcast MPI_Alltoall MPI_Alltoallv MPI_Iallreduce MPI_Ireduce_scatter_block
           MPI_Ireduce_scatter MPI_Iallgather MPI_Iallgatherv MPI_Ibcast MPI_Ialltoall
           ${PERSISTENT}_Allreduce_init ${PERSISTENT}_Reduce_scatter_block_init
-          ${PERSISTENT}_Bcast_init)
+          ${PERSISTENT}_Bcast_init ${PERSISTENT}_Alltoall_init)
 if(PERSISTENT STREQUAL "MPIX")  # MPICH's persistent all-gather is left out: fortran.F90
   list(APPEND kinds MPIX_Allgather_init)
 endif()

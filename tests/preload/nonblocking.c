@@ -381,12 +381,13 @@ static void cancel_one(void) {
 }
 
 #ifdef PERSISTENT
-/* Six persistent collectives over buffers of n per rank, bound once; each round new inputs. */
-enum { NP = 6 };
+/* Seven persistent collectives over buffers of n per rank, bound once; each round new inputs. */
+enum { NP = 7 };
 typedef struct {
   int n;
   MPI_Request r[NP];
-  float *ar_in, *ar_out, *rs_buf, *rsv_buf, *ag_in, *ag_out, *agv_in, *agv_out, *bc;
+  float *ar_in, *ar_out, *rs_buf, *rsv_buf, *ag_in, *ag_out, *agv_in, *agv_out, *bc, *aa_in,
+      *aa_out;
   int *counts, *displs;
 } Bound;
 
@@ -399,6 +400,7 @@ static void bind(Bound* b, int n) {
   b->ag_in = calloc((size_t)n, sizeof(float)), b->ag_out = calloc((size_t)total, sizeof(float));
   b->agv_in = calloc((size_t)n, sizeof(float)), b->agv_out = calloc((size_t)total, sizeof(float));
   b->bc = calloc((size_t)n, sizeof(float));
+  b->aa_in = calloc((size_t)total, sizeof(float)), b->aa_out = calloc((size_t)total, sizeof(float));
   b->counts = calloc((size_t)size, sizeof(int)), b->displs = calloc((size_t)size, sizeof(int));
   const int uneven = total - 1 > 0 ? total - 1 : 1;
   int at = 0;
@@ -421,6 +423,9 @@ static void bind(Bound* b, int n) {
        "Allgatherv_init");
   must(PERSISTENT(Bcast)(b->bc, n, MPI_FLOAT, size - 1, MPI_COMM_WORLD, MPI_INFO_NULL, &b->r[5]),
        "Bcast_init");
+  must(PERSISTENT(Alltoall)(b->aa_in, n, MPI_FLOAT, b->aa_out, n, MPI_FLOAT, MPI_COMM_WORLD,
+                            MPI_INFO_NULL, &b->r[6]),
+       "Alltoall_init");
 }
 
 static void refill(Bound* b, int round) {
@@ -431,6 +436,7 @@ static void refill(Bound* b, int round) {
   fill(b->ag_in, b->n, rank + 2 * round);
   fill(b->agv_in, b->counts[rank], rank + 3 * round);
   fill(b->bc, b->n, rank == size - 1 ? 17 + round : -1);
+  fill(b->aa_in, total, rank * 7 + round);
 }
 
 /* Each result against MPI's blocking call on the same inputs (refilled again for it). */
@@ -457,7 +463,10 @@ static void check_bound(const char* how, Bound* b, int round) {
          << 4;
   fill(ref, n, 17 + round);
   bad |= (memcmp(b->bc, ref, sizeof(float) * (size_t)n) != 0) << 5;
-  for (int k = 0; k < NP; ++k) bad |= (b->r[k] == MPI_REQUEST_NULL) << 6; /* still bound */
+  fill(in, total, rank * 7 + round);
+  PMPI_Alltoall(in, n, MPI_FLOAT, ref, n, MPI_FLOAT, MPI_COMM_WORLD);
+  bad |= (memcmp(b->aa_out, ref, sizeof(float) * (size_t)total) != 0) << 6;
+  for (int k = 0; k < NP; ++k) bad |= (b->r[k] == MPI_REQUEST_NULL) << 7; /* still bound */
   if (bad)
     ++wrong, fprintf(stderr, "rank %d: persistent round %d by %s: wrong (mask %d)\n", rank, round,
                      how, bad);
@@ -562,6 +571,7 @@ static void persistent_calls(int n) {
   }
   free(b.ar_in), free(b.ar_out), free(b.rs_buf), free(b.rsv_buf), free(b.ag_in), free(b.ag_out);
   free(b.agv_in), free(b.agv_out), free(b.bc), free(b.counts), free(b.displs);
+  free(b.aa_in), free(b.aa_out);
 }
 #endif
 
