@@ -392,10 +392,9 @@ TOROID_FORTRAN_MPIX_NAMES(allgatherv_init, ALLGATHERV_INIT)
 void ompix_alltoall_init_f(char* sendbuf, MPI_Fint* sendcount, MPI_Fint* sendtype, char* recvbuf,
                            MPI_Fint* recvcount, MPI_Fint* recvtype, MPI_Fint* c, MPI_Fint* info,
                            MPI_Fint* request, MPI_Fint* ierr) {
-  TOROID_RETURN_REQUEST(MPIX_Alltoall_init(send_buffer(sendbuf), static_cast<int>(*sendcount),
-                                           type(sendtype), buffer(recvbuf),
-                                           static_cast<int>(*recvcount), type(recvtype), comm(c),
-                                           PMPI_Info_f2c(*info), &r));
+  TOROID_RETURN_REQUEST(MPIX_Alltoall_init(
+      send_buffer(sendbuf), static_cast<int>(*sendcount), type(sendtype), buffer(recvbuf),
+      static_cast<int>(*recvcount), type(recvtype), comm(c), PMPI_Info_f2c(*info), &r));
 }
 TOROID_FORTRAN_MPIX_NAMES(alltoall_init, ALLTOALL_INIT)
 
