@@ -105,8 +105,9 @@ int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
   if (!p)
     return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                           request);
-  return start_served(comm, "MPI_Ialltoall", request,
-                      [&](Communicator& c) { return alltoall_start(false, sendbuf, recvbuf, *p, c); });
+  return start_served(comm, "MPI_Ialltoall", request, [&](Communicator& c) {
+    return alltoall_start(false, sendbuf, recvbuf, *p, c);
+  });
 }
 
 int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
