@@ -30,13 +30,6 @@ Torus resolve_topology(const std::string& text, int size, const topology::NodeLa
   return Torus2D::most_square(size);
 }
 
-const char* thread_level_name(int level) {
-  return level == MPI_THREAD_SINGLE       ? "MPI_THREAD_SINGLE"
-         : level == MPI_THREAD_FUNNELED   ? "MPI_THREAD_FUNNELED"
-         : level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
-                                          : "MPI_THREAD_MULTIPLE";
-}
-
 // The progress thread below MPI_THREAD_MULTIPLE (communicator_impl.hpp): it makes no MPI call
 // then, so it can run the communicator only where steps_over_mpi finds nothing, and refuses
 // what still needs MPI (an alltoallv's exact messages). MPI's thread levels govern the threads
@@ -45,7 +38,7 @@ const char* thread_level_name(int level) {
 std::string progress_without_mpi(const Communicator::Impl& m, int level) {
   const std::string needs = fmt::format(
       "progress mode thread (Options::progress or TOROID_PROGRESS) on rank {} with MPI at {}",
-      m.rank, thread_level_name(level));
+      m.rank, api::thread_level_name(level));
   if (const api::MpiSteps why = api::steps_over_mpi(m); why != api::MpiSteps::none)
     throw InvalidArgument(
         fmt::format("{}: {}, and the progress thread may call MPI only under "
@@ -55,7 +48,7 @@ std::string progress_without_mpi(const Communicator::Impl& m, int level) {
       "its messages go over MPI, which this communicator's progress thread may "
       "call only under MPI_THREAD_MULTIPLE (MPI is at {}); run it blocking, or "
       "initialize MPI with MPI_THREAD_MULTIPLE",
-      thread_level_name(level));
+      api::thread_level_name(level));
 }
 
 }  // namespace
@@ -68,6 +61,13 @@ MpiSteps steps_over_mpi(const Communicator::Impl& m) {
     return m.node_split->layout().nodes > 1 ? MpiSteps::between_nodes : MpiSteps::unlinked;
   if (2 * m.topology.dimensions() > exec::ShmLinks::kLanes) return MpiSteps::too_many_lanes;
   return MpiSteps::none;
+}
+
+const char* thread_level_name(int level) noexcept {
+  return level == MPI_THREAD_SINGLE       ? "MPI_THREAD_SINGLE"
+         : level == MPI_THREAD_FUNNELED   ? "MPI_THREAD_FUNNELED"
+         : level == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED"
+                                          : "MPI_THREAD_MULTIPLE";
 }
 
 const char* to_string(MpiSteps s) noexcept {

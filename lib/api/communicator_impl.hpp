@@ -117,6 +117,7 @@ namespace api {
 enum class MpiSteps { none, between_nodes, unlinked, too_many_lanes };
 MpiSteps steps_over_mpi(const Communicator::Impl& m);
 const char* to_string(MpiSteps s) noexcept;
+const char* thread_level_name(int level) noexcept;  // "MPI_THREAD_SINGLE", ...
 
 }  // namespace api
 }  // namespace toroid
