@@ -196,9 +196,10 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     if (m.config.progress == ProgressMode::thread) {
       int level = MPI_THREAD_SINGLE;
       mpi_check(MPI_Query_thread(&level), "MPI_Query_thread");
-      std::string refusal;
-      if (level < MPI_THREAD_MULTIPLE)
-        api::run_agreed(m.comm, [&] { refusal = progress_without_mpi(m, level); });
+      std::string refusal;  // agreed on every rank, whatever its own level (ranks may differ)
+      api::run_agreed(m.comm, [&] {
+        if (level < MPI_THREAD_MULTIPLE) refusal = progress_without_mpi(m, level);
+      });
       m.executor->start_thread(std::move(refusal));
     }
   } catch (...) {

@@ -136,7 +136,7 @@ int some(bool wait, MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, M
                       : MPI_Testsome(n, rs.c.data(), &out, done_at.data(), ss.data());
   rs.back(requests);
   *outcount = static_cast<MPI_Fint>(out);
-  if (rc == MPI_SUCCESS && out != MPI_UNDEFINED) {
+  if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && out != MPI_UNDEFINED) {
     for (int k = 0; k < out; ++k) indices[k] = static_cast<MPI_Fint>(done_at[k] + 1);
     ss.back(0, out);
   }
@@ -440,7 +440,7 @@ void ompi_waitall_f(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* statuses, MPI
   Statuses ss(static_cast<int>(*count), statuses);
   const int rc = MPI_Waitall(static_cast<int>(*count), rs.c.data(), ss.data());
   rs.back(requests);
-  if (rc == MPI_SUCCESS) ss.back(0, static_cast<int>(*count));
+  if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) ss.back(0, static_cast<int>(*count));
   done(ierr, rc);
 }
 TOROID_FORTRAN_NAMES(waitall, WAITALL)
@@ -453,7 +453,7 @@ void ompi_testall_f(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* flag, MPI_Fin
   const int rc = MPI_Testall(static_cast<int>(*count), rs.c.data(), &f, ss.data());
   rs.back(requests);
   *flag = logical(f);
-  if (rc == MPI_SUCCESS && f) ss.back(0, static_cast<int>(*count));
+  if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && f) ss.back(0, static_cast<int>(*count));
   done(ierr, rc);
 }
 TOROID_FORTRAN_NAMES(testall, TESTALL)

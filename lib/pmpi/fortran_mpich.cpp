@@ -9,9 +9,10 @@
 // The f08 arguments, as MPICH's own wrappers take them: type(MPI_Request) is its integer handle,
 // which MPICH's C handle equals; type(MPI_Status) has the C status's layout (MPI_F08_status);
 // MPI_STATUS(ES)_IGNORE are the objects MPI_F08_STATUS(ES)_IGNORE point to; LOGICAL .true. is 1
-// (gfortran); an absent optional `ierror` is a null pointer. Indices are C's: MPICH 4.0's own f08
-// MPI_Waitany, MPI_Testany, MPI_Waitsome and MPI_Testsome return them unchanged (MPI says from
-// 1), and a program must see the same with the preload as without.
+// (gfortran); an absent optional `ierror` is a null pointer. Indices are as this MPICH's own f08
+// MPI_Waitany, MPI_Testany, MPI_Waitsome and MPI_Testsome give them, so that a program sees the
+// same with the preload as without: C's (from 0) before 4.1 (an MPICH bug, pmodels/mpich#6270),
+// MPI's (from 1) from 4.1 on, where it was fixed.
 //
 // Open MPI's bindings are another matter: fortran.cpp.
 #include <mpi.h>
@@ -34,6 +35,10 @@ MPI_Status* statuses_of(MPI_F08_status* s) {
   return s == MPI_F08_STATUSES_IGNORE ? MPI_STATUSES_IGNORE : reinterpret_cast<MPI_Status*>(s);
 }
 MPI_Request* requests_of(MPI_Fint* r) { return reinterpret_cast<MPI_Request*>(r); }
+
+// C's index as this MPICH's own f08 binding hands it back (above).
+constexpr int kIndexBase = MPICH_NUMVERSION >= 40100000 ? 1 : 0;
+MPI_Fint index_of(int c) { return static_cast<MPI_Fint>(c == MPI_UNDEFINED ? c : c + kIndexBase); }
 
 }  // namespace
 
@@ -69,7 +74,7 @@ void mpi_waitany_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_
   int i = MPI_UNDEFINED;
   const int rc =
       MPI_Waitany(static_cast<int>(*count), requests_of(requests), &i, status_of(status));
-  *index = static_cast<MPI_Fint>(i);
+  *index = index_of(i);
   done(ierror, rc);
 }
 
@@ -79,6 +84,7 @@ void mpi_waitsome_f08_(MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount
   const int rc = MPI_Waitsome(static_cast<int>(*incount), requests_of(requests), &out, indices,
                               statuses_of(statuses));
   *outcount = static_cast<MPI_Fint>(out);
+  for (int k = 0; out != MPI_UNDEFINED && k < out; ++k) indices[k] = index_of(indices[k]);
   done(ierror, rc);
 }
 
@@ -103,7 +109,7 @@ void mpi_testany_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_
   int i = MPI_UNDEFINED, f = 0;
   const int rc =
       MPI_Testany(static_cast<int>(*count), requests_of(requests), &i, &f, status_of(status));
-  *index = static_cast<MPI_Fint>(i);
+  *index = index_of(i);
   *flag = f ? 1 : 0;
   done(ierror, rc);
 }
@@ -114,6 +120,7 @@ void mpi_testsome_f08_(MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount
   const int rc = MPI_Testsome(static_cast<int>(*incount), requests_of(requests), &out, indices,
                               statuses_of(statuses));
   *outcount = static_cast<MPI_Fint>(out);
+  for (int k = 0; out != MPI_UNDEFINED && k < out; ++k) indices[k] = index_of(indices[k]);
   done(ierror, rc);
 }
 

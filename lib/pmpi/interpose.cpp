@@ -64,13 +64,13 @@ extern "C" {
 // MPI_Init and MPI_Init_thread: MPI's, at the thread level thread_level.hpp asks for, then the
 // settings compared across ranks once.
 int MPI_Init(int* argc, char*** argv) {
-  const int rc = init_thread(argc, argv, MPI_THREAD_SINGLE, nullptr);
+  const int rc = init_thread(argc, argv, MPI_THREAD_SINGLE, true, nullptr);
   if (rc == MPI_SUCCESS) agree_on_settings();
   return rc;
 }
 
 int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  const int rc = init_thread(argc, argv, required, provided);
+  const int rc = init_thread(argc, argv, required, false, provided);
   if (rc == MPI_SUCCESS) agree_on_settings();
   return rc;
 }

@@ -7,7 +7,9 @@
 #include "pmpi/mpi_types.hpp"
 #include "pmpi/settings.hpp"
 #include "pmpi/state.hpp"
+#include "pmpi/thread_level.hpp"
 #include "toroid/collectives.hpp"
+#include "toroid/error.hpp"
 
 namespace toroid::pmpi {
 namespace {
@@ -94,9 +96,7 @@ Decision plan_bcast(int count, MPI_Datatype type, int root, MPI_Comm comm) {
 
 Decision in_background(MPI_Comm comm, Decision d, Messages m) {
   if (!d) return d;
-  int level = MPI_THREAD_SINGLE;
-  if (PMPI_Query_thread(&level) != MPI_SUCCESS) return Decision::forward("MPI_Query_thread failed");
-  if (level >= MPI_THREAD_MULTIPLE) return d;
+  if (job_thread_level() >= MPI_THREAD_MULTIPLE) return d;
   if (m == Messages::exact)
     return Decision::forward(
         "an alltoallv's messages go over MPI, which the progress thread may call only under "
@@ -104,11 +104,25 @@ Decision in_background(MPI_Comm comm, Decision d, Messages m) {
   api::MpiSteps steps = api::MpiSteps::none;
   {
     ToroidScope inside;
+    State* s = nullptr;
     try {
-      steps = api::steps_over_mpi(internal::impl(state_of(comm).comm));
+      s = &state_of(comm);
+      steps = api::steps_over_mpi(internal::impl(s->comm));
     } catch (...) {
       return d;  // serving it reports the error (every rank alike)
     }
+    // The call runs on the background communicator, whose links are its own: build it now
+    // (collective, as serving would) and forward where it cannot run without MPI after all
+    // (no room in /dev/shm for its links), which it says alike on every rank.
+    if (steps == api::MpiSteps::none) try {
+        s->background();
+      } catch (const InvalidArgument&) {
+        return Decision::forward(
+            "non-blocking calls need MPI_THREAD_MULTIPLE here: the progress thread's communicator "
+            "found its ranks not all linked by shared memory (no room in /dev/shm?)");
+      } catch (...) {
+        return d;
+      }
   }
   switch (steps) {
     case api::MpiSteps::none:

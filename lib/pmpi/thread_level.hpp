@@ -13,11 +13,20 @@
 
 namespace toroid::pmpi {
 
-// PMPI_Init_thread with the level raised as above; `provided` gets the program's view:
-// MPI's level, but no more than `required` (MPI_Init asks for MPI_THREAD_SINGLE).
-int init_thread(int* argc, char*** argv, int required, int* provided) noexcept;
+// MPI's initialization with the level raised as above; `provided` gets the program's view. With
+// nothing to raise it is the program's own call (`plain`: MPI_Init, whose level MPI's defaults
+// decide), and the program sees what MPI gives; raised, MPI's level but no more than `required`
+// (MPI_THREAD_SINGLE for MPI_Init).
+int init_thread(int* argc, char*** argv, int required, bool plain, int* provided) noexcept;
 
 // The level the program is told (MPI_Query_thread outside toroid); false before init_thread.
 bool program_level(int& level) noexcept;
+
+// Right after MPI_Init (collective over MPI_COMM_WORLD): the lowest level MPI gave any rank of
+// the job. The serve decision of a non-blocking call depends on the level, and must be alike on
+// every rank, which a program that initializes its ranks differently would break otherwise.
+void agree_on_thread_level() noexcept;
+// That lowest level; this rank's own before (or without) the agreement.
+int job_thread_level() noexcept;
 
 }  // namespace toroid::pmpi
