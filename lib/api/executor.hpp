@@ -6,8 +6,8 @@
 // communicator runs engine rounds while collectives are in flight and sleeps otherwise, so a
 // collective advances while the caller computes. It calls MPI where MPI provides
 // MPI_THREAD_MULTIPLE; below that it may only run collectives whose every step is over shared
-// memory or local (start_thread's `mpi_refusal`; communicator.cpp decides where that holds). Every engine call, from either thread, holds `mutex` where two
-// threads may call at once: with the progress thread, or where MPI was initialized with
+// memory or local (start_thread's `mpi_refusal`; communicator.cpp decides where that holds).
+// Every engine call, from either thread, holds `mutex` where two threads may call at once: with the progress thread, or where MPI was initialized with
 // MPI_THREAD_MULTIPLE (the program's threads may test and wait on requests side by side).
 // Below that level MPI's own rules let one thread call at a time, so the lock (a lock, an
 // unlock and two atomic counts on every call) is left out.

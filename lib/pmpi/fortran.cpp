@@ -145,27 +145,23 @@ int some(bool wait, MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, M
 
 }  // namespace
 
-// Defines ompi_<name>_f and aliases it under the four Fortran names of the call.
-#define TOROID_FORTRAN_NAMES(lower, upper)                                \
-  extern "C" decltype(ompi_##lower##_f) mpi_##lower                       \
-      __attribute__((alias("ompi_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompi_##lower##_f) mpi_##lower##_                    \
-      __attribute__((alias("ompi_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompi_##lower##_f) mpi_##lower##__                   \
-      __attribute__((alias("ompi_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompi_##lower##_f) MPI_##upper                       \
-      __attribute__((alias("ompi_" #lower "_f"), visibility("default")));
-
-// The same under the Fortran profiling names (the f08 completion calls above).
-#define TOROID_FORTRAN_PROFILING_NAMES(lower, upper)                      \
-  extern "C" decltype(ompi_##lower##_f) pmpi_##lower                      \
-      __attribute__((alias("ompi_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompi_##lower##_f) pmpi_##lower##_                   \
-      __attribute__((alias("ompi_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompi_##lower##_f) pmpi_##lower##__                  \
-      __attribute__((alias("ompi_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompi_##lower##_f) PMPI_##upper                      \
-      __attribute__((alias("ompi_" #lower "_f"), visibility("default")));
+// Aliases `impl`, an entry point defined below, under the four names a Fortran compiler may
+// give a call: <prefix>_<lower>, with one and with two trailing underscores, and <PREFIX>_<UPPER>.
+#define TOROID_FORTRAN_ALIAS(impl, name) \
+  extern "C" decltype(impl) name __attribute__((alias(#impl), visibility("default")));
+#define TOROID_FORTRAN_ALIASES(impl, prefix, PREFIX, lower, upper) \
+  TOROID_FORTRAN_ALIAS(impl, prefix##_##lower)                     \
+  TOROID_FORTRAN_ALIAS(impl, prefix##_##lower##_)                  \
+  TOROID_FORTRAN_ALIAS(impl, prefix##_##lower##__)                 \
+  TOROID_FORTRAN_ALIAS(impl, PREFIX##_##upper)
+// ompi_<lower>_f under mpi_<lower>...; the same under the Fortran profiling names (the f08
+// completion calls above); ompix_<lower>_f under mpix_<lower>... (the persistent extension).
+#define TOROID_FORTRAN_NAMES(lower, upper) \
+  TOROID_FORTRAN_ALIASES(ompi_##lower##_f, mpi, MPI, lower, upper)
+#define TOROID_FORTRAN_PROFILING_NAMES(lower, upper) \
+  TOROID_FORTRAN_ALIASES(ompi_##lower##_f, pmpi, PMPI, lower, upper)
+#define TOROID_FORTRAN_MPIX_NAMES(lower, upper) \
+  TOROID_FORTRAN_ALIASES(ompix_##lower##_f, mpix, MPIX, lower, upper)
 
 extern "C" {
 
@@ -333,16 +329,6 @@ TOROID_FORTRAN_NAMES(ialltoallv, IALLTOALLV)
 
 // ---- the persistent collectives (Open MPI 4.1's MPIX_ extension) ----
 #if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
-
-#define TOROID_FORTRAN_MPIX_NAMES(lower, upper)                            \
-  extern "C" decltype(ompix_##lower##_f) mpix_##lower                      \
-      __attribute__((alias("ompix_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompix_##lower##_f) mpix_##lower##_                   \
-      __attribute__((alias("ompix_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompix_##lower##_f) mpix_##lower##__                  \
-      __attribute__((alias("ompix_" #lower "_f"), visibility("default"))); \
-  extern "C" decltype(ompix_##lower##_f) MPIX_##upper                      \
-      __attribute__((alias("ompix_" #lower "_f"), visibility("default")));
 
 void ompix_allreduce_init_f(char* sendbuf, char* recvbuf, MPI_Fint* count, MPI_Fint* datatype,
                             MPI_Fint* o, MPI_Fint* c, MPI_Fint* info, MPI_Fint* request,

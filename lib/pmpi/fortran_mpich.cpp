@@ -40,6 +40,17 @@ MPI_Request* requests_of(MPI_Fint* r) { return reinterpret_cast<MPI_Request*>(r)
 constexpr int kIndexBase = MPICH_NUMVERSION >= 40100000 ? 1 : 0;
 MPI_Fint index_of(int c) { return static_cast<MPI_Fint>(c == MPI_UNDEFINED ? c : c + kIndexBase); }
 
+// MPI_Waitsome or MPI_Testsome (`call`, the preload's), indices as above.
+int some(int (*call)(int, MPI_Request[], int*, int[], MPI_Status[]), MPI_Fint* incount,
+         MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices, MPI_F08_status* statuses) {
+  int out = MPI_UNDEFINED;
+  const int rc =
+      call(static_cast<int>(*incount), requests_of(requests), &out, indices, statuses_of(statuses));
+  *outcount = static_cast<MPI_Fint>(out);
+  for (int k = 0; out != MPI_UNDEFINED && k < out; ++k) indices[k] = index_of(indices[k]);
+  return rc;
+}
+
 }  // namespace
 
 extern "C" {
@@ -80,12 +91,7 @@ void mpi_waitany_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_
 
 void mpi_waitsome_f08_(MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices,
                        MPI_F08_status* statuses, MPI_Fint* ierror) {
-  int out = MPI_UNDEFINED;
-  const int rc = MPI_Waitsome(static_cast<int>(*incount), requests_of(requests), &out, indices,
-                              statuses_of(statuses));
-  *outcount = static_cast<MPI_Fint>(out);
-  for (int k = 0; out != MPI_UNDEFINED && k < out; ++k) indices[k] = index_of(indices[k]);
-  done(ierror, rc);
+  done(ierror, some(MPI_Waitsome, incount, requests, outcount, indices, statuses));
 }
 
 void mpi_test_f08_(MPI_Fint* request, MPI_Fint* flag, MPI_F08_status* status, MPI_Fint* ierror) {
@@ -116,12 +122,7 @@ void mpi_testany_f08_(MPI_Fint* count, MPI_Fint* requests, MPI_Fint* index, MPI_
 
 void mpi_testsome_f08_(MPI_Fint* incount, MPI_Fint* requests, MPI_Fint* outcount, MPI_Fint* indices,
                        MPI_F08_status* statuses, MPI_Fint* ierror) {
-  int out = MPI_UNDEFINED;
-  const int rc = MPI_Testsome(static_cast<int>(*incount), requests_of(requests), &out, indices,
-                              statuses_of(statuses));
-  *outcount = static_cast<MPI_Fint>(out);
-  for (int k = 0; out != MPI_UNDEFINED && k < out; ++k) indices[k] = index_of(indices[k]);
-  done(ierror, rc);
+  done(ierror, some(MPI_Testsome, incount, requests, outcount, indices, statuses));
 }
 
 void mpi_request_get_status_f08_(MPI_Fint* request, MPI_Fint* flag, MPI_F08_status* status,

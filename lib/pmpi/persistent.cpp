@@ -27,6 +27,7 @@ using AllgatherInit = int (*)(const void*, int, MPI_Datatype, void*, int, MPI_Da
                               MPI_Info, MPI_Request*);
 using AllgathervInit = int (*)(const void*, int, MPI_Datatype, void*, const int[], const int[],
                                MPI_Datatype, MPI_Comm, MPI_Info, MPI_Request*);
+using AlltoallInit = AllgatherInit;
 using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI_Request*);
 
 [[maybe_unused]] int allreduce_init(const char* name, AllreduceInit stock, const void* sendbuf,
@@ -98,7 +99,7 @@ using BcastInit = int (*)(void*, int, MPI_Datatype, int, MPI_Comm, MPI_Info, MPI
   });
 }
 
-[[maybe_unused]] int alltoall_init(const char* name, AllgatherInit stock, const void* sendbuf,
+[[maybe_unused]] int alltoall_init(const char* name, AlltoallInit stock, const void* sendbuf,
                                    int sendcount, MPI_Datatype sendtype, void* recvbuf,
                                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                                    MPI_Info info, MPI_Request* request) {

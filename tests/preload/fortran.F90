@@ -171,19 +171,16 @@ program preload_fortran
       call expect('MPI_Alltoall', g(q * n + i), v(q, rank * n + i))
     end do
   end do
-  ! all-to-allv: rank r sends mod(r + q, 3) * 100 elements to q, packed in rank order
+  ! all-to-allv: rank r sends mod(r + q, 3) * 100 elements to q, packed in rank order; so it
+  ! receives from q as many as it sends q (the receive side's counts and places are the same)
   k = 0
   do q = 0, nranks - 1
     sc(q + 1) = mod(rank + q, 3) * 100
     sd(q + 1) = k
     k = k + sc(q + 1)
   end do
-  k = 0
-  do q = 0, nranks - 1
-    rc(q + 1) = mod(q + rank, 3) * 100
-    rd(q + 1) = k
-    k = k + rc(q + 1)
-  end do
+  rc = sc
+  rd = sd
   do i = 1, size(a)
     a(i) = v(rank, i)
   end do
