@@ -76,7 +76,8 @@ void alltoall(const void* in, std::uint64_t in_count, void* out, std::uint64_t o
 // recv.offsets[q]. Empty offsets: the blocks packed in rank order. in_count and out_count are
 // the buffers' lengths (every block must lie inside). Rank i's send count to j must equal j's
 // receive count from i: where they differ, j's call throws naming both ranks (i's completes),
-// and no block is written past; under TOROID_CHECK=1 every rank throws before any data moves.
+// and no block is written past; under TOROID_CHECK=1, and on the single-copy path (buffers from
+// Communicator::allocate on one node), every rank throws before any data moves.
 // Blocks of at most 2^31 - 1 bytes, receive blocks apart from each other, not in place.
 // Algorithms: direct (each block straight to its rank, one message per peer), mpi
 // (MPI_Alltoallv), auto (direct).

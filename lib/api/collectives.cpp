@@ -307,12 +307,25 @@ MPI_Comm stock_comm(Communicator::Impl& m, const Call& c) {
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
                                                      const Block& own, bool in_place) {
   if (c.algo != Algorithm::automatic || c.axes || c.collective == Collective::broadcast ||
-      c.collective == Collective::alltoall || !m.single_copy_possible())
+      !m.single_copy_possible())
     return std::nullopt;
   const std::size_t es = size_of(c.type);
   const std::uint64_t count = full_count(c);
+  exec::SingleCopyCall s;
+  s.collective = c.collective, s.count = count, s.in_place = in_place;
+  s.rank = m.rank, s.size = m.size;
+  if (c.blocks) {
+    // An alltoallv: single-copy on toroid's buffers only (its stage holds its layout), for the
+    // rank count alone, so every rank decides alike on its memory.
+    if (!exec::layout_fits_stage(m.size)) return std::nullopt;
+    const auto in = m.memory->find(c.in, c.in_count * es);
+    const auto out = m.memory->find(c.out, c.out_count * es);
+    if (!in || !out) return std::nullopt;
+    s.in = *in, s.out = *out;
+    s.blocks = c.blocks;
+    return s;
+  }
   if (count == 0) return std::nullopt;
-  exec::SingleCopyCall s{c.collective, count, {}, {}, in_place, m.rank, m.size};
   if (exec::small_enough_to_stage(c.collective, count, es, m.size)) {
     if (!exec::takes_staged_path(c.collective, count, es, m.size)) return std::nullopt;  // 2 ranks
     s.staged = true;

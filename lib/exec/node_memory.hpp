@@ -51,7 +51,8 @@ struct alignas(64) CallPost {
   std::uint64_t count = 0;
   std::uint32_t collective = 0;
   std::uint16_t type = 0, op = 0;
-  std::uint64_t staged = 0;  // 1: the staged path (its input in the stage)
+  std::uint32_t staged = 0;   // 1: the staged path (its input in the stage)
+  std::uint32_t varying = 0;  // 1: an alltoallv (its blocks' layout in the stage)
 };
 struct alignas(64) RankControl {
   CallPost post[2];

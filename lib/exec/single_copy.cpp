@@ -41,8 +41,15 @@ bool small_enough_to_stage(Collective c, std::uint64_t count, std::size_t elem_s
   const std::uint64_t staged =
       (c == Collective::allgather ? count / static_cast<std::uint64_t>(size) + 1 : count) *
       elem_size;
-  return staged <= NodeMemory::kStageBytes &&
-         staged * static_cast<std::uint64_t>(size) <= kStagedReadBytes;
+  // An all-to-all reads one block of each stage: its own input's worth in all.
+  const std::uint64_t read =
+      c == Collective::alltoall ? staged : staged * static_cast<std::uint64_t>(size);
+  return staged <= NodeMemory::kStageBytes && read <= kStagedReadBytes;
+}
+
+bool layout_fits_stage(int size) {
+  return size >= 1 &&
+         3 * static_cast<std::size_t>(size) * sizeof(std::uint64_t) <= NodeMemory::kStageBytes;
 }
 
 SingleCopy::SingleCopy(NodeMemory& memory, const SingleCopyCall& call, const ExecParams& params,
@@ -69,12 +76,20 @@ bool SingleCopy::advance() {
     CallPost& post = memory_.control(memory_.local_rank()).post[seq_ % 2];
     post.in_id = call_.in.id, post.in_offset = call_.in.offset;
     post.out_id = call_.out.id, post.out_offset = call_.out.offset;
-    post.count = call_.count;
+    post.count = call_.blocks ? 0 : call_.count;  // an alltoallv's counts are in its layout
     post.collective = static_cast<std::uint32_t>(call_.collective);
     post.type = static_cast<std::uint16_t>(params_.type);
     post.op = static_cast<std::uint16_t>(params_.op);
     post.staged = call_.staged ? 1 : 0;
-    if (call_.staged) {
+    post.varying = call_.blocks ? 1 : 0;
+    if (call_.blocks) {  // the layout peers read: send counts, send offsets, receive counts
+      const schedule::VarBlocks& v = *call_.blocks;
+      auto* layout = reinterpret_cast<std::uint64_t*>(memory_.stage(memory_.local_rank(), seq_));
+      const std::size_t p = v.send_counts.size();
+      std::memcpy(layout, v.send_counts.data(), p * sizeof(std::uint64_t));
+      std::memcpy(layout + p, v.send_offsets.data(), p * sizeof(std::uint64_t));
+      std::memcpy(layout + 2 * p, v.recv_counts.data(), p * sizeof(std::uint64_t));
+    } else if (call_.staged) {
       const std::size_t es = size_of(params_.type);
       const std::uint64_t n = call_.collective == Collective::allgather ? mine_.count : call_.count;
       kernels::copy(memory_.stage(memory_.local_rank(), seq_), call_.in_data, n * es);
@@ -100,7 +115,7 @@ bool SingleCopy::enter() {
   for (int r = 0; r < call_.size; ++r)
     if (load(post_of(r).seq) != seq_) return false;
   const auto key = [](const CallPost& p) {
-    return std::tuple(p.collective, p.count, p.type, p.op, p.staged);
+    return std::tuple(p.collective, p.varying, p.count, p.type, p.op, p.staged);
   };
   for (int r = 1; r < call_.size; ++r)
     if (key(post_of(r)) != key(post_of(0))) {
@@ -110,6 +125,10 @@ bool SingleCopy::enter() {
           {"collective",
            [](const CallPost& p) {
              return std::string(to_string(static_cast<Collective>(p.collective)));
+           }},
+          {"blocks",
+           [](const CallPost& p) {
+             return std::string(p.varying ? "each rank's own (alltoallv)" : "equal");
            }},
           {"count", [](const CallPost& p) { return std::to_string(p.count); }},
           {"type",
@@ -131,6 +150,7 @@ bool SingleCopy::enter() {
       throw InvalidArgument(
           fmt::format("{} on rank {}: {}", params_.what.text(), call_.rank, text));
     }
+  if (call_.blocks) check_layouts();
   if (call_.staged) {
     work_staged();
     memory_.count_staged();
@@ -165,21 +185,80 @@ bool SingleCopy::enter() {
     in_.push_back(in_held_->part[l] + post_of(r).in_offset);
     out_.push_back(out_held_->part[l] + post_of(r).out_offset);
   }
+  std::uint64_t writes = call_.count;  // what this rank writes, in elements
+  if (call_.blocks) {
+    writes = 0;
+    for (std::uint64_t c : call_.blocks->recv_counts) writes += c;
+  }
+  streams_ = writes * size_of(params_.type) >= kStreamBytes;
   state_ = State::working;
+  return true;
+}
+
+// An alltoallv's layouts, every sender's send count against its receiver's receive count: the
+// first pair that differs, by receiver and then sender, the same on every rank (every rank
+// reads every stage).
+void SingleCopy::check_layouts() const {
+  const auto p = static_cast<std::size_t>(call_.size);
+  for (int to = 0; to < call_.size; ++to) {
+    const std::uint64_t* receives = layout_of(to) + 2 * p;
+    for (int from = 0; from < call_.size; ++from) {
+      const std::uint64_t sends = layout_of(from)[to];
+      if (sends == receives[from]) continue;
+      throw InvalidArgument(fmt::format(
+          "{} on rank {}: rank {} sends {} elements to rank {}, whose receive count for rank {} "
+          "is {}: a send count and the matching receive count must be equal",
+          params_.what.text(), call_.rank, from, sends, to, from,
+          receives[static_cast<std::size_t>(from)]));
+    }
+  }
+}
+
+// A rank's alltoallv layout in its stage of this call: send counts, send offsets, receive
+// counts, p words each.
+const std::uint64_t* SingleCopy::layout_of(int rank) const {
+  return reinterpret_cast<const std::uint64_t*>(memory_.stage(memory_.local_of(rank), seq_));
+}
+
+void SingleCopy::put(std::byte* dst, const std::byte* src, std::size_t bytes) const {
+  if (streams_)
+    kernels::copy_stream_fn()(dst, src, bytes);
+  else
+    kernels::copy(kernels::copy_fn(), dst, src, bytes);
+}
+
+// Every block this rank receives, one copy each from the sender's input, peers in the order
+// rank, rank + 1, ... (so the ranks do not all read one peer at once); at_ counts peers done.
+bool SingleCopy::work_alltoall() {
+  const std::size_t es = size_of(params_.type);
+  const auto p = static_cast<std::uint64_t>(call_.size);
+  const auto me = static_cast<std::size_t>(call_.rank);
+  std::byte* out = out_[me];
+  const std::uint64_t budget = std::max<std::uint64_t>(kWorkBytes / es, 1);
+  std::uint64_t moved = 0;
+  for (; at_ < p && moved < budget; ++at_) {
+    const auto j = static_cast<std::size_t>((call_.rank + at_) % p);
+    if (call_.blocks) {
+      const schedule::VarBlocks& v = *call_.blocks;
+      const std::uint64_t n = v.recv_counts[j];
+      if (n == 0) continue;
+      const std::uint64_t from = layout_of(static_cast<int>(j))[p + me];  // j's offset for me
+      put(out + v.recv_offsets[j] * es, in_[j] + from * es, n * es);
+      moved += n;
+    } else {
+      const std::uint64_t b = call_.count / p;
+      put(out + j * b * es, in_[j] + me * b * es, b * es);
+      moved += b;
+    }
+  }
+  if (at_ == p) state_ = State::leaving;
   return true;
 }
 
 // Up to kWorkBytes of this rank's share (exec/single_copy.hpp's diagram).
 bool SingleCopy::work() {
+  if (call_.collective == Collective::alltoall) return work_alltoall();
   const std::size_t es = size_of(params_.type);
-  const bool streams = call_.count * es >= kStreamBytes;
-  const kernels::CopyFn stream = kernels::copy_stream_fn(), copy = kernels::copy_fn();
-  const auto put = [&](std::byte* dst, const std::byte* src, std::size_t bytes) {
-    if (streams)
-      stream(dst, src, bytes);
-    else
-      kernels::copy(copy, dst, src, bytes);
-  };
   const std::uint64_t budget = std::max<std::uint64_t>(kWorkBytes / es, 1);
   if (call_.collective == Collective::allgather) {
     // at_ counts blocks here: every block is one copy into this rank's output.
@@ -232,6 +311,13 @@ void SingleCopy::work_staged() {
       const Block b = block_of(call_.count, call_.size, j);
       kernels::copy(call_.out_data + b.offset * es, stage(j), b.count * es);
     }
+    return;
+  }
+  if (call_.collective == Collective::alltoall) {  // block j of mine: block `rank` of j's stage
+    const std::size_t b = call_.count / static_cast<std::uint64_t>(call_.size) * es;
+    for (int j = 0; j < call_.size; ++j)
+      kernels::copy(call_.out_data + static_cast<std::size_t>(j) * b,
+                    stage(j) + static_cast<std::size_t>(call_.rank) * b, b);
     return;
   }
   // All-reduce: every element; reduce-scatter: this rank's block, at its own offset in place.

@@ -7,10 +7,22 @@
 //                            t a small cache-resident buffer), then out_j[B_i] = t for every j
 //   reduce-scatter  rank i:  out_i = in_0[B_i] op ... op in_{p-1}[B_i]
 //   all-gather      rank i:  out_i[B_j] = in_j for every j
+//   all-to-all      rank i:  out_i[B_j] = in_j[B_i] for every j (blocks of N/p: the j-th of my
+//                            output is the i-th of j's input), peers in the order i, i+1, ...
+//   alltoallv       the same with each rank's own blocks: rank i reads from in_j the block j
+//                            sends to i, where j's layout (published in j's stage) puts it
 //
 //   traffic per rank: all-reduce reads N and writes N (the traffic of one copy of the vector,
 //   the least any all-reduce on one node can move: 2pN bytes in all); reduce-scatter reads N
-//   and writes N/p; all-gather reads and writes N (N/p less in place).
+//   and writes N/p; all-gather reads and writes N (N/p less in place); all-to-all reads and
+//   writes N (its output once: every byte moves once, from the sender's input to the
+//   receiver's output, where the channels copy it in and out of a slot).
+//
+// An alltoallv's post carries no counts (they differ per rank); each rank writes its send counts,
+// send offsets and receive counts into its stage before it posts (3p words, p up to 682), and
+// after entering every rank compares every sender's send count with its receiver's receive
+// count, so a disagreement is the same InvalidArgument on every rank, checked or not, before
+// anything moves: a rank never reads past a peer's block or writes past its own.
 //
 // Why it is safe, with every rank's call meeting in the node's control block (CallPost):
 //   enter  rank i writes what it passed (allocation and offset of its input and output, count,
@@ -30,10 +42,11 @@
 // (which a rank may no longer map) make every rank run the call's schedule instead.
 //
 // Staged: small calls on any memory. Where a call's input fits a stage (NodeMemory::kStageBytes,
-// 16 KiB, and p stages at most kStagedReadBytes), each rank copies its input into its own stage
-// in the control segment before it posts, and after entering computes its whole result from the
-// p stages itself (all-reduce: out = stage_0 op ... op stage_{p-1}; reduce-scatter: its block of
-// that; all-gather: out[B_j] = stage_j). One meeting per call instead of the log2(p) exchanges of
+// 16 KiB, and what a rank reads of the p stages at most kStagedReadBytes), each rank copies its
+// input into its own stage in the control segment before it posts, and after entering computes
+// its whole result from the p stages itself (all-reduce: out = stage_0 op ... op stage_{p-1};
+// reduce-scatter: its block of that; all-gather: out[B_j] = stage_j; all-to-all: out[B_j] =
+// stage_j[B_i]; not alltoallv, whose stage holds its layout). One meeting per call instead of the log2(p) exchanges of
 // recursive doubling, and no leave: a rank overwrites its stage of parity k%2 only at call k+2,
 // after every peer posted k+1, which each does after it finished reading the stages of k. Which
 // path a call takes depends on its count, type and the rank count only (the same on every rank
@@ -55,6 +68,7 @@
 
 #include "exec/node_memory.hpp"
 #include "exec/params.hpp"
+#include "schedule/build.hpp"
 #include "toroid/algorithm.hpp"
 #include "toroid/block.hpp"
 
@@ -70,9 +84,12 @@ bool small_enough_to_stage(Collective c, std::uint64_t count, std::size_t elem_s
 // small calls there run their schedule, whatever their memory.
 bool takes_staged_path(Collective c, std::uint64_t count, std::size_t elem_size, int size);
 
+// Whether an alltoallv over `size` ranks can publish its layout in a stage (3 words a rank).
+bool layout_fits_stage(int size);
+
 struct SingleCopyCall {
   Collective collective = Collective::allreduce;
-  std::uint64_t count = 0;  // the whole vector's elements
+  std::uint64_t count = 0;  // the whole vector's elements (alltoallv: this rank's input's)
   SharedPlace in, out;  // this rank's input and output (all-gather: its block; in place: in out)
   bool in_place = false;
   int rank = 0, size = 1;  // in the communicator, which is all on this node
@@ -80,6 +97,8 @@ struct SingleCopyCall {
   bool staged = false;
   const std::byte* in_data = nullptr;
   std::byte* out_data = nullptr;
+  // An alltoallv's blocks on this rank (offsets filled in); null for every other collective.
+  std::shared_ptr<const schedule::VarBlocks> blocks;
 };
 
 class SingleCopy {
@@ -102,7 +121,12 @@ class SingleCopy {
  private:
   enum class State { queued, entering, working, leaving, finished };
   bool enter();
+  void check_layouts() const;
+  const std::uint64_t* layout_of(int rank) const;
   bool work();
+  bool work_alltoall();
+  // One copy of the work: with non-temporal stores when the call writes kStreamBytes or more.
+  void put(std::byte* dst, const std::byte* src, std::size_t bytes) const;
   void work_staged();
   bool leave();
   const CallPost& post_of(int rank) const;
@@ -114,7 +138,8 @@ class SingleCopy {
   State state_ = State::queued;
   bool fell_back_ = false;
   std::uint64_t seq_ = 0;
-  std::uint64_t at_ = 0;  // work: elements of this rank's block (all-gather: blocks) done
+  std::uint64_t at_ = 0;  // work: elements of this rank's block (all-gather, all-to-all: blocks)
+  bool streams_ = false;  // put() streams
   Block mine_;
   std::vector<const std::byte*> in_;  // by communicator rank, in this rank's address space
   std::vector<std::byte*> out_;

@@ -1,0 +1,248 @@
+// Single-copy all-to-all and alltoallv on toroid-owned buffers (exec/single_copy.hpp): every
+// block exact and the path really taken where it can be; small all-to-alls staged on any
+// memory; alltoallv's layouts published and compared on every rank, so counts that disagree
+// are the same error everywhere; non-blocking and persistent forms; no rank reading an input
+// before it is final or writing an output after its owner returned.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "api/internal.hpp"
+#include "exec/single_copy.hpp"
+#include "mpi_test.hpp"
+#include "toroid/toroid.hpp"
+
+using namespace toroid;
+using testing::all_ranks;
+using testing::world_rank;
+using testing::world_size;
+
+namespace {
+
+std::uint64_t single_copy_calls(Communicator& c) {
+  return internal::impl(c).memory ? internal::impl(c).memory->single_copy_calls() : 0;
+}
+std::uint64_t staged_calls(Communicator& c) {
+  return internal::impl(c).memory ? internal::impl(c).memory->staged_calls() : 0;
+}
+bool single_copy_here(Communicator& c) { return internal::impl(c).single_copy_possible(); }
+
+// Element k of the block rank `from` sends rank `to` in iteration `it`: distinct for every
+// (from, to, k) up to 2^24, so a block from the wrong peer or offset shows.
+float sent(int from, int to, std::uint64_t k, int it) {
+  return static_cast<float>((from * 31 + to * 7 + it * 3 + static_cast<int>(k % 4099)) %
+                            16'000'000);
+}
+
+// Elements rank i sends rank j: skewed, as a gate's choices are (some peers many, some none).
+std::uint64_t skewed(int i, int j, int seed, std::uint64_t scale) {
+  const auto h = static_cast<std::uint64_t>(i * 7 + j * 13 + seed * 5);
+  return h % 4 == 0 ? 0 : (h % 11) * scale + (h % 3);
+}
+
+// One rank's alltoallv layout: skewed counts, the send blocks 2 apart and the receive blocks in
+// reverse rank order 3 apart (offsets given).
+struct Layout {
+  std::vector<std::uint64_t> send_counts, send_offsets, recv_counts, recv_offsets;
+  std::uint64_t in_count = 0, out_count = 0;
+};
+Layout layout_of(int me, int p, int seed, std::uint64_t scale) {
+  Layout l;
+  for (int q = 0; q < p; ++q) {
+    l.send_counts.push_back(skewed(me, q, seed, scale));
+    l.recv_counts.push_back(skewed(q, me, seed, scale));
+    l.send_offsets.push_back(l.in_count + 2);
+    l.in_count += l.send_counts.back() + 2;
+  }
+  l.recv_offsets.resize(static_cast<std::size_t>(p));
+  for (int q = p - 1; q >= 0; --q) {
+    l.recv_offsets[static_cast<std::size_t>(q)] = l.out_count + 1;
+    l.out_count += l.recv_counts[static_cast<std::size_t>(q)] + 3;
+  }
+  return l;
+}
+
+void fill_blocks(float* in, const Layout& l, int me, int it) {
+  for (std::size_t q = 0; q < l.send_counts.size(); ++q)
+    for (std::uint64_t k = 0; k < l.send_counts[q]; ++k)
+      in[l.send_offsets[q] + k] = sent(me, static_cast<int>(q), k, it);
+}
+bool blocks_arrived(const float* out, const Layout& l, int me, int it) {
+  bool ok = true;
+  for (std::size_t q = 0; q < l.recv_counts.size(); ++q)
+    for (std::uint64_t k = 0; k < l.recv_counts[q]; ++k)
+      ok = ok && out[l.recv_offsets[q] + k] == sent(static_cast<int>(q), me, k, it);
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("single-copy: all-to-all of toroid buffers is exact; small ones staged on any memory",
+          "[single_copy][alltoall]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  const auto P = static_cast<std::uint64_t>(p);
+  // Per peer: one element, a staged size at 3 ranks and more, and one over the 1 MiB from which
+  // the output is streamed.
+  for (const std::uint64_t b : {std::uint64_t{1}, std::uint64_t{1000}, std::uint64_t{90'001}}) {
+    INFO("block = " << b);
+    const std::uint64_t n = b * P;
+    // Small ones are staged at 3 ranks and more, and run their schedule at 2 (as the others).
+    const bool staged = exec::takes_staged_path(Collective::alltoall, n, sizeof(float), p);
+    const bool small = exec::small_enough_to_stage(Collective::alltoall, n, sizeof(float), p);
+    for (const bool owned : {true, false}) {
+      Buffer<float> in_owned = comm.allocate<float>(n), out_owned = comm.allocate<float>(n);
+      std::vector<float> in_plain(n), out_plain(n);
+      float* in = owned ? in_owned.data() : in_plain.data();
+      float* out = owned ? out_owned.data() : out_plain.data();
+      const std::uint64_t single_before = single_copy_calls(comm),
+                          staged_before = staged_calls(comm);
+      for (int it = 0; it < 2; ++it) {
+        for (std::uint64_t j = 0; j < P; ++j)
+          for (std::uint64_t k = 0; k < b; ++k)
+            in[j * b + k] = sent(me, static_cast<int>(j), k, it);
+        alltoall(in, n, out, n, DataType::f32, comm);
+        bool ok = true;
+        for (std::uint64_t i = 0; i < P; ++i)
+          for (std::uint64_t k = 0; k < b; ++k)
+            ok = ok && out[i * b + k] == sent(static_cast<int>(i), me, k, it);
+        CHECK(all_ranks(ok));
+      }
+      const bool here = single_copy_here(comm);
+      CHECK(staged_calls(comm) - staged_before == (here && staged ? 2u : 0u));
+      CHECK(single_copy_calls(comm) - single_before == (here && owned && !small ? 2u : 0u));
+    }
+  }
+}
+
+TEST_CASE("single-copy: alltoallv of toroid buffers delivers skewed blocks at their offsets",
+          "[single_copy][alltoall]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  for (const std::uint64_t scale : {std::uint64_t{1}, std::uint64_t{40'013}}) {
+    INFO("scale = " << scale);
+    // The largest layout of the seeds, so one allocation serves every call.
+    Layout big;
+    for (int seed = 0; seed < 3; ++seed) {
+      const Layout l = layout_of(me, p, seed, scale);
+      big.in_count = std::max(big.in_count, l.in_count);
+      big.out_count = std::max(big.out_count, l.out_count);
+    }
+    Buffer<float> in = comm.allocate<float>(big.in_count + 1),
+                  out = comm.allocate<float>(big.out_count + 1);
+    const std::uint64_t before = single_copy_calls(comm);
+    bool ok = true;
+    for (int seed = 0; seed < 3; ++seed) {  // counts that change at every call
+      const Layout l = layout_of(me, p, seed, scale);
+      fill_blocks(in.data(), l, me, seed);
+      std::memset(out.data(), 0, (big.out_count + 1) * sizeof(float));
+      alltoallv(in.data(), l.in_count, {l.send_counts, l.send_offsets}, out.data(), l.out_count,
+                {l.recv_counts, l.recv_offsets}, DataType::f32, comm);
+      ok = ok && blocks_arrived(out.data(), l, me, seed);
+      // The gaps between blocks stay untouched.
+      std::vector<char> written(l.out_count, 0);
+      for (std::size_t q = 0; q < l.recv_counts.size(); ++q)
+        std::fill_n(written.begin() + static_cast<std::ptrdiff_t>(l.recv_offsets[q]),
+                    l.recv_counts[q], 1);
+      for (std::uint64_t i = 0; i < l.out_count; ++i) ok = ok && (written[i] || out[i] == 0.0f);
+    }
+    CHECK(all_ranks(ok));
+    CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) ? 3u : 0u));
+  }
+}
+
+TEST_CASE("single-copy: alltoallv counts that disagree are an error on every rank, unchecked",
+          "[single_copy][alltoall]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  if (p < 2) return;
+  Buffer<float> in = comm.allocate<float>(64), out = comm.allocate<float>(64);
+  if (!single_copy_here(comm)) return;
+  std::vector<std::uint64_t> send(static_cast<std::size_t>(p), 2), recv = send;
+  if (me == 1) recv[0] = 3;  // rank 0 sends 2, rank 1 expects 3
+  // Every rank sees every layout: the same message on every rank, before anything moves.
+  CHECK_THROWS_WITH(alltoallv(in.data(), 64, {send}, out.data(), 64, {recv}, DataType::f32, comm),
+                    Catch::Contains("rank 0 sends 2 elements to rank 1") &&
+                        Catch::Contains("receive count for rank 0 is 3"));
+  // The communicator goes on.
+  recv[0] = 2;
+  for (int q = 0; q < p; ++q) in[static_cast<std::size_t>(2 * q)] = static_cast<float>(me);
+  alltoallv(in.data(), 64, {send}, out.data(), 64, {recv}, DataType::f32, comm);
+  bool ok = true;
+  for (int q = 0; q < p; ++q)
+    ok = ok && out[static_cast<std::size_t>(2 * q)] == static_cast<float>(q);
+  CHECK(all_ranks(ok));
+}
+
+TEST_CASE("single-copy: non-blocking and persistent all-to-alls of toroid buffers",
+          "[single_copy][alltoall]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  const auto P = static_cast<std::uint64_t>(p);
+  const std::uint64_t b = 30'011, n = b * P;
+  const Layout l = layout_of(me, p, 1, 5'003);
+  Buffer<float> a = comm.allocate<float>(n), c = comm.allocate<float>(n);
+  Buffer<float> vin = comm.allocate<float>(l.in_count), vout = comm.allocate<float>(l.out_count);
+  Buffer<float> pin = comm.allocate<float>(l.in_count), pout = comm.allocate<float>(l.out_count);
+  const std::uint64_t before = single_copy_calls(comm);
+  Request persistent =
+      alltoallv_init(pin.data(), l.in_count, {l.send_counts, l.send_offsets}, pout.data(),
+                     l.out_count, {l.recv_counts, l.recv_offsets}, DataType::f32, comm);
+  bool ok = true;
+  for (int it = 0; it < 4; ++it) {
+    for (std::uint64_t j = 0; j < P; ++j)
+      for (std::uint64_t k = 0; k < b; ++k) a[j * b + k] = sent(me, static_cast<int>(j), k, it);
+    fill_blocks(vin.data(), l, me, it + 1);
+    fill_blocks(pin.data(), l, me, it + 2);
+    // Three in flight, waited for in another order than started.
+    Request first = ialltoall(a.data(), n, c.data(), n, DataType::f32, comm);
+    Request second =
+        ialltoallv(vin.data(), l.in_count, {l.send_counts, l.send_offsets}, vout.data(),
+                   l.out_count, {l.recv_counts, l.recv_offsets}, DataType::f32, comm);
+    persistent.start();
+    persistent.wait();
+    second.wait();
+    first.wait();
+    for (std::uint64_t i = 0; i < P; ++i)
+      for (std::uint64_t k = 0; k < b; ++k)
+        ok = ok && c[i * b + k] == sent(static_cast<int>(i), me, k, it);
+    ok = ok && blocks_arrived(vout.data(), l, me, it + 1) &&
+         blocks_arrived(pout.data(), l, me, it + 2);
+  }
+  CHECK(all_ranks(ok));
+  CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) ? 12u : 0u));
+}
+
+TEST_CASE(
+    "single-copy: an all-to-all reads no input before it is final and writes no output after "
+    "its owner returned",
+    "[single_copy][alltoall]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  const auto P = static_cast<std::uint64_t>(p);
+  const std::uint64_t b = 20'000, n = b * P;
+  Buffer<float> in = comm.allocate<float>(n), out = comm.allocate<float>(n);
+  std::mt19937 random(static_cast<unsigned>(me + 17));
+  bool ok = true;
+  for (int it = 0; it < 40; ++it) {
+    // A late rank writes its input only just before it calls: a peer that read early would
+    // copy the previous iteration's blocks (or the scribble below).
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 300));
+    for (std::uint64_t j = 0; j < P; ++j)
+      for (std::uint64_t k = 0; k < b; ++k) in[j * b + k] = sent(me, static_cast<int>(j), k, it);
+    alltoall(in.data(), n, out.data(), n, DataType::f32, comm);
+    for (std::uint64_t i = 0; i < P; ++i)
+      for (std::uint64_t k = 0; k < b; ++k)
+        ok = ok && out[i * b + k] == sent(static_cast<int>(i), me, k, it);
+    std::memset(in.data(), 0xff, n * sizeof(float));
+    std::memset(out.data(), 0x55, n * sizeof(float));
+    std::this_thread::sleep_for(std::chrono::microseconds(random() % 300));
+    const auto* bytes = reinterpret_cast<const unsigned char*>(out.data());
+    for (std::uint64_t k = 0; k < n * sizeof(float); k += 64) ok = ok && bytes[k] == 0x55;
+  }
+  CHECK(all_ranks(ok));
+}
