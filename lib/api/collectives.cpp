@@ -314,18 +314,26 @@ std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Commun
   exec::SingleCopyCall s;
   s.collective = c.collective, s.count = count, s.in_place = in_place;
   s.rank = m.rank, s.size = m.size;
-  if (c.blocks) {
-    // An alltoallv: single-copy on toroid's buffers only (its stage holds its layout), for the
-    // rank count alone, so every rank decides alike on its memory.
-    if (!exec::layout_fits_stage(m.size)) return std::nullopt;
-    const auto in = m.memory->find(c.in, c.in_count * es);
-    const auto out = m.memory->find(c.out, c.out_count * es);
-    if (!in || !out) return std::nullopt;
-    s.in = *in, s.out = *out;
-    s.blocks = c.blocks;
+  // An all-to-all reads its peers where their buffers are when they are not all toroid's
+  // (exec/single_copy.hpp, "Remote reads"): decided by the rank count (alltoallv, whose stage
+  // holds its layout) or the count alone, so alike on every rank whatever its memory.
+  const auto remote_reads = [&] {
+    s.remote_reads = true;
+    s.in_data = static_cast<const std::byte*>(c.in);
+    s.out_data = static_cast<std::byte*>(c.out);
+    if (const auto in = m.memory->find(c.in, c.in_count * es)) s.in = *in;
+    if (const auto out = m.memory->find(c.out, c.out_count * es)) s.out = *out;
     return s;
+  };
+  if (c.blocks) {
+    if (!exec::layout_fits_stage(m.size)) return std::nullopt;
+    s.blocks = c.blocks;
+    return remote_reads();
   }
   if (count == 0) return std::nullopt;
+  if (c.collective == Collective::alltoall &&
+      !exec::small_enough_to_stage(c.collective, count, es, m.size))
+    return remote_reads();
   if (exec::small_enough_to_stage(c.collective, count, es, m.size)) {
     if (!exec::takes_staged_path(c.collective, count, es, m.size)) return std::nullopt;  // 2 ranks
     s.staged = true;

@@ -53,10 +53,17 @@ struct alignas(64) CallPost {
   std::uint16_t type = 0, op = 0;
   std::uint32_t staged = 0;   // 1: the staged path (its input in the stage)
   std::uint32_t varying = 0;  // 1: an alltoallv (its blocks' layout in the stage)
+  // An all-to-all that may read its peers' memory wherever it is (single_copy.hpp, "Remote
+  // reads"): 1, with this rank's process and the addresses of its input and output there.
+  std::uint32_t remote_reads = 0, pid = 0;
+  std::uint64_t in_address = 0, out_address = 0;
 };
 struct alignas(64) RankControl {
   CallPost post[2];
   std::uint64_t done = 0;  // seq of the last call this rank finished (release)
+  // The seq of a call this rank could not finish (a remote read refused), and the errno; written
+  // before its done (release), read by every peer after seeing that done.
+  std::uint64_t failed = 0, failed_errno = 0;
 };
 
 class NodeMemory {
@@ -90,6 +97,7 @@ class NodeMemory {
   }
   int local_rank() const noexcept { return nodes_->local(); }
   int local_size() const noexcept { return nodes_->size(); }
+  std::uint32_t pid() const noexcept { return pid_; }
   RankControl& control(int local) const { return controls_[static_cast<std::size_t>(local)]; }
   std::byte* stage(int local, std::uint64_t seq) const {
     return stages_ + (static_cast<std::size_t>(local) * 2 + seq % 2) * kStageBytes;
@@ -101,6 +109,9 @@ class NodeMemory {
   std::uint64_t staged_calls() const noexcept { return staged_calls_; }
   void count_single_copy() noexcept { ++single_copy_calls_; }
   void count_staged() noexcept { ++staged_calls_; }
+  // All-to-alls that read their peers' memory where it is (single_copy.hpp, "Remote reads").
+  std::uint64_t remote_read_calls() const noexcept { return remote_read_calls_; }
+  void count_remote_reads() noexcept { ++remote_read_calls_; }
 
  private:
   std::shared_ptr<const mpi_base::NodeSplit> nodes_;
@@ -108,6 +119,8 @@ class NodeMemory {
   RankControl* controls_ = nullptr;
   std::byte* stages_ = nullptr;
   std::uint64_t next_id_ = 0, seq_ = 0, single_copy_calls_ = 0, staged_calls_ = 0;
+  std::uint64_t remote_read_calls_ = 0;
+  std::uint32_t pid_ = 0;
   // This rank's parts by start address. Weak: an allocation ends when the program lets go of it.
   mutable std::mutex mutex_;
   std::map<const std::byte*, std::weak_ptr<NodeAllocation>> by_address_;

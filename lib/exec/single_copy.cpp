@@ -1,9 +1,11 @@
 #include "exec/single_copy.hpp"
 
 #include <fmt/format.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <string>
 #include <tuple>
@@ -62,6 +64,8 @@ void SingleCopy::restart() {
   state_ = State::queued;
   fell_back_ = false;
   at_ = 0;
+  remote_ = false;
+  failed_errno_ = 0;
 }
 
 const CallPost& SingleCopy::post_of(int rank) const {
@@ -82,6 +86,10 @@ bool SingleCopy::advance() {
     post.op = static_cast<std::uint16_t>(params_.op);
     post.staged = call_.staged ? 1 : 0;
     post.varying = call_.blocks ? 1 : 0;
+    post.remote_reads = call_.remote_reads ? 1 : 0;
+    post.pid = memory_.pid();
+    post.in_address = reinterpret_cast<std::uintptr_t>(call_.in_data);
+    post.out_address = reinterpret_cast<std::uintptr_t>(call_.out_data);
     if (call_.blocks) {  // the layout peers read: send counts, send offsets, receive counts
       const schedule::VarBlocks& v = *call_.blocks;
       auto* layout = reinterpret_cast<std::uint64_t*>(memory_.stage(memory_.local_rank(), seq_));
@@ -115,7 +123,7 @@ bool SingleCopy::enter() {
   for (int r = 0; r < call_.size; ++r)
     if (load(post_of(r).seq) != seq_) return false;
   const auto key = [](const CallPost& p) {
-    return std::tuple(p.collective, p.varying, p.count, p.type, p.op, p.staged);
+    return std::tuple(p.collective, p.varying, p.count, p.type, p.op, p.staged, p.remote_reads);
   };
   for (int r = 1; r < call_.size; ++r)
     if (key(post_of(r)) != key(post_of(0))) {
@@ -135,8 +143,11 @@ bool SingleCopy::enter() {
            [](const CallPost& p) { return std::string(to_string(static_cast<DataType>(p.type))); }},
           {"op",
            [](const CallPost& p) { return std::string(to_string(static_cast<ReduceOp>(p.op))); }},
-          {"path",
-           [](const CallPost& p) { return std::string(p.staged ? "staged" : "single-copy"); }}};
+          {"path", [](const CallPost& p) {
+             return std::string(p.staged         ? "staged"
+                                : p.remote_reads ? "single-copy or remote reads"
+                                                 : "single-copy");
+           }}};
       std::string text;
       for (const auto& [name, show] : fields) {
         std::vector<std::string> values;
@@ -157,10 +168,23 @@ bool SingleCopy::enter() {
     state_ = State::finished;  // no leave: see single_copy.hpp
     return true;
   }
-  bool one_allocation = true;
+  bool one_allocation = call_.in.id != 0 && call_.out.id != 0;  // 0: not toroid's (remote reads)
   for (int r = 0; r < call_.size; ++r)
     one_allocation =
         one_allocation && post_of(r).in_id == call_.in.id && post_of(r).out_id == call_.out.id;
+  if (!one_allocation && call_.remote_reads) {
+    // Every rank sees the same posts: all read their peers where they are (single_copy.hpp).
+    remote_ = true;
+    in_.clear(), out_.clear(), pids_.clear();
+    for (int r = 0; r < call_.size; ++r) {
+      in_.push_back(reinterpret_cast<const std::byte*>(post_of(r).in_address));
+      pids_.push_back(post_of(r).pid);
+      out_.push_back(r == call_.rank ? call_.out_data : nullptr);  // only this rank's own
+    }
+    streams_ = false;
+    state_ = State::working;
+    return true;
+  }
   if (!one_allocation) {
     // Every rank sees the same posts, so every rank ends here alike; nobody touched anything,
     // and no rank waits for a done of this seq (done only ever grows).
@@ -235,23 +259,45 @@ bool SingleCopy::work_alltoall() {
   const auto me = static_cast<std::size_t>(call_.rank);
   std::byte* out = out_[me];
   const std::uint64_t budget = std::max<std::uint64_t>(kWorkBytes / es, 1);
+  // A block from peer j: read out of j's process where the call reads remotely, else copied.
+  const auto take = [&](std::size_t j, std::byte* to, const std::byte* from, std::size_t bytes) {
+    if (remote_ && j != me) return read_remote(static_cast<int>(j), to, from, bytes);
+    put(to, from, bytes);
+    return true;
+  };
   std::uint64_t moved = 0;
-  for (; at_ < p && moved < budget; ++at_) {
+  for (; at_ < p && moved < budget && failed_errno_ == 0; ++at_) {
     const auto j = static_cast<std::size_t>((call_.rank + at_) % p);
     if (call_.blocks) {
       const schedule::VarBlocks& v = *call_.blocks;
       const std::uint64_t n = v.recv_counts[j];
       if (n == 0) continue;
       const std::uint64_t from = layout_of(static_cast<int>(j))[p + me];  // j's offset for me
-      put(out + v.recv_offsets[j] * es, in_[j] + from * es, n * es);
+      if (!take(j, out + v.recv_offsets[j] * es, in_[j] + from * es, n * es)) break;
       moved += n;
     } else {
       const std::uint64_t b = call_.count / p;
-      put(out + j * b * es, in_[j] + me * b * es, b * es);
+      if (!take(j, out + j * b * es, in_[j] + me * b * es, b * es)) break;
       moved += b;
     }
   }
-  if (at_ == p) state_ = State::leaving;
+  if (at_ == p || failed_errno_ != 0) state_ = State::leaving;
+  return true;
+}
+
+bool SingleCopy::read_remote(int j, std::byte* to, const std::byte* from, std::size_t bytes) {
+  while (bytes > 0) {
+    iovec local{to, bytes}, remote{const_cast<std::byte*>(from), bytes};
+    const ssize_t got = ::process_vm_readv(static_cast<pid_t>(pids_[static_cast<std::size_t>(j)]),
+                                           &local, 1, &remote, 1, 0);
+    if (got <= 0) {
+      if (got < 0 && errno == EINTR) continue;
+      failed_errno_ = got < 0 ? errno : EIO;
+      return false;
+    }
+    const auto n = static_cast<std::size_t>(got);
+    to += n, from += n, bytes -= n;
+  }
   return true;
 }
 
@@ -337,15 +383,31 @@ void SingleCopy::work_staged() {
 // fence); the call ends once every peer's are (acquire), and only then may the caller reuse
 // its buffers.
 bool SingleCopy::leave() {
-  std::uint64_t& done = memory_.control(memory_.local_rank()).done;
-  if (load(done) < seq_) {
-    store(done, seq_);
-    memory_.count_single_copy();
+  RankControl& mine = memory_.control(memory_.local_rank());
+  if (load(mine.done) < seq_) {
+    if (failed_errno_ != 0) {  // published with the done that follows (release)
+      mine.failed_errno = static_cast<std::uint64_t>(failed_errno_);
+      mine.failed = seq_;
+    }
+    store(mine.done, seq_);
+    if (remote_)
+      memory_.count_remote_reads();
+    else
+      memory_.count_single_copy();
   }
   for (int r = 0; r < call_.size; ++r)
     if (load(memory_.control(memory_.local_of(r)).done) < seq_) return false;
   in_held_.reset(), out_held_.reset();
   state_ = State::finished;
+  for (int r = 0; r < call_.size; ++r) {
+    const RankControl& c = memory_.control(memory_.local_of(r));
+    if (c.failed != seq_) continue;
+    throw Error(fmt::format(
+        "{} on rank {}: rank {} could not read its peers' buffers (process_vm_readv: {}); the "
+        "kernel refuses cross-memory reads between these processes (ptrace policy). Pass buffers "
+        "from Communicator::allocate, or name an algorithm (direct) to run the schedule",
+        params_.what.text(), call_.rank, r, std::strerror(static_cast<int>(c.failed_errno))));
+  }
   return true;
 }
 

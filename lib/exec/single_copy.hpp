@@ -53,6 +53,17 @@
 // of a matching call): small ones staged (at 3 ranks and more; the schedule at 2), larger ones
 // single-copy for toroid's buffers, else the schedule.
 //
+// Remote reads: all-to-alls on any memory. An all-to-all reads nothing but its peers' inputs and
+// writes nothing but its own output, so a rank can copy its blocks straight out of the senders'
+// address spaces (process_vm_readv, Linux's cross-memory attach, as Open MPI's vader does) with
+// the same enter / work / leave: every post also carries the rank's process and the addresses
+// of its buffers, and where the ranks' buffers are not all in one allocation (any of them
+// ordinary memory) every rank reads that way, decided alike from the posts. One copy per byte
+// on any memory, where the channels copy twice. A read the kernel refuses (a ptrace policy, a
+// container without CAP_SYS_PTRACE across users) is written in the rank's control line before
+// its done, and every rank then raises the same Error naming the rank and the errno once all
+// are done: never a hang, and no rank writes anything but its own output.
+//
 // Resumable like every collective of the engine (engine.hpp): advance() moves what it can and
 // never blocks, so non-blocking and persistent calls work too; one communicator's single-copy
 // calls run one after the other, in the order they were started (the posts' seq).
@@ -99,6 +110,9 @@ struct SingleCopyCall {
   std::byte* out_data = nullptr;
   // An alltoallv's blocks on this rank (offsets filled in); null for every other collective.
   std::shared_ptr<const schedule::VarBlocks> blocks;
+  // An all-to-all that reads its peers where their buffers are (remote reads above): in_data and
+  // out_data are this rank's buffers, `in` and `out` their places where toroid's (id 0: not).
+  bool remote_reads = false;
 };
 
 class SingleCopy {
@@ -125,6 +139,9 @@ class SingleCopy {
   const std::uint64_t* layout_of(int rank) const;
   bool work();
   bool work_alltoall();
+  // Copies `bytes` from `from` in rank j's process to `to` here; false (with failed_errno_) when
+  // the kernel refuses.
+  bool read_remote(int j, std::byte* to, const std::byte* from, std::size_t bytes);
   // One copy of the work: with non-temporal stores when the call writes kStreamBytes or more.
   void put(std::byte* dst, const std::byte* src, std::size_t bytes) const;
   void work_staged();
@@ -140,6 +157,9 @@ class SingleCopy {
   std::uint64_t seq_ = 0;
   std::uint64_t at_ = 0;  // work: elements of this rank's block (all-gather, all-to-all: blocks)
   bool streams_ = false;  // put() streams
+  bool remote_ = false;   // this call reads its peers by process_vm_readv (in_: their addresses)
+  int failed_errno_ = 0;  // a remote read the kernel refused
+  std::vector<std::uint32_t> pids_;  // remote_: each rank's process
   Block mine_;
   std::vector<const std::byte*> in_;  // by communicator rank, in this rank's address space
   std::vector<std::byte*> out_;

@@ -3,6 +3,9 @@
 // memory; alltoallv's layouts published and compared on every rank, so counts that disagree
 // are the same error everywhere; non-blocking and persistent forms; no rank reading an input
 // before it is final or writing an output after its owner returned.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstring>
@@ -28,6 +31,9 @@ std::uint64_t single_copy_calls(Communicator& c) {
 }
 std::uint64_t staged_calls(Communicator& c) {
   return internal::impl(c).memory ? internal::impl(c).memory->staged_calls() : 0;
+}
+std::uint64_t remote_read_calls(Communicator& c) {
+  return internal::impl(c).memory ? internal::impl(c).memory->remote_read_calls() : 0;
 }
 bool single_copy_here(Communicator& c) { return internal::impl(c).single_copy_possible(); }
 
@@ -81,8 +87,10 @@ bool blocks_arrived(const float* out, const Layout& l, int me, int it) {
 
 }  // namespace
 
-TEST_CASE("single-copy: all-to-all of toroid buffers is exact; small ones staged on any memory",
-          "[single_copy][alltoall]") {
+TEST_CASE(
+    "single-copy: all-to-all of toroid buffers is exact, of other memory read remotely; small "
+    "ones staged on any memory",
+    "[single_copy][alltoall]") {
   Communicator comm(MPI_COMM_WORLD);
   const int p = world_size(), me = world_rank();
   const auto P = static_cast<std::uint64_t>(p);
@@ -100,7 +108,8 @@ TEST_CASE("single-copy: all-to-all of toroid buffers is exact; small ones staged
       float* in = owned ? in_owned.data() : in_plain.data();
       float* out = owned ? out_owned.data() : out_plain.data();
       const std::uint64_t single_before = single_copy_calls(comm),
-                          staged_before = staged_calls(comm);
+                          staged_before = staged_calls(comm),
+                          remote_before = remote_read_calls(comm);
       for (int it = 0; it < 2; ++it) {
         for (std::uint64_t j = 0; j < P; ++j)
           for (std::uint64_t k = 0; k < b; ++k)
@@ -115,44 +124,108 @@ TEST_CASE("single-copy: all-to-all of toroid buffers is exact; small ones staged
       const bool here = single_copy_here(comm);
       CHECK(staged_calls(comm) - staged_before == (here && staged ? 2u : 0u));
       CHECK(single_copy_calls(comm) - single_before == (here && owned && !small ? 2u : 0u));
+      CHECK(remote_read_calls(comm) - remote_before == (here && !owned && !small ? 2u : 0u));
     }
   }
 }
 
-TEST_CASE("single-copy: alltoallv of toroid buffers delivers skewed blocks at their offsets",
+TEST_CASE(
+    "single-copy: alltoallv delivers skewed blocks at their offsets, of toroid buffers and read "
+    "remotely from other memory",
+    "[single_copy][alltoall]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  for (const std::uint64_t scale : {std::uint64_t{1}, std::uint64_t{40'013}})
+    for (const bool owned : {true, false}) {
+      INFO("scale = " << scale << (owned ? ", toroid's buffers" : ", other memory"));
+      // The largest layout of the seeds, so one allocation serves every call.
+      Layout big;
+      for (int seed = 0; seed < 3; ++seed) {
+        const Layout l = layout_of(me, p, seed, scale);
+        big.in_count = std::max(big.in_count, l.in_count);
+        big.out_count = std::max(big.out_count, l.out_count);
+      }
+      Buffer<float> in_owned = comm.allocate<float>(big.in_count + 1),
+                    out_owned = comm.allocate<float>(big.out_count + 1);
+      std::vector<float> in_plain(big.in_count + 1), out_plain(big.out_count + 1);
+      float* in = owned ? in_owned.data() : in_plain.data();
+      float* out = owned ? out_owned.data() : out_plain.data();
+      const std::uint64_t single_before = single_copy_calls(comm),
+                          remote_before = remote_read_calls(comm);
+      bool ok = true;
+      for (int seed = 0; seed < 3; ++seed) {  // counts that change at every call
+        const Layout l = layout_of(me, p, seed, scale);
+        fill_blocks(in, l, me, seed);
+        std::memset(out, 0, (big.out_count + 1) * sizeof(float));
+        alltoallv(in, l.in_count, {l.send_counts, l.send_offsets}, out, l.out_count,
+                  {l.recv_counts, l.recv_offsets}, DataType::f32, comm);
+        ok = ok && blocks_arrived(out, l, me, seed);
+        // The gaps between blocks stay untouched.
+        std::vector<char> written(l.out_count, 0);
+        for (std::size_t q = 0; q < l.recv_counts.size(); ++q)
+          std::fill_n(written.begin() + static_cast<std::ptrdiff_t>(l.recv_offsets[q]),
+                      l.recv_counts[q], 1);
+        for (std::uint64_t i = 0; i < l.out_count; ++i) ok = ok && (written[i] || out[i] == 0.0f);
+      }
+      CHECK(all_ranks(ok));
+      const bool here = single_copy_here(comm);
+      CHECK(single_copy_calls(comm) - single_before == (here && owned ? 3u : 0u));
+      CHECK(remote_read_calls(comm) - remote_before == (here && !owned ? 3u : 0u));
+    }
+}
+
+TEST_CASE("single-copy: toroid buffers on some ranks and other memory on others read remotely",
           "[single_copy][alltoall]") {
   Communicator comm(MPI_COMM_WORLD);
   const int p = world_size(), me = world_rank();
-  for (const std::uint64_t scale : {std::uint64_t{1}, std::uint64_t{40'013}}) {
-    INFO("scale = " << scale);
-    // The largest layout of the seeds, so one allocation serves every call.
-    Layout big;
-    for (int seed = 0; seed < 3; ++seed) {
-      const Layout l = layout_of(me, p, seed, scale);
-      big.in_count = std::max(big.in_count, l.in_count);
-      big.out_count = std::max(big.out_count, l.out_count);
-    }
-    Buffer<float> in = comm.allocate<float>(big.in_count + 1),
-                  out = comm.allocate<float>(big.out_count + 1);
-    const std::uint64_t before = single_copy_calls(comm);
-    bool ok = true;
-    for (int seed = 0; seed < 3; ++seed) {  // counts that change at every call
-      const Layout l = layout_of(me, p, seed, scale);
-      fill_blocks(in.data(), l, me, seed);
-      std::memset(out.data(), 0, (big.out_count + 1) * sizeof(float));
-      alltoallv(in.data(), l.in_count, {l.send_counts, l.send_offsets}, out.data(), l.out_count,
-                {l.recv_counts, l.recv_offsets}, DataType::f32, comm);
-      ok = ok && blocks_arrived(out.data(), l, me, seed);
-      // The gaps between blocks stay untouched.
-      std::vector<char> written(l.out_count, 0);
-      for (std::size_t q = 0; q < l.recv_counts.size(); ++q)
-        std::fill_n(written.begin() + static_cast<std::ptrdiff_t>(l.recv_offsets[q]),
-                    l.recv_counts[q], 1);
-      for (std::uint64_t i = 0; i < l.out_count; ++i) ok = ok && (written[i] || out[i] == 0.0f);
-    }
-    CHECK(all_ranks(ok));
-    CHECK(single_copy_calls(comm) - before == (single_copy_here(comm) ? 3u : 0u));
-  }
+  const auto P = static_cast<std::uint64_t>(p);
+  const std::uint64_t b = 5'000, n = b * P;
+  Buffer<float> in_owned = comm.allocate<float>(n), out_owned = comm.allocate<float>(n);
+  std::vector<float> in_plain(n), out_plain(n);
+  // Rank 0 passes toroid's input and ordinary output, rank 1 the other way round, the rest
+  // ordinary memory: nobody's pair is all toroid's, and the call still meets in one path.
+  float* in = me == 0 ? in_owned.data() : in_plain.data();
+  float* out = me == 1 ? out_owned.data() : out_plain.data();
+  const std::uint64_t before = remote_read_calls(comm);
+  for (std::uint64_t j = 0; j < P; ++j)
+    for (std::uint64_t k = 0; k < b; ++k) in[j * b + k] = sent(me, static_cast<int>(j), k, 5);
+  alltoall(in, n, out, n, DataType::f32, comm);
+  bool ok = true;
+  for (std::uint64_t i = 0; i < P; ++i)
+    for (std::uint64_t k = 0; k < b; ++k)
+      ok = ok && out[i * b + k] == sent(static_cast<int>(i), me, k, 5);
+  CHECK(all_ranks(ok));
+  const bool small = exec::small_enough_to_stage(Collective::alltoall, n, sizeof(float), p);
+  CHECK(remote_read_calls(comm) - before == (single_copy_here(comm) && !small ? 1u : 0u));
+}
+
+TEST_CASE("single-copy: a remote read the kernel refuses is the same error on every rank",
+          "[single_copy][alltoall]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  if (p < 2 || !single_copy_here(comm)) return;
+  // Rank 1's input is a page nobody may read, and it sends nothing to itself: the peers' reads
+  // of it fail in the kernel (EFAULT), which is what a refusing ptrace policy looks like.
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* fenced = mmap(nullptr, page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(fenced != MAP_FAILED);
+  std::vector<float> in_plain(static_cast<std::size_t>(p)), out(static_cast<std::size_t>(p));
+  std::vector<std::uint64_t> send(static_cast<std::size_t>(p), 1), recv = send;
+  if (me == 1) send[1] = recv[1] = 0;
+  const float* in = me == 1 ? static_cast<const float*>(fenced) : in_plain.data();
+  CHECK_THROWS_WITH(
+      alltoallv(in, static_cast<std::uint64_t>(p), {send}, out.data(),
+                static_cast<std::uint64_t>(p), {recv}, DataType::f32, comm),
+      Catch::Contains("could not read its peers' buffers") && Catch::Contains("process_vm_readv"));
+  munmap(fenced, page);
+  // The communicator goes on.
+  send.assign(static_cast<std::size_t>(p), 1), recv = send;
+  for (int q = 0; q < p; ++q) in_plain[static_cast<std::size_t>(q)] = static_cast<float>(me);
+  alltoallv(in_plain.data(), static_cast<std::uint64_t>(p), {send}, out.data(),
+            static_cast<std::uint64_t>(p), {recv}, DataType::f32, comm);
+  bool ok = true;
+  for (int q = 0; q < p; ++q) ok = ok && out[static_cast<std::size_t>(q)] == static_cast<float>(q);
+  CHECK(all_ranks(ok));
 }
 
 TEST_CASE("single-copy: alltoallv counts that disagree are an error on every rank, unchecked",
@@ -162,6 +235,7 @@ TEST_CASE("single-copy: alltoallv counts that disagree are an error on every ran
   if (p < 2) return;
   Buffer<float> in = comm.allocate<float>(64), out = comm.allocate<float>(64);
   if (!single_copy_here(comm)) return;
+  // (Other memory meets in the same place: remote reads, test above.)
   std::vector<std::uint64_t> send(static_cast<std::size_t>(p), 2), recv = send;
   if (me == 1) recv[0] = 3;  // rank 0 sends 2, rank 1 expects 3
   // Every rank sees every layout: the same message on every rank, before anything moves.
