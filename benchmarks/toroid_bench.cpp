@@ -52,15 +52,12 @@ void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::
     return;
   }
   model::Selector& sel = *internal::impl(comm).selector;
-  if (a == Algorithm::automatic && c != Collective::broadcast && c != Collective::alltoall &&
-      internal::impl(comm).single_copy_possible()) {
-    if (exec::takes_staged_path(c, row.count, es, comm.size())) {
-      row.picked = "staged";
-      return;
-    }
-    if (memory == Settings::Memory::toroid &&
-        !exec::small_enough_to_stage(c, row.count, es, comm.size())) {
-      row.picked = "single_copy";
+  if (a == Algorithm::automatic && internal::impl(comm).single_copy_possible()) {
+    // The library's own rule (the varying blocks of alltoallv: see run()).
+    const exec::NodePath path =
+        exec::node_path(c, row.count, es, comm.size(), memory == Settings::Memory::toroid, false);
+    if (path != exec::NodePath::schedule) {
+      row.picked = std::string(exec::to_string(path));
       return;
     }
   }
@@ -170,7 +167,12 @@ int run(const Settings& s, int rank) {
         Row row = median_of_rounds(rounds[i]);
         predict(row, c, a, *comms[sp.t], sp.memory, s.axes);
         if (s.alltoallv && a != Algorithm::mpi) {  // its one schedule; the model is for alltoall
-          row.picked = "direct";
+          const bool node =
+              a == Algorithm::automatic && internal::impl(*comms[sp.t]).single_copy_possible();
+          row.picked = node ? std::string(exec::to_string(exec::node_path(
+                                  c, row.count, size_of(s.type), comms[sp.t]->size(),
+                                  sp.memory == Settings::Memory::toroid, true)))
+                            : "direct";
           row.predicted_us = 0;
         }
         if (comms.size() > 1 && a != Algorithm::mpi)

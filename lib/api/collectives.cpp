@@ -300,54 +300,38 @@ MPI_Comm stock_comm(Communicator::Impl& m, const Call& c) {
 }
 
 // The form of a collective that runs through the node's control block (exec/single_copy.hpp),
-// where this rank's call qualifies: `auto`, the whole communicator, all on one node; staged when
-// it is small (any memory; at 3 ranks and more), else single-copy when its input and output are
-// toroid's buffers (Communicator::allocate; whether every rank's are is settled inside the call).
+// where this rank's call qualifies: `auto`, the whole communicator, all on one node, on the path
+// exec::node_path names (staged, single-copy on toroid's buffers, an all-to-all's remote reads;
+// whether every rank's buffers are toroid's is settled inside the call).
 // `own`: this rank's block of the whole vector (no axis here: the group is the communicator).
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
                                                      const Block& own, bool in_place) {
-  if (c.algo != Algorithm::automatic || c.axes || c.collective == Collective::broadcast ||
-      !m.single_copy_possible())
-    return std::nullopt;
+  if (c.algo != Algorithm::automatic || c.axes || !m.single_copy_possible()) return std::nullopt;
   const std::size_t es = size_of(c.type);
   const std::uint64_t count = full_count(c);
+  const std::uint64_t out_count = c.blocks ? c.out_count
+                                  : c.collective == Collective::reduce_scatter && !in_place
+                                      ? own.count
+                                      : count;
+  const std::uint64_t in_count = c.blocks                                ? c.in_count
+                                 : c.collective == Collective::allgather ? own.count
+                                                                         : count;
+  const auto in = m.memory->find(c.in, in_count * es);
+  const auto out = m.memory->find(c.out, out_count * es);
+  const exec::NodePath path =
+      exec::node_path(c.collective, count, es, m.size, in && out, c.blocks != nullptr);
+  if (path == exec::NodePath::schedule) return std::nullopt;
   exec::SingleCopyCall s;
   s.collective = c.collective, s.count = count, s.in_place = in_place;
   s.rank = m.rank, s.size = m.size;
-  // An all-to-all reads its peers where their buffers are when they are not all toroid's
-  // (exec/single_copy.hpp, "Remote reads"): decided by the rank count (alltoallv, whose stage
-  // holds its layout) or the count alone, so alike on every rank whatever its memory.
-  const auto remote_reads = [&] {
-    s.remote_reads = true;
-    s.in_data = static_cast<const std::byte*>(c.in);
-    s.out_data = static_cast<std::byte*>(c.out);
-    if (const auto in = m.memory->find(c.in, c.in_count * es)) s.in = *in;
-    if (const auto out = m.memory->find(c.out, c.out_count * es)) s.out = *out;
-    return s;
-  };
-  if (c.blocks) {
-    if (!exec::layout_fits_stage(m.size)) return std::nullopt;
-    s.blocks = c.blocks;
-    return remote_reads();
-  }
-  if (count == 0) return std::nullopt;
-  if (c.collective == Collective::alltoall &&
-      !exec::small_enough_to_stage(c.collective, count, es, m.size))
-    return remote_reads();
-  if (exec::small_enough_to_stage(c.collective, count, es, m.size)) {
-    if (!exec::takes_staged_path(c.collective, count, es, m.size)) return std::nullopt;  // 2 ranks
-    s.staged = true;
-    s.in_data = static_cast<const std::byte*>(c.in);
-    s.out_data = static_cast<std::byte*>(c.out);
-    return s;
-  }
-  const std::uint64_t out_count =
-      c.collective == Collective::reduce_scatter && !in_place ? own.count : count;
-  const std::uint64_t in_count = c.collective == Collective::allgather ? own.count : count;
-  const auto in = m.memory->find(c.in, in_count * es);
-  const auto out = m.memory->find(c.out, out_count * es);
-  if (!in || !out) return std::nullopt;
-  s.in = *in, s.out = *out;
+  s.blocks = c.blocks;
+  s.staged = path == exec::NodePath::staged;
+  // An all-to-all reads its peers where they are unless every rank's buffers are toroid's.
+  s.remote_reads = c.collective == Collective::alltoall && !s.staged;
+  s.in_data = static_cast<const std::byte*>(c.in);
+  s.out_data = static_cast<std::byte*>(c.out);
+  if (in) s.in = *in;
+  if (out) s.out = *out;
   return s;
 }
 

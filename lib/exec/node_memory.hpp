@@ -57,6 +57,7 @@ struct alignas(64) CallPost {
   // reads"): 1, with this rank's process and the addresses of its input and output there.
   std::uint32_t remote_reads = 0, pid = 0;
   std::uint64_t in_address = 0, out_address = 0;
+  std::uint32_t in_stage = 0;  // 1: an alltoallv whose input is in the stage after its layout
 };
 struct alignas(64) RankControl {
   CallPost post[2];

@@ -49,6 +49,34 @@ bool small_enough_to_stage(Collective c, std::uint64_t count, std::size_t elem_s
   return staged <= NodeMemory::kStageBytes && read <= kStagedReadBytes;
 }
 
+NodePath node_path(Collective c, std::uint64_t count, std::size_t elem_size, int size, bool owned,
+                   bool varying) {
+  if (c == Collective::broadcast) return NodePath::schedule;
+  if (varying) {
+    if (!layout_fits_stage(size)) return NodePath::schedule;
+    return owned ? NodePath::single_copy : NodePath::remote_reads;
+  }
+  if (count == 0) return NodePath::schedule;
+  if (small_enough_to_stage(c, count, elem_size, size))  // the schedule at 2 ranks
+    return takes_staged_path(c, count, elem_size, size) ? NodePath::staged : NodePath::schedule;
+  if (owned) return NodePath::single_copy;
+  return c == Collective::alltoall ? NodePath::remote_reads : NodePath::schedule;
+}
+
+std::string_view to_string(NodePath p) {
+  switch (p) {
+    case NodePath::schedule:
+      return "schedule";
+    case NodePath::staged:
+      return "staged";
+    case NodePath::single_copy:
+      return "single_copy";
+    case NodePath::remote_reads:
+      return "remote_reads";
+  }
+  return "?";
+}
+
 bool layout_fits_stage(int size) {
   return size >= 1 &&
          3 * static_cast<std::size_t>(size) * sizeof(std::uint64_t) <= NodeMemory::kStageBytes;
@@ -65,6 +93,7 @@ void SingleCopy::restart() {
   fell_back_ = false;
   at_ = 0;
   remote_ = false;
+  all_in_stage_ = false;
   failed_errno_ = 0;
 }
 
@@ -97,6 +126,10 @@ bool SingleCopy::advance() {
       std::memcpy(layout, v.send_counts.data(), p * sizeof(std::uint64_t));
       std::memcpy(layout + p, v.send_offsets.data(), p * sizeof(std::uint64_t));
       std::memcpy(layout + 2 * p, v.recv_counts.data(), p * sizeof(std::uint64_t));
+      // The input too where it fits: its blocks then come from here, without a remote read.
+      const std::size_t bytes = call_.count * size_of(params_.type);
+      post.in_stage = bytes <= NodeMemory::kStageBytes - 3 * p * sizeof(std::uint64_t) ? 1 : 0;
+      if (post.in_stage && bytes > 0) std::memcpy(layout + 3 * p, call_.in_data, bytes);
     } else if (call_.staged) {
       const std::size_t es = size_of(params_.type);
       const std::uint64_t n = call_.collective == Collective::allgather ? mine_.count : call_.count;
@@ -161,7 +194,21 @@ bool SingleCopy::enter() {
       throw InvalidArgument(
           fmt::format("{} on rank {}: {}", params_.what.text(), call_.rank, text));
     }
-  if (call_.blocks) check_layouts();
+  if (call_.blocks) {
+    check_layouts();
+    all_in_stage_ = true;
+    for (int r = 0; r < call_.size; ++r) all_in_stage_ = all_in_stage_ && post_of(r).in_stage;
+    if (all_in_stage_) {  // every block from the stages: no peer's buffer is touched
+      in_.clear(), out_.clear();
+      for (int r = 0; r < call_.size; ++r) {
+        in_.push_back(stage_input_of(r));
+        out_.push_back(r == call_.rank ? call_.out_data : nullptr);
+      }
+      streams_ = false;
+      state_ = State::working;
+      return true;
+    }
+  }
   if (call_.staged) {
     work_staged();
     memory_.count_staged();
@@ -239,9 +286,13 @@ void SingleCopy::check_layouts() const {
 }
 
 // A rank's alltoallv layout in its stage of this call: send counts, send offsets, receive
-// counts, p words each.
+// counts, p words each; then its input, where it fits (CallPost::in_stage).
 const std::uint64_t* SingleCopy::layout_of(int rank) const {
   return reinterpret_cast<const std::uint64_t*>(memory_.stage(memory_.local_of(rank), seq_));
+}
+const std::byte* SingleCopy::stage_input_of(int rank) const {
+  return reinterpret_cast<const std::byte*>(layout_of(rank) +
+                                            3 * static_cast<std::size_t>(call_.size));
 }
 
 void SingleCopy::put(std::byte* dst, const std::byte* src, std::size_t bytes) const {
@@ -273,7 +324,11 @@ bool SingleCopy::work_alltoall() {
       const std::uint64_t n = v.recv_counts[j];
       if (n == 0) continue;
       const std::uint64_t from = layout_of(static_cast<int>(j))[p + me];  // j's offset for me
-      if (!take(j, out + v.recv_offsets[j] * es, in_[j] + from * es, n * es)) break;
+      std::byte* to = out + v.recv_offsets[j] * es;
+      if (post_of(static_cast<int>(j)).in_stage)
+        put(to, stage_input_of(static_cast<int>(j)) + from * es, n * es);
+      else if (!take(j, to, in_[j] + from * es, n * es))
+        break;
       moved += n;
     } else {
       const std::uint64_t b = call_.count / p;
@@ -281,7 +336,12 @@ bool SingleCopy::work_alltoall() {
       moved += b;
     }
   }
-  if (at_ == p || failed_errno_ != 0) state_ = State::leaving;
+  if (at_ == p && all_in_stage_) {  // no leave: as a staged call (single_copy.hpp)
+    memory_.count_staged();
+    state_ = State::finished;
+  } else if (at_ == p || failed_errno_ != 0) {
+    state_ = State::leaving;
+  }
   return true;
 }
 

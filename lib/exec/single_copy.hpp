@@ -19,7 +19,9 @@
 //   receiver's output, where the channels copy it in and out of a slot).
 //
 // An alltoallv's post carries no counts (they differ per rank); each rank writes its send counts,
-// send offsets and receive counts into its stage before it posts (3p words, p up to 682), and
+// send offsets and receive counts into its stage before it posts (3p words, p up to 682), its
+// whole input after them where that fits too (then peers copy its blocks from there, and where
+// every rank's did, the call ends without a leave, as a staged one), and
 // after entering every rank compares every sender's send count with its receiver's receive
 // count, so a disagreement is the same InvalidArgument on every rank, checked or not, before
 // anything moves: a rank never reads past a peer's block or writes past its own.
@@ -75,6 +77,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exec/node_memory.hpp"
@@ -98,20 +101,34 @@ bool takes_staged_path(Collective c, std::uint64_t count, std::size_t elem_size,
 // Whether an alltoallv over `size` ranks can publish its layout in a stage (3 words a rank).
 bool layout_fits_stage(int size);
 
+// The path an `auto` collective over a whole communicator on one node takes: its schedule, the
+// staged path (small calls from 3 ranks, any memory), single-copy (`owned`: this rank's input
+// and output are toroid's buffers) or, for an all-to-all whose buffers are not, remote reads.
+// From the count, type and rank count alone but for `owned`, so alike on every rank wherever
+// every rank's memory is alike (an all-to-all: whatever the memory; the others wait for each
+// other otherwise, single_copy.hpp). `varying`: an alltoallv (count: this rank's input).
+enum class NodePath { schedule, staged, single_copy, remote_reads };
+NodePath node_path(Collective c, std::uint64_t count, std::size_t elem_size, int size, bool owned,
+                   bool varying);
+std::string_view to_string(NodePath p);
+
 struct SingleCopyCall {
   Collective collective = Collective::allreduce;
   std::uint64_t count = 0;  // the whole vector's elements (alltoallv: this rank's input's)
-  SharedPlace in, out;  // this rank's input and output (all-gather: its block; in place: in out)
+  // This rank's input and output where they are toroid's (all-gather: its block; in place: in
+  // out); id 0: not toroid's (an all-to-all's remote reads).
+  SharedPlace in, out;
   bool in_place = false;
   int rank = 0, size = 1;  // in the communicator, which is all on this node
-  // Staged (any memory): this rank's input (all-gather: its block) and output.
-  bool staged = false;
+  bool staged = false;     // the staged path (small calls, any memory)
+  // This rank's input (all-gather: its block) and output in its own address space: what the
+  // staged path copies, and what an all-to-all's peers read remotely.
   const std::byte* in_data = nullptr;
   std::byte* out_data = nullptr;
   // An alltoallv's blocks on this rank (offsets filled in); null for every other collective.
   std::shared_ptr<const schedule::VarBlocks> blocks;
-  // An all-to-all that reads its peers where their buffers are (remote reads above): in_data and
-  // out_data are this rank's buffers, `in` and `out` their places where toroid's (id 0: not).
+  // An all-to-all: where the ranks' buffers are not all in one allocation of toroid's, every
+  // rank reads its peers where their buffers are (remote reads above).
   bool remote_reads = false;
 };
 
@@ -137,6 +154,7 @@ class SingleCopy {
   bool enter();
   void check_layouts() const;
   const std::uint64_t* layout_of(int rank) const;
+  const std::byte* stage_input_of(int rank) const;
   bool work();
   bool work_alltoall();
   // Copies `bytes` from `from` in rank j's process to `to` here; false (with failed_errno_) when
@@ -158,7 +176,8 @@ class SingleCopy {
   std::uint64_t at_ = 0;  // work: elements of this rank's block (all-gather, all-to-all: blocks)
   bool streams_ = false;  // put() streams
   bool remote_ = false;   // this call reads its peers by process_vm_readv (in_: their addresses)
-  int failed_errno_ = 0;  // a remote read the kernel refused
+  bool all_in_stage_ = false;        // an alltoallv whose every rank's input is in its stage
+  int failed_errno_ = 0;             // a remote read the kernel refused
   std::vector<std::uint32_t> pids_;  // remote_: each rank's process
   Block mine_;
   std::vector<const std::byte*> in_;  // by communicator rank, in this rank's address space
