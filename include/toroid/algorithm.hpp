@@ -18,6 +18,7 @@ enum class Algorithm {
   swing_latency,       // Swing's peers, the whole vector each step (small messages)
   mpi,                 // the stock MPI collective of the same MPI library
   direct,              // all-to-all: every rank's block straight to its rank
+  bruck,               // all-to-all: ceil(log2 p) rounds to rank + 2^k, blocks aggregated
 };
 
 inline constexpr Algorithm all_algorithms[] = {Algorithm::automatic,
@@ -31,7 +32,8 @@ inline constexpr Algorithm all_algorithms[] = {Algorithm::automatic,
                                                Algorithm::swing,
                                                Algorithm::swing_latency,
                                                Algorithm::mpi,
-                                               Algorithm::direct};
+                                               Algorithm::direct,
+                                               Algorithm::bruck};
 
 enum class Collective { allreduce, reduce_scatter, allgather, broadcast, alltoall };
 
@@ -40,9 +42,10 @@ std::string_view to_string(Collective c) noexcept;
 // Whether `a` has a schedule (or stock call) for collective `c`; the latency, swing, hierarchical
 // and torus2d_both algorithms implement all-reduce only (swing_latency reduce-scatter too); broadcast has ring (two chains around the
 // rank ring), torus2d (row chains, then column chains), recursive_doubling (a binomial tree),
-// mpi and auto; all-to-all has direct (every block straight to its rank), torus2d (one phase
-// per dimension, blocks aggregated), torus2d_both (the same, a part per dimension order so every
-// dimension is busy), mpi and auto, and direct has all-to-all only.
+// mpi and auto; all-to-all has direct (every block straight to its rank), bruck (ceil(log2 p)
+// rounds, blocks aggregated), torus2d (one phase per dimension, blocks aggregated), torus2d_both
+// (the same, a part per dimension order so every dimension is busy), mpi and auto, and direct
+// and bruck have all-to-all only.
 bool implements(Algorithm a, Collective c) noexcept;
 // Accepts the names above ("auto", "ring", ...); throws InvalidArgument listing the valid ones.
 Algorithm parse_algorithm(std::string_view text);

@@ -33,6 +33,8 @@ std::string_view to_string(Algorithm a) noexcept {
       return "mpi";
     case Algorithm::direct:
       return "direct";
+    case Algorithm::bruck:
+      return "bruck";
   }
   return "?";
 }
@@ -55,9 +57,9 @@ std::string_view to_string(Collective c) noexcept {
 
 bool implements(Algorithm a, Collective c) noexcept {
   if (c == Collective::alltoall)
-    return a == Algorithm::direct || a == Algorithm::torus2d || a == Algorithm::torus2d_both ||
-           a == Algorithm::mpi || a == Algorithm::automatic;
-  if (a == Algorithm::direct) return false;
+    return a == Algorithm::direct || a == Algorithm::bruck || a == Algorithm::torus2d ||
+           a == Algorithm::torus2d_both || a == Algorithm::mpi || a == Algorithm::automatic;
+  if (a == Algorithm::direct || a == Algorithm::bruck) return false;
   if (c == Collective::broadcast)
     return a == Algorithm::ring || a == Algorithm::torus2d || a == Algorithm::recursive_doubling ||
            a == Algorithm::mpi || a == Algorithm::automatic;

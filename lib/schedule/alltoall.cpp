@@ -34,6 +34,27 @@
 // The phases write the output and a scratch copy in turn, the last one the output; the slots
 // a chip keeps are copied across. Direct is the same with one dimension of all p ranks.
 //
+// bruck (Bruck et al., 1997): ceil(log2 p) rounds on any p, for small blocks, where a message's
+// cost is its latency. A rank's slot i holds, at first, its block for rank r + i (mod p). In
+// round k it sends every slot i with bit k set to rank r + 2^k and receives the same slots from
+// rank r − 2^k, so after the rounds below k slot i holds the block of source r − (i mod 2^k)
+// for r + (i − i mod 2^k), and after the last, of source r − i for r itself:
+//
+//   p = 5, rank 0, slots 0..4 (block for 0+i from 0):   0→0 0→1 0→2 0→3 0→4
+//     round 0 (to 1, from 4): slots 1, 3               0→0 4→0 0→2 4→2 0→4
+//     round 1 (to 2, from 3): slots 2, 3               0→0 4→0 3→0 2→0 0→4
+//     round 2 (to 4, from 1): slot 4                   0→0 4→0 3→0 2→0 1→0
+//     output block (0 − i) mod 5 ← slot i
+//
+// A rank sends about p/2 blocks a round, log2(p)·p/2 in all against direct's p − 1, in log2(p)
+// messages against p − 1. The slots live in scratch in slot order, so every message is one
+// ascending gathered chunk; the input is rotated into them first and the output taken out of
+// them last (two local copies of the vector, as Bruck's algorithm has). A slot sent and
+// received in the same round cannot stay in place: the scratch holds two copies of the slots,
+// and a slot moves to the other one at each receive, so it sits in copy popcount(i mod 2^k) mod
+// 2 before round k; each round sends the slots of either copy in a message of its own (tags 0
+// and 1), each received into the other copy.
+//
 // alltoallv (Spec::blocks): direct only, each rank's own counts and offsets. A chip that
 // forwarded others' blocks would need their counts, which only their senders know. Rank r
 // sends to r+1, r+2, ... and receives from r−1, r−2, ... (mod p), so at any moment the ranks
@@ -45,6 +66,8 @@
 //                     recv out[roff1[0], +rcnt1[0]) ← 0, out[roff1[2], +rcnt1[2]) ← 2
 //                     copy in[off1[1], +cnt1[1]) → out[roff1[1], ...]
 #include <fmt/format.h>
+
+#include <bit>
 
 #include "schedule/build.hpp"
 #include "schedule/group.hpp"
@@ -64,7 +87,64 @@ struct ExchangeRow {
 
 }  // namespace
 
+namespace {
+
+// The Bruck schedule (the block comment above).
+Schedule build_bruck(const Spec& r, const Context& ctx) {
+  Schedule s;
+  const int p = ctx.nranks(), me = ctx.rank;
+  const auto P = static_cast<std::uint64_t>(p);
+  const std::uint64_t b = r.count / P;
+  if (b == 0) return s;
+  if (p == 1) {
+    s.steps.push_back({Kind::copy, -1, 0, 0, {Buf::input, 0, b}, {Buf::output, 0, b}});
+    return s;
+  }
+  s.scratch_count = 2 * r.count;
+  const auto slot = [&](int copy, std::uint64_t i) {
+    return static_cast<std::uint64_t>(copy) * r.count + i * b;
+  };
+  // Slot i <- input block me + i: blocks [me, p) then [0, me).
+  const std::uint64_t tail = P - static_cast<std::uint64_t>(me);
+  s.steps.push_back(
+      {Kind::copy, -1, 0, 0, {Buf::input, me * b, tail * b}, {Buf::scratch, 0, tail * b}});
+  if (me > 0)
+    s.steps.push_back(
+        {Kind::copy, -1, 0, 0, {Buf::input, 0, me * b}, {Buf::scratch, slot(0, tail), me * b}});
+  std::uint32_t phase = 1;
+  for (std::uint64_t bit = 1; bit < P; bit <<= 1, ++phase) {
+    const int to = static_cast<int>((static_cast<std::uint64_t>(me) + bit) % P);
+    const int from = static_cast<int>((static_cast<std::uint64_t>(me) + P - bit % P) % P);
+    for (int copy = 0; copy < 2; ++copy) {
+      std::vector<Block> sent, received;
+      for (std::uint64_t i = 1; i < P; ++i) {
+        if ((i & bit) == 0 || std::popcount(i & (bit - 1)) % 2 != copy) continue;
+        sent.push_back({slot(copy, i), b});
+        received.push_back({slot(1 - copy, i), b});
+      }
+      if (sent.empty()) continue;
+      s.steps.push_back({Kind::send, to, copy, phase, gathered_chunk(s, Buf::scratch, sent), {}});
+      s.steps.push_back(
+          {Kind::recv, from, copy, phase, {}, gathered_chunk(s, Buf::scratch, received)});
+    }
+  }
+  // Output block me − i <- slot i, from the copy its last receive left it in.
+  for (std::uint64_t i = 0; i < P; ++i) {
+    const std::uint64_t source = (static_cast<std::uint64_t>(me) + P - i) % P;
+    s.steps.push_back({Kind::copy,
+                       -1,
+                       0,
+                       phase,
+                       {Buf::scratch, slot(std::popcount(i) % 2, i), b},
+                       {Buf::output, source * b, b}});
+  }
+  return s;
+}
+
+}  // namespace
+
 Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
+  if (a == Algorithm::bruck) return build_bruck(r, ctx);
   Schedule s;
   const int p = ctx.nranks();
   const std::uint64_t b = r.count / static_cast<std::uint64_t>(p);

@@ -46,13 +46,13 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
   if (r.collective == Collective::broadcast && (r.root < 0 || r.root >= ctx.nranks()))
     return refuse("the root is outside the communicator");
   if (r.collective == Collective::alltoall && !implements(a, r.collective))
-    return refuse("all-to-all runs on direct, torus2d, torus2d_both, mpi or auto");
+    return refuse("all-to-all runs on direct, bruck, torus2d, torus2d_both, mpi or auto");
   if (r.collective == Collective::alltoall && r.in_place)
     return refuse("an all-to-all in place is not supported (give separate input and output)");
   if (r.collective == Collective::alltoall &&
       r.count % static_cast<std::uint64_t>(ctx.nranks()) != 0)
     return refuse(fmt::format("{} elements are not {} equal blocks", r.count, ctx.nranks()));
-  if (a == Algorithm::direct && !implements(a, r.collective))
+  if ((a == Algorithm::direct || a == Algorithm::bruck) && !implements(a, r.collective))
     return refuse("it only implements alltoall");
   if (!implements(a, r.collective)) return refuse("it only implements allreduce");
   Schedule s;
@@ -98,6 +98,7 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
       case Algorithm::automatic:
       case Algorithm::mpi:
       case Algorithm::direct:  // all-to-all only, above
+      case Algorithm::bruck:
         return refuse("no schedule: resolved by the caller");
     }
   s.algorithm = std::string(to_string(a));

@@ -73,7 +73,7 @@ Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx);
 Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx);     // swing, swing_latency
 Schedule build_swing_latency_dims(const Spec& r, const Context& ctx);     // 3D and more: all-reduce
 Schedule build_swing_dims(const Spec& r, const Context& ctx);             // 3D and more: all-reduce
-Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx);  // direct, torus2d(_both)
+Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx);  // direct, bruck, torus2d(_both)
 // An alltoallv's schedule (direct, the only one), complete as build's; throws InvalidArgument
 // where the blocks are not one per rank or its own send and receive counts differ.
 Schedule build_alltoallv(const VarBlocks& v, const Context& ctx);

@@ -71,7 +71,8 @@ class Communicator:
     comm: an mpi4py communicator, or None for MPI_COMM_WORLD (MPI is initialized if needed).
     topology: "auto", "4x2", "16x16x16", "4x2:wrap=x", ...; algorithm: default algorithm name
     ("auto", "ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical",
-    "recursive_doubling", "rabenseifner", "swing", "swing_latency", "mpi", "direct" (all-to-all));
+    "recursive_doubling", "rabenseifner", "swing", "swing_latency", "mpi", "direct", "bruck"
+    (all-to-all));
     the other settings are those of toroid::Options (C++), None meaning the TOROID_* environment
     variable or the default.
     """

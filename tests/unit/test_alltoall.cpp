@@ -1,7 +1,9 @@
-// All-to-all: direct and one phase per dimension (torus2d) checked by the in-process verifier on
+// All-to-all: direct, Bruck and one phase per dimension (torus2d) checked by the in-process verifier on
 // real data over 1D-6D shapes, tori, meshes and twisted ones, along axes too; the messages a
 // rank sends; the simulator's bound.
+#include <bit>
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "model/sim_limit.hpp"
 #include "model/simulator.hpp"
@@ -13,14 +15,15 @@ using schedule::Collective;
 using testing::check;
 using testing::Shape;
 
-TEST_CASE("all-to-all: every block reaches its rank, direct and a dimension at a time",
+TEST_CASE("all-to-all: every block reaches its rank, direct, Bruck and a dimension at a time",
           "[alltoall]") {
-  for (const char* shape : {"1", "2", "5", "4x2", "3x3:wrap=none", "4x3:wrap=x", "2x2x2",
+  for (const char* shape : {"1", "2", "3", "5", "7", "4x2", "3x3:wrap=none", "4x3:wrap=x", "2x2x2",
                             "3x2x4:wrap=xz", "2x2x4:twist", "2x3x2x2", "2x2x2x2x2x2"}) {
     const Torus t = Torus::parse(shape);
     const Shape s{t, {}};
     const auto p = static_cast<std::uint64_t>(t.chips());
-    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d, Algorithm::torus2d_both})
+    for (Algorithm a :
+         {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both})
       for (std::uint64_t n : {std::uint64_t{0}, p, 7 * p, 2 * p})
         for (DataType type : {DataType::i64, DataType::f16}) {
           INFO(shape << " " << to_string(a) << " n=" << n << " " << to_string(type));
@@ -33,7 +36,8 @@ TEST_CASE("all-to-all along axes: each sub-torus exchanges among its own members
   const Torus t = Torus::parse("4x3x2:wrap=xz");
   const Shape s{t, {}};
   for (Axes axes : {Axes(Axis::x), Axes(Axis::z), Axes{Axis::x, Axis::y}, Axes{Axis::y, Axis::z}})
-    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d, Algorithm::torus2d_both}) {
+    for (Algorithm a :
+         {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both}) {
       const auto k = static_cast<std::uint64_t>(t.along(axes).chips());
       model::Traffic traffic;
       INFO(axes.to_string() << " " << to_string(a));
@@ -63,12 +67,38 @@ TEST_CASE("all-to-all: a dimension at a time sends sum(k_d - 1) aggregated messa
   }
 }
 
+TEST_CASE("all-to-all: Bruck sends ceil(log2 p) rounds of about p/2 blocks", "[alltoall]") {
+  // Per round k: the slots with bit k set, split by copy into at most two messages to one peer.
+  for (const int p : {2, 5, 8, 12, 32}) {
+    const Torus t(std::vector<int>{p});
+    const std::uint64_t n = static_cast<std::uint64_t>(p) * 3;
+    for (int rank : {0, p - 1}) {
+      const schedule::Schedule one = schedule::build(
+          Algorithm::bruck, {Collective::alltoall, n, false, false, {}}, {rank, t, {}});
+      std::set<int> peers;
+      std::set<std::uint32_t> rounds;
+      std::uint64_t sent = 0;
+      for (const schedule::Step& st : one.steps)
+        if (st.kind == schedule::Kind::send)
+          peers.insert(st.peer), rounds.insert(st.phase), sent += st.src.count;
+      int log = 0;
+      while ((1 << log) < p) ++log;
+      std::uint64_t blocks = 0;  // slots 1..p-1, once per set bit
+      for (int i = 1; i < p; ++i) blocks += static_cast<std::uint64_t>(std::popcount(unsigned(i)));
+      INFO("p = " << p << ", rank " << rank);
+      CHECK(static_cast<int>(rounds.size()) == log);
+      CHECK(static_cast<int>(peers.size()) == std::min(log, p - 1));
+      CHECK(sent == blocks * 3);
+    }
+  }
+}
+
 TEST_CASE("all-to-all: bad requests say why", "[alltoall]") {
   const schedule::Context ctx{0, Torus2D(2, 2), {}};
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::ring, {Collective::alltoall, 8, false, false, {}}, ctx),
       Catch::Contains("algorithm ring cannot run alltoall on topology 2x2: all-to-all runs on "
-                      "direct, torus2d, torus2d_both, mpi or auto"));
+                      "direct, bruck, torus2d, torus2d_both, mpi or auto"));
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::direct, {Collective::alltoall, 9, false, false, {}}, ctx),
       Catch::Contains("9 elements are not 4 equal blocks"));
@@ -172,7 +202,8 @@ TEST_CASE("sim: all-to-all against its bound, direct and a dimension at a time",
   m.link_bytes_per_s.fill(10e9);
   m.hop_latency_s.fill(1e-6);
   for (std::uint64_t bytes : {std::uint64_t{64 * 64}, std::uint64_t{64 * 4096}})
-    for (Algorithm a : {Algorithm::direct, Algorithm::torus2d, Algorithm::torus2d_both}) {
+    for (Algorithm a :
+         {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both}) {
       schedule::Spec r;
       r.collective = Collective::alltoall;
       r.count = bytes / 4;

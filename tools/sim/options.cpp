@@ -115,7 +115,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "algo", po::value(&algo)->default_value(algo),
       "comma list of ring | bidir_ring | torus2d | torus2d_both | hierarchical | "
       "recursive_doubling | "
-      "rabenseifner | swing | swing_latency | direct (all-to-all) | auto (above 64 chips the rule "
+      "rabenseifner | swing | swing_latency | direct | bruck (all-to-all) | auto (above 64 chips the rule "
       "auto follows at "
       "that scale, else the fastest simulated candidate), or all (those that implement the "
       "op)")("bytes", po::value(&bytes)->default_value(bytes),
@@ -230,7 +230,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   o.algos = cli::parse_algorithms(
       algo, {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
              Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner,
-             Algorithm::swing, Algorithm::swing_latency, Algorithm::direct});
+             Algorithm::swing, Algorithm::swing_latency, Algorithm::direct, Algorithm::bruck});
   for (Algorithm a : o.algos)
     if (a == Algorithm::mpi)
       throw InvalidArgument(fmt::format("--algo: '{}' has no schedule to simulate", to_string(a)));
