@@ -39,13 +39,14 @@ enum class Collective { allreduce, reduce_scatter, allgather, broadcast, alltoal
 
 std::string_view to_string(Algorithm a) noexcept;
 std::string_view to_string(Collective c) noexcept;
-// Whether `a` has a schedule (or stock call) for collective `c`; the latency, swing, hierarchical
-// and torus2d_both algorithms implement all-reduce only (swing_latency reduce-scatter too); broadcast has ring (two chains around the
-// rank ring), torus2d (row chains, then column chains), recursive_doubling (a binomial tree),
-// mpi and auto; all-to-all has direct (every block straight to its rank), bruck (ceil(log2 p)
-// rounds, blocks aggregated), torus2d (one phase per dimension, blocks aggregated), torus2d_both
-// (the same, a part per dimension order so every dimension is busy), mpi and auto, and direct
-// and bruck have all-to-all only.
+// Whether `a` has a schedule (or stock call) for collective `c`: hierarchical, recursive_doubling,
+// rabenseifner and swing implement all-reduce of the reductions; broadcast has ring (two chains
+// around the rank ring), torus2d (row chains, then column chains), recursive_doubling (a
+// binomial tree), mpi and auto; all-to-all has direct (every block straight to its rank), bruck
+// (ceil(log2 p) rounds, blocks aggregated), torus2d (one phase per dimension, blocks
+// aggregated), torus2d_both (the same, a part per dimension order so every dimension is busy),
+// hierarchical (inside the nodes, then one message per node), mpi and auto; direct and bruck
+// have all-to-all only.
 bool implements(Algorithm a, Collective c) noexcept;
 // Accepts the names above ("auto", "ring", ...); throws InvalidArgument listing the valid ones.
 Algorithm parse_algorithm(std::string_view text);

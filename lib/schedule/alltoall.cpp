@@ -55,6 +55,23 @@
 // 2 before round k; each round sends the slots of either copy in a message of its own (tags 0
 // and 1), each received into the other copy.
 //
+// hierarchical (node-aware, as Tutel's two-dimensional all-to-all): the ranks of a node first
+// exchange among themselves so that each holds what its node sends to the ranks of its own local
+// index on every node, then each exchanges with the ranks of its local index on the other nodes,
+// in one message per node. Nodes of L ranks each, N nodes (local index = position among the
+// node's ranks, ascending):
+//
+//   node 0: r0 r1      phase 1 (inside nodes): r0 sends r1 its blocks for r1 and r3 (the
+//   node 1: r2 r3      ranks of local index 1), receives r1's for r0 and r2
+//                      phase 2 (across nodes): r0 sends r2 the blocks of r0 and r1 for r2,
+//                      receives r2's and r3's for r0
+//
+// L − 1 messages of N blocks inside the node and N − 1 of L blocks across, where direct sends
+// p − 1, (N − 1)·L of them across nodes. In scratch, after phase 1,
+// slot l·N + j holds the block from my node's rank of local index l for the j-th rank (in rank
+// order) of my local index: what a node peer sends is one run, and what goes to one node is
+// one run of every N slots, arriving in its senders' rank order straight into the output.
+//
 // alltoallv (Spec::blocks): direct only, each rank's own counts and offsets. A chip that
 // forwarded others' blocks would need their counts, which only their senders know. Rank r
 // sends to r+1, r+2, ... and receives from r−1, r−2, ... (mod p), so at any moment the ranks
@@ -68,6 +85,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <map>
 
 #include "schedule/build.hpp"
 #include "schedule/group.hpp"
@@ -141,10 +159,86 @@ Schedule build_bruck(const Spec& r, const Context& ctx) {
   return s;
 }
 
+// The hierarchical schedule (the block comment above).
+Schedule build_hierarchical_alltoall(const Spec& r, const Context& ctx) {
+  Schedule s;
+  const int p = ctx.nranks(), me = ctx.rank;
+  const auto P = static_cast<std::uint64_t>(p);
+  const std::uint64_t b = r.count / P;
+  std::vector<int> node = ctx.node_of_rank;
+  if (node.empty()) node.assign(static_cast<std::size_t>(p), 0);
+  std::map<int, std::vector<int>> members;  // node -> its ranks, ascending
+  for (int q = 0; q < p; ++q) members[node[static_cast<std::size_t>(q)]].push_back(q);
+  const std::size_t L = members.begin()->second.size();
+  for (const auto& [n, m] : members)
+    if (m.size() != L)
+      throw InvalidArgument(fmt::format(
+          "algorithm hierarchical cannot run alltoall on rank {}: its nodes hold {} and {} ranks; "
+          "the hierarchical all-to-all needs as many ranks on every node",
+          me, L, m.size()));
+  if (b == 0) return s;
+  const auto N = static_cast<std::uint64_t>(members.size());
+  std::vector<std::uint64_t> local(P);  // every rank's local index
+  for (const auto& [n, m] : members)
+    for (std::size_t l = 0; l < m.size(); ++l) local[static_cast<std::size_t>(m[l])] = l;
+  const std::vector<int>& mine = members[node[static_cast<std::size_t>(me)]];
+  const std::uint64_t my_local = local[static_cast<std::size_t>(me)];
+  // The ranks of local index l, ascending (slot j of a node peer's run: the j-th of them).
+  const auto of_local = [&](std::uint64_t l) {
+    std::vector<int> q;
+    for (int x = 0; x < p; ++x)
+      if (local[static_cast<std::size_t>(x)] == l) q.push_back(x);
+    return q;
+  };
+  s.scratch_count = r.count;
+  // Phase 0, inside the node: to the peer of local index l my blocks for the ranks of l.
+  for (std::uint64_t l = 0; l < L; ++l) {
+    std::vector<Block> blocks;
+    for (int q : of_local(l)) blocks.push_back({static_cast<std::uint64_t>(q) * b, b});
+    const Chunk from_input = gathered_chunk(s, Buf::input, blocks);
+    if (l == my_local) {
+      s.steps.push_back(
+          {Kind::copy, -1, 0, 0, from_input, {Buf::scratch, my_local * N * b, N * b}});
+      continue;
+    }
+    const int peer = mine[static_cast<std::size_t>(l)];
+    s.steps.push_back({Kind::send, peer, 0, 0, from_input, {}});
+  }
+  for (std::uint64_t l = 0; l < L; ++l) {
+    if (l == my_local) continue;
+    const int peer = mine[static_cast<std::size_t>(l)];
+    s.steps.push_back({Kind::recv, peer, 0, 0, {}, {Buf::scratch, l * N * b, N * b}});
+  }
+  // Phase 1, across nodes: to the j-th rank of my local index, slots l·N + j for every l; from
+  // it, its node's blocks for me, into their senders' places in the output.
+  const std::vector<int> same = of_local(my_local);
+  for (std::uint64_t j = 0; j < N; ++j) {
+    const int peer = same[static_cast<std::size_t>(j)];
+    std::vector<Block> slots, places;
+    for (std::uint64_t l = 0; l < L; ++l) slots.push_back({(l * N + j) * b, b});
+    for (int src : members[node[static_cast<std::size_t>(peer)]])
+      places.push_back({static_cast<std::uint64_t>(src) * b, b});
+    if (peer == me) {  // my node's blocks for me, one copy each (a copy gathers one side only)
+      for (std::size_t k = 0; k < slots.size(); ++k)
+        s.steps.push_back({Kind::copy,
+                           -1,
+                           0,
+                           1,
+                           {Buf::scratch, slots[k].offset, b},
+                           {Buf::output, places[k].offset, b}});
+      continue;
+    }
+    s.steps.push_back({Kind::send, peer, 1, 1, gathered_chunk(s, Buf::scratch, slots), {}});
+    s.steps.push_back({Kind::recv, peer, 1, 1, {}, gathered_chunk(s, Buf::output, places)});
+  }
+  return s;
+}
+
 }  // namespace
 
 Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
   if (a == Algorithm::bruck) return build_bruck(r, ctx);
+  if (a == Algorithm::hierarchical) return build_hierarchical_alltoall(r, ctx);
   Schedule s;
   const int p = ctx.nranks();
   const std::uint64_t b = r.count / static_cast<std::uint64_t>(p);

@@ -46,7 +46,8 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
   if (r.collective == Collective::broadcast && (r.root < 0 || r.root >= ctx.nranks()))
     return refuse("the root is outside the communicator");
   if (r.collective == Collective::alltoall && !implements(a, r.collective))
-    return refuse("all-to-all runs on direct, bruck, torus2d, torus2d_both, mpi or auto");
+    return refuse(
+        "all-to-all runs on direct, bruck, torus2d, torus2d_both, hierarchical, mpi or auto");
   if (r.collective == Collective::alltoall && r.in_place)
     return refuse("an all-to-all in place is not supported (give separate input and output)");
   if (r.collective == Collective::alltoall &&

@@ -70,7 +70,7 @@ TEST_CASE("alltoall delivers every rank's blocks for every type and count, as MP
           "[collectives][mpich][alltoall]") {
   sweep(Collective::alltoall, "alltoall",
         {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both,
-         Algorithm::automatic, Algorithm::mpi});
+         Algorithm::hierarchical, Algorithm::automatic, Algorithm::mpi});
 }
 
 namespace {

@@ -1,8 +1,9 @@
-// All-to-all: direct, Bruck and one phase per dimension (torus2d) checked by the in-process verifier on
-// real data over 1D-6D shapes, tori, meshes and twisted ones, along axes too; the messages a
-// rank sends; the simulator's bound.
+// All-to-all: direct, Bruck, hierarchical and one phase per dimension (torus2d) checked by the
+// in-process verifier on real data over 1D-6D shapes, tori, meshes and twisted ones, along axes
+// too; the messages a rank sends; the simulator's bound.
 #include <bit>
 #include <catch2/catch.hpp>
+#include <map>
 #include <set>
 
 #include "model/sim_limit.hpp"
@@ -93,12 +94,49 @@ TEST_CASE("all-to-all: Bruck sends ceil(log2 p) rounds of about p/2 blocks", "[a
   }
 }
 
+TEST_CASE("all-to-all: hierarchical exchanges inside each node, then one message per node",
+          "[alltoall]") {
+  struct Case {
+    const char* shape;
+    std::vector<int> nodes;
+  };
+  for (const Case& c : {Case{"1", {}}, Case{"4", {}}, Case{"4x2", {0, 0, 0, 0, 1, 1, 1, 1}},
+                        Case{"4x2", {0, 1, 0, 1, 0, 1, 0, 1}},  // interleaved
+                        Case{"6", {2, 0, 1, 1, 0, 2}},          // nodes out of rank order
+                        Case{"2x2x2", {0, 0, 1, 1, 2, 2, 3, 3}}, Case{"5", {0, 1, 2, 3, 4}}}) {
+    const Torus t = Torus::parse(c.shape);
+    const testing::Shape shape{t, c.nodes};
+    const auto p = static_cast<std::uint64_t>(t.chips());
+    for (std::uint64_t n : {std::uint64_t{0}, p, 3 * p})
+      for (DataType type : {DataType::i64, DataType::f16}) {
+        INFO(c.shape << " n=" << n << " " << to_string(type));
+        REQUIRE(check(Algorithm::hierarchical, Collective::alltoall, shape, n, false, type) == "");
+      }
+    // L − 1 messages inside the node and N − 1 across, where direct sends p − 1.
+    std::map<int, int> per_node;
+    for (int x : c.nodes) ++per_node[x];
+    const int nodes = c.nodes.empty() ? 1 : static_cast<int>(per_node.size());
+    const int local = static_cast<int>(p) / nodes;
+    const schedule::Schedule one =
+        schedule::build(Algorithm::hierarchical, {Collective::alltoall, 2 * p, false, false, {}},
+                        {static_cast<int>(p) - 1, t, c.nodes});
+    int sends = 0;
+    for (const schedule::Step& st : one.steps) sends += st.kind == schedule::Kind::send;
+    INFO(c.shape);
+    CHECK(sends == local - 1 + nodes - 1);
+  }
+  CHECK_THROWS_WITH(
+      schedule::build(Algorithm::hierarchical, {Collective::alltoall, 6, false, false, {}},
+                      {0, Torus::parse("3"), {0, 0, 1}}),
+      Catch::Contains("its nodes hold 2 and 1 ranks"));
+}
+
 TEST_CASE("all-to-all: bad requests say why", "[alltoall]") {
   const schedule::Context ctx{0, Torus2D(2, 2), {}};
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::ring, {Collective::alltoall, 8, false, false, {}}, ctx),
       Catch::Contains("algorithm ring cannot run alltoall on topology 2x2: all-to-all runs on "
-                      "direct, bruck, torus2d, torus2d_both, mpi or auto"));
+                      "direct, bruck, torus2d, torus2d_both, hierarchical, mpi or auto"));
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::direct, {Collective::alltoall, 9, false, false, {}}, ctx),
       Catch::Contains("9 elements are not 4 equal blocks"));
@@ -202,12 +240,15 @@ TEST_CASE("sim: all-to-all against its bound, direct and a dimension at a time",
   m.link_bytes_per_s.fill(10e9);
   m.hop_latency_s.fill(1e-6);
   for (std::uint64_t bytes : {std::uint64_t{64 * 64}, std::uint64_t{64 * 4096}})
-    for (Algorithm a :
-         {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both}) {
+    for (Algorithm a : {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d,
+                        Algorithm::torus2d_both, Algorithm::hierarchical}) {
       schedule::Spec r;
       r.collective = Collective::alltoall;
       r.count = bytes / 4;
-      const model::SimResult res = model::simulate_collective(m, a, r, DataType::f32);
+      std::vector<int> rows;  // hierarchical: a node per row
+      for (int c = 0; c < 64; ++c) rows.push_back(c / 8);
+      const model::SimResult res = model::simulate_collective(
+          m, a, r, DataType::f32, a == Algorithm::hierarchical ? rows : std::vector<int>{});
       REQUIRE(res.error == "");
       const model::SimLimit limit = model::limit_of(m, Collective::alltoall, bytes);
       INFO(to_string(a) << " " << bytes << " B: " << res.time_s * 1e6 << " us, limit "
