@@ -323,6 +323,22 @@ def test_sub_groups():
         b = torch.full((300,), float(R))
         dist.all_reduce(b, group=column)
         ok = ok and torch.equal(b, torch.full((300,), float(R % cols + (R % cols + cols))))
+        # All-to-all inside a row and inside a column (expert parallelism along one axis): block
+        # j of a member's input goes to group rank j, with equal blocks and with split sizes
+        # (group rank i sends group rank j i + j + 1 elements).
+        for g, members in ((row, [(R // cols) * cols + x for x in range(cols)]),
+                           (column, [y * cols + R % cols for y in range(2)])):
+            k, me = len(members), members.index(R)
+            out = torch.empty(3 * k)
+            dist.all_to_all_single(out, torch.tensor([100.0 * R + j for j in range(k) for _ in range(3)]), group=g)
+            ok = ok and out.tolist() == [100.0 * m + me for m in members for _ in range(3)]
+            sends = [me + j + 1 for j in range(k)]
+            inp = torch.cat([torch.full((n,), 1000.0 * R + j) for j, n in enumerate(sends)])
+            out = torch.empty(sum(i + me + 1 for i in range(k)))
+            dist.all_to_all_single(out, inp, output_split_sizes=[i + me + 1 for i in range(k)],
+                                   input_split_sizes=sends, group=g)
+            want = torch.cat([torch.full((i + me + 1,), 1000.0 * m + me) for i, m in enumerate(members)])
+            ok = ok and torch.equal(out, want)
     assert agree(ok)
 
 
