@@ -12,23 +12,18 @@
 #include "api/internal.hpp"
 #include "exec/single_copy.hpp"
 #include "mpi_test.hpp"
+#include "node_paths.hpp"
 #include "toroid/toroid.hpp"
 
 using namespace toroid;
 using testing::all_ranks;
+using testing::single_copy_calls;
+using testing::single_copy_here;
+using testing::staged_calls;
 using testing::world_rank;
 using testing::world_size;
 
 namespace {
-
-std::uint64_t single_copy_calls(Communicator& c) {
-  return internal::impl(c).memory ? internal::impl(c).memory->single_copy_calls() : 0;
-}
-std::uint64_t staged_calls(Communicator& c) {
-  return internal::impl(c).memory ? internal::impl(c).memory->staged_calls() : 0;
-}
-// Whether this job can take the single-copy path: every rank on one node, shared memory allowed.
-bool single_copy_here(Communicator& c) { return internal::impl(c).single_copy_possible(); }
 
 // Rank r's element i in iteration `it`: small integers, so sums in float are exact.
 float value(int r, std::size_t i, int it) {

@@ -14,62 +14,23 @@
 #include <thread>
 #include <vector>
 
+#include "alltoallv_layout.hpp"
 #include "api/internal.hpp"
 #include "exec/single_copy.hpp"
 #include "mpi_test.hpp"
+#include "node_paths.hpp"
 #include "toroid/toroid.hpp"
 
 using namespace toroid;
-using testing::all_ranks;
-using testing::world_rank;
-using testing::world_size;
+using namespace toroid::testing;
 
 namespace {
-
-std::uint64_t single_copy_calls(Communicator& c) {
-  return internal::impl(c).memory ? internal::impl(c).memory->single_copy_calls() : 0;
-}
-std::uint64_t staged_calls(Communicator& c) {
-  return internal::impl(c).memory ? internal::impl(c).memory->staged_calls() : 0;
-}
-std::uint64_t remote_read_calls(Communicator& c) {
-  return internal::impl(c).memory ? internal::impl(c).memory->remote_read_calls() : 0;
-}
-bool single_copy_here(Communicator& c) { return internal::impl(c).single_copy_possible(); }
 
 // Element k of the block rank `from` sends rank `to` in iteration `it`: distinct for every
 // (from, to, k) up to 2^24, so a block from the wrong peer or offset shows.
 float sent(int from, int to, std::uint64_t k, int it) {
   return static_cast<float>((from * 31 + to * 7 + it * 3 + static_cast<int>(k % 4099)) %
                             16'000'000);
-}
-
-// Elements rank i sends rank j: skewed, as a gate's choices are (some peers many, some none).
-std::uint64_t skewed(int i, int j, int seed, std::uint64_t scale) {
-  const auto h = static_cast<std::uint64_t>(i * 7 + j * 13 + seed * 5);
-  return h % 4 == 0 ? 0 : (h % 11) * scale + (h % 3);
-}
-
-// One rank's alltoallv layout: skewed counts, the send blocks 2 apart and the receive blocks in
-// reverse rank order 3 apart (offsets given).
-struct Layout {
-  std::vector<std::uint64_t> send_counts, send_offsets, recv_counts, recv_offsets;
-  std::uint64_t in_count = 0, out_count = 0;
-};
-Layout layout_of(int me, int p, int seed, std::uint64_t scale) {
-  Layout l;
-  for (int q = 0; q < p; ++q) {
-    l.send_counts.push_back(skewed(me, q, seed, scale));
-    l.recv_counts.push_back(skewed(q, me, seed, scale));
-    l.send_offsets.push_back(l.in_count + 2);
-    l.in_count += l.send_counts.back() + 2;
-  }
-  l.recv_offsets.resize(static_cast<std::size_t>(p));
-  for (int q = p - 1; q >= 0; --q) {
-    l.recv_offsets[static_cast<std::size_t>(q)] = l.out_count + 1;
-    l.out_count += l.recv_counts[static_cast<std::size_t>(q)] + 3;
-  }
-  return l;
 }
 
 void fill_blocks(float* in, const Layout& l, int me, int it) {
@@ -142,7 +103,7 @@ TEST_CASE(
       // The largest layout of the seeds, so one allocation serves every call.
       Layout big;
       for (int seed = 0; seed < 3; ++seed) {
-        const Layout l = layout_of(me, p, seed, scale);
+        const Layout l = layout_of(me, p, seed, scale, true);
         big.in_count = std::max(big.in_count, l.in_count);
         big.out_count = std::max(big.out_count, l.out_count);
       }
@@ -157,7 +118,7 @@ TEST_CASE(
       bool ok = true;
       std::uint64_t all_staged = 0;           // calls whose every input fit its rank's stage
       for (int seed = 0; seed < 3; ++seed) {  // counts that change at every call
-        const Layout l = layout_of(me, p, seed, scale);
+        const Layout l = layout_of(me, p, seed, scale, true);
         all_staged += all_ranks(l.in_count * sizeof(float) <=
                                 exec::NodeMemory::kStageBytes -
                                     3 * sizeof(std::uint64_t) * static_cast<std::size_t>(p));
@@ -267,7 +228,7 @@ TEST_CASE("single-copy: non-blocking and persistent all-to-alls of toroid buffer
   const int p = world_size(), me = world_rank();
   const auto P = static_cast<std::uint64_t>(p);
   const std::uint64_t b = 30'011, n = b * P;
-  const Layout l = layout_of(me, p, 1, 5'003);
+  const Layout l = layout_of(me, p, 1, 5'003, true);
   Buffer<float> a = comm.allocate<float>(n), c = comm.allocate<float>(n);
   Buffer<float> vin = comm.allocate<float>(l.in_count), vout = comm.allocate<float>(l.out_count);
   Buffer<float> pin = comm.allocate<float>(l.in_count), pout = comm.allocate<float>(l.out_count);
