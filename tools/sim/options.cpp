@@ -116,8 +116,9 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "comma list of ring | bidir_ring | torus2d | torus2d_both | hierarchical | "
       "recursive_doubling | rabenseifner | swing | swing_latency | direct | bruck (all-to-all) "
       "| auto (above 64 chips the rule auto follows at that scale, else the fastest simulated "
-      "candidate), or all (those that implement the op)")("bytes", po::value(&bytes)->default_value(bytes),
-             "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")(
+      "candidate), or all (those that implement the op)")(
+      "bytes", po::value(&bytes)->default_value(bytes),
+      "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")(
       "factor", po::value(&factor)->default_value(factor), "size step for LOW:HIGH (>= 2)")(
       "dtype", po::value(&dtype)->default_value(dtype), "f32 | bf16 | f16 | f64 | i32 | i64")(
       "link-gbps", po::value<double>(),
