@@ -126,8 +126,13 @@ bool SingleCopy::advance() {
       std::memcpy(layout, v.send_counts.data(), p * sizeof(std::uint64_t));
       std::memcpy(layout + p, v.send_offsets.data(), p * sizeof(std::uint64_t));
       std::memcpy(layout + 2 * p, v.recv_counts.data(), p * sizeof(std::uint64_t));
-      // The input too where it fits: its blocks then come from here, without a remote read.
-      const std::size_t bytes = call_.count * size_of(params_.type);
+      // The input too where it fits (up to its last block's end: a buffer longer than its
+      // blocks, or null with none, stages only what is sent): its blocks then come from here,
+      // without a remote read.
+      std::uint64_t extent = 0;
+      for (std::size_t q = 0; q < p; ++q)
+        if (v.send_counts[q] > 0) extent = std::max(extent, v.send_offsets[q] + v.send_counts[q]);
+      const std::size_t bytes = extent * size_of(params_.type);
       post.in_stage = bytes <= NodeMemory::kStageBytes - 3 * p * sizeof(std::uint64_t) ? 1 : 0;
       if (post.in_stage && bytes > 0) std::memcpy(layout + 3 * p, call_.in_data, bytes);
     } else if (call_.staged) {

@@ -142,6 +142,22 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("single-copy: an alltoallv with nothing to send from a null input of some length",
+          "[single_copy][alltoall]") {
+  // Rank 0 sends nothing and passes a null input with a length: nothing of it is staged or read.
+  Communicator comm(MPI_COMM_WORLD);
+  const int p = world_size(), me = world_rank();
+  std::vector<std::uint64_t> send(static_cast<std::size_t>(p), me == 0 ? 0 : 1), recv(send.size());
+  for (int q = 0; q < p; ++q) recv[static_cast<std::size_t>(q)] = q == 0 ? 0 : 1;
+  std::vector<float> in(static_cast<std::size_t>(p), static_cast<float>(me)), out(in.size(), -1.0f);
+  alltoallv(me == 0 ? nullptr : in.data(), me == 0 ? 16 : in.size(), {send}, out.data(), out.size(),
+            {recv}, DataType::f32, comm);
+  bool ok = true;
+  std::uint64_t at = 0;
+  for (int q = 1; q < p; ++q) ok = ok && out[at++] == static_cast<float>(q);
+  CHECK(all_ranks(ok));
+}
+
 TEST_CASE("single-copy: toroid buffers on some ranks and other memory on others read remotely",
           "[single_copy][alltoall]") {
   Communicator comm(MPI_COMM_WORLD);
@@ -172,19 +188,20 @@ TEST_CASE("single-copy: a remote read the kernel refuses is the same error on ev
   Communicator comm(MPI_COMM_WORLD);
   const int p = world_size(), me = world_rank();
   if (p < 2 || !single_copy_here(comm)) return;
-  // Rank 1's input is memory nobody may read, too large for its stage, and it sends nothing to
-  // itself: the peers' reads of it fail in the kernel (EFAULT), which is what a refusing ptrace
-  // policy looks like.
+  // Rank 1's input is memory nobody may read, its blocks at its end (past what its stage holds),
+  // and it sends nothing to itself: the peers' reads of it fail in the kernel (EFAULT), which is
+  // what a refusing ptrace policy looks like.
   const std::size_t fenced_count = exec::NodeMemory::kStageBytes / sizeof(float) * 2;
   void* fenced =
       mmap(nullptr, fenced_count * sizeof(float), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(fenced != MAP_FAILED);
   std::vector<float> in_plain(fenced_count), out(static_cast<std::size_t>(p));
-  std::vector<std::uint64_t> send(static_cast<std::size_t>(p), 1), recv = send;
+  std::vector<std::uint64_t> send(static_cast<std::size_t>(p), 1), recv = send, at;
   if (me == 1) send[1] = recv[1] = 0;
+  for (int q = 0; q < p; ++q) at.push_back(fenced_count - static_cast<std::size_t>(p - q));
   const float* in = me == 1 ? static_cast<const float*>(fenced) : in_plain.data();
   CHECK_THROWS_WITH(
-      alltoallv(in, fenced_count, {send}, out.data(), static_cast<std::uint64_t>(p), {recv},
+      alltoallv(in, fenced_count, {send, at}, out.data(), static_cast<std::uint64_t>(p), {recv},
                 DataType::f32, comm),
       Catch::Contains("could not read its peers' buffers") && Catch::Contains("process_vm_readv"));
   munmap(fenced, fenced_count * sizeof(float));
