@@ -110,9 +110,9 @@ SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::ui
   if (c == Collective::alltoall) {
     // Every block (n/p bytes from each chip to each other) crosses at least its chips' distance:
     // Σ over pairs of d(i, j) block-hops in all. Along a dimension of k the pairs of coordinates
-    // (x, y) each stand for (p/k)² pairs of chips. (The bisection's bound, half the chips
-    // sending half their bytes across the cut, is implied by it on these shapes.)
+    // (x, y) each stand for (p/k)² pairs of chips.
     double block_hops = 0;
+    double bisection = 0;
     if (!t.twisted()) {
       for (int d = 0; d < t.dimensions(); ++d) {
         const int k = t.size(d);
@@ -121,11 +121,22 @@ SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::ui
           for (int y = 0; y < k; ++y)
             pairs += t.wraps(d) ? std::min(std::abs(x - y), k - std::abs(x - y)) : std::abs(x - y);
         block_hops += pairs * (p / k) * (p / k);
+        // The bisection across d: the h·M chips below the cut send each of the (k−h)·M above
+        // it a block, through one link direction per row (M of them) on a line, two (the cut
+        // and the wraparound) on a ring. On a ring it equals the block-hops bound; on a line it
+        // is tighter: the middle links carry more than the average link (the multipod's X).
+        if (k > 1) {
+          const double rows = p / k, h = k / 2;
+          const double crossing = h * rows * (k - h) * rows * n / p;
+          const double cut = (t.wraps(d) && k > 2 ? 2 : 1) * rows *
+                             links.bytes_per_s.at(static_cast<std::size_t>(d));
+          bisection = std::max(bisection, crossing / cut);
+        }
       }
     } else {
       for (int h : t.hops_from(0)) block_hops += p * h;  // every chip sees the same distances
     }
-    l.bandwidth_s = n / p * block_hops / capacity;
+    l.bandwidth_s = std::max(n / p * block_hops / capacity, bisection);
   }
   if (c == Collective::allreduce || c == Collective::reduce_scatter)
     l.reduction_s = (p - 1) / p * n / links.reduce_bytes_per_s;

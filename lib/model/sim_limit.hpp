@@ -5,6 +5,12 @@
 //                    link directions (a reduce tree and a broadcast tree over p chips); a
 //                    reduce-scatter, all-gather or broadcast at least p−1. So
 //                      T ≥ crossings · bytes / Σ (link directions · their bandwidth)
+//                    An all-to-all: every block crosses its chips' distance (Σ block-hops over
+//                    the same capacity), and the bisection: across the middle of each
+//                    dimension the chips below the cut send every chip above it a block,
+//                    through one link direction a row on a line (two on a ring), which binds
+//                    where a dimension is a line (the multipod's X: 2048 · 2048 blocks through
+//                    32 links, 2.5 times the block-hops bound)
 //   latency floor    the diameter (the farthest two chips, each dimension the short way round
 //                    a ring, end to end along a line) times the hop latency
 //   reduction bound  an all-reduce or reduce-scatter sums p contributions of every element:

@@ -257,4 +257,21 @@ TEST_CASE("sim: all-to-all against its bound, direct and a dimension at a time",
       // 8x8 torus: a block crosses 4 hops on average (2 a dimension), over 256 link directions.
       CHECK(limit.bandwidth_s == Approx(bytes / 64.0 * 64 * 64 * 4 / (256 * 10e9)));
     }
+  // 8x4 with X a line: the bisection across X binds (16 chips each side, a block to each of the
+  // other side's, through the 4 rows' middle links), above the block-hops bound; no algorithm
+  // beats it.
+  m.topology = Torus::parse("8x4:wrap=y");
+  const std::uint64_t bytes = 32 * 4096;
+  const model::SimLimit limit = model::limit_of(m, Collective::alltoall, bytes);
+  CHECK(limit.bandwidth_s == Approx(16.0 * 16 * 4096 / (4 * 10e9)));
+  for (Algorithm a :
+       {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both}) {
+    schedule::Spec r;
+    r.collective = Collective::alltoall;
+    r.count = bytes / 4;
+    const model::SimResult res = model::simulate_collective(m, a, r, DataType::f32);
+    REQUIRE(res.error == "");
+    INFO(to_string(a) << ": " << res.time_s * 1e6 << " us, limit " << limit.limit_s() * 1e6);
+    CHECK(res.time_s >= limit.limit_s() * (1 - 1e-9));
+  }
 }
