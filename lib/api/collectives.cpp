@@ -414,9 +414,13 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
           "alltoallv on rank {}: algorithm {} cannot run it; alltoallv runs on direct, mpi or auto "
           "(a chip forwarding others' blocks would need their counts)",
           m.rank, to_string(algo)));
-    schedule::Schedule built = schedule::build_alltoallv(*c.blocks, ctx);
-    schedule::set_later_uses(built);
-    p.schedule = {std::make_shared<const schedule::Schedule>(std::move(built)), 0};
+    // A call on the node's path never falls back to a schedule when it may read remotely
+    // (single_copy.hpp): none is built for it, which a small alltoallv would pay at every call.
+    if (!single_copy || !single_copy->remote_reads) {
+      schedule::Schedule built = schedule::build_alltoallv(*c.blocks, ctx);
+      schedule::set_later_uses(built);
+      p.schedule = {std::make_shared<const schedule::Schedule>(std::move(built)), 0};
+    }
   } else {
     p.schedule = m.schedules.get(
         {c.collective, algo, p.count, ip, average, axes_key, c.root, elem_bytes}, [&] {
