@@ -2,14 +2,16 @@
 // argv[1] (single: plain MPI_Init; funneled). Where its thread may not call MPI, it runs a
 // communicator whose every step goes over shared memory (one node, all ranks linked):
 // constructing it must succeed there and fail elsewhere on every rank with a message naming the
-// level and the reason (TOROID_TRANSPORT=mpi); an alltoallv, whose messages
-// go over MPI, must be refused when started in the background and run when blocking; and the
-// caller mode must work throughout.
+// level and the reason (TOROID_TRANSPORT=mpi); an alltoallv under auto takes the node's path
+// (no MPI) and runs in the background too, while one named `direct`, whose messages go over MPI,
+// must be refused when started in the background and run when blocking; and the caller mode
+// must work throughout.
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "toroid/toroid.hpp"
@@ -19,7 +21,11 @@ namespace {
 int rank = 0, size = 1;
 
 // Rank r sends q + 1 elements of value 100 r + q to each q.
-void alltoallv_on(toroid::Communicator& comm, bool blocking) {
+void alltoallv_on(toroid::Communicator& comm, bool blocking, bool direct) {
+  const char* what = blocking ? (direct ? "blocking direct" : "blocking")
+                              : (direct ? "background direct" : "background");
+  const std::optional<toroid::Algorithm> algo =
+      direct ? std::optional(toroid::Algorithm::direct) : std::nullopt;
   std::vector<std::uint64_t> sends(size), receives(size);
   std::vector<float> in, out;
   for (int q = 0; q < size; ++q) {
@@ -31,19 +37,17 @@ void alltoallv_on(toroid::Communicator& comm, bool blocking) {
   try {
     if (blocking)
       toroid::alltoallv(std::span<const float>(in), {sends}, std::span<float>(out), {receives},
-                        comm);
+                        comm, algo);
     else
       toroid::ialltoallv(std::span<const float>(in), {sends}, std::span<float>(out), {receives},
-                         comm)
+                         comm, algo)
           .wait();
     bool right = true;
     for (int q = 0; q < size; ++q)
       for (int k = 0; k <= rank; ++k) right &= out[q * (rank + 1) + k] == 100.0f * q + rank;
-    std::printf("rank %d: %s alltoallv %s\n", rank, blocking ? "blocking" : "background",
-                right ? "exact" : "WRONG");
+    std::printf("rank %d: %s alltoallv %s\n", rank, what, right ? "exact" : "WRONG");
   } catch (const toroid::Error& e) {
-    std::printf("rank %d: %s alltoallv error: %s\n", rank, blocking ? "blocking" : "background",
-                e.what());
+    std::printf("rank %d: %s alltoallv error: %s\n", rank, what, e.what());
   }
 }
 
@@ -66,8 +70,9 @@ int main(int argc, char** argv) {
     toroid::Request r = toroid::iallreduce(std::span<float>(v), toroid::ReduceOp::sum, comm);
     r.wait();
     std::printf("rank %d: background sum %g\n", rank, static_cast<double>(v[99999]));
-    alltoallv_on(comm, false);
-    alltoallv_on(comm, true);
+    alltoallv_on(comm, false, false);
+    alltoallv_on(comm, false, true);
+    alltoallv_on(comm, true, true);
   } catch (const toroid::Error& e) {
     std::printf("rank %d: error: %s\n", rank, e.what());
   }

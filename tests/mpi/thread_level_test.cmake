@@ -1,6 +1,7 @@
 # TOROID_PROGRESS=thread below MPI_THREAD_MULTIPLE (thread_level_main.cpp), at 2 ranks on this
-# node, under plain MPI_Init and under FUNNELED: over shared memory it runs (an alltoallv refused
-# in the background, run blocking); over MPI (TOROID_TRANSPORT=mpi) it is an error on every rank
+# node, under plain MPI_Init and under FUNNELED: over shared memory it runs (an alltoallv in the
+# background too on the node's path, one named `direct` refused in the background and run
+# blocking); over MPI (TOROID_TRANSPORT=mpi) it is an error on every rank
 # that names the level and the reason. The caller mode works in every case.
 set(ENV{TOROID_PROGRESS} thread)
 function(probe out_var level)
@@ -28,8 +29,9 @@ foreach(level single funneled)
   probe(out ${level})
   foreach(rank 0 1)
     foreach(line "rank ${rank}: constructed with progress thread" "rank ${rank}: background sum 2"
-            "rank ${rank}: background alltoallv error: non-blocking alltoallv \\(direct\\) on rank ${rank}: its messages go over MPI, which this communicator's progress thread may call only under MPI_THREAD_MULTIPLE \\(MPI is at ${name}\\)"
-            "rank ${rank}: blocking alltoallv exact")
+            "rank ${rank}: background alltoallv exact"
+            "rank ${rank}: background direct alltoallv error: non-blocking alltoallv \\(direct\\) on rank ${rank}: its messages go over MPI, which this communicator's progress thread may call only under MPI_THREAD_MULTIPLE \\(MPI is at ${name}\\)"
+            "rank ${rank}: blocking direct alltoallv exact")
       if(NOT out MATCHES "${line}")
         message(FATAL_ERROR "${name} over shared memory: no '${line}'")
       endif()
