@@ -306,9 +306,12 @@ MPI_Comm stock_comm(Communicator::Impl& m, const Call& c) {
 // `own`: this rank's block of the whole vector (no axis here: the group is the communicator).
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
                                                      const Block& own, bool in_place) {
-  if (c.algo != Algorithm::automatic || c.axes || !m.single_copy_possible()) return std::nullopt;
+  if (c.algo != Algorithm::automatic || c.axes || c.collective == Collective::broadcast ||
+      !m.single_copy_possible())
+    return std::nullopt;
   const std::size_t es = size_of(c.type);
   const std::uint64_t count = full_count(c);
+  if (!c.blocks && count == 0) return std::nullopt;
   const std::uint64_t out_count = c.blocks ? c.out_count
                                   : c.collective == Collective::reduce_scatter && !in_place
                                       ? own.count
@@ -316,8 +319,13 @@ std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Commun
   const std::uint64_t in_count = c.blocks                                ? c.in_count
                                  : c.collective == Collective::allgather ? own.count
                                                                          : count;
-  const auto in = m.memory->find(c.in, in_count * es);
-  const auto out = m.memory->find(c.out, out_count * es);
+  // Whose memory the buffers are matters only above the staged sizes: the small calls (every
+  // repeat of them comes through here) skip the lookups and their lock.
+  std::optional<exec::SharedPlace> in, out;
+  if (c.blocks || !exec::small_enough_to_stage(c.collective, count, es, m.size)) {
+    in = m.memory->find(c.in, in_count * es);
+    out = m.memory->find(c.out, out_count * es);
+  }
   const exec::NodePath path =
       exec::node_path(c.collective, count, es, m.size, in && out, c.blocks != nullptr);
   if (path == exec::NodePath::schedule) return std::nullopt;

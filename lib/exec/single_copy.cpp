@@ -204,11 +204,6 @@ bool SingleCopy::enter() {
     all_in_stage_ = true;
     for (int r = 0; r < call_.size; ++r) all_in_stage_ = all_in_stage_ && post_of(r).in_stage;
     if (all_in_stage_) {  // every block from the stages: no peer's buffer is touched
-      in_.clear(), out_.clear();
-      for (int r = 0; r < call_.size; ++r) {
-        in_.push_back(stage_input_of(r));
-        out_.push_back(r == call_.rank ? call_.out_data : nullptr);
-      }
       streams_ = false;
       state_ = State::working;
       return true;
@@ -227,12 +222,9 @@ bool SingleCopy::enter() {
   if (!one_allocation && call_.remote_reads) {
     // Every rank sees the same posts: all read their peers where they are (single_copy.hpp).
     remote_ = true;
-    in_.clear(), out_.clear(), pids_.clear();
-    for (int r = 0; r < call_.size; ++r) {
+    in_.clear();  // addresses in each peer's own process
+    for (int r = 0; r < call_.size; ++r)
       in_.push_back(reinterpret_cast<const std::byte*>(post_of(r).in_address));
-      pids_.push_back(post_of(r).pid);
-      out_.push_back(r == call_.rank ? call_.out_data : nullptr);  // only this rank's own
-    }
     streams_ = false;
     state_ = State::working;
     return true;
@@ -313,7 +305,7 @@ bool SingleCopy::work_alltoall() {
   const std::size_t es = size_of(params_.type);
   const auto p = static_cast<std::uint64_t>(call_.size);
   const auto me = static_cast<std::size_t>(call_.rank);
-  std::byte* out = out_[me];
+  std::byte* out = call_.out_data;  // (mapped single-copy: the same address as out_[me])
   const std::uint64_t budget = std::max<std::uint64_t>(kWorkBytes / es, 1);
   // A block from peer j: read out of j's process where the call reads remotely, else copied.
   const auto take = [&](std::size_t j, std::byte* to, const std::byte* from, std::size_t bytes) {
@@ -353,8 +345,8 @@ bool SingleCopy::work_alltoall() {
 bool SingleCopy::read_remote(int j, std::byte* to, const std::byte* from, std::size_t bytes) {
   while (bytes > 0) {
     iovec local{to, bytes}, remote{const_cast<std::byte*>(from), bytes};
-    const ssize_t got = ::process_vm_readv(static_cast<pid_t>(pids_[static_cast<std::size_t>(j)]),
-                                           &local, 1, &remote, 1, 0);
+    const ssize_t got =
+        ::process_vm_readv(static_cast<pid_t>(post_of(j).pid), &local, 1, &remote, 1, 0);
     if (got <= 0) {
       if (got < 0 && errno == EINTR) continue;
       failed_errno_ = got < 0 ? errno : EIO;

@@ -175,10 +175,11 @@ class SingleCopy {
   std::uint64_t seq_ = 0;
   std::uint64_t at_ = 0;  // work: elements of this rank's block (all-gather, all-to-all: blocks)
   bool streams_ = false;  // put() streams
-  bool remote_ = false;   // this call reads its peers by process_vm_readv (in_: their addresses)
-  bool all_in_stage_ = false;        // an alltoallv whose every rank's input is in its stage
-  int failed_errno_ = 0;             // a remote read the kernel refused
-  std::vector<std::uint32_t> pids_;  // remote_: each rank's process
+  // This call reads its peers by process_vm_readv: in_ holds their addresses, each in its own
+  // process (the post's pid, stable until the call ends).
+  bool remote_ = false;
+  bool all_in_stage_ = false;  // an alltoallv whose every rank's input is in its stage
+  int failed_errno_ = 0;       // a remote read the kernel refused
   Block mine_;
   std::vector<const std::byte*> in_;  // by communicator rank, in this rank's address space
   std::vector<std::byte*> out_;
