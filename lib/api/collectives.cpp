@@ -161,10 +161,11 @@ void validate_blocks(const Call& c, int rank, int p) {
 void fill_offsets(schedule::VarBlocks& v) {
   const auto pack = [](const std::vector<std::uint64_t>& counts, std::vector<std::uint64_t>& at) {
     if (!at.empty()) return;
+    at.resize(counts.size());  // within the capacity of a reused layout's vector
     std::uint64_t next = 0;
-    for (std::uint64_t c : counts) {
-      at.push_back(next);
-      next += c;
+    for (std::size_t q = 0; q < counts.size(); ++q) {
+      at[q] = next;
+      next += counts[q];
     }
   };
   pack(v.send_counts, v.send_offsets);
@@ -319,10 +320,11 @@ std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Commun
   const std::uint64_t in_count = c.blocks                                ? c.in_count
                                  : c.collective == Collective::allgather ? own.count
                                                                          : count;
-  // Whose memory the buffers are matters only above the staged sizes: the small calls (every
-  // repeat of them comes through here) skip the lookups and their lock.
+  // Whose memory the buffers are matters only above the staged sizes, and only on a
+  // communicator that allocated: the others (every repeat of a small call comes through here)
+  // skip the lookups and their lock.
   std::optional<exec::SharedPlace> in, out;
-  if (c.blocks || !exec::small_enough_to_stage(c.collective, count, es, m.size)) {
+  if (m.allocated && (c.blocks || !exec::small_enough_to_stage(c.collective, count, es, m.size))) {
     in = m.memory->find(c.in, in_count * es);
     out = m.memory->find(c.out, out_count * es);
   }
@@ -397,8 +399,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
         m.config.timeout_s);
   }
   Prepared p;
-  p.call = c;
-  p.single_copy = single_copy;
+  p.single_copy = std::move(single_copy);
   p.count = full_count(c);
   // auto's alltoallv is direct, its one schedule (the model's choice is for equal blocks).
   const Algorithm algo =
@@ -409,6 +410,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   if (algo == Algorithm::mpi) {
     p.stock = true;
     p.on = stock_comm(m, c);
+    p.call = std::move(c);
     return p;
   }
   const bool average = c.op == ReduceOp::avg;
@@ -424,7 +426,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
           m.rank, to_string(algo)));
     // A call on the node's path never falls back to a schedule when it may read remotely
     // (single_copy.hpp): none is built for it, which a small alltoallv would pay at every call.
-    if (!single_copy || !single_copy->remote_reads) {
+    if (!p.single_copy || !p.single_copy->remote_reads) {
       schedule::Schedule built = schedule::build_alltoallv(*c.blocks, ctx);
       schedule::set_later_uses(built);
       p.schedule = {std::make_shared<const schedule::Schedule>(std::move(built)), 0};
@@ -445,17 +447,26 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   p.params.segment_bytes = m.config.segment_bytes;
   p.params.timeout_s = m.config.timeout_s;
   p.params.shm = m.shm_links.get();
+  p.call = std::move(c);  // moved last: its layouts (an alltoallv's) are not copied
   return p;
 }
 
 // An op for the single-copy form of `p`: named "(auto)" in messages, whatever auto would have
 // chosen among the schedules.
+// A blocking call (`may_fall_back`) binds the communicator's own op again where nothing else
+// holds it: a small call then allocates nothing for its op.
 std::shared_ptr<exec::BoundCollective> single_copy_op(Communicator::Impl& m, const Prepared& p,
                                                       bool may_fall_back) {
   exec::ExecParams params = p.params;
   params.what.algorithm = Algorithm::automatic;
-  auto op = std::make_shared<exec::BoundCollective>();
+  std::shared_ptr<exec::BoundCollective> op;
+  if (may_fall_back && m.blocking_single_copy_op.use_count() == 1 &&
+      m.blocking_single_copy_op->state() != exec::BoundCollective::State::active)
+    op = m.blocking_single_copy_op;
+  else
+    op = std::make_shared<exec::BoundCollective>();
   op->bind_single_copy(*m.memory, *p.single_copy, params, may_fall_back);
+  if (may_fall_back && !m.blocking_single_copy_op) m.blocking_single_copy_op = op;
   return op;
 }
 
@@ -521,35 +532,39 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
       return;
     }
   }
-  const Prepared p = prepare(c, comm, requested, "");
+  const bool blocks = c.blocks != nullptr;
+  const Prepared p = prepare(std::move(c), comm, requested, "");  // c is p.call from here
+  const Call& prepared = p.call;
   if (p.single_copy) {
     // A blocking call may fall back: every rank learns inside the call that the ranks' buffers
     // are in different allocations, and then runs the schedule below, at the same point.
     auto op = single_copy_op(m, p, true);
     m.executor->run(op);
-    if (!op->fell_back()) return;
+    const bool fell_back = op->fell_back();
+    op->release_single_copy();
+    if (!fell_back) return;
   }
   if (p.stock) {
     const std::uint32_t traced =
         m.tracer ? m.tracer->begin_call(p.params.what.text(), p.params.bytes) : 0;
     if (api::Executor::busy_besides(nullptr)) {  // started, so that the wait moves them too
-      exec::StockCall call(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops,
-                           c.root, p.call.blocks.get());
+      exec::StockCall call(prepared.collective, prepared.in, prepared.out, p.count, prepared.type,
+                           prepared.op, p.on, m.stock_ops, prepared.root, prepared.blocks.get());
       call.start();
       api::wait_stock(call);
     } else {
-      exec::run_stock(c.collective, c.in, c.out, p.count, c.type, c.op, p.on, m.stock_ops, c.root,
-                      p.call.blocks.get());
+      exec::run_stock(prepared.collective, prepared.in, prepared.out, p.count, prepared.type,
+                      prepared.op, p.on, m.stock_ops, prepared.root, prepared.blocks.get());
     }
     if (m.tracer) m.tracer->end_call(traced);  // a stock call is one slice: MPI's steps are its own
     return;
   }
   // An alltoallv's schedule is this call's alone: not the pool's (acquire_into).
-  auto op = c.blocks
+  auto op = blocks
                 ? m.executor->acquire_into(m.alltoallv_op, p.schedule.schedule, p.buffers, p.params)
                 : m.executor->acquire(p.schedule.schedule, p.schedule.serial, p.buffers, p.params);
-  if (!m.config.check && !p.single_copy && !c.blocks)
-    m.last_call = {key, in_place_call(c, m), op, p.params.what};
+  if (!m.config.check && !p.single_copy && !blocks)
+    m.last_call = {key, in_place_call(prepared, m), op, p.params.what};
   m.executor->run(op);
 }
 
@@ -746,10 +761,18 @@ Request alltoall_init(const void* in, std::uint64_t in_count, void* out, std::ui
 
 namespace {
 
-// An alltoallv's call: the layouts copied (a request outlives the caller's spans).
+// An alltoallv's call: the layouts copied (a request outlives the caller's spans). `reuse`: a
+// blocking call's, filled again where nothing else holds it (their vectors keep their capacity,
+// so a repeated call allocates nothing for them).
 Call alltoallv_call(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
-                    std::uint64_t out_count, BlockLayout recv, DataType type) {
-  auto blocks = std::make_shared<schedule::VarBlocks>();
+                    std::uint64_t out_count, BlockLayout recv, DataType type,
+                    std::shared_ptr<schedule::VarBlocks>* reuse = nullptr) {
+  std::shared_ptr<schedule::VarBlocks> blocks;
+  if (reuse && reuse->use_count() == 1)
+    blocks = *reuse;
+  else
+    blocks = std::make_shared<schedule::VarBlocks>();
+  if (reuse && !*reuse) *reuse = blocks;
   blocks->send_counts.assign(send.counts.begin(), send.counts.end());
   blocks->send_offsets.assign(send.offsets.begin(), send.offsets.end());
   blocks->recv_counts.assign(recv.counts.begin(), recv.counts.end());
@@ -772,7 +795,9 @@ Call alltoallv_call(const void* in, std::uint64_t in_count, BlockLayout send, vo
 void alltoallv(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
                std::uint64_t out_count, BlockLayout recv, DataType type, Communicator& comm,
                std::optional<Algorithm> algo) {
-  run(alltoallv_call(in, in_count, send, out, out_count, recv, type), comm, algo);
+  run(alltoallv_call(in, in_count, send, out, out_count, recv, type,
+                     &internal::impl(comm).blocking_layouts),
+      comm, algo);
 }
 Request ialltoallv(const void* in, std::uint64_t in_count, BlockLayout send, void* out,
                    std::uint64_t out_count, BlockLayout recv, DataType type, Communicator& comm,

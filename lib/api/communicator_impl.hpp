@@ -86,6 +86,10 @@ struct Communicator::Impl {
   // The op the last alltoallv ran on, bound again to the next one's schedule when no request
   // holds it (Executor::acquire_into): an alltoallv's counts change from call to call.
   std::shared_ptr<exec::BoundCollective> alltoallv_op;
+  // The op of the blocking single-copy calls (collectives.cpp single_copy_op), bound again at
+  // each one; and the layouts of the blocking alltoallv, filled again at each (alltoallv_call).
+  std::shared_ptr<exec::BoundCollective> blocking_single_copy_op;
+  std::shared_ptr<schedule::VarBlocks> blocking_layouts;
   exec::StockOps stock_ops;
   std::unique_ptr<exec::ShmLinks> shm_links;  // null with Transport::mpi
   std::unique_ptr<model::Selector> selector;  // `auto`

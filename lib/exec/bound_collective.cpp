@@ -121,7 +121,7 @@ void BoundCollective::bind_single_copy(NodeMemory& memory, const SingleCopyCall&
   params_ = params;
   tasks_.clear();
   shm_tasks_ = mpi_tasks_ = 0;
-  single_copy_ = std::make_unique<SingleCopy>(memory, call, params, may_fall_back);
+  single_copy_.emplace(memory, call, params, may_fall_back);
   state_ = State::idle;
 }
 

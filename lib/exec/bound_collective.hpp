@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "exec/mpi_transfer.hpp"
@@ -74,6 +75,9 @@ class BoundCollective {
                         bool may_fall_back);
   // A single-copy op that found the ranks' buffers in different allocations and did nothing.
   bool fell_back() const noexcept { return single_copy_ && single_copy_->fell_back(); }
+  // Ends a finished single-copy op's hold on its call (an alltoallv's layouts, which the
+  // communicator's next blocking alltoallv fills again where nothing else holds them).
+  void release_single_copy() noexcept { single_copy_.reset(); }
 
   State state() const noexcept { return state_; }
 
@@ -91,7 +95,9 @@ class BoundCollective {
   kernels::ReduceCopyFn reduce_copy_ = nullptr;
   kernels::CopyFn copy_ = nullptr;  // local copies (kernels/reduce.hpp: not glibc's rep movsb)
   std::vector<Task> tasks_;
-  std::unique_ptr<SingleCopy> single_copy_;  // set: a single-copy op (no tasks)
+  // Set: a single-copy op (no tasks). In place, not on the heap: a small call bound again to
+  // the same op (the communicator's blocking single-copy op) allocates nothing.
+  std::optional<SingleCopy> single_copy_;
   std::vector<std::byte> scratch_, staging_;
   std::size_t first_open_ = 0, shm_tasks_ = 0, mpi_tasks_ = 0;
   std::size_t segment_ = 0;  // bytes per staged segment, and segments staged per receive:

@@ -153,7 +153,10 @@ class SingleCopy {
   enum class State { queued, entering, working, leaving, finished };
   bool enter();
   void check_layouts() const;
-  const std::uint64_t* layout_of(int rank) const;
+  void prefetch_peers() const;
+  const std::uint64_t* layout_of(int rank) const {
+    return reinterpret_cast<const std::uint64_t*>(memory_.stage(memory_.local_of(rank), seq_));
+  }
   const std::byte* stage_input_of(int rank) const;
   bool work();
   bool work_alltoall();
@@ -164,7 +167,10 @@ class SingleCopy {
   void put(std::byte* dst, const std::byte* src, std::size_t bytes) const;
   void work_staged();
   bool leave();
-  const CallPost& post_of(int rank) const;
+  // (Inline: the checks call them p² times.)
+  const CallPost& post_of(int rank) const {
+    return memory_.control(memory_.local_of(rank)).post[seq_ % 2];
+  }
 
   NodeMemory& memory_;
   SingleCopyCall call_;
