@@ -55,7 +55,7 @@ STOCK_BY_OP = {
                  "mpi_bruck": forced("alltoall", 3), "mpi_linear_sync": forced("alltoall", 4)},
 }
 # The schedules of each collective (the reductions' by default; all-to-all has its own).
-ALGOS_BY_OP = {"alltoall": ["direct", "bruck", "torus2d", "torus2d_both"]}
+ALGOS_BY_OP = {"alltoall": ["direct", "bruck", "ring", "torus2d", "torus2d_both"]}
 STOCK = STOCK_BY_OP["allreduce"]
 
 

@@ -45,8 +45,9 @@ std::string_view to_string(Collective c) noexcept;
 // binomial tree), mpi and auto; all-to-all has direct (every block straight to its rank), bruck
 // (ceil(log2 p) rounds, blocks aggregated), torus2d (one phase per dimension, blocks
 // aggregated), torus2d_both (the same, a part per dimension order so every dimension is busy),
-// hierarchical (inside the nodes, then one message per node), mpi and auto; direct and bruck
-// have all-to-all only.
+// ring (torus2d_both's parts, each phase relayed chip to chip: neighbours only), hierarchical
+// (inside the nodes, then one message per node), mpi and auto; direct and bruck have all-to-all
+// only.
 bool implements(Algorithm a, Collective c) noexcept;
 // Accepts the names above ("auto", "ring", ...); throws InvalidArgument listing the valid ones.
 Algorithm parse_algorithm(std::string_view text);

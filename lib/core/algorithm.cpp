@@ -57,9 +57,9 @@ std::string_view to_string(Collective c) noexcept {
 
 bool implements(Algorithm a, Collective c) noexcept {
   if (c == Collective::alltoall)
-    return a == Algorithm::direct || a == Algorithm::bruck || a == Algorithm::torus2d ||
-           a == Algorithm::torus2d_both || a == Algorithm::hierarchical || a == Algorithm::mpi ||
-           a == Algorithm::automatic;
+    return a == Algorithm::direct || a == Algorithm::bruck || a == Algorithm::ring ||
+           a == Algorithm::torus2d || a == Algorithm::torus2d_both ||
+           a == Algorithm::hierarchical || a == Algorithm::mpi || a == Algorithm::automatic;
   if (a == Algorithm::direct || a == Algorithm::bruck) return false;
   if (c == Collective::broadcast)
     return a == Algorithm::ring || a == Algorithm::torus2d || a == Algorithm::recursive_doubling ||

@@ -24,7 +24,8 @@ namespace {
 // line where the dimension does not close); every other collective along axes is the
 // algorithm on the sub-torus (along.cpp).
 bool runs_on_the_line(Algorithm a, const Spec& r, const Context& ctx) {
-  if ((a != Algorithm::ring && a != Algorithm::bidir_ring) || r.collective == Collective::broadcast)
+  if ((a != Algorithm::ring && a != Algorithm::bidir_ring) ||
+      r.collective == Collective::broadcast || r.collective == Collective::alltoall)
     return false;
   int lines = 0;
   for (int d = 0; d < ctx.topology.dimensions(); ++d)
@@ -47,7 +48,8 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
     return refuse("the root is outside the communicator");
   if (r.collective == Collective::alltoall && !implements(a, r.collective))
     return refuse(
-        "all-to-all runs on direct, bruck, torus2d, torus2d_both, hierarchical, mpi or auto");
+        "all-to-all runs on direct, bruck, ring, torus2d, torus2d_both, hierarchical, mpi or "
+        "auto");
   if (r.collective == Collective::alltoall && r.in_place)
     return refuse("an all-to-all in place is not supported (give separate input and output)");
   if (r.collective == Collective::alltoall &&

@@ -73,7 +73,7 @@ Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx);
 Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx);  // swing, swing_latency
 Schedule build_swing_latency_dims(const Spec& r, const Context& ctx);  // 3D and more: all-reduce
 Schedule build_swing_dims(const Spec& r, const Context& ctx);          // 3D and more: all-reduce
-// All-to-all: direct, bruck, hierarchical, torus2d, torus2d_both.
+// All-to-all: direct, bruck, ring, hierarchical, torus2d, torus2d_both.
 Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx);
 // An alltoallv's schedule (direct, the only one), complete as build's; throws InvalidArgument
 // where the blocks are not one per rank or its own send and receive counts differ.

@@ -69,8 +69,8 @@ TEST_CASE("broadcast delivers the root's bits for every type and count", "[colle
 TEST_CASE("alltoall delivers every rank's blocks for every type and count, as MPI_Alltoall",
           "[collectives][mpich][alltoall]") {
   sweep(Collective::alltoall, "alltoall",
-        {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both,
-         Algorithm::hierarchical, Algorithm::automatic, Algorithm::mpi});
+        {Algorithm::direct, Algorithm::bruck, Algorithm::ring, Algorithm::torus2d,
+         Algorithm::torus2d_both, Algorithm::hierarchical, Algorithm::automatic, Algorithm::mpi});
 }
 
 namespace {

@@ -23,8 +23,8 @@ TEST_CASE("all-to-all: every block reaches its rank, direct, Bruck and a dimensi
     const Torus t = Torus::parse(shape);
     const Shape s{t, {}};
     const auto p = static_cast<std::uint64_t>(t.chips());
-    for (Algorithm a :
-         {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both})
+    for (Algorithm a : {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d,
+                        Algorithm::torus2d_both, Algorithm::ring})
       for (std::uint64_t n : {std::uint64_t{0}, p, 7 * p, 2 * p})
         for (DataType type : {DataType::i64, DataType::f16}) {
           INFO(shape << " " << to_string(a) << " n=" << n << " " << to_string(type));
@@ -37,8 +37,8 @@ TEST_CASE("all-to-all along axes: each sub-torus exchanges among its own members
   const Torus t = Torus::parse("4x3x2:wrap=xz");
   const Shape s{t, {}};
   for (Axes axes : {Axes(Axis::x), Axes(Axis::z), Axes{Axis::x, Axis::y}, Axes{Axis::y, Axis::z}})
-    for (Algorithm a :
-         {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d, Algorithm::torus2d_both}) {
+    for (Algorithm a : {Algorithm::direct, Algorithm::bruck, Algorithm::torus2d,
+                        Algorithm::torus2d_both, Algorithm::ring}) {
       const auto k = static_cast<std::uint64_t>(t.along(axes).chips());
       model::Traffic traffic;
       INFO(axes.to_string() << " " << to_string(a));
@@ -47,6 +47,71 @@ TEST_CASE("all-to-all along axes: each sub-torus exchanges among its own members
       for (auto [from, to] : traffic.links)
         REQUIRE(t.group_along(from, axes) == t.group_along(to, axes));
     }
+}
+
+TEST_CASE("all-to-all: ring relays every block chip to chip, neighbours only, on every shape",
+          "[alltoall]") {
+  // Tori, meshes and mixed ones of 1-3 dimensions, rows long enough to relay (a line of 3 and
+  // more, a ring of 4 and more, even and odd), the twisted 2x2x4 (its short rows run as lines),
+  // odd block sizes.
+  for (const char* shape :
+       {"6", "7:wrap=none", "5", "8", "6x4:wrap=none", "5x4:wrap=x", "4x5:wrap=x", "6x3", "4x4x4",
+        "4x4x4:wrap=none", "4x3x4:wrap=xz", "3x4x5:wrap=y", "2x2x4:twist", "4x2x3:wrap=none"}) {
+    const Torus t = Torus::parse(shape);
+    const Shape s{t, {}};
+    const auto p = static_cast<std::uint64_t>(t.chips());
+    for (std::uint64_t n : {p, 3 * p, 5 * p}) {
+      model::Traffic traffic;
+      INFO(shape << " n=" << n);
+      REQUIRE(check(Algorithm::ring, Collective::alltoall, s, n, false, DataType::i64,
+                    ReduceOp::sum, &traffic) == "");
+      for (auto [from, to] : traffic.links) REQUIRE(t.adjacent(from, to));
+    }
+  }
+  // Along axes: each sub-torus on its own, neighbours only inside it.
+  const Torus t = Torus::parse("5x4x3:wrap=xz");
+  for (Axes axes : {Axes(Axis::x), Axes{Axis::x, Axis::y}, Axes{Axis::y, Axis::z}}) {
+    model::Traffic traffic;
+    INFO(axes.to_string());
+    const auto k = static_cast<std::uint64_t>(t.along(axes).chips());
+    REQUIRE(check(Algorithm::ring, Collective::alltoall, Shape{t, {}}, 3 * k, false, DataType::i64,
+                  ReduceOp::sum, &traffic, 0, axes) == "");
+    for (auto [from, to] : traffic.links) {
+      REQUIRE(t.adjacent(from, to));
+      REQUIRE(t.group_along(from, axes) == t.group_along(to, axes));
+    }
+  }
+}
+
+TEST_CASE("all-to-all: ring carries what the shortest paths carry, both ways alike on a ring",
+          "[alltoall]") {
+  // A ring of 8: every block travels its shorter way, the one opposite up from the even chips
+  // and down from the odd ones, so each direction of every link carries 1+2+3+(4/2) = 8 blocks
+  // (blocks of 3 elements of i64); a line of 6: link x -> x+1 carries (x+1)(5-x) blocks.
+  for (auto [shape, per_link] :
+       {std::pair{"8", std::uint64_t{0}}, std::pair{"6:wrap=none", std::uint64_t{1}}}) {
+    const Torus t = Torus::parse(shape);
+    const auto p = t.chips();
+    const std::uint64_t n = static_cast<std::uint64_t>(p) * 3;
+    std::map<std::pair<int, int>, std::uint64_t> carried;  // (from, to) -> elements
+    for (int r = 0; r < p; ++r) {
+      const schedule::Schedule one =
+          schedule::build(Algorithm::ring, {Collective::alltoall, n, false, false, {}}, {r, t, {}});
+      for (const schedule::Step& st : one.steps)
+        if (st.kind == schedule::Kind::send) carried[{r, st.peer}] += st.src.count;
+    }
+    INFO(shape);
+    for (auto [link, elements] : carried) {
+      const auto [from, to] = link;
+      if (per_link == 0) {
+        CHECK(elements == 8 * 3);
+      } else {
+        const int x = std::min(from, to);
+        CHECK(elements == static_cast<std::uint64_t>((x + 1) * (p - 1 - x)) * 3);
+      }
+    }
+    CHECK(carried.size() == static_cast<std::size_t>(per_link == 0 ? 2 * p : 2 * (p - 1)));
+  }
 }
 
 TEST_CASE("all-to-all: a dimension at a time sends sum(k_d - 1) aggregated messages",
@@ -134,9 +199,9 @@ TEST_CASE("all-to-all: hierarchical exchanges inside each node, then one message
 TEST_CASE("all-to-all: bad requests say why", "[alltoall]") {
   const schedule::Context ctx{0, Torus2D(2, 2), {}};
   CHECK_THROWS_WITH(
-      schedule::build(Algorithm::ring, {Collective::alltoall, 8, false, false, {}}, ctx),
-      Catch::Contains("algorithm ring cannot run alltoall on topology 2x2: all-to-all runs on "
-                      "direct, bruck, torus2d, torus2d_both, hierarchical, mpi or auto"));
+      schedule::build(Algorithm::swing, {Collective::alltoall, 8, false, false, {}}, ctx),
+      Catch::Contains("algorithm swing cannot run alltoall on topology 2x2: all-to-all runs on "
+                      "direct, bruck, ring, torus2d, torus2d_both, hierarchical, mpi or auto"));
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::direct, {Collective::alltoall, 9, false, false, {}}, ctx),
       Catch::Contains("9 elements are not 4 equal blocks"));

@@ -114,7 +114,8 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "first four)")(
       "algo", po::value(&algo)->default_value(algo),
       "comma list of ring | bidir_ring | torus2d | torus2d_both | hierarchical | "
-      "recursive_doubling | rabenseifner | swing | swing_latency | direct | bruck (all-to-all) "
+      "recursive_doubling | rabenseifner | swing | swing_latency | direct | bruck (all-to-all; "
+      "ring too) "
       "| auto (above 64 chips the rule auto follows at that scale, else the fastest simulated "
       "candidate), or all (those that implement the op)")(
       "bytes", po::value(&bytes)->default_value(bytes),
