@@ -34,6 +34,26 @@
 // The phases write the output and a scratch copy in turn, the last one the output; the slots
 // a chip keeps are copied across. Direct is the same with one dimension of all p ranks.
 //
+// ring: torus2d_both's parts and slots, each phase a relay along the row instead of an
+// exchange, so that a chip only ever talks to its two neighbours along each dimension (where
+// an exchange would skip a chip: a line of more than 2, a ring of more than 3). Terms, along a
+// row of k chips: q = the elements of one member's slots (p/k blocks of the part's share); a
+// chip's *reach* in a direction = how many members its slots go to that way: on a line every
+// one on that side, on a ring the nearer half, the opposite member of an even ring up from the
+// even chips and down from the odd ones (so both directions carry alike); *beyond* = the members
+// past the receiving chip that a source's slots still have to reach.
+//
+//   line of 5, going up, chip 1:  own: slots for 2 → chip 2's slots, slots for 4, 3 (packed,
+//                                 farthest first) → chip 2's stage
+//   step 1, from chip 0:          its slots for 1 → my slots; for 4, 3, 2 → my stage
+//   step 2, forward to chip 2:    stage [4 3] → chip 2's stage, then stage [2] → its slots
+//
+// Each direction carries what the shortest paths carry: on a line link x → x+1 takes
+// (x+1)(k−1−x)·q, as routed messages would. The stage's far part goes first on the channel and
+// follows its receive segment by segment (it streams on as it lands); the pack is made while
+// the next chip's own slots go. Scratch: two packs and two pairs of stages (a stage is written
+// again two steps later, once its forwards have read it), (k − 2)·q elements each, per part.
+//
 // bruck (Bruck et al., 1997): ceil(log2 p) rounds on any p, for small blocks, where a message's
 // cost is its latency. A rank's slot i holds, at first, its block for rank r + i (mod p). In
 // round k it sends every slot i with bit k set to rank r + 2^k and receives the same slots from
