@@ -160,11 +160,23 @@ int run(const Settings& s, int rank) {
           kernels::use_isa(sp.level.empty() ? default_isa : kernels::select_isa(sp.level));
           rounds[i].push_back(measure(c, s, bytes, sp.a, *comms[sp.t], sp.mode, sp.memory));
         }
+      // The stock row's rounds, for each row's range of per-round ratios.
+      const std::vector<Row>* stock_rounds = nullptr;
+      for (std::size_t i = 0; i < specs.size(); ++i)
+        if (specs[i].a == Algorithm::mpi) stock_rounds = &rounds[i];
       for (std::size_t i = 0; i < specs.size(); ++i) {
         const Spec& sp = specs[i];
         const Algorithm a = sp.a;
         kernels::use_isa(sp.level.empty() ? default_isa : kernels::select_isa(sp.level));
         Row row = median_of_rounds(rounds[i]);
+        if (stock_rounds && s.rounds > 1) {
+          row.vs_mpi_low = std::numeric_limits<double>::infinity();
+          for (std::size_t r = 0; r < rounds[i].size(); ++r) {
+            const double ratio = (*stock_rounds)[r].median_us / rounds[i][r].median_us;
+            row.vs_mpi_low = std::min(row.vs_mpi_low, ratio);
+            row.vs_mpi_high = std::max(row.vs_mpi_high, ratio);
+          }
+        }
         predict(row, c, a, *comms[sp.t], sp.memory, s.axes);
         if (s.alltoallv && a != Algorithm::mpi) {  // its one schedule; the model is for alltoall
           const bool node =

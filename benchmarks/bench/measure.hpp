@@ -22,6 +22,9 @@ struct Row {
   // this row reaches (an all-reduce moves 2·p·N bytes, one concurrent copy of every rank's
   // vector); 0 without --bound.
   double of_copy = 0;
+  // With --rounds: the least and the largest of the rounds' own ratios (stock's median in a
+  // round / this row's in the same round); 0 with one round or no baseline.
+  double vs_mpi_low = 0, vs_mpi_high = 0;
 };
 
 // The last-level cache of this machine (sysfs, else sysconf), 32 MiB when neither says; --cold

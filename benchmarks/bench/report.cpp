@@ -131,17 +131,20 @@ void Report::begin(const RunInfo& info, int iters) {
   if (format_ == "csv")
     fmt::print(out_,
                "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,"
-               "collective,predicted_us,picked,of_copy\n");
+               "collective,predicted_us,picked,of_copy,vs_mpi_low,vs_mpi_high\n");
   else
-    fmt::print(out_,
-               "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7} {:>7}\n",
-               "collective", "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw",
-               "busbw", "wrong", "vs_mpi", "of_copy");
+    fmt::print(
+        out_,
+        "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11} {:>8} {:>8} {:>6} {:>7} {:>7} {:>11}\n",
+        "collective", "size(B)", "count", "type", "redop", "algo", "time(us)", "algbw", "busbw",
+        "wrong", "vs_mpi", "of_copy", "vs_mpi_range");
   std::fflush(out_);  // the run is set up: whoever watches the output sees it before the first row
 }
 
 void Report::row(const Row& r, bool has_baseline) {
   const std::string vs = has_baseline ? fmt::format("{:.2f}", r.vs_mpi) : "-";
+  const bool ranged = has_baseline && r.vs_mpi_high > 0;  // --rounds: the rounds' own ratios
+  const auto number = [](bool given, double v) { return given ? fmt::format("{:.4f}", v) : ""; };
   if (format_ == "json") {
     fmt::print(out_,
                "{}\n    {{\"collective\": \"{}\", \"size\": {}, \"count\": {}, \"type\": \"{}\", "
@@ -149,24 +152,28 @@ void Report::row(const Row& r, bool has_baseline) {
                "\"algo\": \"{}\", \"time_us\": {:.3f}, \"min_us\": {:.3f}, \"max_us\": {:.3f}, "
                "\"algbw\": {:.4f}, "
                "\"busbw\": {:.4f}, \"wrong\": {}, \"vs_mpi\": {}, \"predicted_us\": {}, "
-               "\"picked\": \"{}\", \"of_copy\": {}}}",
+               "\"picked\": \"{}\", \"of_copy\": {}, \"vs_mpi_low\": {}, \"vs_mpi_high\": {}}}",
                first_row_ ? "" : ",", r.coll, r.bytes, r.count, r.type, r.redop, r.algo,
                r.median_us, r.min_us, r.max_us, r.algbw, r.busbw, r.wrong,
                has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "null",
                r.predicted_us > 0 ? fmt::format("{:.3f}", r.predicted_us) : "null", r.picked,
-               r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "null");
+               r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "null",
+               ranged ? number(true, r.vs_mpi_low) : "null",
+               ranged ? number(true, r.vs_mpi_high) : "null");
   } else if (format_ == "csv") {
-    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{},{},{},{}\n",
+    fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{},{},{},{},{},{}\n",
                r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.min_us, r.max_us, r.algbw,
                r.busbw, r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll,
                r.predicted_us > 0 ? fmt::format("{:.2f}", r.predicted_us) : "", r.picked,
-               r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "");
+               r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "", number(ranged, r.vs_mpi_low),
+               number(ranged, r.vs_mpi_high));
   } else {
-    fmt::print(
-        out_,
-        "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7} {:>7}\n",
-        r.coll, r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.algbw, r.busbw, r.wrong,
-        vs, r.of_copy > 0 ? fmt::format("{:.0f}%", 100 * r.of_copy) : "-");
+    fmt::print(out_,
+               "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7} "
+               "{:>7} {:>11}\n",
+               r.coll, r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.algbw, r.busbw,
+               r.wrong, vs, r.of_copy > 0 ? fmt::format("{:.0f}%", 100 * r.of_copy) : "-",
+               ranged ? fmt::format("{:.2f}-{:.2f}", r.vs_mpi_low, r.vs_mpi_high) : "-");
   }
   first_row_ = false;
   std::fflush(out_);

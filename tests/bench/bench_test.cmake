@@ -41,6 +41,15 @@ if(MODE STREQUAL "sweep")
   if(NOT nrows EQUAL 9)
     message(FATAL_ERROR "--rounds 3: expected 9 rows (3 sizes x ring, auto, mpi), got ${nrows}:\n${last_output}")
   endif()
+  # Each row's range of the rounds' own ratios: stock against itself is 1 in every round, the
+  # others give two numbers.
+  string(REGEX MATCHALL "\n[0-9]+,[0-9]+,f32,sum,mpi,[^\n]*,1\\.0000,1\\.0000" stock_ranges "${last_output}")
+  string(REGEX MATCHALL "\n[0-9]+,[0-9]+,f32,sum,ring,[^\n]*,[0-9.]+,[0-9.]+" ring_ranges "${last_output}")
+  list(LENGTH stock_ranges nstock)
+  list(LENGTH ring_ranges nring)
+  if(NOT nstock EQUAL 3 OR NOT nring EQUAL 3)
+    message(FATAL_ERROR "--rounds 3: expected every row's vs_mpi_low,vs_mpi_high (stock 1,1):\n${last_output}")
+  endif()
   # Where the outputs lie against the inputs (--offset; the header says it): every collective
   # checked (status 0: no wrong element) with the output 0, 16 and 2048 (the default) bytes past
   # a 4 KiB multiple, the library's copies on both sides of 2 KiB.
@@ -101,7 +110,7 @@ if(MODE STREQUAL "sweep")
     message(FATAL_ERROR "CSV has ${n} rows")
   endif()
   file(STRINGS ${csv} header REGEX "^size,")
-  if(NOT header STREQUAL "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,collective,predicted_us,picked,of_copy")
+  if(NOT header STREQUAL "size,count,type,redop,algo,time_us,min_us,max_us,algbw,busbw,wrong,vs_mpi,collective,predicted_us,picked,of_copy,vs_mpi_low,vs_mpi_high")
     message(FATAL_ERROR "CSV header is '${header}'")
   endif()
   run_bench(0 "" --op reduce_scatter --algo torus2d,ring -b 1K -e 8K -f 8 -n 2 --dtype i64 --redop max --format json --output ${json})
