@@ -144,7 +144,10 @@ void Report::begin(const RunInfo& info, int iters) {
 void Report::row(const Row& r, bool has_baseline) {
   const std::string vs = has_baseline ? fmt::format("{:.2f}", r.vs_mpi) : "-";
   const bool ranged = has_baseline && r.vs_mpi_high > 0;  // --rounds: the rounds' own ratios
-  const auto number = [](bool given, double v) { return given ? fmt::format("{:.4f}", v) : ""; };
+  // A ratio of the range, or `none` (JSON's null, CSV's empty field) without one.
+  const auto ratio = [&](double v, const char* none) {
+    return ranged ? fmt::format("{:.4f}", v) : std::string(none);
+  };
   if (format_ == "json") {
     fmt::print(out_,
                "{}\n    {{\"collective\": \"{}\", \"size\": {}, \"count\": {}, \"type\": \"{}\", "
@@ -158,15 +161,14 @@ void Report::row(const Row& r, bool has_baseline) {
                has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "null",
                r.predicted_us > 0 ? fmt::format("{:.3f}", r.predicted_us) : "null", r.picked,
                r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "null",
-               ranged ? number(true, r.vs_mpi_low) : "null",
-               ranged ? number(true, r.vs_mpi_high) : "null");
+               ratio(r.vs_mpi_low, "null"), ratio(r.vs_mpi_high, "null"));
   } else if (format_ == "csv") {
     fmt::print(out_, "{},{},{},{},{},{:.2f},{:.2f},{:.2f},{:.4f},{:.4f},{},{},{},{},{},{},{},{}\n",
                r.bytes, r.count, r.type, r.redop, r.algo, r.median_us, r.min_us, r.max_us, r.algbw,
                r.busbw, r.wrong, has_baseline ? fmt::format("{:.4f}", r.vs_mpi) : "", r.coll,
                r.predicted_us > 0 ? fmt::format("{:.2f}", r.predicted_us) : "", r.picked,
-               r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "", number(ranged, r.vs_mpi_low),
-               number(ranged, r.vs_mpi_high));
+               r.of_copy > 0 ? fmt::format("{:.4f}", r.of_copy) : "", ratio(r.vs_mpi_low, ""),
+               ratio(r.vs_mpi_high, ""));
   } else {
     fmt::print(out_,
                "{:>15} {:>12} {:>10} {:>5} {:>5} {:>18} {:>11.1f} {:>8.2f} {:>8.2f} {:>6} {:>7} "

@@ -532,9 +532,9 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
       return;
     }
   }
-  const bool blocks = c.blocks != nullptr;
   const Prepared p = prepare(std::move(c), comm, requested, "");  // c is p.call from here
   const Call& prepared = p.call;
+  const bool blocks = prepared.blocks != nullptr;
   if (p.single_copy) {
     // A blocking call may fall back: every rank learns inside the call that the ranks' buffers
     // are in different allocations, and then runs the schedule below, at the same point.

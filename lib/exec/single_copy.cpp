@@ -154,7 +154,6 @@ bool SingleCopy::advance() {
   return moved;
 }
 
-// Every peer's post of this call seen (acquire): their inputs are final, their calls known.
 // Every peer's post is here: its second line, and the first lines of what this rank reads of
 // each peer's stage (an alltoallv's layout, a staged call's input), are fetched at once rather
 // than one cache miss after another as the checks and copies below reach them. A small call's
@@ -191,6 +190,7 @@ void SingleCopy::prefetch_peers() const {
   }
 }
 
+// Every peer's post of this call seen (acquire): their inputs are final, their calls known.
 bool SingleCopy::enter() {
   for (int r = 0; r < call_.size; ++r)
     if (load(post_of(r).seq) != seq_) return false;

@@ -122,7 +122,7 @@ struct ExchangeRow {
   int mine;  // my coordinate along it
   std::vector<int> members;
   std::uint64_t stride;
-  bool line = false;  // a mesh dimension (no wraparound): its phase relays, neighbours only
+  bool line = false;  // a mesh dimension (no wraparound): ring relays it one way each side
 };
 
 }  // namespace
@@ -256,9 +256,10 @@ Schedule build_hierarchical_alltoall(const Spec& r, const Context& ctx) {
   return s;
 }
 
-// ring's relay along one row (the block comment): sub-phases phase .. phase + 2k. `slots(x)`:
-// the runs of the slots with coordinate x; `q`: their elements; scratch from `room` on holds
-// the two packs and the two pairs of stages, (k − 2)·q elements each.
+// ring's relay along one row (the block comment): sub-phases phase .. phase + 2k (the slots a
+// chip keeps are copied by the caller). `slots(x)`: the runs of the slots with coordinate x;
+// `q`: their elements; scratch from `room` on holds the two packs and the two pairs of stages,
+// (k − 2)·q elements each.
 //
 // One channel to each neighbour (tag `tag`), its messages in this order: my blocks for it,
 // my pack, then per step the stage's forwarded part and the next chip's own q elements. Each
@@ -349,9 +350,6 @@ void append_relay(Schedule& s, const ExchangeRow& row, int tag, std::uint32_t ph
                          {}});
     }
   }
-  for (const Block& run : slots(m))  // what I keep
-    s.steps.push_back(
-        {Kind::copy, -1, 0, phase, {from, run.offset, run.count}, {to, run.offset, run.count}});
 }
 
 }  // namespace
@@ -423,16 +421,26 @@ Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
     const Block share = block_of(b, parts, part);
     if (share.count == 0) continue;
     Buf from = Buf::input;
-    std::uint32_t phase = 0;  // a relay takes k of them, an exchange one
+    std::uint32_t phase = 0;  // a relay takes 2k + 1 of them, an exchange one
     for (int t = 0; t < phases; ++t) {
       const ExchangeRow& row = rows[static_cast<std::size_t>((part + t) % phases)];
       const Buf to = (phases - 1 - t) % 2 == 0 ? Buf::output : Buf::scratch;
+      const auto keep = [&] {  // the slots I keep, copied across in the phase's first step
+        for (const Block& run : runs_of(row, row.mine, share.offset, share.count))
+          s.steps.push_back({Kind::copy,
+                             -1,
+                             0,
+                             phase,
+                             {from, run.offset, run.count},
+                             {to, run.offset, run.count}});
+      };
       if (relays(row)) {
         const auto slots = [&](int x) { return runs_of(row, x, share.offset, share.count); };
         append_relay(
             s, row, part, phase, from, to, slots,
             relay_base + static_cast<std::uint64_t>(part) * relay_room * b,
             static_cast<std::uint64_t>(p) / static_cast<std::uint64_t>(row.size) * share.count);
+        keep();
         phase += 2 * static_cast<std::uint32_t>(row.size) + 1;
         from = to;
         continue;
@@ -453,9 +461,7 @@ Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx) {
                            {},
                            gathered_chunk(s, to, runs_of(row, x, share.offset, share.count))});
       }
-      for (const Block& run : runs_of(row, row.mine, share.offset, share.count))  // what I keep
-        s.steps.push_back(
-            {Kind::copy, -1, 0, phase, {from, run.offset, run.count}, {to, run.offset, run.count}});
+      keep();
       from = to;
       ++phase;
     }
