@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/internal.hpp"
+#include "catch_extras.hpp"
 #include "model/tuning.hpp"
 #include "mpi_test.hpp"
 #include "toroid/toroid.hpp"
@@ -86,7 +87,8 @@ TEST_CASE("auto: a tuning file from rank 0 sets the link parameters on every ran
 
 TEST_CASE("auto: a tuning file without the links this communicator uses is refused on every rank",
           "[auto][mpich]") {
-  if (world_size() < 2 || testing::real_nodes() != 1) return;  // needs links inside one node
+  if (world_size() < 2 || testing::real_nodes() != 1)
+    SKIP_CASE("needs two ranks or more on one node");
   const testing::RankZeroFile file(
       "tuning_network_only",
       "toroid-tuning 1\nnetwork.alpha_us = 50\nnetwork.gbps = 0.1\nreduce.gbps = 5\n");

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "catch_extras.hpp"
 #include "collective_case.hpp"
 #include "mpi_test.hpp"
 #include "toroid/toroid.hpp"
@@ -129,9 +130,8 @@ TEST_CASE(
             const bool same = run(Form::nonblocking, coll, in, ip, a, comm) == want &&
                               run(Form::persistent, coll, in, ip, a, comm) == want;
             ++cases;
-            if (!all_ranks(same))
-              FAIL(name(coll) << " " << to_string(a) << " on " << shape << " n=" << n
-                              << (ip ? " in place" : ""));
+            REQUIRE_SAYING(all_ranks(same), name(coll) << " " << to_string(a) << " on " << shape
+                                                       << " n=" << n << (ip ? " in place" : ""));
           }
       }
     }
@@ -166,7 +166,7 @@ TEST_CASE("16 collectives of mixed sizes and algorithms in flight, completed in 
     for (int k = 15; k >= 0; --k) reqs[static_cast<std::size_t>(k)].wait();
     bool same = true;
     for (int k = 0; k < 16; ++k) same = same && out[k] == want[k];
-    if (!all_ranks(same)) FAIL("16 in flight over transport " << transport << " at p=" << p);
+    REQUIRE_SAYING(all_ranks(same), "16 in flight over transport " << transport << " at p=" << p);
     // And with wait_any / wait_all: every request reported once, all results right.
     for (int k = 0; k < 16; ++k) {
       std::fill(out[k].begin(), out[k].end(), -1.0f);
@@ -185,7 +185,7 @@ TEST_CASE("16 collectives of mixed sizes and algorithms in flight, completed in 
     same = std::count(seen.begin(), seen.end(), 1) == 8;
     for (int k = 0; k < 16; ++k)
       same = same && out[k] == want[k] && !reqs[static_cast<std::size_t>(k)].active();
-    if (!all_ranks(same)) FAIL("wait_any/wait_all over transport " << transport);
+    REQUIRE_SAYING(all_ranks(same), "wait_any/wait_all over transport " << transport);
   }
 }
 
@@ -241,8 +241,8 @@ TEST_CASE("axis collectives, non-blocking, match the blocking ones", "[nonblocki
       const bool ok = got == want && gathered == want &&
                       std::equal(piece.begin(), piece.end(),
                                  want.begin() + static_cast<std::ptrdiff_t>(own.offset));
-      if (!all_ranks(ok))
-        FAIL("non-blocking collectives along " << axes.to_string() << " on " << shape);
+      REQUIRE_SAYING(all_ranks(ok),
+                     "non-blocking collectives along " << axes.to_string() << " on " << shape);
     }
   }
 }
@@ -337,7 +337,7 @@ TEST_CASE(
   Options o;
   o.check = true;
   Communicator comm(MPI_COMM_WORLD, o);
-  if (comm.size() < 2) return;
+  if (comm.size() < 2) SKIP_CASE("needs two ranks");
   std::vector<float> a(64, 1.0f), b(64, 1.0f), out(64);
   const Block own = block_of(64, comm.size(), comm.rank());
   bool named = false;

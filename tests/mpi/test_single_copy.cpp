@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/internal.hpp"
+#include "catch_extras.hpp"
 #include "exec/single_copy.hpp"
 #include "mpi_test.hpp"
 #include "node_paths.hpp"
@@ -205,7 +206,7 @@ TEST_CASE("single-copy: buffers from different allocations on different ranks ru
 
 TEST_CASE("single-copy: mismatched counts are an error on every rank, checked or not",
           "[single_copy]") {
-  if (world_size() < 2) return;
+  if (world_size() < 2) SKIP_CASE("needs two ranks");
   for (const bool check : {false, true}) {
     Options o;
     o.check = check;
@@ -228,13 +229,13 @@ TEST_CASE(
     "single-copy: toroid buffers on some ranks and other memory on others is an error when "
     "checked",
     "[single_copy]") {
-  if (world_size() < 2) return;
+  if (world_size() < 2) SKIP_CASE("needs two ranks");
   Options o;
   o.check = true;
   Communicator comm(MPI_COMM_WORLD, o);
   const std::size_t n = 10'000;  // above the staged sizes, which take any memory alike
   Buffer<float> in = comm.allocate<float>(n), out = comm.allocate<float>(n);
-  if (!single_copy_here(comm)) return;
+  if (!single_copy_here(comm)) SKIP_CASE("no single-copy path on this node");
   std::vector<float> mine(n);
   const bool others = world_rank() == 1;
   CHECK_THROWS_WITH(allreduce(others ? mine.data() : in.data(), n, out.data(), n, DataType::f32,
@@ -297,7 +298,8 @@ TEST_CASE("single-copy: a non-blocking call on buffers of different allocations 
   const std::size_t n = 10'000;  // above the staged sizes
   Buffer<float> a = comm.allocate<float>(n), b = comm.allocate<float>(n),
                 out = comm.allocate<float>(n);
-  if (!single_copy_here(comm) || world_size() < 2) return;
+  if (!single_copy_here(comm) || world_size() < 2)
+    SKIP_CASE("needs two ranks and the single-copy path");
   Buffer<float>& in = world_rank() == 0 ? a : b;
   Request r = iallreduce(in.data(), n, out.data(), n, DataType::f32, ReduceOp::sum, comm);
   CHECK_THROWS_WITH(r.wait(), Catch::Contains("different Communicator::allocate calls"));

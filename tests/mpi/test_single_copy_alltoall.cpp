@@ -16,6 +16,7 @@
 
 #include "alltoallv_layout.hpp"
 #include "api/internal.hpp"
+#include "catch_extras.hpp"
 #include "exec/single_copy.hpp"
 #include "mpi_test.hpp"
 #include "node_paths.hpp"
@@ -187,7 +188,7 @@ TEST_CASE("single-copy: a remote read the kernel refuses is the same error on ev
           "[single_copy][alltoall]") {
   Communicator comm(MPI_COMM_WORLD);
   const int p = world_size(), me = world_rank();
-  if (p < 2 || !single_copy_here(comm)) return;
+  if (p < 2 || !single_copy_here(comm)) SKIP_CASE("needs two ranks and the single-copy path");
   // Rank 1's input is memory nobody may read, its blocks at its end (past what its stage holds),
   // and it sends nothing to itself: the peers' reads of it fail in the kernel (EFAULT), which is
   // what a refusing ptrace policy looks like.
@@ -219,9 +220,9 @@ TEST_CASE("single-copy: alltoallv counts that disagree are an error on every ran
           "[single_copy][alltoall]") {
   Communicator comm(MPI_COMM_WORLD);
   const int p = world_size(), me = world_rank();
-  if (p < 2) return;
+  if (p < 2) SKIP_CASE("needs two ranks");
   Buffer<float> in = comm.allocate<float>(64), out = comm.allocate<float>(64);
-  if (!single_copy_here(comm)) return;
+  if (!single_copy_here(comm)) SKIP_CASE("no single-copy path on this node");
   // (Other memory meets in the same place: remote reads, test above.)
   std::vector<std::uint64_t> send(static_cast<std::size_t>(p), 2), recv = send;
   if (me == 1) recv[0] = 3;  // rank 0 sends 2, rank 1 expects 3

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 
+#include "catch_extras.hpp"
 #include "collective_case.hpp"
 #include "mpi_test.hpp"
 
@@ -47,9 +48,10 @@ TEST_CASE("soak: randomized collectives match stock MPI", "[soak]") {
     const Case c{a, t, op, n, pick(2) == 1};
     const std::vector<double> ref = reference(op, n, comm->rank(), p);
     const std::uint64_t wrong = run_case(coll, c, *comm, ref);
-    if (!all_ranks(wrong == 0))
-      FAIL("soak iteration " << it << ": " << c.describe(std::string(to_string(coll))) << " on "
-                             << shape << ": " << wrong << " wrong on rank " << comm->rank());
+    REQUIRE_SAYING(all_ranks(wrong == 0),
+                   "soak iteration " << it << ": " << c.describe(std::string(to_string(coll)))
+                                     << " on " << shape << ": " << wrong << " wrong on rank "
+                                     << comm->rank());
     ++done;
   }
   CHECK(done == iters);
