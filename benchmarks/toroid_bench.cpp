@@ -17,11 +17,9 @@
 #include <optional>
 #include <vector>
 
-#include "api/internal.hpp"
 #include "bench/measure.hpp"
 #include "bench/report.hpp"
 #include "bench/settings.hpp"
-#include "exec/single_copy.hpp"
 #include "kernels/table.hpp"
 
 using namespace toroid;
@@ -29,42 +27,24 @@ using namespace toroid::bench;
 
 namespace {
 
-// What auto's cost model predicts for the row (the algorithm auto runs, for auto's row; "staged"
-// or "single_copy" where auto's call goes through the node's control block instead, which the
-// model does not price).
+// What the library runs for the row (Communicator::plan: the call's own rule), and auto's model
+// of it: the algorithm, or the node path ("staged", "single_copy", "remote_reads") where auto's
+// call goes through the node's control block, which the model does not price.
 void predict(Row& row, Collective c, Algorithm a, Communicator& comm, Settings::Memory memory,
-             std::optional<Axes> axes) {
-  const std::size_t es = size_of(parse_data_type(row.type));
-  const std::uint64_t bytes = row.count * es;
-  // Along axes (not the whole communicator): the group's own model, which the library made at
-  // the first auto call (absent: no auto row ran, and nothing is predicted).
-  if (axes && comm.shape().along(*axes).chips() < comm.size()) {
-    const auto& along = internal::impl(comm).selectors_along;
-    const auto it = along.find(axes->bits());
-    if (it == along.end()) {
-      row.picked = std::string(to_string(a));
-      return;
-    }
-    const Algorithm run = a == Algorithm::automatic ? it->second->choose(c, bytes) : a;
-    row.picked = std::string(to_string(run));
-    if (a != Algorithm::mpi)
-      if (const auto t = it->second->predict(c, run, bytes)) row.predicted_us = *t * 1e6;
-    return;
-  }
-  model::Selector& sel = *internal::impl(comm).selector;
-  if (a == Algorithm::automatic && internal::impl(comm).single_copy_possible()) {
-    // The library's own rule (the varying blocks of alltoallv: see run()).
-    const exec::NodePath path =
-        exec::node_path(c, row.count, es, comm.size(), memory == Settings::Memory::toroid, false);
-    if (path != exec::NodePath::schedule) {
-      row.picked = std::string(exec::to_string(path));
-      return;
-    }
-  }
-  const Algorithm run = a == Algorithm::automatic ? sel.choose(c, bytes) : a;
-  row.picked = std::string(to_string(run));
-  if (a == Algorithm::mpi) return;
-  if (const auto t = sel.predict(c, run, bytes)) row.predicted_us = *t * 1e6;
+             std::optional<Axes> axes, bool varying) {
+  CallQuery q;
+  q.collective = c;
+  q.count = row.count;
+  q.type = parse_data_type(row.type);
+  q.algorithm = a;
+  q.axes = axes;
+  q.toroid_buffers = memory == Settings::Memory::toroid;
+  q.varying_blocks = varying;
+  const CallPlan plan = comm.plan(q);
+  row.picked = plan.path == CallPath::schedule || plan.path == CallPath::stock
+                   ? std::string(to_string(plan.algorithm))
+                   : std::string(to_string(plan.path));
+  if (plan.predicted_seconds) row.predicted_us = *plan.predicted_seconds * 1e6;
 }
 
 int run(const Settings& s, int rank) {
@@ -177,16 +157,7 @@ int run(const Settings& s, int rank) {
             row.vs_mpi_high = std::max(row.vs_mpi_high, ratio);
           }
         }
-        predict(row, c, a, *comms[sp.t], sp.memory, s.axes);
-        if (s.alltoallv && a != Algorithm::mpi) {  // its one schedule; the model is for alltoall
-          const bool node =
-              a == Algorithm::automatic && internal::impl(*comms[sp.t]).single_copy_possible();
-          row.picked = node ? std::string(exec::to_string(exec::node_path(
-                                  c, row.count, size_of(s.type), comms[sp.t]->size(),
-                                  sp.memory == Settings::Memory::toroid, true)))
-                            : "direct";
-          row.predicted_us = 0;
-        }
+        predict(row, c, a, *comms[sp.t], sp.memory, s.axes, s.alltoallv && c == Collective::alltoall);
         if (comms.size() > 1 && a != Algorithm::mpi)
           row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[sp.t]));
         if (s.modes.size() > 1 && a != Algorithm::mpi)

@@ -1,10 +1,12 @@
 cmake_minimum_required(VERSION 3.25)
-# Fails when a file under lib/<layer>/ includes "<other>/..." from a layer it does not use, or
-# when lib/ holds a folder that is no layer. cmake -DROOT=<lib dir> -DRULES=<file> -P
-# check_layers.cmake; lib/CMakeLists.txt writes RULES from the TOROID_LAYER_USES_* lists the
-# build links by (`layers`, and `allowed_<layer>`: the layer itself and the layers it uses) and
-# runs this before every layer builds. The public headers ("toroid/...") are outside this check:
-# the build keeps MPI out of the layers below mpi_base by not giving them MPI's headers.
+# Fails when a file under lib/<layer>/ includes "<other>/..." from a layer it does not use,
+# when lib/ holds a folder that is no layer, or when a file of python/, examples/, tools/ or
+# benchmarks/ includes a layer its folder may not use (`outside`, allowed_outside_<folder>).
+# cmake -DROOT=<lib dir> -DRULES=<file> -P check_layers.cmake; lib/CMakeLists.txt writes RULES
+# from the TOROID_LAYER_USES_* lists the build links by (`layers`, and `allowed_<layer>`: the
+# layer itself and the layers it uses) and runs this before every layer builds. The public
+# headers ("toroid/...") are outside this check: the build keeps MPI out of the layers below
+# mpi_base by not giving them MPI's headers.
 get_filename_component(ROOT "${ROOT}" ABSOLUTE)
 include("${RULES}")
 set(bad "")
@@ -27,6 +29,26 @@ foreach(layer ${layers})
       if(NOT used IN_LIST allowed_${layer})
         file(RELATIVE_PATH rel "${ROOT}" "${f}")
         string(APPEND bad "\n  lib/${rel}: ${line} (${layer} may use: ${allowed_${layer}})")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+# The project's folders outside lib/ (`outside`): each may include only the layers in its
+# allowed_outside_<folder> list, and the public headers.
+get_filename_component(project_root "${ROOT}/.." ABSOLUTE)
+foreach(dir ${outside})
+  file(GLOB_RECURSE files "${project_root}/${dir}/*.cpp" "${project_root}/${dir}/*.hpp")
+  foreach(f ${files})
+    file(STRINGS "${f}" includes REGEX "^#include \"[a-z_]+/")
+    foreach(line ${includes})
+      string(REGEX REPLACE "^#include \"([a-z_]+)/.*" "\\1" used "${line}")
+      if(used IN_LIST layers AND NOT used IN_LIST allowed_outside_${dir})
+        file(RELATIVE_PATH rel "${project_root}" "${f}")
+        set(may "${allowed_outside_${dir}}")
+        if(NOT may)
+          set(may "none: the public headers, toroid/...")
+        endif()
+        string(APPEND bad "\n  ${rel}: ${line} (${dir}/ may use: ${may})")
       endif()
     endforeach()
   endforeach()

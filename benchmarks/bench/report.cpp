@@ -5,7 +5,6 @@
 
 #include <algorithm>
 
-#include "api/internal.hpp"
 #include "bench/host_info.hpp"
 #include "kernels/table.hpp"
 #include "model/selector.hpp"
@@ -31,10 +30,10 @@ std::string json_string(const std::string& s) {
 // (exec/slot_fill.hpp): a job's rows depend on it where the cores share no cache.
 std::string slot_stores_text(const Communicator& comm) {
   if (!comm.uses_shared_memory()) return "-";
-  const exec::SlotFillProbe& p = internal::impl(comm).shm_links->slot_fill_probe();
   const std::string way(to_string(comm.slot_stores()));
-  if (!p.measured) return way;
-  return fmt::format("{} ({})", way, exec::describe(p));
+  const std::string measured = comm.slot_stores_measurement();
+  if (measured.empty()) return way;
+  return fmt::format("{} ({})", way, measured);
 }
 
 }  // namespace

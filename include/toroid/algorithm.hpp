@@ -3,6 +3,9 @@
 
 #include <string_view>
 
+#include "toroid/export.hpp"
+
+TOROID_API_BEGIN
 namespace toroid {
 
 enum class Algorithm {
@@ -53,3 +56,4 @@ bool implements(Algorithm a, Collective c) noexcept;
 Algorithm parse_algorithm(std::string_view text);
 
 }  // namespace toroid
+TOROID_API_END

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <span>
 
+#include "toroid/export.hpp"
+
+TOROID_API_BEGIN
 namespace toroid {
 
 struct Block {
@@ -28,3 +31,4 @@ struct BlockLayout {
 };
 
 }  // namespace toroid
+TOROID_API_END

@@ -8,6 +8,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "toroid/export.hpp"
+
+TOROID_API_BEGIN
 namespace toroid {
 
 class Communicator;
@@ -46,3 +49,4 @@ class Buffer {
 };
 
 }  // namespace toroid
+TOROID_API_END

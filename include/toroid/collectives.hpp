@@ -13,10 +13,12 @@
 #include "toroid/algorithm.hpp"
 #include "toroid/block.hpp"
 #include "toroid/communicator.hpp"
+#include "toroid/export.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/torus.hpp"
 #include "toroid/types.hpp"
 
+TOROID_API_BEGIN
 namespace toroid {
 
 // ---- Type-erased core. `in == out` means in place. Element counts, not bytes. ----
@@ -97,6 +99,7 @@ void broadcast(void* data, std::uint64_t count, DataType type, int root, Communi
 // The typed (std::span) forms of every call: typed.hpp, included below.
 
 }  // namespace toroid
+TOROID_API_END
 
 // Last, so that each header alone gives every form (typed.hpp includes both).
 #include "toroid/request.hpp"

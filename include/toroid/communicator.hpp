@@ -12,10 +12,13 @@
 
 #include "toroid/algorithm.hpp"
 #include "toroid/buffer.hpp"
+#include "toroid/call_plan.hpp"
 #include "toroid/defaults.hpp"
+#include "toroid/export.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/torus.hpp"
 
+TOROID_API_BEGIN
 namespace toroid {
 namespace internal {
 struct Access;
@@ -128,6 +131,19 @@ class Communicator {
   // Whether collectives compare their arguments across ranks first (Options::check).
   bool checks_arguments() const noexcept;
 
+  // How the slot-store way was measured ("measured per 128 KiB, fill + read: ..."); empty where
+  // it was not (set by TOROID_SLOT_STORES, or no channels).
+  std::string slot_stores_measurement() const;
+  // The name of this communicator's links and shape in `auto`'s model: the key under which a
+  // tuning file (TOROID_TUNING, toroid-tune) keeps the rules measured on it.
+  const std::string& tuning_layout() const noexcept;
+
+  // What a call with these arguments runs on this rank: the same rule the call follows. Local
+  // (along axes it builds the group's model the first time, as the call would).
+  CallPlan plan(const CallQuery& query);
+  // Calls this rank ran through the node's control block so far (all zero without one).
+  NodePathCalls node_path_calls() const noexcept;
+
   MPI_Comm mpi_comm() const noexcept;  // the duplicate; usable for MPI calls of the caller's own
 
   // Collective: every rank gets `count` zero-filled elements of its own (counts may differ) in
@@ -143,7 +159,7 @@ class Communicator {
   // The untyped form: count elements of elem_size bytes; `data` receives this rank's part.
   std::shared_ptr<void> allocate_bytes(std::size_t count, std::size_t elem_size, void*& data);
 
-  struct Impl;  // the library's own (lib/api/communicator_impl.hpp)
+  struct TOROID_HIDDEN Impl;  // the library's own (lib/api/communicator_impl.hpp)
 
  private:
   friend struct internal::Access;  // lib/api/internal.hpp: for the project's own code only
@@ -151,3 +167,4 @@ class Communicator {
 };
 
 }  // namespace toroid
+TOROID_API_END

@@ -4,6 +4,9 @@
 
 #include <cstddef>
 
+#include "toroid/export.hpp"
+
+TOROID_API_BEGIN
 namespace toroid {
 
 // The pipelining segment of transfers over MPI (Options::segment_bytes, TOROID_SEGMENT_BYTES).
@@ -21,3 +24,4 @@ inline constexpr std::size_t default_bucket_bytes = std::size_t{25} << 20;
 inline constexpr std::size_t default_first_bucket_bytes = std::size_t{1} << 20;
 
 }  // namespace toroid
+TOROID_API_END

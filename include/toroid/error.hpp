@@ -4,6 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "toroid/export.hpp"
+
+TOROID_API_BEGIN
 namespace toroid {
 
 class Error : public std::runtime_error {
@@ -34,3 +37,4 @@ class MpiError : public Error {
 };
 
 }  // namespace toroid
+TOROID_API_END

@@ -52,8 +52,10 @@
 #include "toroid/algorithm.hpp"
 #include "toroid/communicator.hpp"
 #include "toroid/defaults.hpp"
+#include "toroid/export.hpp"
 #include "toroid/types.hpp"
 
+TOROID_API_BEGIN
 namespace toroid {
 
 // One gradient: summed over ranks in place. The span must stay valid for the reducer's life.
@@ -103,10 +105,11 @@ class GradientReducer {
   // Gradient names per bucket, in bucket order (the current layout).
   std::vector<std::vector<std::string>> buckets() const;
 
-  struct Impl;
+  struct TOROID_HIDDEN Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace toroid
+TOROID_API_END

@@ -40,8 +40,10 @@
 
 #include "toroid/communicator.hpp"
 #include "toroid/defaults.hpp"
+#include "toroid/export.hpp"
 #include "toroid/types.hpp"
 
+TOROID_API_BEGIN
 namespace toroid {
 
 enum class OptimizerKind { sgd, adam, adamw, lamb, lars };
@@ -167,10 +169,11 @@ class ShardedOptimizer {
   OptimizerState state() const;
   void set_state(const OptimizerState& state);
 
-  struct Impl;
+  struct TOROID_HIDDEN Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace toroid
+TOROID_API_END

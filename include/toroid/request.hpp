@@ -30,10 +30,12 @@
 #include "toroid/algorithm.hpp"
 #include "toroid/block.hpp"
 #include "toroid/communicator.hpp"
+#include "toroid/export.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/torus.hpp"
 #include "toroid/types.hpp"
 
+TOROID_API_BEGIN
 namespace toroid {
 namespace internal {
 struct Access;
@@ -59,11 +61,11 @@ class Request {
   // true by itself); the request stays active until test() or wait() sees the completion.
   bool is_complete() const;
 
-  struct State;  // the library's own (lib/api/request_state.hpp)
+  struct TOROID_HIDDEN State;  // the library's own (lib/api/request_state.hpp)
 
  private:
   friend struct internal::Access;  // lib/api/internal.hpp: only the library makes requests
-  explicit Request(std::shared_ptr<State> state) noexcept;
+  TOROID_HIDDEN explicit Request(std::shared_ptr<State> state) noexcept;
   std::shared_ptr<State> state_;
 };
 
@@ -127,6 +129,7 @@ Request broadcast_init(void* data, std::uint64_t count, DataType type, int root,
 // The typed (std::span) forms of every call: typed.hpp, included below.
 
 }  // namespace toroid
+TOROID_API_END
 
 // Last, so that each header alone gives every form (typed.hpp includes both).
 #include "toroid/collectives.hpp"

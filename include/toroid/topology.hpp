@@ -18,6 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include "toroid/export.hpp"
+
+TOROID_API_BEGIN
 namespace toroid {
 
 struct Coord {
@@ -74,3 +77,4 @@ class Torus2D {
 };
 
 }  // namespace toroid
+TOROID_API_END

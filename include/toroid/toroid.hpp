@@ -6,6 +6,7 @@
 #include "toroid/communicator.hpp"
 #include "toroid/error.hpp"
 #include "toroid/gradient_reducer.hpp"
+#include "toroid/mpi_helpers.hpp"
 #include "toroid/optimizer.hpp"
 #include "toroid/request.hpp"
 #include "toroid/topology.hpp"

@@ -28,8 +28,10 @@
 #include <string_view>
 #include <vector>
 
+#include "toroid/export.hpp"
 #include "toroid/topology.hpp"
 
+TOROID_API_BEGIN
 namespace toroid {
 
 // Link directions out of coordinate x of one dimension of `size` chips: none on a dimension of
@@ -134,3 +136,4 @@ class Torus {
 };
 
 }  // namespace toroid
+TOROID_API_END

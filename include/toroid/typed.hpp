@@ -11,8 +11,10 @@
 
 #include "toroid/block.hpp"
 #include "toroid/collectives.hpp"
+#include "toroid/export.hpp"
 #include "toroid/request.hpp"
 
+TOROID_API_BEGIN
 namespace toroid {
 
 // Reducing collectives: (in, out) and in place.
@@ -131,3 +133,4 @@ TOROID_TYPED_EXCHANGE_V(Request, alltoallv_init)
 #undef TOROID_TYPED_EXCHANGE_V
 
 }  // namespace toroid
+TOROID_API_END

@@ -6,6 +6,9 @@
 #include <string>
 #include <string_view>
 
+#include "toroid/export.hpp"
+
+TOROID_API_BEGIN
 namespace toroid {
 
 // 16-bit floating types are plain bit containers: arithmetic happens in f32 inside the kernels,
@@ -79,3 +82,4 @@ template <class T>
 inline constexpr DataType data_type_v = data_type_of<T>::value;
 
 }  // namespace toroid
+TOROID_API_END

@@ -7,15 +7,14 @@
 #include <bit>
 #include <cstring>
 
-#include "api/agreement.hpp"
+#include "api/call_path.hpp"
 #include "api/internal.hpp"
 #include "api/request_state.hpp"
-#include "api/selector_setup.hpp"
 #include "exec/single_copy.hpp"
-#include "model/selector.hpp"
-#include "mpi_base/mpi_check.hpp"
+#include "mpi_base/agreement.hpp"
 #include "schedule/build.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid {
 namespace {
@@ -276,17 +275,6 @@ std::string_view named(std::int64_t v) {
   return to_string(static_cast<E>(v));
 }
 
-// `auto`: the communicator's selector, or along axes the model of the group's sub-torus (made
-// at the first such call).
-Algorithm resolve(const Call& c, Communicator::Impl& m) {
-  if (c.algo != Algorithm::automatic) return c.algo;
-  const std::uint64_t bytes = full_count(c) * size_of(c.type);
-  if (!c.axes) return m.selector->choose(c.collective, bytes);
-  std::unique_ptr<model::Selector>& s = m.selectors_along[c.axes->bits()];
-  if (!s) s = api::make_selector_along(m, *c.axes);
-  return s->choose(c.collective, bytes);
-}
-
 // The stock collective's communicator along axes: my group, ordered by position (collective
 // over m.comm the first time: every rank makes the same call along the same axes).
 MPI_Comm stock_comm(Communicator::Impl& m, const Call& c) {
@@ -307,12 +295,11 @@ MPI_Comm stock_comm(Communicator::Impl& m, const Call& c) {
 // `own`: this rank's block of the whole vector (no axis here: the group is the communicator).
 std::optional<exec::SingleCopyCall> single_copy_form(const Call& c, const Communicator::Impl& m,
                                                      const Block& own, bool in_place) {
-  if (c.algo != Algorithm::automatic || c.axes || c.collective == Collective::broadcast ||
-      !m.single_copy_possible())
-    return std::nullopt;
   const std::size_t es = size_of(c.type);
   const std::uint64_t count = full_count(c);
-  if (!c.blocks && count == 0) return std::nullopt;
+  if (!api::node_path_possible(m, c.collective, c.algo, c.axes.has_value(), count,
+                               c.blocks != nullptr))
+    return std::nullopt;
   const std::uint64_t out_count = c.blocks ? c.out_count
                                   : c.collective == Collective::reduce_scatter && !in_place
                                       ? own.count
@@ -369,13 +356,13 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   const Span group = span_of(c, m);
   auto check_args = [&] { validate(c, m.rank, group); };
   if (m.config.check)
-    api::run_agreed(m.comm, check_args, m.config.timeout_s);
+    toroid::run_agreed(m.comm, check_args, m.config.timeout_s);
   else
     check_args();
   if (c.blocks) {
     fill_offsets(*c.blocks);
     if (m.config.check)
-      api::run_agreed(
+      toroid::run_agreed(
           m.comm, [&] { check_counts_agree(*c.blocks, m.comm, m.rank); }, m.config.timeout_s);
   }
   // After validation: the arguments' addresses are only computed with once they are sane.
@@ -384,7 +371,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   std::optional<exec::SingleCopyCall> single_copy;
   if (m.memory) single_copy = single_copy_form(c, m, own, ip);
   if (m.config.check) {
-    api::require_agreement(
+    toroid::require_agreement(
         m.comm, fmt::format("{}{}", form, toroid::to_string(c.collective)),
         {{"collective", static_cast<std::int64_t>(c.collective), named<Collective>},
          {"count", c.blocks ? 0 : static_cast<std::int64_t>(full_count(c))},
@@ -401,9 +388,8 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   Prepared p;
   p.single_copy = std::move(single_copy);
   p.count = full_count(c);
-  // auto's alltoallv is direct, its one schedule (the model's choice is for equal blocks).
-  const Algorithm algo =
-      c.blocks && c.algo == Algorithm::automatic ? Algorithm::direct : resolve(c, m);
+  const Algorithm algo = api::schedule_algorithm(m, c.collective, p.count * size_of(c.type), c.algo,
+                                                 c.axes, c.blocks != nullptr);
   // Named for messages (a request's errors, the watchdog's), formatted only when one is shown.
   p.params.what = {form, along(c), c.collective, algo, true, c.blocks != nullptr};
   p.params.bytes = p.count * size_of(c.type);

@@ -3,12 +3,13 @@
 
 #include <exception>
 
-#include "api/agreement.hpp"
+#include "api/call_path.hpp"
 #include "api/communicator_impl.hpp"
 #include "api/selector_setup.hpp"
 #include "exec/backoff.hpp"
-#include "mpi_base/mpi_check.hpp"
+#include "mpi_base/agreement.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid {
 namespace {
@@ -117,8 +118,8 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     // builds it lazily under the preload) ends the job with a message, not a silent hang.
     MPI_Request dup = MPI_REQUEST_NULL;
     mpi_check(MPI_Comm_idup(comm, &m.comm, &dup), "MPI_Comm_idup");
-    api::finish_watched(dup, comm, bad_setting ? 0 : config.timeout_s,
-                        "building toroid's communicator (MPI_Comm_idup)");
+    toroid::finish_watched(dup, comm, bad_setting ? 0 : config.timeout_s,
+                           "building toroid's communicator (MPI_Comm_idup)");
   }
   {  // the program's name for it (MPI_COMM_WORLD, MPI's name for a duplicate, its own): messages
     char name[MPI_MAX_OBJECT_NAME] = {};
@@ -130,8 +131,8 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
   mpi_check(MPI_Comm_rank(m.comm, &m.rank), "MPI_Comm_rank");
   mpi_check(MPI_Comm_size(m.comm, &m.size), "MPI_Comm_size");
   try {
-    api::require_same_environment(m.comm, api::variables_read(options));
-    api::run_agreed(m.comm, [&] {
+    toroid::require_same_environment(m.comm, api::variables_read(options));
+    toroid::run_agreed(m.comm, [&] {
       if (bad_setting) std::rethrow_exception(bad_setting);
       m.config = config;
     });
@@ -140,12 +141,12 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     // come from text alone, so their errors can be agreed on.
     m.node_split = std::make_shared<const mpi_base::NodeSplit>(m.comm);
     if (!m.config.nodes.empty())
-      api::run_agreed(m.comm,
-                      [&] { m.nodes = topology::emulated_nodes(m.config.nodes, m.size, m.rank); });
+      toroid::run_agreed(
+          m.comm, [&] { m.nodes = topology::emulated_nodes(m.config.nodes, m.size, m.rank); });
     else
       m.nodes = m.node_split->layout();
-    api::run_agreed(m.comm,
-                    [&] { m.topology = resolve_topology(m.config.topology, m.size, m.nodes); });
+    toroid::run_agreed(m.comm,
+                       [&] { m.topology = resolve_topology(m.config.topology, m.size, m.nodes); });
     m.grid = m.topology.as_torus2d();
     // Real nodes only: emulated ones share this machine's memory, where MPI is no TCP stream.
     if (!m.config.segment_bytes_given && m.config.nodes.empty() && m.nodes.nodes > 1)
@@ -167,7 +168,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     // `shm` asks for the shared-memory links: where a node has no room for them, say so (only
     // `auto` may run such a node over MPI instead).
     if (m.config.transport == Transport::shm)
-      api::run_agreed(m.comm, [&] {
+      toroid::run_agreed(m.comm, [&] {
         if (m.shm_links->node_ranks() > 1 && m.shm_links->local_ranks() < 2)
           throw InvalidArgument(
               fmt::format("transport shm (Options::transport or TOROID_TRANSPORT): rank {}'s node "
@@ -180,14 +181,15 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
     // staged path of exec/single_copy.hpp); one that spans nodes gets it at its first allocate.
     if (m.config.transport != Transport::mpi && m.nodes.nodes == 1 && m.size > 1 &&
         m.shm_links->local_ranks() == m.size)
-      api::run_agreed(m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.node_split); });
+      toroid::run_agreed(m.comm,
+                         [&] { m.memory = std::make_unique<exec::NodeMemory>(m.node_split); });
     m.selector = api::make_selector(m);
     m.schedule_context = model::schedule_context(m.selector->model(), m.nodes.node_of_rank);
     m.schedule_context.rank = m.rank;
     m.executor = std::make_shared<api::Executor>(m.comm);
     if (!m.config.trace.empty()) {
       const std::string path = exec::Tracer::path_for(m.config.trace);
-      api::run_agreed(m.comm, [&] {
+      toroid::run_agreed(m.comm, [&] {
         if (m.rank == 0) exec::Tracer::check_writable(path);
       });
       m.tracer = std::make_unique<exec::Tracer>(m.comm, path);
@@ -197,7 +199,7 @@ Communicator::Communicator(MPI_Comm comm, Options options) : impl_(std::make_uni
       int level = MPI_THREAD_SINGLE;
       mpi_check(MPI_Query_thread(&level), "MPI_Query_thread");
       std::string refusal;  // agreed on every rank, whatever its own level (ranks may differ)
-      api::run_agreed(m.comm, [&] {
+      toroid::run_agreed(m.comm, [&] {
         if (level < MPI_THREAD_MULTIPLE) refusal = progress_without_mpi(m, level);
       });
       m.executor->start_thread(std::move(refusal));
@@ -267,6 +269,20 @@ SlotStores Communicator::slot_stores() const noexcept {
   return impl_->shm_links->slot_fill() == exec::SlotFill::streaming ? SlotStores::streaming
                                                                     : SlotStores::cached;
 }
+std::string Communicator::slot_stores_measurement() const {
+  if (!uses_shared_memory()) return {};
+  const exec::SlotFillProbe& p = impl_->shm_links->slot_fill_probe();
+  return p.measured ? exec::describe(p) : std::string();
+}
+const std::string& Communicator::tuning_layout() const noexcept {
+  return impl_->selector->layout();
+}
+CallPlan Communicator::plan(const CallQuery& query) { return api::plan_call(*impl_, query); }
+NodePathCalls Communicator::node_path_calls() const noexcept {
+  if (!impl_->memory) return {};
+  const exec::NodeMemory& m = *impl_->memory;
+  return {m.staged_calls(), m.single_copy_calls(), m.remote_read_calls()};
+}
 int Communicator::nodes() const noexcept { return impl_->nodes.nodes; }
 std::string_view Communicator::node_placement() const noexcept {
   return topology::to_string(impl_->nodes.placement);
@@ -287,7 +303,7 @@ std::shared_ptr<void> Communicator::allocate_bytes(std::size_t count, std::size_
   std::shared_ptr<exec::NodeAllocation> a;
   // First the arguments (no MPI inside), then the collective part: a rank that stopped at a bad
   // count must not leave the others inside the node's collectives.
-  api::run_agreed(
+  toroid::run_agreed(
       m.comm,
       [&] {
         if (elem_size == 0 || count > (std::size_t{1} << 62) / elem_size)
@@ -300,14 +316,14 @@ std::shared_ptr<void> Communicator::allocate_bytes(std::size_t count, std::size_
   // any node could not map its control block, no rank keeps one (the next allocate tries anew
   // on every rank alike).
   if (!m.memory) try {
-      api::run_agreed(
+      toroid::run_agreed(
           m.comm, [&] { m.memory = std::make_unique<exec::NodeMemory>(m.node_split); },
           m.config.timeout_s);
     } catch (...) {
       m.memory.reset();
       throw;
     }
-  api::run_agreed(
+  toroid::run_agreed(
       m.comm, [&] { a = m.memory->allocate(count * elem_size); }, m.config.timeout_s);
   data = a->part[static_cast<std::size_t>(m.memory->local_rank())];
   return a;

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "api/agreement.hpp"
-#include "mpi_base/mpi_check.hpp"
+#include "mpi_base/agreement.hpp"
 #include "schedule/along.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::api {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "mpi_base/mpi_check.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::exec {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <new>
 
-#include "mpi_base/mpi_check.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::exec {
 namespace {

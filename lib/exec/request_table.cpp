@@ -1,6 +1,6 @@
 #include "exec/request_table.hpp"
 
-#include "mpi_base/mpi_check.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::exec {
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "mpi_base/mpi_check.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::exec {
 namespace {

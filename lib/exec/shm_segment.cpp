@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::exec {
 namespace {

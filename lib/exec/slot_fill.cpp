@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/reduce.hpp"
-#include "mpi_base/mpi_check.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::exec {
 namespace {

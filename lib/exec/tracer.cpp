@@ -8,8 +8,8 @@
 #include <cstring>
 #include <memory>
 
-#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::exec {
 namespace {

@@ -1,8 +1,7 @@
-#include "mpi_base/mpi_check.hpp"
-
 #include <fmt/format.h>
 
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid {
 

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <type_traits>
 
-#include "api/agreement.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/reduce.hpp"
-#include "mpi_base/mpi_check.hpp"
+#include "mpi_base/agreement.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::optimizer {
 namespace {
@@ -183,7 +183,7 @@ void BucketReducer::close() {
                     missing, sources_[missing].name, comm_.rank(), marked_, sources_.size());
   }
   try {
-    api::run_agreed(
+    toroid::run_agreed(
         comm_.mpi_comm(),
         [&] {
           if (!problem.empty())

@@ -23,14 +23,14 @@
 #include <cstring>
 #include <memory>
 
-#include "api/agreement.hpp"
 #include "kernels/crc32c.hpp"
-#include "mpi_base/mpi_check.hpp"
+#include "mpi_base/agreement.hpp"
 #include "optimizer/checkpoint_file.hpp"
 #include "optimizer/checkpoint_format.hpp"
 #include "optimizer/impl.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid {
 namespace {
@@ -175,8 +175,8 @@ void verify(const ShardedOptimizer::Impl& s, const Header& h,
 
 // Every rank names the same, non-empty file (each writes or reads its part of it).
 void check_path(MPI_Comm comm, const std::string& path, const char* call) {
-  const std::string root_path = api::broadcast_text(comm, path, 0);
-  api::run_agreed(comm, [&] {
+  const std::string root_path = toroid::broadcast_text(comm, path, 0);
+  toroid::run_agreed(comm, [&] {
     int rank = 0;
     mpi_check(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
     if (path.empty())
@@ -220,7 +220,7 @@ void ShardedOptimizer::load(const std::string& path) {
   const MPI_Comm comm = s.comm.mpi_comm();
   check_path(comm, path, "ShardedOptimizer::load");
   Header file_header;
-  api::run_agreed(comm, [&] {
+  toroid::run_agreed(comm, [&] {
     if (root) file_header = read_matching_header(s, path);
   });
   // Every rank's view of the file: this optimizer's header at the file's version.
@@ -238,7 +238,7 @@ void ShardedOptimizer::load(const std::string& path) {
   SharedFile file(comm, path, SharedFile::Mode::load);
   if (h.version >= 2) {
     const auto computed = join_checksums(comm, h, runs, file.checksums(extents));
-    api::run_agreed(comm, [&] {
+    toroid::run_agreed(comm, [&] {
       if (root) verify(s, file_header, computed, path);
     });
   } else if (root) {

@@ -14,10 +14,10 @@
 #include <random>
 #include <vector>
 
-#include "api/agreement.hpp"
 #include "kernels/crc32c.hpp"
-#include "mpi_base/mpi_check.hpp"
+#include "mpi_base/agreement.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::optimizer::checkpoint {
 namespace {
@@ -65,7 +65,7 @@ SharedFile::SharedFile(MPI_Comm comm, std::string path, Mode mode)
 // reads another copy fails the checksums.)
 void SharedFile::create_shared() {
   std::uint64_t token = 0;
-  api::run_agreed(comm_, [&] {
+  toroid::run_agreed(comm_, [&] {
     if (rank_ != 0) return;
     ::unlink(temporary_.c_str());
     const int fd = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0666);
@@ -132,7 +132,7 @@ void SharedFile::agree() {
 // is abandoned before anyone returns: the file closed and the temporary gone.
 void SharedFile::agreed(const std::function<void()>& f) {
   try {
-    api::run_agreed(comm_, [&] {
+    toroid::run_agreed(comm_, [&] {
       check_recorded();
       f();
     });

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "api/agreement.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/reduce.hpp"
+#include "mpi_base/agreement.hpp"
 #include "optimizer/bucket_reducer.hpp"
 #include "optimizer/config.hpp"
 
@@ -57,9 +57,9 @@ struct GradientReducer::Impl {
 GradientReducer::GradientReducer(Communicator& comm, std::vector<Gradient> grads,
                                  ReducerConfig config) {
   const MPI_Comm mpi = comm.mpi_comm();
-  api::run_agreed(
+  toroid::run_agreed(
       mpi, [&] { optimizer::validate(grads, config); }, comm.timeout_seconds());
-  api::require_agreement(
+  toroid::require_agreement(
       mpi, "GradientReducer",
       {{"gradient count", static_cast<std::int64_t>(grads.size())},
        {"gradient names, sizes and types (hash)", optimizer::gradients_hash(grads)},

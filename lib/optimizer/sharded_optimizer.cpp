@@ -13,8 +13,8 @@
 #include <cstring>
 #include <numeric>
 
-#include "api/agreement.hpp"
 #include "kernels/reduce.hpp"
+#include "mpi_base/agreement.hpp"
 #include "optimizer/config.hpp"
 #include "optimizer/impl.hpp"
 #include "optimizer/whole_state.hpp"
@@ -120,8 +120,8 @@ void ShardedOptimizer::Impl::bind() {
 ShardedOptimizer::ShardedOptimizer(Communicator& comm, std::vector<Parameter> params,
                                    OptimizerConfig config) {
   const MPI_Comm mpi = comm.mpi_comm();
-  api::run_agreed(mpi, [&] { optimizer::validate(params, config); });
-  api::require_agreement(
+  toroid::run_agreed(mpi, [&] { optimizer::validate(params, config); });
+  toroid::require_agreement(
       mpi, "ShardedOptimizer",
       {{"parameter count", static_cast<std::int64_t>(params.size())},
        {"parameter names, sizes and gradient types (hash)", optimizer::parameters_hash(params)},

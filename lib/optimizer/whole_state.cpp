@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "api/agreement.hpp"
+#include "mpi_base/agreement.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"
 
@@ -52,7 +52,7 @@ OptimizerState ShardedOptimizer::state() const {
 
 void ShardedOptimizer::set_state(const OptimizerState& state) {
   Impl& s = *impl_;
-  api::run_agreed(s.comm.mpi_comm(), [&] {
+  toroid::run_agreed(s.comm.mpi_comm(), [&] {
     const std::vector<std::string> names = state_names(s.config.kind);
     if (state.arrays.size() != names.size())
       throw InvalidArgument(

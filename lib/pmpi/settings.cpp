@@ -9,10 +9,10 @@
 #include <string_view>
 #include <vector>
 
-#include "api/agreement.hpp"
 #include "api/config.hpp"
 #include "core/config_values.hpp"
 #include "core/parse_size.hpp"
+#include "mpi_base/agreement.hpp"
 #include "pmpi/guard.hpp"
 #include "pmpi/thread_level.hpp"
 #include "toroid/error.hpp"
@@ -78,7 +78,7 @@ void agree_on_settings() noexcept {
     names.insert(names.begin(), {"TOROID_MIN_BYTES", "TOROID_THREAD_LEVEL"});
     // A rank without the preload never joins the comparison; rather than wait for it for good,
     // give up after a while with a message (the first served call would hang anyway).
-    api::require_same_environment(MPI_COMM_WORLD, names, init_timeout_s());
+    toroid::require_same_environment(MPI_COMM_WORLD, names, init_timeout_s());
     agree_on_thread_level();  // every rank got here: the job's lowest level, for plan.cpp
   } catch (const Error& e) {
     Settings& s = mutable_settings();

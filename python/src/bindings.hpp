@@ -8,8 +8,8 @@
 #include <optional>
 #include <utility>
 
-#include "api/agreement.hpp"
 #include "toroid/communicator.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::python {
 
@@ -25,7 +25,7 @@ template <class F>
 auto checked(const Communicator& comm, bool agree, F f) -> decltype(f()) {
   if (!agree) return f();
   std::optional<decltype(f())> out;
-  api::run_agreed(
+  toroid::run_agreed(
       comm.mpi_comm(), [&] { out.emplace(f()); }, comm.timeout_seconds());
   return std::move(*out);
 }

@@ -10,12 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "api/internal.hpp"
 #include "bindings.hpp"
-#include "mpi_base/mpi_check.hpp"
 #include "tensor.hpp"
 #include "toroid/collectives.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 #include "toroid/request.hpp"
 
 namespace py = pybind11;
@@ -285,10 +284,8 @@ py::class_<C> bind_communicator_state(py::module_& m) {
              return py::array(py::dtype("uint8"), {static_cast<py::ssize_t>(bytes)}, {1}, data,
                               base);
            })
-      .def_property_readonly("single_copy_calls", [](const C& c) {
-        const auto& m = internal::impl(c.get());
-        return m.memory ? m.memory->single_copy_calls() : 0;
-      });
+      .def_property_readonly("single_copy_calls",
+                             [](const C& c) { return c.get().node_path_calls().single_copy; });
   return cls;
 }
 

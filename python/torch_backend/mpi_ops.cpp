@@ -11,12 +11,11 @@
 #include <climits>
 #include <cstring>
 
-#include "api/agreement.hpp"
 #include "gil.hpp"
-#include "mpi_base/mpi_check.hpp"
 #include "process_group.hpp"
 #include "tensor_checks.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
 namespace toroid::torch_backend {
 namespace {
@@ -118,7 +117,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::gather(
   const at::Tensor& in = inputs[0];
   const bool root = getRank() == opts.rootRank;
   int bytes = 0;
-  api::run_agreed(mpi_, [&] {
+  toroid::run_agreed(mpi_, [&] {
     require_dense(in, "gather", "the input");
     bytes = bytes_of(in, "gather");
     if (!root) return;
@@ -142,7 +141,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::gather(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::broadcast_bytes(at::Tensor& t, int root) {
   int bytes = 0;
-  api::run_agreed(mpi_, [&] {
+  toroid::run_agreed(mpi_, [&] {
     require_dense(t, "broadcast", "the tensor");
     bytes = bytes_of(t, "broadcast");
   });
@@ -158,7 +157,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allgather_bytes(const at::Ten
                                                                    c10d::OpType type) {
   const char* op = type == c10d::OpType::_ALLGATHER_BASE ? "_allgather_base" : "allgather";
   int bytes = 0;
-  api::run_agreed(mpi_, [&] {
+  toroid::run_agreed(mpi_, [&] {
     require_dense(in, op, "the input");
     bytes = bytes_of(in, op);
     (void)bytes_of(outputs[0], op);
@@ -235,7 +234,7 @@ bool ProcessGroupToroid::mpi_reduces(const at::Tensor& t, const c10d::ReduceOp& 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::allreduce_on_mpi(
     at::Tensor& t, const c10d::ReduceOp& op, bool in_place, c10d::OpType type, const char* name) {
   int count = 0;
-  api::run_agreed(mpi_, [&] {
+  toroid::run_agreed(mpi_, [&] {
     require_dense(t, name, "the tensor");
     if (t.numel() > INT_MAX)
       throw InvalidArgument(
@@ -263,7 +262,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::scatter(
   at::Tensor& out = outputs[0];
   const bool root = getRank() == opts.rootRank;
   int bytes = 0;
-  api::run_agreed(mpi_, [&] {
+  toroid::run_agreed(mpi_, [&] {
     require_dense(out, "scatter", "the output");
     bytes = bytes_of(out, "scatter");
     if (!root) return;
@@ -319,7 +318,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_bytes(
     return std::pair{counts, displs};
   };
   std::pair<std::vector<int>, std::vector<int>> sends, recvs;
-  api::run_agreed(mpi_, [&] {
+  toroid::run_agreed(mpi_, [&] {
     require_dense(input, "alltoall_base", "the input");
     require_dense(output, "alltoall_base", "the output");
     if (input.scalar_type() != output.scalar_type())
@@ -345,7 +344,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::alltoall_bytes_list(
   const int p = getSize();
   std::vector<int> send_counts(p), send_displs(p), recv_counts(p), recv_displs(p);
   std::int64_t send_total = 0, recv_total = 0;
-  api::run_agreed(mpi_, [&] {
+  toroid::run_agreed(mpi_, [&] {
     if (inputs.size() != static_cast<std::size_t>(p) || outputs.size() != inputs.size())
       throw InvalidArgument(
           fmt::format("toroid backend: alltoall: expects {} inputs and {} outputs, got {} and {}",

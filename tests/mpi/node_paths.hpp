@@ -9,15 +9,9 @@
 
 namespace toroid::testing {
 
-inline std::uint64_t single_copy_calls(Communicator& c) {
-  return internal::impl(c).memory ? internal::impl(c).memory->single_copy_calls() : 0;
-}
-inline std::uint64_t staged_calls(Communicator& c) {
-  return internal::impl(c).memory ? internal::impl(c).memory->staged_calls() : 0;
-}
-inline std::uint64_t remote_read_calls(Communicator& c) {
-  return internal::impl(c).memory ? internal::impl(c).memory->remote_read_calls() : 0;
-}
+inline std::uint64_t single_copy_calls(Communicator& c) { return c.node_path_calls().single_copy; }
+inline std::uint64_t staged_calls(Communicator& c) { return c.node_path_calls().staged; }
+inline std::uint64_t remote_read_calls(Communicator& c) { return c.node_path_calls().remote_reads; }
 // Whether this job can take the node's paths: every rank on one node, shared memory allowed.
 inline bool single_copy_here(Communicator& c) { return internal::impl(c).single_copy_possible(); }
 

@@ -101,6 +101,50 @@ TEST_CASE("single-copy: all-reduce, reduce-scatter and all-gather of toroid buff
   }
 }
 
+// Communicator::plan answers with the rule a call follows: each call takes the path its plan
+// named (counted by the node's paths) and, on the schedule path, the plan's algorithm is auto's.
+TEST_CASE("plan: each call takes the path and algorithm its plan names", "[single_copy]") {
+  Communicator comm(MPI_COMM_WORLD);
+  const int me = world_rank();
+  for (const std::size_t n : {std::size_t{16}, std::size_t{5003}, std::size_t{300'007}})
+    for (const bool toroid_memory : {false, true}) {
+      INFO("n = " << n << (toroid_memory ? ", toroid's buffers" : ", other memory"));
+      Buffer<float> in_t = comm.allocate<float>(n), out_t = comm.allocate<float>(n);
+      std::vector<float> in_v(n), out_v(n);
+      float* in = toroid_memory ? in_t.data() : in_v.data();
+      float* out = toroid_memory ? out_t.data() : out_v.data();
+      for (std::size_t i = 0; i < n; ++i) in[i] = value(me, i, 0);
+      CallQuery q;
+      q.collective = Collective::allreduce;
+      q.count = n;
+      q.toroid_buffers = toroid_memory;
+      const CallPlan plan = comm.plan(q);
+      const NodePathCalls before = comm.node_path_calls();
+      allreduce(std::span<const float>(in, n), std::span<float>(out, n), ReduceOp::sum, comm);
+      const NodePathCalls after = comm.node_path_calls();
+      CHECK(after.staged - before.staged == (plan.path == CallPath::staged ? 1u : 0u));
+      CHECK(after.single_copy - before.single_copy ==
+            (plan.path == CallPath::single_copy ? 1u : 0u));
+      CHECK((plan.path == CallPath::schedule) == (plan.algorithm != Algorithm::automatic));
+      if (!single_copy_here(comm)) CHECK(plan.path == CallPath::schedule);
+      bool ok = true;
+      for (std::size_t i = 0; i < n; ++i) ok = ok && out[i] == sum_of(i, 0);
+      CHECK(all_ranks(ok));
+    }
+  // A named algorithm runs its schedule, priced by the model; `mpi` the stock call.
+  CallQuery ring;
+  ring.collective = Collective::allreduce;
+  ring.count = 1 << 20;
+  ring.algorithm = Algorithm::ring;
+  const CallPlan r = comm.plan(ring);
+  CHECK(r.path == CallPath::schedule);
+  CHECK(r.algorithm == Algorithm::ring);
+  CHECK((world_size() == 1 || (r.predicted_seconds && *r.predicted_seconds > 0)));
+  ring.algorithm = Algorithm::mpi;
+  CHECK(comm.plan(ring).path == CallPath::stock);
+  CHECK(to_string(CallPath::remote_reads) == "remote_reads");
+}
+
 TEST_CASE("single-copy: small calls on ordinary memory are staged (from 3 ranks) and exact",
           "[single_copy]") {
   Communicator comm(MPI_COMM_WORLD);

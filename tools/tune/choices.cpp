@@ -7,7 +7,6 @@
 #include <limits>
 #include <vector>
 
-#include "api/internal.hpp"
 #include "bench/measure.hpp"
 #include "model/selector.hpp"
 
@@ -52,7 +51,7 @@ std::optional<double> time_row(Collective c, std::uint64_t bytes, Algorithm a, i
 
 model::MeasuredChoices measure_choices(Communicator& comm, const ChoiceSettings& s, bool report) {
   model::MeasuredChoices out;
-  out.layout = internal::impl(comm).selector->layout();
+  out.layout = comm.tuning_layout();
   const int p = comm.size();
   const int first = Selector::size_class(4), last = Selector::size_class(s.up_to);
   for (Collective c : model::kRuleCollectives) {

@@ -9,17 +9,11 @@
 #include <string_view>
 #include <vector>
 
-namespace toroid::api {
+#include "toroid/mpi_helpers.hpp"
 
-// Runs `f` on every rank. If it throws a toroid::Error on any rank, every rank throws: a failing
-// rank its own error, the others an error of the same kind with the message of the lowest
-// failing rank prefixed with "rank N: ". A bad argument on one rank never leaves the others
-// waiting in a collective.
-//
-// With timeout_s > 0 (TOROID_TIMEOUT) the agreeing collectives are watched like the collective
-// itself: a rank that never joins (it skipped the call) gets the job ended with a message
-// instead of a hang inside the check.
-void run_agreed(MPI_Comm comm, const std::function<void()>& f, double timeout_s = 0);
+namespace toroid {
+
+// run_agreed (toroid/mpi_helpers.hpp): a piece of work that fails on every rank or none.
 
 // Completes `req` (a non-blocking collective every rank must join). With timeout_s > 0 a rank
 // that never joins ends the job after that long, with a message naming `what` and `comm`.
@@ -48,4 +42,4 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
 void require_same_environment(MPI_Comm comm, const std::vector<const char*>& names,
                               double timeout_s = 0);
 
-}  // namespace toroid::api
+}  // namespace toroid

@@ -1,4 +1,4 @@
-#include "api/agreement.hpp"
+#include "mpi_base/agreement.hpp"
 
 #include <fmt/format.h>
 
@@ -12,10 +12,10 @@
 
 #include "core/who_holds.hpp"
 #include "mpi_base/comm_name.hpp"
-#include "mpi_base/mpi_check.hpp"
 #include "toroid/error.hpp"
+#include "toroid/mpi_helpers.hpp"
 
-namespace toroid::api {
+namespace toroid {
 namespace {
 
 enum class ErrorKind : int { none, invalid_argument, topology, mpi, other };
@@ -178,4 +178,4 @@ void require_same_environment(MPI_Comm comm, const std::vector<const char*>& nam
   }
 }
 
-}  // namespace toroid::api
+}  // namespace toroid
