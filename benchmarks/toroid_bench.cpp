@@ -157,7 +157,8 @@ int run(const Settings& s, int rank) {
             row.vs_mpi_high = std::max(row.vs_mpi_high, ratio);
           }
         }
-        predict(row, c, a, *comms[sp.t], sp.memory, s.axes, s.alltoallv && c == Collective::alltoall);
+        predict(row, c, a, *comms[sp.t], sp.memory, s.axes,
+                s.alltoallv && c == Collective::alltoall);
         if (comms.size() > 1 && a != Algorithm::mpi)
           row.algo = fmt::format("{}/{}", row.algo, to_string(s.transports[sp.t]));
         if (s.modes.size() > 1 && a != Algorithm::mpi)
