@@ -17,9 +17,9 @@
 #include <optional>
 #include <vector>
 
-#include "bench/measure.hpp"
+#include "measure/measure.hpp"
 #include "bench/report.hpp"
-#include "bench/settings.hpp"
+#include "measure/settings.hpp"
 #include "kernels/table.hpp"
 
 using namespace toroid;

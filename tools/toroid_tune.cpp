@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli.hpp"
+#include "measure/cli.hpp"
 #include "core/parse_size.hpp"
 #include "model/tuning.hpp"
 #include "sim/fit.hpp"  // reduce_throughput

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "bench/measure.hpp"
+#include "measure/measure.hpp"
 
 namespace toroid::bench {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "cli/cli.hpp"
+#include "measure/cli.hpp"
 #include "core/parse_size.hpp"
 #include "toroid/defaults.hpp"
 

@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "bench/measure.hpp"
+#include "measure/measure.hpp"
 #include "model/selector.hpp"
 
 namespace toroid::tune {

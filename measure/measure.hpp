@@ -3,7 +3,7 @@
 
 #include <vector>
 
-#include "bench/settings.hpp"
+#include "measure/settings.hpp"
 
 namespace toroid::bench {
 

@@ -1,4 +1,4 @@
-#include "bench/settings.hpp"
+#include "measure/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <boost/program_options.hpp>
 #include <sstream>
 
-#include "cli/cli.hpp"
+#include "measure/cli.hpp"
 #include "core/parse_size.hpp"
 #include "kernels/isa.hpp"
 

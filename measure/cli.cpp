@@ -1,4 +1,4 @@
-#include "cli/cli.hpp"
+#include "measure/cli.hpp"
 
 #include <sstream>
 

@@ -1,7 +1,7 @@
 // Timing: a barrier before each iteration, the slowest rank's time per iteration, the median
 // over iterations. Checking: inputs whose exact result is known (small integers), every
 // element compared.
-#include "bench/measure.hpp"
+#include "measure/measure.hpp"
 
 #include <fmt/format.h>
 #include <mpi.h>
