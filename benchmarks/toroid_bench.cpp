@@ -56,10 +56,9 @@ int run(const Settings& s, int rank) {
     o.transport = t;
     // The option wins; without it TOROID_TIMEOUT applies (the library reads it), and without
     // either the benchmark still never hangs for good.
-    const char* env = std::getenv("TOROID_TIMEOUT");
     if (s.timeout_s)
       o.timeout_seconds = *s.timeout_s;
-    else if (!env || !*env)
+    else if (!setting_from_environment("TOROID_TIMEOUT"))
       o.timeout_seconds = Settings::kDefaultTimeoutS;
     comms.push_back(std::make_unique<Communicator>(MPI_COMM_WORLD, o));
   }

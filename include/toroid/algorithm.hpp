@@ -39,6 +39,9 @@ inline constexpr Algorithm all_algorithms[] = {Algorithm::automatic,
                                                Algorithm::bruck};
 
 enum class Collective { allreduce, reduce_scatter, allgather, broadcast, alltoall };
+inline constexpr Collective all_collectives[] = {Collective::allreduce, Collective::reduce_scatter,
+                                                 Collective::allgather, Collective::broadcast,
+                                                 Collective::alltoall};
 
 std::string_view to_string(Algorithm a) noexcept;
 std::string_view to_string(Collective c) noexcept;

@@ -9,6 +9,7 @@
 #include "toroid/mpi_helpers.hpp"
 #include "toroid/optimizer.hpp"
 #include "toroid/request.hpp"
+#include "toroid/settings.hpp"
 #include "toroid/topology.hpp"
 #include "toroid/torus.hpp"
 #include "toroid/typed.hpp"

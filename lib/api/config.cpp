@@ -1,18 +1,18 @@
 #include "api/config.hpp"
 
-#include <cstdlib>
+#include <algorithm>
+#include <stdexcept>
 #include <string>
 
 #include "core/config_values.hpp"
 #include "toroid/error.hpp"
+#include "toroid/settings.hpp"
 
 namespace toroid::api {
 namespace {
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
+// Every variable is read through the table of settings (toroid/settings.hpp).
+const char* env(const char* name) { return setting_from_environment(name); }
 
 // parse(value), with a parser's error prefixed by the variable's name ("TOROID_ALGO: ...").
 template <class Parse>
@@ -25,6 +25,22 @@ auto parse_env(const char* name, const char* value, Parse parse) {
 }
 
 }  // namespace
+
+bool option_given(const Options& o, std::string_view option) {
+  if (option == "topology") return !o.topology.empty();
+  if (option == "algorithm") return o.algorithm.has_value();
+  // Rules are not read from TOROID_ALGO where an algorithm is forced either.
+  if (option == "algorithm_rules") return !o.algorithm_rules.empty() || o.algorithm.has_value();
+  if (option == "segment_bytes") return o.segment_bytes != 0;
+  if (option == "check") return o.check.has_value();
+  if (option == "nodes") return !o.nodes.empty();
+  if (option == "timeout_seconds") return o.timeout_seconds.has_value();
+  if (option == "transport") return o.transport.has_value();
+  if (option == "progress") return o.progress.has_value();
+  if (option == "slot_stores") return o.slot_stores.has_value();
+  if (option == "trace") return !o.trace.empty();
+  throw std::logic_error("option_given: Options has no field " + std::string(option));
+}
 
 Config resolve_config(const Options& options) {
   Config c;
@@ -105,17 +121,12 @@ Config resolve_config(const Options& options) {
 
 std::vector<const char*> variables_read(const Options& o) {
   std::vector<const char*> names;
-  if (o.topology.empty()) names.push_back("TOROID_TOPOLOGY");
-  if (!o.algorithm) names.push_back("TOROID_ALGO");
-  names.push_back("TOROID_TUNING");
-  if (o.segment_bytes == 0) names.push_back("TOROID_SEGMENT_BYTES");
-  if (!o.check) names.push_back("TOROID_CHECK");
-  if (!o.timeout_seconds) names.push_back("TOROID_TIMEOUT");
-  if (o.nodes.empty()) names.push_back("TOROID_NODES");
-  if (!o.transport) names.push_back("TOROID_TRANSPORT");
-  if (!o.progress) names.push_back("TOROID_PROGRESS");
-  if (!o.slot_stores) names.push_back("TOROID_SLOT_STORES");
-  if (o.trace.empty()) names.push_back("TOROID_TRACE");
+  for (const Setting& s : settings()) {
+    if (s.scope != SettingScope::communicator || !s.must_agree || s.variable.empty()) continue;
+    if (!s.option.empty() && option_given(o, s.option)) continue;
+    if (std::find(names.begin(), names.end(), s.variable.data()) == names.end())
+      names.push_back(s.variable.data());  // the table's literals end in a null
+  }
   return names;
 }
 

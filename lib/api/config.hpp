@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/algorithm_rules.hpp"
@@ -45,5 +46,10 @@ Config resolve_config(const Options& options);
 // empty). They decide what every rank runs, so they must agree across ranks (TOROID_ISA is not
 // among them: every kernel level gives the same bits).
 std::vector<const char*> variables_read(const Options& options);
+
+// Whether `options` sets the field named `option` (a Setting::option of toroid/settings.hpp), so
+// that its variable is not read. Every option of the table has its line: an unknown name is
+// std::logic_error (tests/unit/test_settings.cpp asks for each).
+bool option_given(const Options& options, std::string_view option);
 
 }  // namespace toroid::api

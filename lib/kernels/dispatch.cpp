@@ -21,6 +21,7 @@
 #include "kernels/isa.hpp"
 #include "kernels/table.hpp"
 #include "toroid/error.hpp"
+#include "toroid/settings.hpp"
 
 namespace toroid::kernels {
 namespace {
@@ -136,7 +137,7 @@ Isa active_isa() {
   // A throwing initializer leaves the static unset, so every later call reports the bad value
   // again instead of running with some other level.
   static const Isa isa = [] {
-    const char* env = std::getenv("TOROID_ISA");
+    const char* env = setting_from_environment("TOROID_ISA");
     return select_isa(env ? env : "");
   }();
   return isa;

@@ -16,12 +16,14 @@
 #include "pmpi/guard.hpp"
 #include "pmpi/thread_level.hpp"
 #include "toroid/error.hpp"
+#include "toroid/settings.hpp"
 
 namespace toroid::pmpi {
 namespace {
 
+// Every variable is read through the table of settings (toroid/settings.hpp).
 std::string_view env(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = setting_from_environment(name);
   return v ? v : "";
 }
 
@@ -75,7 +77,8 @@ void agree_on_settings() noexcept {
   ToroidScope inside;  // the comparison's own collectives go to MPI
   try {
     std::vector<const char*> names = api::variables_read(Options{});
-    names.insert(names.begin(), {"TOROID_MIN_BYTES", "TOROID_THREAD_LEVEL"});
+    for (const Setting& v : toroid::settings())  // the preload's own (MIN_BYTES, THREAD_LEVEL)
+      if (v.scope == SettingScope::preload && v.must_agree) names.push_back(v.variable.data());
     // A rank without the preload never joins the comparison; rather than wait for it for good,
     // give up after a while with a message (the first served call would hang anyway).
     toroid::require_same_environment(MPI_COMM_WORLD, names, init_timeout_s());

@@ -19,6 +19,7 @@
 #include "pmpi/requests.hpp"
 #include "pmpi/settings.hpp"
 #include "toroid/error.hpp"
+#include "toroid/settings.hpp"
 #include "toroid/torus.hpp"
 
 namespace toroid::pmpi {
@@ -153,12 +154,12 @@ int size_of_comm(MPI_Comm c) {
 Options options_for(MPI_Comm c, std::string& emulated, std::string& unfit, int& unfit_ranks) {
   Options o;
   const int size = size_of_comm(c);
-  const char* text = std::getenv("TOROID_TOPOLOGY");
-  if (text && *text && std::string_view(text) != "auto") {
+  const char* text = setting_from_environment("TOROID_TOPOLOGY");
+  if (text && std::string_view(text) != "auto") {
     const Torus shape = Torus::parse(text);
     if (shape.chips() != size && size != size_of_comm(MPI_COMM_WORLD)) o.topology = "auto";
   }
-  if (const char* nodes = std::getenv("TOROID_NODES"); nodes && *nodes) {
+  if (const char* nodes = setting_from_environment("TOROID_NODES")) {
     const std::vector<int> counts = parse_node_counts(nodes, "TOROID_NODES");
     unfit_ranks = std::accumulate(counts.begin(), counts.end(), 0);
     if (unfit_ranks == size) {

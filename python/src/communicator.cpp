@@ -7,6 +7,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "toroid/error.hpp"
 #include "toroid/mpi_helpers.hpp"
 #include "toroid/request.hpp"
+#include "toroid/settings.hpp"
 
 namespace py = pybind11;
 
@@ -125,20 +127,47 @@ std::unique_ptr<PyRequest> run_nonblocking(const std::function<Request()>& start
   return std::make_unique<PyRequest>(std::move(r), std::move(keep), std::move(result));
 }
 
-Options options_of(const std::string& topology, const py::object& algorithm,
-                   std::size_t segment_bytes, const py::object& check, const std::string& nodes,
-                   const py::object& timeout, const py::object& transport,
-                   const py::object& progress, const py::object& slot_stores) {
+// Options from keywords, one per field of the table of settings (toroid/settings.hpp, whose
+// option names are the keywords): None leaves a field to its variable; a keyword outside the
+// table is an error naming the valid ones (tests/python/test_settings.py sets each).
+Options options_of(const py::kwargs& keywords) {
   Options o;
-  o.topology = topology;
-  o.algorithm = algorithm_of(algorithm);
-  o.segment_bytes = segment_bytes;
-  if (!check.is_none()) o.check = check.cast<bool>();
-  o.nodes = nodes;
-  if (!timeout.is_none()) o.timeout_seconds = timeout.cast<double>();
-  if (!transport.is_none()) o.transport = parse_transport(transport.cast<std::string>());
-  if (!progress.is_none()) o.progress = parse_progress_mode(progress.cast<std::string>());
-  if (!slot_stores.is_none()) o.slot_stores = parse_slot_stores(slot_stores.cast<std::string>());
+  for (const auto& [key, handle] : keywords) {
+    const py::object value = py::reinterpret_borrow<py::object>(handle);
+    const std::string k = key.cast<std::string>();
+    const auto& table = settings();
+    if (std::none_of(table.begin(), table.end(), [&](const Setting& s) { return s.option == k; })) {
+      std::string valid;
+      for (const Setting& s : table)
+        if (!s.option.empty()) valid += (valid.empty() ? "" : ", ") + std::string(s.option);
+      throw InvalidArgument("Communicator: no keyword '" + k + "' (valid: " + valid + ")");
+    }
+    if (value.is_none()) continue;
+    if (k == "topology")
+      o.topology = value.cast<std::string>();
+    else if (k == "algorithm")
+      o.algorithm = algorithm_of(value);
+    else if (k == "algorithm_rules")
+      o.algorithm_rules = value.cast<std::string>();
+    else if (k == "segment_bytes")
+      o.segment_bytes = value.cast<std::size_t>();
+    else if (k == "check")
+      o.check = value.cast<bool>();
+    else if (k == "nodes")
+      o.nodes = value.cast<std::string>();
+    else if (k == "timeout_seconds")
+      o.timeout_seconds = value.cast<double>();
+    else if (k == "transport")
+      o.transport = parse_transport(value.cast<std::string>());
+    else if (k == "progress")
+      o.progress = parse_progress_mode(value.cast<std::string>());
+    else if (k == "slot_stores")
+      o.slot_stores = parse_slot_stores(value.cast<std::string>());
+    else if (k == "trace")
+      o.trace = value.cast<std::string>();
+    else
+      throw std::logic_error("Communicator: the table's option " + k + " has no conversion here");
+  }
   return o;
 }
 
@@ -180,6 +209,34 @@ void bind_module_functions(py::module_& m) {
     MPI_Finalized(&done);
     if (init && !done) MPI_Finalize();
   });
+  // The table of settings (toroid/settings.hpp): option, variable, values, default, scope.
+  m.def("settings", [] {
+    py::list rows;
+    for (const Setting& s : settings()) {
+      py::dict row;
+      row["option"] = std::string(s.option);
+      row["variable"] = std::string(s.variable);
+      row["values"] = std::string(s.values);
+      row["default"] = std::string(s.default_value);
+      row["scope"] = s.scope == SettingScope::communicator ? "communicator"
+                     : s.scope == SettingScope::process    ? "process"
+                                                           : "preload";
+      row["must_agree"] = s.must_agree;
+      rows.append(row);
+    }
+    return rows;
+  });
+  // Every algorithm by name with the collectives it implements (toroid/algorithm.hpp).
+  m.def("algorithms", [] {
+    py::dict out;
+    for (Algorithm a : all_algorithms) {
+      py::list runs;
+      for (Collective c : all_collectives)
+        if (implements(a, c)) runs.append(std::string(to_string(c)));
+      out[py::str(std::string(to_string(a)))] = runs;
+    }
+    return out;
+  });
   m.def("world_handle", [] { return static_cast<long long>(MPI_Comm_c2f(MPI_COMM_WORLD)); });
   m.def("element_count", [](const py::object& x) {
     const View v = view_of(x, "x", "element_count", false);
@@ -201,13 +258,8 @@ void bind_request(py::module_& m) {
 // The communicator itself: construction, what it is, and its memory.
 py::class_<C> bind_communicator_state(py::module_& m) {
   py::class_<C> cls(m, "Communicator");
-  cls.def(py::init([](long long fortran_handle, const std::string& topology,
-                      const py::object& algorithm, std::size_t segment_bytes,
-                      const py::object& check, const std::string& nodes, const py::object& timeout,
-                      const py::object& transport, const py::object& progress,
-                      const py::object& slot_stores) {
-            const Options o = options_of(topology, algorithm, segment_bytes, check, nodes, timeout,
-                                         transport, progress, slot_stores);
+  cls.def(py::init([](long long fortran_handle, const py::kwargs& keywords) {
+            const Options o = options_of(keywords);
             const MPI_Comm mpi = MPI_Comm_f2c(static_cast<MPI_Fint>(fortran_handle));
             auto c = std::make_unique<C>();
             {
@@ -216,9 +268,7 @@ py::class_<C> bind_communicator_state(py::module_& m) {
             }
             return c;
           }),
-          py::arg("handle"), py::arg("topology"), py::arg("algorithm"), py::arg("segment_bytes"),
-          py::arg("check"), py::arg("nodes"), py::arg("timeout"), py::arg("transport"),
-          py::arg("progress"), py::arg("slot_stores"))
+          py::arg("handle"))
       .def_property_readonly("rank", [](const C& c) { return c.get().rank(); })
       .def_property_readonly("size", [](const C& c) { return c.get().size(); })
       .def_property_readonly("topology", [](const C& c) { return c.get().shape().to_string(); })

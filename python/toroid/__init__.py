@@ -27,7 +27,7 @@ from ._toroid import Error, InvalidArgument, MpiError, Request, TopologyError
 
 __version__ = _toroid.__version__
 __all__ = ["Communicator", "ShardedOptimizer", "GradientReducer", "Request", "Error", "InvalidArgument",
-           "TopologyError", "MpiError", "block_of"]
+           "TopologyError", "MpiError", "block_of", "settings", "algorithms"]
 
 _we_initialized_mpi = False
 
@@ -52,6 +52,19 @@ def _handle_of(comm):
 
 
 
+def settings():
+    """The library's table of settings: one dict per setting, with its Options field ("option",
+    the Communicator keyword; "" for a variable only), its TOROID_* "variable", its "values",
+    "default", "scope" (communicator, process or preload) and whether ranks must agree on it."""
+    return _toroid.settings()
+
+
+def algorithms():
+    """{algorithm name: [the collectives it runs]}, as the library has them ("auto" and "mpi"
+    included)."""
+    return _toroid.algorithms()
+
+
 def block_of(count, nranks, rank):
     """(offset, count) of block `rank` when `count` elements are cut into `nranks` blocks."""
     return _toroid.block_of(count, nranks, rank)
@@ -70,17 +83,17 @@ class Communicator:
 
     comm: an mpi4py communicator, or None for MPI_COMM_WORLD (MPI is initialized if needed).
     topology: "auto", "4x2", "16x16x16", "4x2:wrap=x", ...; algorithm: default algorithm name
-    ("auto", "ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical",
-    "recursive_doubling", "rabenseifner", "swing", "swing_latency", "mpi", "direct", "bruck"
-    (all-to-all));
-    the other settings are those of toroid::Options (C++), None meaning the TOROID_* environment
+    (toroid.algorithms() lists them with the collectives each runs); the other settings are those
+    of toroid::Options (C++; toroid.settings() lists them), None meaning the TOROID_* environment
     variable or the default.
     """
 
-    def __init__(self, comm=None, topology="", algorithm=None, segment_bytes=0, check=None, nodes="",
-                 timeout=None, transport=None, progress=None, slot_stores=None):
-        self._c = _toroid.Communicator(_handle_of(comm), topology, algorithm, segment_bytes, check, nodes,
-                                       timeout, transport, progress, slot_stores)
+    def __init__(self, comm=None, **options):
+        """`options`: the fields of toroid::Options by name (toroid.settings() lists them:
+        topology, algorithm, algorithm_rules, segment_bytes, check, nodes, timeout_seconds,
+        transport, progress, slot_stores, trace); one left out or None takes its TOROID_*
+        variable, else its default."""
+        self._c = _toroid.Communicator(_handle_of(comm), **options)
 
     rank = property(lambda self: self._c.rank)
     size = property(lambda self: self._c.size)
