@@ -17,10 +17,10 @@
 #include <optional>
 #include <vector>
 
-#include "measure/measure.hpp"
 #include "bench/report.hpp"
-#include "measure/settings.hpp"
 #include "kernels/table.hpp"
+#include "measure/measure.hpp"
+#include "measure/settings.hpp"
 
 using namespace toroid;
 using namespace toroid::bench;

@@ -6,9 +6,9 @@
 #include <boost/program_options.hpp>
 #include <sstream>
 
-#include "measure/cli.hpp"
 #include "core/parse_size.hpp"
 #include "kernels/isa.hpp"
+#include "measure/cli.hpp"
 
 namespace po = boost::program_options;
 

@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "measure/cli.hpp"
 #include "core/parse_size.hpp"
+#include "measure/cli.hpp"
 #include "model/tuning.hpp"
 #include "sim/fit.hpp"  // reduce_throughput
 #include "toroid/toroid.hpp"

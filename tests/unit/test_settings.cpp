@@ -100,8 +100,7 @@ TEST_CASE("settings: docs/configuration.md lists every variable with its Options
   }
 }
 
-TEST_CASE("settings: every TOROID_* name the library's sources use is in the table",
-          "[settings]") {
+TEST_CASE("settings: every TOROID_* name the library's sources use is in the table", "[settings]") {
   const std::regex quoted("\"(TOROID_[A-Z_0-9]+)\"");
   const std::set<std::string> known = table_variables();
   std::size_t files = 0;

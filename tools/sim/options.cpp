@@ -6,8 +6,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "measure/cli.hpp"
 #include "core/parse_size.hpp"
+#include "measure/cli.hpp"
 #include "toroid/defaults.hpp"
 
 namespace po = boost::program_options;
