@@ -32,8 +32,26 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
-TOROID_ALGOS = ["ring", "bidir_ring", "torus2d", "torus2d_both", "hierarchical", "recursive_doubling", "rabenseifner",
-                "swing", "swing_latency"]
+
+
+def library_algorithms(build):
+    """{collective: [algorithms with a schedule for it]}, as the library has them
+    (toroid-sim --list-algorithms)."""
+    out = subprocess.run([os.path.join(build, "tools", "toroid-sim"), "--list-algorithms"],
+                         capture_output=True, text=True, check=True).stdout
+    by_op = {}
+    for line in out.splitlines():
+        name, _, ops = line.partition(" ")
+        if name in ("auto", "mpi"):
+            continue
+        for op in filter(None, ops.split(",")):
+            by_op.setdefault(op, []).append(name)
+    return by_op
+
+
+# One rank a host here: a node-aware all-to-all has no node to gather in.
+EXCLUDED_BY_OP = {"alltoall": {"hierarchical"}}
+TOROID_ALGOS = []  # the op's, from the library (main)
 # Stock configurations beyond the default, per collective: Open MPI 4.1 coll/tuned forced
 # algorithms, and coll/han.
 def forced(param, number):
@@ -54,8 +72,6 @@ STOCK_BY_OP = {
     "alltoall": {"mpi_linear": forced("alltoall", 1), "mpi_pairwise": forced("alltoall", 2),
                  "mpi_bruck": forced("alltoall", 3), "mpi_linear_sync": forced("alltoall", 4)},
 }
-# The schedules of each collective (the reductions' by default; all-to-all has its own).
-ALGOS_BY_OP = {"alltoall": ["direct", "bruck", "ring", "torus2d", "torus2d_both"]}
 STOCK = STOCK_BY_OP["allreduce"]
 
 
@@ -145,8 +161,8 @@ def main():
     ap.add_argument("--algos", help="toroid algorithms to run (comma list; default: every one that runs "
                                      "on the shape, Swing's being 2D)")
     args = ap.parse_args()
-    if args.op in ALGOS_BY_OP:
-        TOROID_ALGOS = ALGOS_BY_OP[args.op]
+    TOROID_ALGOS = [a for a in library_algorithms(args.build)[args.op]
+                    if a not in EXCLUDED_BY_OP.get(args.op, ())]
     if args.algos is None:
         dims = len(args.torus.split(":")[0].split("x")) if not args.axes else len(args.axes)
         # swing_latency's reduce-scatter and all-gather are 2D only (Swing's all-reduces run on any shape)

@@ -67,4 +67,20 @@ std::vector<Algorithm> parse_algorithms(const std::string& text,
   return out;
 }
 
+std::vector<Algorithm> scheduled_algorithms() {
+  std::vector<Algorithm> out;
+  for (Algorithm a : all_algorithms)
+    if (a != Algorithm::automatic && a != Algorithm::mpi) out.push_back(a);
+  return out;
+}
+
+std::string algorithm_names(const std::vector<Algorithm>& algos, const char* sep) {
+  std::string out;
+  for (Algorithm a : algos) {
+    if (!out.empty()) out += sep;
+    out += to_string(a);
+  }
+  return out;
+}
+
 }  // namespace toroid::cli

@@ -23,5 +23,9 @@ std::vector<Collective> parse_collectives(const std::string& text);
 // --algo: a comma list of algorithm names, or "all" (every name in `all`). Throws
 // InvalidArgument naming --algo and the bad name.
 std::vector<Algorithm> parse_algorithms(const std::string& text, const std::vector<Algorithm>& all);
+// The algorithms with a schedule (all_algorithms but auto and mpi), from the library's list.
+std::vector<Algorithm> scheduled_algorithms();
+// Their names joined by `sep`, for --help: "ring|bidir_ring|...", from the same list.
+std::string algorithm_names(const std::vector<Algorithm>& algos, const char* sep = "|");
 
 }  // namespace toroid::cli

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "api/config.hpp"
+#include "toroid/algorithm.hpp"
 #include "toroid/communicator.hpp"
 #include "toroid/settings.hpp"
 
@@ -119,4 +120,15 @@ TEST_CASE("settings: every TOROID_* name the library's sources use is in the tab
       }
     }
   CHECK(files > 100);
+}
+
+TEST_CASE("algorithms: docs/algorithms.md names every algorithm the library has", "[settings]") {
+  const std::string doc = read_file(kSource / "docs" / "algorithms.md");
+  for (Algorithm a : all_algorithms) {
+    INFO(to_string(a));
+    std::string quoted = "`";
+    quoted += to_string(a);
+    quoted += '`';
+    CHECK(doc.find(quoted) != std::string::npos);
+  }
 }

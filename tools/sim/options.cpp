@@ -113,13 +113,11 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "allreduce | reduce_scatter | allgather | broadcast | alltoall, a comma list, or all (the "
       "first four)")(
       "algo", po::value(&algo)->default_value(algo),
-      "comma list of ring | bidir_ring | torus2d | torus2d_both | hierarchical | "
-      "recursive_doubling | rabenseifner | swing | swing_latency | direct | bruck (all-to-all; "
-      "ring too) "
-      "| auto (above 64 chips the rule auto follows at that scale, else the fastest simulated "
-      "candidate), or all (those that implement the op)")(
-      "bytes", po::value(&bytes)->default_value(bytes),
-      "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")(
+      ("comma list of " + cli::algorithm_names(cli::scheduled_algorithms(), " | ") +
+       " | auto (above 64 chips the rule auto follows at that scale, else the fastest simulated "
+       "candidate), or all (those that implement the op)")
+          .c_str())("bytes", po::value(&bytes)->default_value(bytes),
+                    "vector size: LOW:HIGH (times --factor), one size, or a comma list; K/M/G")(
       "factor", po::value(&factor)->default_value(factor), "size step for LOW:HIGH (>= 2)")(
       "dtype", po::value(&dtype)->default_value(dtype), "f32 | bf16 | f16 | f64 | i32 | i64")(
       "link-gbps", po::value<double>(),
@@ -159,8 +157,25 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
       "calibrate-iters", po::value(&o.calibrate_iters)->default_value(o.calibrate_iters),
       "ping-pongs per size")(
       "compare", po::value(&compare),
-      "with --calibrate: comma list of toroid-bench CSV files to set against the predictions");
+      "with --calibrate: comma list of toroid-bench CSV files to set against the predictions")(
+      "list-algorithms",
+      "print each algorithm with the collectives it runs, as the library has them, and exit "
+      "(benchmarks/cluster_bench.py asks this)");
   const po::variables_map vm = cli::parse_command_line(d, argc, argv, help, help_text);
+  if (vm.count("list-algorithms")) {  // printed as --help is: then the program ends
+    help = true;
+    help_text.clear();
+    for (Algorithm a : all_algorithms) {
+      std::string runs;
+      for (Collective c : all_collectives)
+        if (implements(a, c)) {
+          if (!runs.empty()) runs += ',';
+          runs += to_string(c);
+        }
+      help_text += std::string(to_string(a)) + " " + runs + "\n";
+    }
+    return {};
+  }
 
   const Preset* p = nullptr;
   for (const Preset& q : kPresets)
@@ -227,10 +242,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
           "--axes: broadcast has no form along axes (--op allreduce, reduce_scatter or allgather)");
   }
   o.every_algorithm = algo == "all";
-  o.algos = cli::parse_algorithms(
-      algo, {Algorithm::ring, Algorithm::bidir_ring, Algorithm::torus2d, Algorithm::torus2d_both,
-             Algorithm::hierarchical, Algorithm::recursive_doubling, Algorithm::rabenseifner,
-             Algorithm::swing, Algorithm::swing_latency, Algorithm::direct, Algorithm::bruck});
+  o.algos = cli::parse_algorithms(algo, cli::scheduled_algorithms());
   for (Algorithm a : o.algos)
     if (a == Algorithm::mpi)
       throw InvalidArgument(fmt::format("--algo: '{}' has no schedule to simulate", to_string(a)));
