@@ -151,6 +151,29 @@ void ready(T& target, const py::object& which) {
 }  // namespace
 
 void bind_optimizer(py::module_& m) {
+  // OptimizerConfig's defaults (toroid/optimizer.hpp) by their C++ names: toroid.optim's
+  // signature reads them, so each default is written once.
+  m.def("optimizer_defaults", [] {
+    const OptimizerConfig c;
+    py::dict d;
+    d["kind"] = std::string(to_string(c.kind));
+    d["learning_rate"] = c.learning_rate;
+    d["momentum"] = c.momentum;
+    d["nesterov"] = c.nesterov;
+    d["beta1"] = c.beta1;
+    d["beta2"] = c.beta2;
+    d["epsilon"] = c.epsilon;
+    d["weight_decay"] = c.weight_decay;
+    d["lars_trust_coefficient"] = c.lars_trust_coefficient;
+    d["max_grad_norm"] = c.max_grad_norm;
+    d["shard"] = c.shard;
+    d["bf16_gradients"] = c.bf16_gradients;
+    d["average"] = c.average;
+    d["bucket_bytes"] = c.bucket_bytes;
+    d["first_bucket_bytes"] = c.first_bucket_bytes;
+    d["rebuild_buckets"] = c.rebuild_buckets;
+    return d;
+  });
   m.def(
       "state_names",
       [](const std::string& kind) { return state_names(parse_optimizer_kind(kind)); },

@@ -43,6 +43,10 @@ import toroid
 __all__ = ["ShardedOptimizer"]
 
 _KINDS = ("sgd", "adam", "adamw", "lamb", "lars")
+# The C++ OptimizerConfig's defaults (toroid/optimizer.hpp), which the signature below uses: each
+# default is written once, in C++ (tests/torch/test_optim.py checks the signature against them).
+_DEFAULTS = toroid._toroid.optimizer_defaults()
+
 # Hyper-parameters a param group may set besides lr (read every step), fixed at construction.
 _FIXED_KEYS = ["betas", "eps", "weight_decay", "momentum", "nesterov", "trust_coefficient"]
 
@@ -85,12 +89,15 @@ class ShardedOptimizer(torch.optim.Optimizer):
     rebuild_buckets, comm (a toroid.Communicator or mpi4py communicator; default the world).
     """
 
-    def __init__(self, params, kind="adam", lr=1e-3, *, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
-                 momentum=0.9, nesterov=False, trust_coefficient=0.001, max_grad_norm=0.0,
-                 bf16_gradients=False, shard=True, average=True, overlap=True, no_weight_decay=(),
-                 no_trust_ratio=(), bucket_bytes=toroid._toroid.default_bucket_bytes,
-                 first_bucket_bytes=toroid._toroid.default_first_bucket_bytes,
-                 rebuild_buckets=True, comm=None):
+    def __init__(self, params, kind=_DEFAULTS["kind"], lr=_DEFAULTS["learning_rate"], *,
+                 betas=(_DEFAULTS["beta1"], _DEFAULTS["beta2"]), eps=_DEFAULTS["epsilon"],
+                 weight_decay=_DEFAULTS["weight_decay"], momentum=_DEFAULTS["momentum"],
+                 nesterov=_DEFAULTS["nesterov"], trust_coefficient=_DEFAULTS["lars_trust_coefficient"],
+                 max_grad_norm=_DEFAULTS["max_grad_norm"], bf16_gradients=_DEFAULTS["bf16_gradients"],
+                 shard=_DEFAULTS["shard"], average=_DEFAULTS["average"], overlap=True, no_weight_decay=(),
+                 no_trust_ratio=(), bucket_bytes=_DEFAULTS["bucket_bytes"],
+                 first_bucket_bytes=_DEFAULTS["first_bucket_bytes"],
+                 rebuild_buckets=_DEFAULTS["rebuild_buckets"], comm=None):
         if kind not in _KINDS:
             raise ValueError(f"ShardedOptimizer: kind is '{kind}', expected one of {', '.join(_KINDS)}")
         groups, self._names = _split_names(params)

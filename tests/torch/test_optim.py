@@ -206,3 +206,20 @@ def test_refused():
     ok = ok and "the state is adam's" in message(
         lambda: toroid.optim.ShardedOptimizer(torch.nn.Linear(2, 2).parameters(), "sgd").load_state_dict(sd))
     assert agree(ok)
+
+
+def test_defaults_are_the_library_s():
+    """Every default of the torch optimizer's signature is the C++ OptimizerConfig's."""
+    import inspect
+    d = toroid._toroid.optimizer_defaults()
+    p = inspect.signature(toroid.optim.ShardedOptimizer.__init__).parameters
+    names = {"kind": "kind", "lr": "learning_rate", "eps": "epsilon", "weight_decay": "weight_decay",
+             "momentum": "momentum", "nesterov": "nesterov", "trust_coefficient": "lars_trust_coefficient",
+             "max_grad_norm": "max_grad_norm", "bf16_gradients": "bf16_gradients", "shard": "shard",
+             "average": "average", "bucket_bytes": "bucket_bytes", "first_bucket_bytes": "first_bucket_bytes",
+             "rebuild_buckets": "rebuild_buckets"}
+    for py_name, cpp_name in names.items():
+        assert p[py_name].default == d[cpp_name], py_name
+    assert p["betas"].default == (d["beta1"], d["beta2"])
+    # Every C++ default has its Python parameter.
+    assert set(names.values()) | {"beta1", "beta2"} == set(d)
