@@ -91,7 +91,7 @@ void alltoallv(const void* in, std::uint64_t in_count, BlockLayout send, void* o
 // ---- Broadcast: `data` (count elements) of rank `root` ends in `data` on every rank.
 // Algorithms: ring (two pipelined chains from the root, both ways around the rank ring), torus2d
 // (chains along the root's row, then along every column), recursive_doubling (a binomial tree,
-// for small vectors), mpi (MPI_Bcast), auto (the tree below 64 KiB, else torus2d on a 2D torus,
+// for small vectors), mpi (MPI_Bcast), auto (the tree below broadcast_tree_bytes, 64 KiB (defaults.hpp), else torus2d on a 2D torus,
 // else ring).
 void broadcast(void* data, std::uint64_t count, DataType type, int root, Communicator& comm,
                std::optional<Algorithm> algo = std::nullopt);

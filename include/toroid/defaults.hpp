@@ -18,6 +18,10 @@ inline constexpr std::size_t default_segment_bytes = 256 * 1024;
 // both directions of a link got no more than one of them (measured: docs/cluster.md).
 inline constexpr std::size_t cross_node_segment_bytes = 56 * 1024;
 
+// `auto`'s broadcast: the binomial tree (recursive_doubling) below this many bytes, the torus's
+// chains from here (docs/algorithms.md, "Broadcast").
+inline constexpr std::size_t broadcast_tree_bytes = 64 * 1024;
+
 // Gradient buckets, in bytes of the wire type: the first (the last layers) smaller, so its
 // communication starts early; both as PyTorch DDP.
 inline constexpr std::size_t default_bucket_bytes = std::size_t{25} << 20;

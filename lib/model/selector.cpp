@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "model/simulator.hpp"
+#include "toroid/defaults.hpp"
 #include "toroid/error.hpp"
 
 namespace toroid::model {
@@ -63,7 +64,6 @@ constexpr std::uint64_t kGatherLatencyBytesMesh = 16 * 1024;
 constexpr std::uint64_t kBothBytesTorus = 4 * 1024;
 constexpr std::uint64_t kScatterBothBytesMesh = 32u << 20;
 constexpr std::uint64_t kGatherBothBytesMesh = 64u << 20;
-constexpr std::uint64_t kBroadcastTreeBytes = 64 * 1024;
 // Three dimensions and more, all-reduce (toroid-sim, f32, µs): swing_latency below 64 KiB
 // (32 KiB: 4x4x8 15.0 against torus2d_both's 16.3, 16x16x16 45.1 against torus2d's 48.5,
 // 16x16x24 51.0 against 56.3; 64 KiB: 20.5 / 59.2 / 59.3 against 16.5 / 48.5 / 56.6), torus2d
@@ -121,7 +121,7 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t) {
     return Algorithm::bidir_ring;
   }
   if (c == Collective::broadcast) {
-    if (t.chips() == 1 || bytes < kBroadcastTreeBytes) return Algorithm::recursive_doubling;
+    if (t.chips() == 1 || bytes < broadcast_tree_bytes) return Algorithm::recursive_doubling;
     return two_d ? Algorithm::torus2d : Algorithm::ring;
   }
   if (!two_d) return Algorithm::bidir_ring;
