@@ -456,35 +456,29 @@ std::shared_ptr<exec::BoundCollective> single_copy_op(Communicator::Impl& m, con
   return op;
 }
 
-// Everything a blocking call's path and op depend on (with the communicator's settings fixed).
-std::array<std::uint64_t, 6> key_of(const Call& c, Algorithm algo) {
-  return {static_cast<std::uint64_t>(c.collective) | static_cast<std::uint64_t>(c.type) << 8 |
-              static_cast<std::uint64_t>(c.op) << 16 | static_cast<std::uint64_t>(algo) << 24 |
-              static_cast<std::uint64_t>(c.axes ? c.axes->bits() + 1 : 0) << 32,
-          reinterpret_cast<std::uintptr_t>(c.in),
-          c.in_count,
-          reinterpret_cast<std::uintptr_t>(c.out),
-          c.out_count,
-          static_cast<std::uint64_t>(static_cast<std::uint32_t>(c.root))};
-}
-
-// Whether two keys are equal: six words compared inline, where the array's == calls memcmp
-// (a dozen instructions more on every repeated call).
-bool same_key(const std::array<std::uint64_t, 6>& a, const std::array<std::uint64_t, 6>& b) {
-  std::uint64_t differ = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) differ |= a[i] ^ b[i];
-  return differ == 0;
+// The call's key (communicator_impl.hpp): what the repeated-call check compares.
+CallKey key_of(const Call& c, Algorithm algo) {
+  CallKey k;
+  k.what = static_cast<std::uint64_t>(c.collective) | static_cast<std::uint64_t>(c.type) << 8 |
+           static_cast<std::uint64_t>(c.op) << 16 | static_cast<std::uint64_t>(algo) << 24 |
+           static_cast<std::uint64_t>(c.axes ? c.axes->bits() + 1 : 0) << 32;
+  k.in = reinterpret_cast<std::uintptr_t>(c.in);
+  k.in_count = c.in_count;
+  k.out = reinterpret_cast<std::uintptr_t>(c.out);
+  k.out_count = c.out_count;
+  k.root = static_cast<std::uint32_t>(c.root);
+  return k;
 }
 
 // The same call as `last` but for its buffers' addresses: the same collective, type, op,
 // algorithm, axes, root and counts, both in place or both not, on a communicator that never
 // allocated (where no buffer can be toroid's, whose path would be single-copy). Its path and
 // schedule are last's, so only the arguments' checks and the buffers' binding are left to do.
-bool same_but_buffers(const Communicator::Impl& m, const std::array<std::uint64_t, 6>& key,
-                      const Call& c, bool in_place) {
+bool same_but_buffers(const Communicator::Impl& m, const CallKey& key, const Call& c,
+                      bool in_place) {
   const RepeatedCall& last = m.last_call;
-  return !m.allocated && last.key[0] == key[0] && last.key[2] == key[2] && last.key[4] == key[4] &&
-         last.key[5] == key[5] && last.in_place == in_place && c.in_count > 0;
+  return !m.allocated && last.key.same_but_buffers(key) && last.in_place == in_place &&
+         c.in_count > 0;
 }
 
 // Whether c is in place, before validation (the addresses are only compared).
@@ -500,7 +494,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
   if (m.last_call.op && !c.blocks &&
       m.last_call.op->state() != exec::BoundCollective::State::active) {
-    if (same_key(m.last_call.key, key)) {
+    if (m.last_call.key == key) {
       m.executor->run(m.last_call.op);
       return;
     }
@@ -512,8 +506,8 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
           static_cast<const std::byte*>(ip && c.collective != Collective::allgather ? c.out : c.in);
       user.output = static_cast<std::byte*>(c.out);
       user.elem_size = size_of(c.type);
-      m.last_call.key[1] = key[1];  // the rest is equal (same_but_buffers)
-      m.last_call.key[3] = key[3];
+      m.last_call.key.in = key.in;  // the rest is equal (same_but_buffers)
+      m.last_call.key.out = key.out;
       m.executor->run_on(m.last_call.op, user);
       return;
     }
@@ -564,7 +558,7 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
   // The same non-blocking call as the last, whose request is gone and whose op has finished:
   // started again as it is, without prepare() (an op a request still holds is never shared).
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
-  if (!persistent && !c.blocks && m.last_start.op && same_key(m.last_start.key, key) &&
+  if (!persistent && !c.blocks && m.last_start.op && m.last_start.key == key &&
       m.last_start.op.use_count() == 1 && m.executor->finished(*m.last_start.op)) {
     state->what = m.last_start.what;
     state->op = m.last_start.op;

@@ -49,6 +49,25 @@ class ScheduleCache {
   std::uint64_t serial_ = 0;
 };
 
+// Everything a blocking call's path and op depend on, the communicator's settings being fixed:
+// what the call is, its buffers and counts, and its root (collectives.cpp, key_of).
+struct CallKey {
+  // The collective | its type << 8 | reduction << 16 | algorithm << 24 | (axes' bits + 1) << 32
+  // (0: the whole communicator), in one word: one comparison for all five.
+  std::uint64_t what = 0;
+  std::uint64_t in = 0, in_count = 0, out = 0, out_count = 0;  // addresses and element counts
+  std::uint64_t root = 0;
+  // Six words compared without a branch per word (a defaulted == compares one by one).
+  bool operator==(const CallKey& o) const noexcept {
+    return ((what ^ o.what) | (in ^ o.in) | (in_count ^ o.in_count) | (out ^ o.out) |
+            (out_count ^ o.out_count) | (root ^ o.root)) == 0;
+  }
+  // The same call but for its buffers' addresses.
+  bool same_but_buffers(const CallKey& o) const noexcept {
+    return what == o.what && in_count == o.in_count && out_count == o.out_count && root == o.root;
+  }
+};
+
 // The last blocking call that ran a schedule, kept so that the same call again (the common case
 // in a training loop: the same buffers every step) starts its bound op at once, skipping
 // validation, the choice of algorithm, the schedule lookup and the op pool. Only calls whose
@@ -56,7 +75,7 @@ class ScheduleCache {
 // depends on every rank's), never with argument checking on (that compares across ranks every
 // call), and none survive an allocate (memory that becomes toroid's changes a call's path).
 struct RepeatedCall {
-  std::array<std::uint64_t, 6> key{};
+  CallKey key;
   bool in_place = false;  // the call's form, which a call on other buffers must share
   std::shared_ptr<exec::BoundCollective> op;
   exec::CallName what;  // a request's name (non-blocking starts)
