@@ -21,17 +21,6 @@ namespace {
 // MPI_Comm_create_group's tag: torch makes groups one at a time, in the same order everywhere.
 constexpr int kGroupTag = 7411;
 
-using Clock = std::chrono::steady_clock;
-using namespace std::chrono_literals;
-// The completer polls while calls came within kPollFor instead of being woken for each work:
-// every kPollMin at first, twice as long after each poll that found nothing left to it (the
-// callers drove their works), up to kPollMax. It leaves a work younger than kCallerGrace to a
-// caller who may be about to wait on it (torch's synchronous calls are start + wait, a few
-// microseconds of Python apart).
-constexpr auto kPollFor = 50ms;
-constexpr std::chrono::microseconds kPollMin{100}, kPollMax{1000};
-constexpr auto kCallerGrace = 50us;
-
 std::vector<uint8_t> bytes_of(const std::string& text) { return {text.begin(), text.end()}; }
 
 // toroid's type for a tensor's dtype, and its op for a c10d op; nothing where it has none.
@@ -161,7 +150,7 @@ std::string sub_group_topology(const std::vector<int>& members) {
 
 ToroidWork::ToroidWork(ProcessGroupToroid& group, c10d::OpType type,
                        std::vector<at::Tensor> outputs)
-    : c10d::Work(group.getRank(), type), group_(group), outputs_(std::move(outputs)) {}
+    : c10d::Work(group.getRank(), type), queue_(group.works()), outputs_(std::move(outputs)) {}
 
 bool ToroidWork::isCompleted() {
   std::lock_guard lock(mutex_);
@@ -184,9 +173,9 @@ bool ToroidWork::wait(std::chrono::milliseconds timeout) {
   ReleaseGilIfHeld gil;  // the completer may need it to complete this work
   // The oldest work, not yet taken by the completer: drive it here, with no hand-off. (While
   // the work is incomplete its group is alive: the group's destructor completes every work.)
-  if (!isCompleted() && group_.claim_oldest(*this)) {
+  if (!isCompleted() && queue_.claim_oldest(*this)) {
     drive(true);
-    group_.retire(*this);
+    queue_.retire(*this);
   }
   std::unique_lock lock(mutex_);
   if (timeout == kNoTimeout) {
@@ -326,103 +315,18 @@ ProcessGroupToroid::ProcessGroupToroid(const c10::intrusive_ptr<c10d::Store>& st
   }
   MPI_Comm_dup(comm_->mpi_comm(), &mpi_);
   MPI_Comm_set_errhandler(mpi_, MPI_ERRORS_RETURN);
-  completer_ = std::thread([this] { run_completer(); });
 }
 
 ProcessGroupToroid::~ProcessGroupToroid() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  // Python destroys the group holding the GIL; the completer, finishing its last works, may
-  // need it to free their tensors.
-  ReleaseGilIfHeld gil;
-  if (completer_.joinable()) completer_.join();
+  works_.stop();  // every pending work completed, while the communicator lives
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::enqueue(c10::intrusive_ptr<ToroidWork> work) {
-  bool wake = false;
-  {
-    std::lock_guard lock(mutex_);
-    // Behind another work (async use: nobody may wait soon) or with the completer asleep for
-    // good, wake it; while it polls, a work alone is left to the caller's wait.
-    wake = !pending_.empty() || completer_state_ == Completer::asleep;
-    pending_.push_back(work);
-  }
-  if (wake) wake_.notify_one();
+  works_.push(work);
   return work;
-}
-
-bool ProcessGroupToroid::claim_oldest(ToroidWork& work) {
-  std::lock_guard lock(mutex_);
-  return !pending_.empty() && pending_.front().get() == &work && work.claim();
-}
-
-void ProcessGroupToroid::retire(ToroidWork& work) {
-  c10::intrusive_ptr<ToroidWork> done;  // dropped outside the lock (tensors may need the GIL)
-  {
-    std::lock_guard lock(mutex_);
-    // `work` is the front: claimed by its caller there, and only a work's claimer pops it.
-    (void)work;
-    done = std::move(pending_.front());
-    pending_.pop_front();
-    last_active_ = Clock::now();
-    if (pending_.empty()) return;  // the completer finds out when it polls
-  }
-  wake_.notify_one();  // works behind this one are the completer's
-}
-
-void ProcessGroupToroid::run_completer() {
-  std::unique_lock lock(mutex_);
-  std::chrono::microseconds poll_every = kPollMin;
-  for (;;) {
-    if (pending_.empty()) {
-      if (stop_) return;
-      if (Clock::now() - last_active_ < kPollFor) {
-        completer_state_ = Completer::polling;
-        wake_.wait_for(lock, poll_every);
-        // Nothing left to it (the callers drove their works): poll less often.
-        if (pending_.empty() || pending_.front()->claimed())
-          poll_every = std::min(2 * poll_every, kPollMax);
-      } else {
-        completer_state_ = Completer::asleep;
-        wake_.wait(lock, [&] { return stop_ || !pending_.empty(); });
-      }
-      completer_state_ = Completer::busy;
-      continue;
-    }
-    c10::intrusive_ptr<ToroidWork> work = pending_.front();
-    const auto moved_on = [&] { return stop_ || pending_.empty() || pending_.front() != work; };
-    // Young and alone: its caller may be about to wait on it and drive it itself. Taken by a
-    // caller: it is driven. Either way look again later (retire() does not wake us for it,
-    // so the caller pays no wake-up).
-    const auto grace_ends = work->started + kCallerGrace;
-    const bool young = pending_.size() == 1 && Clock::now() < grace_ends;
-    if ((young && !stop_) || work->claimed()) {
-      completer_state_ = Completer::polling;
-      if (young)
-        wake_.wait_until(lock, grace_ends, moved_on);
-      else
-        wake_.wait_for(lock, poll_every, moved_on);
-      completer_state_ = Completer::busy;
-    } else if (work->claim()) {
-      poll_every = kPollMin;  // a work left to the completer: poll sooner while calls come
-      lock.unlock();
-      work->drive(false);
-      lock.lock();
-      pending_.pop_front();
-      last_active_ = Clock::now();
-    }
-    // `work` goes outside every lock (it may hold the last references to tensors, whose
-    // Python objects need the GIL to be freed).
-    lock.unlock();
-    work.reset();
-    lock.lock();
-  }
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupToroid::start_allreduce(std::vector<at::Tensor>& tensors,

@@ -1,24 +1,14 @@
 // A torch.distributed (c10d) process group whose collectives are toroid's.
 //
 //   torch.distributed.all_reduce(t)  ->  ProcessGroupToroid::allreduce  ->  toroid::iallreduce
-//        work.wait() / DDP's future  <-  Completer thread: test() the oldest request, complete
+//        work.wait() / DDP's future  <-  WorkQueue's completer: test() the oldest request, complete
 //
 // Terms: a *work* is what c10d returns for one operation: it completes when every toroid
 // request behind it has (one per tensor for coalesced all-reduces), after any copy from a
 // staging buffer into the caller's output tensors (list forms of all-gather and reduce-scatter).
 // Its future (getFuture, which DDP's communication hooks chain on) completes at the same time.
-// Works complete in the order they were started, by one of two threads:
-//  - the caller's, when it waits on the oldest pending work before the completer has taken it
-//    (a synchronous dist.all_reduce is start + wait): it drives the requests itself, with no
-//    thread hand-off. While calls keep coming the completer polls (every 0.1-1 ms) instead of
-//    being woken for each work, and leaves a work alone for kCallerGrace after its start, so
-//    a synchronous call costs no futex wake and no context switch;
-//  - the completer thread otherwise: it drives toroid's progress while works are pending (one
-//    round per test, so the caller's thread can start the next collective between rounds) and
-//    sleeps when none is. A work started behind another, or while the completer sleeps for
-//    good (no call for kPollFor), wakes it at once; an async work started alone while it polls
-//    waits at most a poll interval (1 ms) for it.
-// Both call MPI beside each other, so MPI must run with MPI_THREAD_MULTIPLE.
+// Works complete in the order they were started, by the caller's thread or the group's
+// completer thread (work_queue.hpp says which, when, and why a thread of its own).
 //
 // Written against torch 1.13 (Debian's): c10d::ProcessGroup is the base class there (later
 // releases moved collectives to c10d::Backend).
@@ -28,16 +18,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "toroid/communicator.hpp"
 #include "toroid/request.hpp"
+#include "work_queue.hpp"
 
 namespace toroid::torch_backend {
 
@@ -68,7 +56,7 @@ class ToroidWork : public c10d::Work {
   bool claimed() const { return claimed_.load(); }
 
  private:
-  ProcessGroupToroid& group_;
+  WorkQueue& queue_;  // its group's
   std::atomic<bool> claimed_{false};
   void settle(c10::ivalue::Future& future);  // complete it as this work completed
   std::vector<at::Tensor> outputs_;
@@ -154,15 +142,10 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
 
   Communicator& communicator() { return *comm_; }
-
-  // A caller about to wait on `work`: true when it is the oldest pending work and nobody drives
-  // it yet, and then the caller drives it and calls retire(work) when it is complete.
-  bool claim_oldest(ToroidWork& work);
-  void retire(ToroidWork& work);
+  WorkQueue& works() { return works_; }
 
  private:
   c10::intrusive_ptr<c10d::Work> enqueue(c10::intrusive_ptr<ToroidWork> work);
-  void run_completer();
 
   // One tensor all-reduced: in place, or into scratch (the tensor keeps its values).
   c10::intrusive_ptr<c10d::Work> start_allreduce(std::vector<at::Tensor>& tensors,
@@ -195,15 +178,8 @@ class ProcessGroupToroid : public c10d::ProcessGroup {
 
   std::unique_ptr<Communicator> comm_;
   MPI_Comm mpi_ = MPI_COMM_NULL;  // the group's own duplicate for the MPI operations
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<c10::intrusive_ptr<ToroidWork>> pending_;
-  bool stop_ = false;
-  // What the completer does while it holds no work: each state says whether a change of the
-  // queue must wake it (notify) or it will see it itself.
-  enum class Completer { busy, polling, asleep } completer_state_ = Completer::busy;
-  std::chrono::steady_clock::time_point last_active_{};
-  std::thread completer_;
+  // Last: its destructor completes the works still pending while the communicator is alive.
+  WorkQueue works_;
 };
 
 }  // namespace toroid::torch_backend
