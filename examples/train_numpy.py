@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Data-parallel training from Python: a two-layer MLP classifier in numpy, its weight update
-sharded across the ranks with toroid.ShardedOptimizer, the gradients of each layer marked ready
+sharded across the ranks with toroid.NumpyShardedOptimizer, the gradients of each layer marked ready
 as the backward pass produces them (the reduce-scatters overlap the rest of the pass).
 
     mpirun -np 4 /usr/bin/python3 examples/train_numpy.py --steps 30 --optimizer adam
@@ -51,7 +51,7 @@ def main():
     grads = {name: np.zeros_like(v) for name, v in (("fc1.weight", w1), ("fc1.bias", b1), ("fc2.weight", w2), ("fc2.bias", b2))}
     params = [("fc1.weight", w1, grads["fc1.weight"]), ("fc1.bias", b1, grads["fc1.bias"]),
               ("fc2.weight", w2, grads["fc2.weight"]), ("fc2.bias", b2, grads["fc2.bias"])]
-    opt = toroid.ShardedOptimizer(comm, params, kind=a.optimizer, learning_rate=a.lr, weight_decay=1e-4,
+    opt = toroid.NumpyShardedOptimizer(comm, params, kind=a.optimizer, learning_rate=a.lr, weight_decay=1e-4,
                                   no_weight_decay=["bias"], average=False)
     lo, n = toroid.block_of(a.batch, p, r)
     loss_sum = np.zeros(1)

@@ -26,7 +26,7 @@ from . import _toroid
 from ._toroid import Error, InvalidArgument, MpiError, Request, TopologyError
 
 __version__ = _toroid.__version__
-__all__ = ["Communicator", "ShardedOptimizer", "GradientReducer", "Request", "Error", "InvalidArgument",
+__all__ = ["Communicator", "NumpyShardedOptimizer", "GradientReducer", "Request", "Error", "InvalidArgument",
            "TopologyError", "MpiError", "block_of", "settings", "algorithms"]
 
 _we_initialized_mpi = False
@@ -259,9 +259,10 @@ class Communicator:
         return self._c.ibroadcast(x, root, algorithm)
 
 
-class ShardedOptimizer:
-    """Weight-update sharding (docs/optimizer.md): reduce-scatter the gradients, update this
-    rank's shard, all-gather the weights.
+class NumpyShardedOptimizer:
+    """Weight-update sharding on numpy arrays (docs/optimizer.md): reduce-scatter the gradients,
+    update this rank's shard, all-gather the weights. The C++ ShardedOptimizer, with its names;
+    for torch models, toroid.optim.ShardedOptimizer (a torch.optim.Optimizer built on this one).
 
     params: a list of (name, weights, grads): float32 weights updated in place, float32 or
     bfloat16 gradients, contiguous, alive as long as the optimizer. Settings are the C++

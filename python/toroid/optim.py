@@ -136,7 +136,7 @@ class ShardedOptimizer(torch.optim.Optimizer):
             self._grads.append(grads)
             self._ready.append(set())
             self._fixed.append({k: g[k] for k in _FIXED_KEYS})
-            self._opts.append(toroid.ShardedOptimizer(comm, entries, **self._group_settings(g)))
+            self._opts.append(toroid.NumpyShardedOptimizer(comm, entries, **self._group_settings(g)))
         if self._overlap:
             with torch.enable_grad():  # the graph node exists only with grad mode on
                 for gi, g in enumerate(self.param_groups):

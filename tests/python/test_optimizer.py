@@ -31,9 +31,9 @@ def test_sharded_equals_replicated_and_overlap_is_bitwise(comm):
                     first_bucket_bytes=128)
     (w1, g1), (w2, g2), (w3, g3) = model(), model(), model()
     names = [f"t{t}" for t in range(len(SIZES))]
-    a = toroid.ShardedOptimizer(comm, list(zip(names, w1, g1)), **settings)
-    b = toroid.ShardedOptimizer(comm, list(zip(names, w2, g2)), shard=False, **settings)
-    c = toroid.ShardedOptimizer(comm, list(zip(names, w3, g3)), **settings)
+    a = toroid.NumpyShardedOptimizer(comm, list(zip(names, w1, g1)), **settings)
+    b = toroid.NumpyShardedOptimizer(comm, list(zip(names, w2, g2)), shard=False, **settings)
+    c = toroid.NumpyShardedOptimizer(comm, list(zip(names, w3, g3)), **settings)
     for step in range(1, 8):
         for gs in (g1, g2, g3):
             set_grads(gs, step)
@@ -64,7 +64,7 @@ def saved_after_one_step(comm, tmp_path_factory):
     """An Adam optimizer after one step, saved to a path every rank shares; its weights then."""
     path = world.bcast(str(tmp_path_factory.mktemp("ckpt") / "opt.ckpt") if R == 0 else None)
     ws, gs = model()
-    opt = toroid.ShardedOptimizer(comm, [(f"t{t}", w, g) for t, (w, g) in enumerate(zip(ws, gs))], kind="adam")
+    opt = toroid.NumpyShardedOptimizer(comm, [(f"t{t}", w, g) for t, (w, g) in enumerate(zip(ws, gs))], kind="adam")
     set_grads(gs, 1)
     opt.step()
     opt.save(path)
