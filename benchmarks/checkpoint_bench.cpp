@@ -21,15 +21,15 @@
 
 namespace {
 
-struct Options {
+struct CommandLine {
   double mb = 100;
   std::string path = "toroid-checkpoint-bench.ckpt";
   int repeat = 3;
   bool cold = false;
 };
 
-Options parse(int argc, char** argv) {
-  Options o;
+CommandLine parse(int argc, char** argv) {
+  CommandLine o;
   for (int i = 1; i < argc; i += 2) {
     const std::string opt = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument(opt + ": missing value");
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int rc = 0;
   try {
-    const Options o = parse(argc, argv);
+    const CommandLine o = parse(argc, argv);
     toroid::Communicator comm(MPI_COMM_WORLD);
     const std::size_t tensors = 8;
     const auto per = static_cast<std::size_t>(o.mb * 1e6 / 4 / tensors);

@@ -34,7 +34,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-struct Options {
+struct CommandLine {
   std::vector<std::size_t> sizes{4096, 256u << 20};
   std::vector<Isa> isas;
   std::vector<DataType> types{DataType::f32,  DataType::f64, DataType::f16,
@@ -54,8 +54,8 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-Options parse(int argc, char** argv) {
-  Options o;
+CommandLine parse(int argc, char** argv) {
+  CommandLine o;
   for (Isa isa : kAllIsas)
     if (isa_supported(isa)) o.isas.push_back(isa);
   for (int i = 1; i < argc; ++i) {
@@ -196,7 +196,7 @@ std::string size_name(std::size_t b) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Options o = parse(argc, argv);
+  const CommandLine o = parse(argc, argv);
   const std::size_t max_bytes = *std::max_element(o.sizes.begin(), o.sizes.end());
   Array a(max_bytes), b(max_bytes), d(max_bytes), c(max_bytes), e(max_bytes);
   std::vector<Row> rows;

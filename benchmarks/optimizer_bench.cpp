@@ -18,7 +18,7 @@
 
 namespace {
 
-struct Options {
+struct CommandLine {
   std::size_t params = 50'000'000, tensors = 8;
   int steps = 5;
   std::vector<toroid::OptimizerKind> kinds = {toroid::OptimizerKind::adam,
@@ -34,8 +34,8 @@ std::size_t number(const std::string& opt, const std::string& v) {
   return static_cast<std::size_t>(n);
 }
 
-Options parse(int argc, char** argv) {
-  Options o;
+CommandLine parse(int argc, char** argv) {
+  CommandLine o;
   for (int i = 1; i < argc; i += 2) {
     const std::string opt = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument(opt + ": missing value");
@@ -69,8 +69,8 @@ struct Result {
   std::size_t state = 0;
 };
 
-Result measure(toroid::Communicator& comm, const Options& o, toroid::OptimizerKind kind, bool shard,
-               std::vector<std::vector<float>>& weights,
+Result measure(toroid::Communicator& comm, const CommandLine& o, toroid::OptimizerKind kind,
+               bool shard, std::vector<std::vector<float>>& weights,
                const std::vector<std::vector<float>>& grads) {
   std::vector<toroid::Parameter> params;
   for (std::size_t t = 0; t < weights.size(); ++t)
@@ -93,7 +93,7 @@ Result measure(toroid::Communicator& comm, const Options& o, toroid::OptimizerKi
   return {v[0] / o.steps, v[1] / o.steps, v[2] / o.steps, v[3] / o.steps, opt.state_bytes()};
 }
 
-int run(const Options& o) {
+int run(const CommandLine& o) {
   toroid::Communicator comm(MPI_COMM_WORLD);
   std::vector<std::vector<float>> weights, grads;
   for (std::size_t t = 0; t < o.tensors; ++t) {

@@ -27,7 +27,7 @@ namespace {
 // that scale (model::fixed_rule), else what the selector does (every candidate priced, the
 // fastest wins; here on the torus's own links). Along axes the same for the sub-torus, priced
 // on it alone (its groups share no link), the pick then run along the axes.
-model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Spec& r,
+model::SimResult simulate_auto(const sim_cli::CommandLine& o, const schedule::Spec& r,
                                const std::vector<int>& nodes, Algorithm& picked) {
   const model::SimModel priced = o.axes ? model::model_along(o.model, *o.axes) : o.model;
   schedule::Spec alone = r;
@@ -61,7 +61,7 @@ model::SimResult simulate_auto(const sim_cli::Options& o, const schedule::Spec& 
 }  // namespace
 
 int main(int argc, char** argv) {
-  sim_cli::Options o;
+  sim_cli::CommandLine o;
   try {
     bool help = false;
     std::string help_text;

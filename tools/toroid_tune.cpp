@@ -43,7 +43,7 @@ namespace {
 
 using namespace toroid;
 
-struct Settings {
+struct CommandLine {
   std::string out = "toroid-tuning.txt";
   std::uint64_t max_bytes = 16u << 20;
   int iters = 20;
@@ -58,9 +58,9 @@ struct Settings {
   std::exit(status);
 }
 
-Settings parse(int argc, char** argv, int rank) {
+CommandLine parse(int argc, char** argv, int rank) {
   namespace po = boost::program_options;
-  Settings s;
+  CommandLine s;
   std::string max_bytes = "16M", links = "switch", choose = "64M";
   po::options_description d(
       "toroid-tune: measures auto's link parameters\n"
@@ -131,7 +131,7 @@ sim_cli::Fit fit_regimes(const std::vector<std::pair<double, double>>& pts) {
 }
 
 // Fits one link class from the pairs' exchanges: the median pair's fit on rank 0.
-std::optional<model::LinkParams> measure(std::optional<int> pair_color, const Settings& s,
+std::optional<model::LinkParams> measure(std::optional<int> pair_color, const CommandLine& s,
                                          std::optional<Transport> transport, const char* name,
                                          int rank) {
   MPI_Comm split = MPI_COMM_NULL;
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const Settings s = parse(argc, argv, rank);
+  const CommandLine s = parse(argc, argv, rank);
   int status = 0;
   try {
     // The real nodes: emulated ones (TOROID_NODES) share this machine's memory, no network.

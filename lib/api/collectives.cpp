@@ -447,7 +447,7 @@ std::shared_ptr<exec::BoundCollective> single_copy_op(Communicator::Impl& m, con
   params.what.algorithm = Algorithm::automatic;
   std::shared_ptr<exec::BoundCollective> op;
   if (may_fall_back && m.blocking_single_copy_op.use_count() == 1 &&
-      m.blocking_single_copy_op->state() != exec::BoundCollective::State::active)
+      m.blocking_single_copy_op->status() != exec::BoundCollective::Status::active)
     op = m.blocking_single_copy_op;
   else
     op = std::make_shared<exec::BoundCollective>();
@@ -493,7 +493,7 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
   normalize_axes(c, m);
   const auto key = key_of(c, requested.value_or(m.config.algorithm));
   if (m.last_call.op && !c.blocks &&
-      m.last_call.op->state() != exec::BoundCollective::State::active) {
+      m.last_call.op->status() != exec::BoundCollective::Status::active) {
     if (m.last_call.key == key) {
       m.executor->run(m.last_call.op);
       return;

@@ -129,7 +129,7 @@ std::shared_ptr<exec::BoundCollective> Executor::acquire(
   }
   std::shared_ptr<exec::BoundCollective>* free = nullptr;
   for (auto& op : pool_) {
-    if (op.use_count() != 1 || op->state() == exec::BoundCollective::State::active)
+    if (op.use_count() != 1 || op->status() == exec::BoundCollective::Status::active)
       continue;  // in flight or held
     if (op->bound_to(*s, serial, user, params)) return op;
     if (!free) free = &op;
@@ -151,7 +151,7 @@ std::shared_ptr<exec::BoundCollective> Executor::acquire_into(
     const std::shared_ptr<const schedule::Schedule>& s, const schedule::BufferSet& user,
     const exec::ExecParams& params) {
   Hold hold(*this);
-  if (!slot || slot.use_count() != 1 || slot->state() == exec::BoundCollective::State::active)
+  if (!slot || slot.use_count() != 1 || slot->status() == exec::BoundCollective::Status::active)
     slot = std::make_shared<exec::BoundCollective>();
   slot->bind(s, user, params, engine_);  // its vectors' room is reused
   return slot;
@@ -191,7 +191,7 @@ bool Executor::test(exec::BoundCollective& op) {
 
 bool Executor::finished(const exec::BoundCollective& op) {
   Hold hold(*this);
-  return op.state() != exec::BoundCollective::State::active;
+  return op.status() != exec::BoundCollective::Status::active;
 }
 
 void Executor::wait_all() {

@@ -81,7 +81,7 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
   }
   if (shm_tasks_ > 0) carry_local_copies();
   bind_addresses();
-  state_ = State::idle;
+  status_ = Status::idle;
 }
 
 void BoundCollective::rebind(const schedule::BufferSet& user) {
@@ -122,7 +122,7 @@ void BoundCollective::bind_single_copy(NodeMemory& memory, const SingleCopyCall&
   tasks_.clear();
   shm_tasks_ = mpi_tasks_ = 0;
   single_copy_.emplace(memory, call, params, may_fall_back);
-  state_ = State::idle;
+  status_ = Status::idle;
 }
 
 // Shared memory: a receive whose bytes one send forwards unchanged hands each segment straight

@@ -55,7 +55,7 @@ struct Task {
 
 class BoundCollective {
  public:
-  enum class State : std::uint8_t { idle, active, done, failed };
+  enum class Status : std::uint8_t { idle, active, done, failed };
 
   // Binds `s` (kept alive while bound) to `user` buffers (input, output; scratch is the
   // op's own) and resolves each step's transport and channel on `engine`.
@@ -79,7 +79,7 @@ class BoundCollective {
   // communicator's next blocking alltoallv fills again where nothing else holds them).
   void release_single_copy() noexcept { single_copy_.reset(); }
 
-  State state() const noexcept { return state_; }
+  Status status() const noexcept { return status_; }
 
  private:
   friend class Engine;
@@ -102,7 +102,7 @@ class BoundCollective {
   std::size_t first_open_ = 0, shm_tasks_ = 0, mpi_tasks_ = 0;
   std::size_t segment_ = 0;  // bytes per staged segment, and segments staged per receive:
   std::uint32_t depth_ = 1;  // set by bind, kept by rebind (same type, same params)
-  State state_ = State::idle;
+  Status status_ = Status::idle;
   std::exception_ptr error_;
   std::uint32_t trace_call_ = UINT32_MAX;  // its call in the timeline being recorded
 };

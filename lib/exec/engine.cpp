@@ -21,7 +21,7 @@ Channel& Engine::channel(bool sends, int peer, int tag) {
 }
 
 void Engine::start(const std::shared_ptr<BoundCollective>& op, bool move_now) {
-  if (op->state_ == BoundCollective::State::active)
+  if (op->status_ == BoundCollective::Status::active)
     throw InvalidArgument("a collective was started while it is still active");
   if (!move_now && op->mpi_tasks_ > 0 && !mpi_refused_.empty()) {
     int me = 0;
@@ -29,7 +29,7 @@ void Engine::start(const std::shared_ptr<BoundCollective>& op, bool move_now) {
     throw InvalidArgument(
         fmt::format("{} on rank {}: {}", op->params_.what.text(), me, mpi_refused_));
   }
-  op->state_ = BoundCollective::State::active;
+  op->status_ = BoundCollective::Status::active;
   op->error_ = nullptr;
   op->first_open_ = 0;
   if (tracer_) op->trace_call_ = tracer_->begin_call(op->params_.what.text(), op->params_.bytes);
@@ -63,7 +63,7 @@ void Engine::start(const std::shared_ptr<BoundCollective>& op, bool move_now) {
     fail_all(std::current_exception());
     return;
   }
-  if (op->state_ == BoundCollective::State::active) active_.push_back(op);
+  if (op->status_ == BoundCollective::Status::active) active_.push_back(op);
 }
 
 bool Engine::can_start(const BoundCollective& op, const Task& t) const {
@@ -129,7 +129,7 @@ bool Engine::advance_as(BoundCollective& op) {
     if (single_copies_.front() != &op) return false;  // an earlier one first
     const bool moved = op.single_copy_->advance();
     if (op.single_copy_->finished()) {
-      op.state_ = BoundCollective::State::done;
+      op.status_ = BoundCollective::Status::done;
       single_copies_.pop_front();
       if constexpr (kTrace) tracer_->end_call(op.trace_call_);
     }
@@ -188,7 +188,7 @@ bool Engine::advance_as(BoundCollective& op) {
   // above on the next round; the op ends when every task has.
   while (op.first_open_ < tasks.size() && tasks[op.first_open_].finished) ++op.first_open_;
   if (op.first_open_ == tasks.size()) {
-    op.state_ = BoundCollective::State::done;
+    op.status_ = BoundCollective::Status::done;
     if (op.schedule_->exact_messages) fail_on_mismatch(op);
     if constexpr (kTrace) tracer_->end_call(op.trace_call_);
   }
@@ -208,7 +208,7 @@ void Engine::fail_on_mismatch(BoundCollective& op) const {
     const int peer = t.step->peer;
     const std::string sent =
         fmt::format("{} element{}", m.arrived / es, m.arrived / es == 1 ? "" : "s");
-    op.state_ = BoundCollective::State::failed;
+    op.status_ = BoundCollective::Status::failed;
     op.error_ = std::make_exception_ptr(InvalidArgument(fmt::format(
         "{} on rank {}: rank {} sent {} to rank {}, whose receive count for rank {} is {}: a "
         "send count and the matching receive count must be equal",
@@ -228,14 +228,14 @@ bool Engine::progress() {
     return true;
   }
   std::erase_if(active_, [](const std::shared_ptr<BoundCollective>& o) {
-    return o->state_ != BoundCollective::State::active;
+    return o->status_ != BoundCollective::Status::active;
   });
   return moved;
 }
 
 void Engine::fail_all(std::exception_ptr e) {
   for (auto& op : active_) {
-    op->state_ = BoundCollective::State::failed;
+    op->status_ = BoundCollective::Status::failed;
     op->error_ = e;
   }
   active_.clear();
@@ -248,12 +248,12 @@ void Engine::fail_all(std::exception_ptr e) {
 
 void Engine::wait_until_ended(BoundCollective& op) {
   Backoff backoff(op.params_.timeout_s);
-  while (op.state_ == BoundCollective::State::active) {
+  while (op.status_ == BoundCollective::Status::active) {
     if (progress()) {
       backoff.moved();
       continue;
     }
-    if (op.state_ != BoundCollective::State::active) break;
+    if (op.status_ != BoundCollective::Status::active) break;
     // Only MPI can move now: block inside it, unless the watchdog needs to look or other
     // engines have collectives that only this thread may be moving.
     if (shm_open_ == 0 && probing_ == 0 && single_copies_.empty() && requests_.open() > 0 &&
@@ -271,7 +271,7 @@ void Engine::wait_until_ended(BoundCollective& op) {
     // it can take part in this very collective).
     if (backoff.time_to_move_elsewhere()) move_elsewhere();
   }
-  if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);
+  if (op.status_ == BoundCollective::Status::failed) std::rethrow_exception(op.error_);
 }
 
 void Engine::move_elsewhere() noexcept {
@@ -280,14 +280,14 @@ void Engine::move_elsewhere() noexcept {
 }
 
 bool Engine::test(BoundCollective& op) {
-  if (op.state_ == BoundCollective::State::active && !progress() &&
-      op.state_ == BoundCollective::State::active) {
+  if (op.status_ == BoundCollective::Status::active && !progress() &&
+      op.status_ == BoundCollective::Status::active) {
     // As MPI_Test would (the program may poll this and nothing else), every so many tests.
     if (++idle_tests_ % Backoff::kElsewhereEvery == 0) move_elsewhere();
     Backoff::after_idle_test();
   }
-  if (op.state_ == BoundCollective::State::failed) std::rethrow_exception(op.error_);
-  return op.state_ != BoundCollective::State::active;
+  if (op.status_ == BoundCollective::Status::failed) std::rethrow_exception(op.error_);
+  return op.status_ != BoundCollective::Status::active;
 }
 
 void Engine::wait_all() {

@@ -67,7 +67,7 @@ class Engine {
   // Progress until `op` is done (blocking inside MPI when only MPI can move, and no watchdog);
   // rethrows the op's error. The watchdog (the op's timeout) aborts the job when nothing moves.
   void wait(BoundCollective& op) {
-    if (op.state() != BoundCollective::State::done) wait_until_ended(op);  // done: nothing to do
+    if (op.status() != BoundCollective::Status::done) wait_until_ended(op);  // done: nothing to do
   }
   // One round; whether `op` is done (rethrows its error).
   bool test(BoundCollective& op);

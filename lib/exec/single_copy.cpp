@@ -91,7 +91,7 @@ SingleCopy::SingleCopy(NodeMemory& memory, const SingleCopyCall& call, const Exe
 }
 
 void SingleCopy::restart() {
-  state_ = State::queued;
+  phase_ = Phase::queued;
   fell_back_ = false;
   at_ = 0;
   remote_ = false;
@@ -101,7 +101,7 @@ void SingleCopy::restart() {
 
 bool SingleCopy::advance() {
   bool moved = false;
-  if (state_ == State::queued) {
+  if (phase_ == Phase::queued) {
     // Post this call: what it passed, then the seq that makes it visible (release).
     seq_ = memory_.next_seq();
     CallPost& post = memory_.control(memory_.local_rank()).post[seq_ % 2];
@@ -139,18 +139,18 @@ bool SingleCopy::advance() {
       kernels::copy(memory_.stage(memory_.local_rank(), seq_), call_.in_data, n * es);
     }
     store(post.seq, seq_);
-    state_ = State::entering;
+    phase_ = Phase::entering;
     moved = true;
   }
-  if (state_ == State::entering) {
+  if (phase_ == Phase::entering) {
     if (!enter()) return moved;
     moved = true;
   }
-  if (state_ == State::working) {
+  if (phase_ == Phase::working) {
     moved |= work();
-    if (state_ != State::leaving) return moved;
+    if (phase_ != Phase::leaving) return moved;
   }
-  if (state_ == State::leaving) moved |= leave();
+  if (phase_ == Phase::leaving) moved |= leave();
   return moved;
 }
 
@@ -230,7 +230,7 @@ bool SingleCopy::enter() {
         text = fmt::format("{} differs between ranks: {}", name, who_holds(holders));
         break;
       }
-      state_ = State::finished;
+      phase_ = Phase::finished;
       throw InvalidArgument(
           fmt::format("{} on rank {}: {}", params_.what.text(), call_.rank, text));
     }
@@ -240,14 +240,14 @@ bool SingleCopy::enter() {
     for (int r = 0; r < call_.size; ++r) all_in_stage_ = all_in_stage_ && post_of(r).in_stage;
     if (all_in_stage_) {  // every block from the stages: no peer's buffer is touched
       streams_ = false;
-      state_ = State::working;
+      phase_ = Phase::working;
       return true;
     }
   }
   if (call_.staged) {
     work_staged();
     memory_.count_staged();
-    state_ = State::finished;  // no leave: see single_copy.hpp
+    phase_ = Phase::finished;  // no leave: see single_copy.hpp
     return true;
   }
   bool one_allocation = call_.in.id != 0 && call_.out.id != 0;  // 0: not toroid's (remote reads)
@@ -261,13 +261,13 @@ bool SingleCopy::enter() {
     for (int r = 0; r < call_.size; ++r)
       in_.push_back(reinterpret_cast<const std::byte*>(post_of(r).in_address));
     streams_ = false;
-    state_ = State::working;
+    phase_ = Phase::working;
     return true;
   }
   if (!one_allocation) {
     // Every rank sees the same posts, so every rank ends here alike; nobody touched anything,
     // and no rank waits for a done of this seq (done only ever grows).
-    state_ = State::finished;
+    phase_ = Phase::finished;
     if (may_fall_back_) {
       fell_back_ = true;
       return true;
@@ -294,7 +294,7 @@ bool SingleCopy::enter() {
     for (std::uint64_t c : call_.blocks->recv_counts) writes += c;
   }
   streams_ = writes * size_of(params_.type) >= kStreamBytes;
-  state_ = State::working;
+  phase_ = Phase::working;
   return true;
 }
 
@@ -367,9 +367,9 @@ bool SingleCopy::work_alltoall() {
   }
   if (at_ == p && all_in_stage_) {  // no leave: as a staged call (single_copy.hpp)
     memory_.count_staged();
-    state_ = State::finished;
+    phase_ = Phase::finished;
   } else if (at_ == p || failed_errno_ != 0) {
-    state_ = State::leaving;
+    phase_ = Phase::leaving;
   }
   return true;
 }
@@ -406,7 +406,7 @@ bool SingleCopy::work() {
           in_[static_cast<std::size_t>(j)], b.count * es);
       moved += b.count;
     }
-    if (at_ == static_cast<std::uint64_t>(call_.size)) state_ = State::leaving;
+    if (at_ == static_cast<std::uint64_t>(call_.size)) phase_ = Phase::leaving;
     return true;
   }
   const kernels::ReduceFn reduce = kernels::reduce_fn(params_.type, params_.op);
@@ -430,7 +430,7 @@ bool SingleCopy::work() {
     }
   }
   at_ = end;
-  if (at_ >= mine_.count) state_ = State::leaving;
+  if (at_ >= mine_.count) phase_ = Phase::leaving;
   return true;
 }
 
@@ -487,7 +487,7 @@ bool SingleCopy::leave() {
   for (int r = 0; r < call_.size; ++r)
     if (load(memory_.control(memory_.local_of(r)).done) < seq_) return false;
   in_held_.reset(), out_held_.reset();
-  state_ = State::finished;
+  phase_ = Phase::finished;
   for (int r = 0; r < call_.size; ++r) {
     const RankControl& c = memory_.control(memory_.local_of(r));
     if (c.failed != seq_) continue;
@@ -504,14 +504,14 @@ std::string SingleCopy::waiting() const {
   std::string lines;
   for (int r = 0; r < call_.size; ++r) {
     const RankControl& c = memory_.control(memory_.local_of(r));
-    if (state_ == State::entering && load(c.post[seq_ % 2].seq) != seq_)
+    if (phase_ == Phase::entering && load(c.post[seq_ % 2].seq) != seq_)
       lines += fmt::format("\n  waiting: rank {} to enter {} (single-copy, call {})", r,
                            params_.what.text(), seq_);
-    if (state_ == State::leaving && load(c.done) < seq_)
+    if (phase_ == Phase::leaving && load(c.done) < seq_)
       lines += fmt::format("\n  waiting: rank {} to finish {} (single-copy, call {})", r,
                            params_.what.text(), seq_);
   }
-  if (state_ == State::queued)
+  if (phase_ == Phase::queued)
     lines += fmt::format("\n  waiting: {} (single-copy) behind an earlier single-copy call",
                          params_.what.text());
   return lines;

@@ -144,13 +144,13 @@ class SingleCopy {
   // Moves what it can; whether anything moved. Throws InvalidArgument on every rank alike when
   // the ranks' calls do not match.
   bool advance();
-  bool finished() const noexcept { return state_ == State::finished; }
+  bool finished() const noexcept { return phase_ == Phase::finished; }
   bool fell_back() const noexcept { return fell_back_; }
-  bool started() const noexcept { return state_ != State::queued; }
+  bool started() const noexcept { return phase_ != Phase::queued; }
   std::string waiting() const;  // the watchdog's lines: who this rank waits for
 
  private:
-  enum class State { queued, entering, working, leaving, finished };
+  enum class Phase { queued, entering, working, leaving, finished };
   bool enter();
   void check_layouts() const;
   void prefetch_peers() const;
@@ -176,7 +176,7 @@ class SingleCopy {
   SingleCopyCall call_;
   ExecParams params_;
   bool may_fall_back_;
-  State state_ = State::queued;
+  Phase phase_ = Phase::queued;
   bool fell_back_ = false;
   std::uint64_t seq_ = 0;
   std::uint64_t at_ = 0;  // work: elements of this rank's block (all-gather, all-to-all: blocks)

@@ -95,12 +95,12 @@ struct Event {
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
-class Engine {
+class SimRun {
  public:
   // `parts`: the ranks' programs, rank after rank across the parts (built apart, on threads);
   // with `classes`, one rank per class (its representative's program), class after class.
   // `timeline`: when given, filled with every rank's steps (the parts keep every phase).
-  Engine(const SimModel& m, std::vector<Programs>& parts, std::vector<RankTimeline>* timeline,
+  SimRun(const SimModel& m, std::vector<Programs>& parts, std::vector<RankTimeline>* timeline,
          const sim::RankClasses* classes)
       : m_(m), parts_(parts), timeline_(timeline), classes_(classes), net_(m) {
     if (classes_) net_.use_link_classes(classes_->link_representatives());
@@ -691,7 +691,7 @@ SimResult run_programs(const SimModel& m, std::vector<Programs>& parts,
         "one node index in [0, ranks) per rank)";
     return r;
   }
-  return Engine(m, parts, timeline, classes).run();
+  return SimRun(m, parts, timeline, classes).run();
 }
 
 // The programs of one representative per class of `a` on `m`'s torus, when its ranks'

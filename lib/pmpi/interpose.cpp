@@ -44,7 +44,7 @@ int serve(MPI_Comm comm, const char* name, Call&& call) noexcept {
 
 // Reduce-scatter in MPI's layout: this rank's block at the start of recvbuf. toroid's in-place
 // form leaves the block at its own offset, so it is moved to the front afterwards.
-void reduce_scatter_to_front(const void* sendbuf, void* recvbuf, const Plan& p, State& s) {
+void reduce_scatter_to_front(const void* sendbuf, void* recvbuf, const Plan& p, AttachedComm& s) {
   const Block own = block_of(p.count, p.size, s.comm.rank());
   if (sendbuf != MPI_IN_PLACE) {
     reduce_scatter(sendbuf, p.count, recvbuf, own.count, p.type, p.op, s.comm,
@@ -89,7 +89,7 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
   const Decision p = plan_allreduce(count, type, op, comm);
   report("MPI_Allreduce", p, type);
   if (!p) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
-  return serve(comm, "MPI_Allreduce", [&](State& s) {
+  return serve(comm, "MPI_Allreduce", [&](AttachedComm& s) {
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     allreduce(in, p->count, recvbuf, p->count, p->type, p->op, s.comm,
               s.algorithm_for(Collective::allreduce));
@@ -102,7 +102,7 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, 
   report("MPI_Reduce_scatter_block", p, type);
   if (!p) return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, type, op, comm);
   return serve(comm, "MPI_Reduce_scatter_block",
-               [&](State& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
+               [&](AttachedComm& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
 }
 
 int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
@@ -111,7 +111,7 @@ int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[
   report("MPI_Reduce_scatter", p, type);
   if (!p) return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, type, op, comm);
   return serve(comm, "MPI_Reduce_scatter",
-               [&](State& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
+               [&](AttachedComm& s) { reduce_scatter_to_front(sendbuf, recvbuf, *p, s); });
 }
 
 int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
@@ -124,7 +124,7 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
                                 : Decision::forward(inside_toroid() ? nullptr : kSendSideDiffers);
   report("MPI_Allgather", p, recvtype);
   if (!p) return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return serve(comm, "MPI_Allgather", [&](State& s) {
+  return serve(comm, "MPI_Allgather", [&](AttachedComm& s) {
     const Block own = block_of(p->count, p->size, s.comm.rank());
     const void* in = sendbuf == MPI_IN_PLACE
                          ? static_cast<std::byte*>(recvbuf) + own.offset * size_of(p->type)
@@ -147,7 +147,7 @@ int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
   if (!p)
     return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            comm);
-  return serve(comm, "MPI_Allgatherv", [&](State& s) {
+  return serve(comm, "MPI_Allgatherv", [&](AttachedComm& s) {
     // The blocks land where the block rule puts them; a rank whose displacements differ (each
     // rank may lay out its receive buffer its own way) gathers into scratch and moves them.
     const std::size_t es = size_of(p->type);
@@ -181,7 +181,7 @@ int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
                                     sendtype, recvcount, recvtype);
   report("MPI_Alltoall", p, recvtype);
   if (!p) return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  return serve(comm, "MPI_Alltoall", [&](State& s) {
+  return serve(comm, "MPI_Alltoall", [&](AttachedComm& s) {
     alltoall(sendbuf, p->count, recvbuf, p->count, p->type, s.comm,
              s.algorithm_for(Collective::alltoall));
   });
@@ -196,7 +196,7 @@ int MPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls
   if (!p)
     return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                           recvtype, comm);
-  return serve(comm, "MPI_Alltoallv", [&](State& s) {
+  return serve(comm, "MPI_Alltoallv", [&](AttachedComm& s) {
     // The same request as MPI_Ialltoallv's, waited for at once (starts.cpp).
     Started started =
         alltoallv_start(sendbuf, sendcounts, sdispls, recvbuf, recvcounts, rdispls, *p, s.comm);
@@ -208,7 +208,7 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype type, int root, MPI_Comm com
   const Decision p = plan_bcast(count, type, root, comm);
   report("MPI_Bcast", p, type);
   if (!p) return PMPI_Bcast(buffer, count, type, root, comm);
-  return serve(comm, "MPI_Bcast", [&](State& s) {
+  return serve(comm, "MPI_Bcast", [&](AttachedComm& s) {
     broadcast(buffer, p->count, p->type, root, s.comm, s.algorithm_for(Collective::broadcast));
   });
 }

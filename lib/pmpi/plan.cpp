@@ -35,7 +35,7 @@ std::variant<int, Decision> eligible_size(MPI_Datatype type, std::optional<Reduc
 Decision sized(std::uint64_t total, MPI_Datatype type, std::optional<ReduceOp> op, int size) {
   const DataType t = *toroid_type(type);
   if (total == 0) return Decision::forward("no data");
-  if (total * size_of(t) < settings().min_bytes)
+  if (total * size_of(t) < preload_config().min_bytes)
     return Decision::forward("fewer bytes than TOROID_MIN_BYTES");
   return Plan{t, *op, total, size};
 }
@@ -104,7 +104,7 @@ Decision in_background(MPI_Comm comm, Decision d, Messages m) {
   api::MpiSteps steps = api::MpiSteps::none;
   {
     ToroidScope inside;
-    State* s = nullptr;
+    AttachedComm* s = nullptr;
     try {
       s = &state_of(comm);
       steps = api::steps_over_mpi(internal::impl(s->comm));

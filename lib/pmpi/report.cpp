@@ -36,7 +36,7 @@ void note_served() noexcept { served_calls.fetch_add(1, std::memory_order_relaxe
 unsigned long long served_count() noexcept { return served_calls.load(std::memory_order_relaxed); }
 
 void report(const char* call, const Decision& d, MPI_Datatype type) noexcept {
-  if (!settings().log_info || (!d.plan && !d.why) || !world_root()) return;
+  if (!preload_config().log_info || (!d.plan && !d.why) || !world_root()) return;
   try {
     std::string line = d.plan ? fmt::format("toroid: {}: served by toroid", call)
                               : fmt::format("toroid: {}: forwarded to MPI: {}", call, d.why);

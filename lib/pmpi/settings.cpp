@@ -27,8 +27,8 @@ std::string_view env(const char* name) {
   return v ? v : "";
 }
 
-Settings read_settings() {
-  Settings s;
+PreloadConfig read_preload_config() {
+  PreloadConfig s;
   try {
     if (const std::string_view v = env("TOROID_MIN_BYTES"); !v.empty())
       s.min_bytes = parse_size(v, "TOROID_MIN_BYTES");
@@ -51,8 +51,8 @@ Settings read_settings() {
   return s;
 }
 
-Settings& mutable_settings() {
-  static Settings s = read_settings();
+PreloadConfig& mutable_preload_config() {
+  static PreloadConfig s = read_preload_config();
   return s;
 }
 
@@ -71,7 +71,7 @@ double init_timeout_s() {
 
 }  // namespace
 
-const Settings& settings() { return mutable_settings(); }
+const PreloadConfig& preload_config() { return mutable_preload_config(); }
 
 void agree_on_settings() noexcept {
   ToroidScope inside;  // the comparison's own collectives go to MPI
@@ -84,7 +84,7 @@ void agree_on_settings() noexcept {
     toroid::require_same_environment(MPI_COMM_WORLD, names, init_timeout_s());
     agree_on_thread_level();  // every rank got here: the job's lowest level, for plan.cpp
   } catch (const Error& e) {
-    Settings& s = mutable_settings();
+    PreloadConfig& s = mutable_preload_config();
     s.error = e.what();
     s.min_bytes = 0;
     int rank = 0;

@@ -17,7 +17,7 @@ namespace toroid::pmpi {
 // 3 and 4 ranks over the shared-memory transport, see docs/preload.md.
 inline constexpr std::uint64_t kDefaultMinBytes = 4 * 1024;
 
-struct Settings {
+struct PreloadConfig {
   std::uint64_t min_bytes = kDefaultMinBytes;
   bool log_info = false;
   // TOROID_THREAD_LEVEL: the least thread level the preload asks MPI for, whatever the program
@@ -31,7 +31,7 @@ struct Settings {
   std::string error;
 };
 
-const Settings& settings();
+const PreloadConfig& preload_config();
 
 // Right after MPI_Init: compares, over MPI_COMM_WORLD, every TOROID_* variable that decides
 // what a rank does (TOROID_MIN_BYTES and the library's). A difference (a variable exported on

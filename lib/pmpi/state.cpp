@@ -31,7 +31,7 @@ namespace {
 // creation, so MPI_Finalize frees in an order that depends on what the program did, not on
 // where the heap placed each state (freeing is local anyway: see state.hpp).
 std::mutex registry_mutex;
-std::map<std::uint64_t, State*> live;
+std::map<std::uint64_t, AttachedComm*> live;
 std::uint64_t states_made = 0;
 int state_keyval = MPI_KEYVAL_INVALID;
 int finalize_keyval = MPI_KEYVAL_INVALID;
@@ -46,7 +46,7 @@ void check(int rc, const char* what) {
 int delete_state(MPI_Comm, int, void* value, void*) {
   // ~Communicator frees toroid's communicators; anything collective it did would be toroid's.
   ToroidScope inside;
-  auto* s = static_cast<State*>(value);
+  auto* s = static_cast<AttachedComm*>(value);
   drain_served_requests(s->user);  // MPI lets a communicator be freed with requests pending
   {
     std::lock_guard lock(registry_mutex);
@@ -80,7 +80,7 @@ void make_keyvals() {
   check(PMPI_Comm_set_attr(MPI_COMM_SELF, finalize_keyval, nullptr), "MPI_Comm_set_attr");
 }
 
-std::string served_by(const State& s, Collective c) {
+std::string served_by(const AttachedComm& s, Collective c) {
   const Algorithm a = s.algorithm_for(c).value_or(s.comm.default_algorithm());
   if (a != Algorithm::automatic) return std::string(to_string(a));
   return fmt::format("auto ({})", internal::impl(s.comm).selector->describe(c));
@@ -97,7 +97,7 @@ std::string links_of(const Communicator& c) {
                      c.size() - shared);
 }
 
-std::string nodes_of(const State& s) {
+std::string nodes_of(const AttachedComm& s) {
   const int n = s.comm.nodes();
   std::vector<std::string> notes;
   if (!s.emulated_nodes.empty()) notes.push_back("TOROID_NODES " + s.emulated_nodes);
@@ -109,11 +109,11 @@ std::string nodes_of(const State& s) {
   return notes.empty() ? count : fmt::format("{} ({})", count, fmt::join(notes, "; "));
 }
 
-void log_choice(const State& s) {
+void log_choice(const AttachedComm& s) {
   char name[MPI_MAX_OBJECT_NAME] = {};
   int len = 0;
   PMPI_Comm_get_name(s.user, name, &len);
-  const Settings& set = settings();
+  const PreloadConfig& set = preload_config();
   // 0-count calls are always forwarded, so the smallest served call has 1 byte.
   const std::uint64_t smallest = std::max<std::uint64_t>(set.min_bytes, 1);
   fmt::print(stderr,
@@ -132,7 +132,7 @@ void log_choice(const State& s) {
 
 // Once per communicator, on its rank 0; a 1-rank communicator (every rank may have some, like
 // MPI_COMM_SELF) only on world rank 0, or a job would print one line per rank.
-bool reports(const State& s) {
+bool reports(const AttachedComm& s) {
   if (s.comm.rank() != 0) return false;
   if (s.comm.size() > 1 || s.user == MPI_COMM_WORLD) return true;
   int world_rank = 0;
@@ -174,12 +174,12 @@ Options options_for(MPI_Comm c, std::string& emulated, std::string& unfit, int& 
 
 }  // namespace
 
-State::State(MPI_Comm c)
+AttachedComm::AttachedComm(MPI_Comm c)
     : user(c),
       options(options_for(c, emulated_nodes, unfit_nodes, unfit_ranks)),
       comm(c, options) {}
 
-Communicator& State::background() {
+Communicator& AttachedComm::background() {
   if (!background_) {
     Options o = options;
     o.progress = ProgressMode::thread;
@@ -188,21 +188,21 @@ Communicator& State::background() {
   return *background_;
 }
 
-std::optional<Algorithm> State::algorithm_for(Collective c) const {
+std::optional<Algorithm> AttachedComm::algorithm_for(Collective c) const {
   if (implements(comm.default_algorithm(), c)) return std::nullopt;
   return Algorithm::automatic;
 }
 
-State& state_of(MPI_Comm comm) {
+AttachedComm& state_of(MPI_Comm comm) {
   std::call_once(keyvals_made, make_keyvals);
   void* value = nullptr;
   int found = 0;
   check(PMPI_Comm_get_attr(comm, state_keyval, &value, &found), "MPI_Comm_get_attr");
-  if (found) return *static_cast<State*>(value);
+  if (found) return *static_cast<AttachedComm*>(value);
 
   // Same environment on every rank, so every rank throws here alike.
-  if (!settings().error.empty()) throw InvalidArgument(settings().error);
-  auto s = std::make_unique<State>(comm);
+  if (!preload_config().error.empty()) throw InvalidArgument(preload_config().error);
+  auto s = std::make_unique<AttachedComm>(comm);
   {
     // Registered before it is attached, so nothing can throw between attaching and release.
     std::lock_guard lock(registry_mutex);
@@ -214,8 +214,8 @@ State& state_of(MPI_Comm comm) {
     live.erase(s->created);
     check(rc, "MPI_Comm_set_attr");
   }
-  State& attached = *s.release();  // the communicator owns it now
-  if (settings().log_info && reports(attached)) log_choice(attached);
+  AttachedComm& attached = *s.release();  // the communicator owns it now
+  if (preload_config().log_info && reports(attached)) log_choice(attached);
   return attached;
 }
 

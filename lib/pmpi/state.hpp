@@ -29,8 +29,10 @@
 
 namespace toroid::pmpi {
 
-struct State {
-  explicit State(MPI_Comm user);
+// What the preload keeps for one of the program's communicators (an MPI attribute on it): the toroid
+// communicator that serves its calls, and what it chose.
+struct AttachedComm {
+  explicit AttachedComm(MPI_Comm user);
   // The algorithm to ask toroid for: the configured one (TOROID_ALGO) where it implements the
   // collective, else auto. A program's MPI_Allgather keeps working under TOROID_ALGO=rabenseifner.
   std::optional<Algorithm> algorithm_for(Collective c) const;
@@ -51,6 +53,6 @@ struct State {
 };
 
 // The state of `comm`, built on first use (see above). Throws toroid::Error.
-State& state_of(MPI_Comm comm);
+AttachedComm& state_of(MPI_Comm comm);
 
 }  // namespace toroid::pmpi

@@ -17,7 +17,7 @@ std::atomic<int> lowest{-1};  // the job's lowest level (agree_on_thread_level);
 }  // namespace
 
 int init_thread(int* argc, char*** argv, int required, bool plain, int* provided) noexcept {
-  const int floor = settings().thread_floor;
+  const int floor = preload_config().thread_floor;
   int mpi_level = MPI_THREAD_SINGLE, level = MPI_THREAD_SINGLE;
   int rc = MPI_SUCCESS;
   if (floor <= required) {
@@ -36,8 +36,8 @@ int init_thread(int* argc, char*** argv, int required, bool plain, int* provided
   if (provided) *provided = level;
   // TOROID_LOG=info: what was asked of MPI for the program, once (world rank 0), when it differs.
   int rank = 0;
-  if (settings().log_info && mpi_level != level && PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == 0 &&
-      rank == 0) {
+  if (preload_config().log_info && mpi_level != level &&
+      PMPI_Comm_rank(MPI_COMM_WORLD, &rank) == 0 && rank == 0) {
     fmt::print(stderr,
                "toroid: MPI_Init: MPI is at {} (TOROID_THREAD_LEVEL), the program asked for {} "
                "and is told so\n",

@@ -88,7 +88,7 @@ void read_bench_csv(const std::string& path, Measured& into) {
 
 }  // namespace
 
-int run_calibration(int argc, char** argv, const Options& o, std::FILE* out) {
+int run_calibration(int argc, char** argv, const CommandLine& o, std::FILE* out) {
   MPI_Init(&argc, &argv);
   int rank = 0, size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -9,6 +9,6 @@
 namespace toroid::sim_cli {
 
 // Initialises and finalises MPI itself. Returns the exit status (2: not run on 2 ranks).
-int run_calibration(int argc, char** argv, const Options& o, std::FILE* out);
+int run_calibration(int argc, char** argv, const CommandLine& o, std::FILE* out);
 
 }  // namespace toroid::sim_cli

@@ -83,8 +83,8 @@ std::vector<std::uint64_t> parse_sizes(const std::string& text, std::uint64_t fa
 
 }  // namespace
 
-Options parse_options(int argc, char** argv, bool& help, std::string& help_text) {
-  Options o;
+CommandLine parse_options(int argc, char** argv, bool& help, std::string& help_text) {
+  CommandLine o;
   std::string preset = "tpu-v3-pod", topology, wrap, op = "allreduce",
               algo = "ring,bidir_ring,torus2d,torus2d_both,hierarchical", bytes = "1K:1G",
               dtype = "f32", segment = "engine", cal_max = "64M", compare, symmetry = "on";
@@ -274,7 +274,7 @@ Options parse_options(int argc, char** argv, bool& help, std::string& help_text)
   return o;
 }
 
-std::vector<int> nodes_of(const Options& o) {
+std::vector<int> nodes_of(const CommandLine& o) {
   const int n = o.model.topology.chips();
   const int per = o.chips_per_node > 0 ? o.chips_per_node : o.model.topology.size(0);
   std::vector<int> node(static_cast<std::size_t>(n));

@@ -12,7 +12,7 @@
 
 namespace toroid::sim_cli {
 
-struct Options {
+struct CommandLine {
   model::SimModel model;
   std::string preset;
   int chips_per_node = 0;  // hierarchical: consecutive chips per node; 0 = one row (X chips)
@@ -36,9 +36,9 @@ struct Options {
 
 // Throws InvalidArgument naming the option and its value (the caller exits with status 2).
 // Sets `help` and `help_text` for --help.
-Options parse_options(int argc, char** argv, bool& help, std::string& help_text);
+CommandLine parse_options(int argc, char** argv, bool& help, std::string& help_text);
 
 // The node of every chip for the hierarchical algorithm.
-std::vector<int> nodes_of(const Options& o);
+std::vector<int> nodes_of(const CommandLine& o);
 
 }  // namespace toroid::sim_cli

@@ -17,7 +17,7 @@ std::string link_name(const Torus& t, int link) {
 namespace {
 
 // The model's per-dimension figures joined by `sep` ("80/80"), scaled.
-std::string per_dimension(const Options& o, const model::PerDimension& v, double scale,
+std::string per_dimension(const CommandLine& o, const model::PerDimension& v, double scale,
                           std::string_view sep) {
   std::string out;
   for (int d = 0; d < std::max(2, o.model.topology.dimensions()); ++d)
@@ -25,7 +25,7 @@ std::string per_dimension(const Options& o, const model::PerDimension& v, double
   return out;
 }
 
-std::string model_line(const Options& o) {
+std::string model_line(const CommandLine& o) {
   const auto& m = o.model;
   std::string axes;
   for (int d = 0; d < std::max(2, m.topology.dimensions()); ++d) {
@@ -64,14 +64,14 @@ std::string Row::name() const {
                                       : std::string(to_string(algo));
 }
 
-void write_links_header(std::FILE* f, const Options& o) {
+void write_links_header(std::FILE* f, const CommandLine& o) {
   const Torus2D t = *o.model.topology.as_torus2d();  // checked by parse_options
   fmt::print(f, "# topology {} wrap_x {} wrap_y {}\n", t.to_string(), t.wraps(Axis::x) ? 1 : 0,
              t.wraps(Axis::y) ? 1 : 0);
   fmt::print(f, "op,algo,bytes,x,y,dir,link_bytes,busy_s,util\n");
 }
 
-void write_links(std::FILE* f, const Options& o, const Row& r) {
+void write_links(std::FILE* f, const CommandLine& o, const Row& r) {
   static constexpr const char* dirs[] = {"+x", "-x", "+y", "-y"};
   const model::SimResult& s = r.result;
   const Torus2D t = *o.model.topology.as_torus2d();

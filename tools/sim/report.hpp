@@ -22,14 +22,14 @@ struct Row {
 
 class Report {
  public:
-  Report(std::FILE* out, const Options& o) : out_(out), o_(o) {}
+  Report(std::FILE* out, const CommandLine& o) : out_(out), o_(o) {}
   void begin();
   void row(const Row& r);
   void end();
 
  private:
   std::FILE* out_;
-  const Options& o_;
+  const CommandLine& o_;
   bool first_ = true;
 };
 
@@ -37,7 +37,7 @@ std::string link_name(const Torus& t, int link);  // "37+x": chip 37's +x link d
 
 // --links: one line per (row, link direction): op, algo, bytes, x, y, dir, link bytes, busy
 // seconds, busy / the row's time. The header names the shape and wraparound.
-void write_links_header(std::FILE* f, const Options& o);
-void write_links(std::FILE* f, const Options& o, const Row& r);
+void write_links_header(std::FILE* f, const CommandLine& o);
+void write_links(std::FILE* f, const CommandLine& o, const Row& r);
 
 }  // namespace toroid::sim_cli
