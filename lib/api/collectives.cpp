@@ -28,7 +28,7 @@ struct Call {
   void* out;
   std::uint64_t out_count;
   DataType type;
-  ReduceOp op;
+  ReduceOp reduction;
   Algorithm algo;
   std::optional<Axes> axes;  // set: in each sub-torus along these (normalize_axes)
   int root = 0;              // broadcast
@@ -199,7 +199,7 @@ void validate(const Call& c, int rank, Span group) {
   if (too_large(std::max(c.in_count, c.out_count), es))
     throw InvalidArgument(fmt::format("{} on rank {}: count {} of {} is too large", name(), rank,
                                       std::max(c.in_count, c.out_count), to_string(c.type)));
-  if (c.op == ReduceOp::avg && !is_floating(c.type))
+  if (c.reduction == ReduceOp::avg && !is_floating(c.type))
     throw InvalidArgument(fmt::format("{} on rank {}: op avg needs a floating type, got {}", name(),
                                       rank, to_string(c.type)));
   if (c.in_count > 0 && c.in == nullptr)
@@ -263,7 +263,7 @@ bool plainly_valid_allreduce(const Call& c) {
   const std::uint64_t n = c.in_count;
   const std::size_t es = size_of(c.type);
   if (c.collective != Collective::allreduce || too_large(std::max(n, c.out_count), es) ||
-      (c.op == ReduceOp::avg && !is_floating(c.type)) || c.out_count < n)
+      (c.reduction == ReduceOp::avg && !is_floating(c.type)) || c.out_count < n)
     return false;
   if (n == 0) return true;
   return c.in && c.out && (c.in == c.out || !overlap(c.in, n * es, c.out, n * es));
@@ -377,7 +377,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
          {"count", c.blocks ? 0 : static_cast<std::int64_t>(full_count(c))},
          {"blocks vary (alltoallv)", c.blocks != nullptr},
          {"type", static_cast<std::int64_t>(c.type), named<DataType>},
-         {"op", static_cast<std::int64_t>(c.op), named<ReduceOp>},
+         {"op", static_cast<std::int64_t>(c.reduction), named<ReduceOp>},
          {"algorithm", static_cast<std::int64_t>(c.algo), named<Algorithm>},
          {"axes", c.axes ? static_cast<std::int64_t>(c.axes->bits()) : -1},
          {"root", c.root},
@@ -399,7 +399,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
     p.call = std::move(c);
     return p;
   }
-  const bool average = c.op == ReduceOp::avg;
+  const bool average = c.reduction == ReduceOp::avg;
   const int axes_key = c.axes ? static_cast<int>(c.axes->bits()) : -1;
   const schedule::Context& ctx = m.schedule_context;
   const std::uint32_t elem_bytes =
@@ -429,7 +429,7 @@ Prepared prepare(Call c, Communicator& comm, std::optional<Algorithm> requested,
   p.buffers.output = static_cast<std::byte*>(c.out);
   p.buffers.elem_size = size_of(c.type);
   p.params.type = c.type;
-  p.params.op = c.op;
+  p.params.reduction = c.reduction;
   p.params.segment_bytes = m.config.segment_bytes;
   p.params.timeout_s = m.config.timeout_s;
   p.params.shm = m.shm_links.get();
@@ -460,7 +460,7 @@ std::shared_ptr<exec::BoundCollective> single_copy_op(Communicator::Impl& m, con
 CallKey key_of(const Call& c, Algorithm algo) {
   CallKey k;
   k.what = static_cast<std::uint64_t>(c.collective) | static_cast<std::uint64_t>(c.type) << 8 |
-           static_cast<std::uint64_t>(c.op) << 16 | static_cast<std::uint64_t>(algo) << 24 |
+           static_cast<std::uint64_t>(c.reduction) << 16 | static_cast<std::uint64_t>(algo) << 24 |
            static_cast<std::uint64_t>(c.axes ? c.axes->bits() + 1 : 0) << 32;
   k.in = reinterpret_cast<std::uintptr_t>(c.in);
   k.in_count = c.in_count;
@@ -529,12 +529,13 @@ void run(Call c, Communicator& comm, std::optional<Algorithm> requested) {
         m.tracer ? m.tracer->begin_call(p.params.what.text(), p.params.bytes) : 0;
     if (api::Executor::busy_besides(nullptr)) {  // started, so that the wait moves them too
       exec::StockCall call(prepared.collective, prepared.in, prepared.out, p.count, prepared.type,
-                           prepared.op, p.on, m.stock_ops, prepared.root, prepared.blocks.get());
+                           prepared.reduction, p.on, m.stock_ops, prepared.root,
+                           prepared.blocks.get());
       call.start();
       api::wait_stock(call);
     } else {
       exec::run_stock(prepared.collective, prepared.in, prepared.out, p.count, prepared.type,
-                      prepared.op, p.on, m.stock_ops, prepared.root, prepared.blocks.get());
+                      prepared.reduction, p.on, m.stock_ops, prepared.root, prepared.blocks.get());
     }
     if (m.tracer) m.tracer->end_call(traced);  // a stock call is one slice: MPI's steps are its own
     return;
@@ -572,8 +573,8 @@ Request start(Call c, Communicator& comm, std::optional<Algorithm> requested, bo
   if (p.stock) {
     // MPI's own non-blocking collective; MPI moves it (inside test/wait, or its own progress).
     state->stock =
-        std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type, c.op, p.on,
-                                          m.stock_ops, c.root, p.call.blocks.get());
+        std::make_unique<exec::StockCall>(c.collective, c.in, c.out, p.count, c.type, c.reduction,
+                                          p.on, m.stock_ops, c.root, p.call.blocks.get());
     if (!persistent) {
       state->stock->start();
       state->started = true;

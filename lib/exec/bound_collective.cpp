@@ -29,9 +29,9 @@ bool BoundCollective::bound_to(const schedule::Schedule& s, std::uint64_t serial
                                const ExecParams& p) const noexcept {
   return schedule_.get() == &s && serial_ == serial && serial != 0 && user_.input == user.input &&
          user_.output == user.output && user_.elem_size == user.elem_size &&
-         params_.type == p.type && params_.op == p.op && params_.segment_bytes == p.segment_bytes &&
-         params_.depth == p.depth && params_.timeout_s == p.timeout_s && params_.shm == p.shm &&
-         params_.what == p.what;
+         params_.type == p.type && params_.reduction == p.reduction &&
+         params_.segment_bytes == p.segment_bytes && params_.depth == p.depth &&
+         params_.timeout_s == p.timeout_s && params_.shm == p.shm && params_.what == p.what;
 }
 
 void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
@@ -45,8 +45,8 @@ void BoundCollective::bind(std::shared_ptr<const schedule::Schedule> sp,
   serial_ = 0;
   user_ = user;
   params_ = params;
-  reduce_ = kernels::reduce_fn(params.type, params.op);
-  reduce_copy_ = kernels::reduce_copy_fn(params.type, params.op);
+  reduce_ = kernels::reduce_fn(params.type, params.reduction);
+  reduce_copy_ = kernels::reduce_copy_fn(params.type, params.reduction);
   copy_ = kernels::copy_fn();
   const std::size_t es = user.elem_size;
   if (scratch_.size() < s.scratch_count * es) scratch_.resize(s.scratch_count * es);

@@ -50,7 +50,7 @@ struct alignas(64) CallPost {
   std::uint64_t in_id = 0, in_offset = 0, out_id = 0, out_offset = 0;
   std::uint64_t count = 0;
   std::uint32_t collective = 0;
-  std::uint16_t type = 0, op = 0;
+  std::uint16_t type = 0, reduction = 0;
   std::uint32_t staged = 0;   // 1: the staged path (its input in the stage)
   std::uint32_t varying = 0;  // 1: an alltoallv (its blocks' layout in the stage)
   // An all-to-all that may read its peers' memory wherever it is (single_copy.hpp, "Remote

@@ -35,7 +35,7 @@ inline constexpr std::size_t kStreamBytes = std::size_t{1} << 20;
 
 struct ExecParams {
   DataType type = DataType::f32;
-  ReduceOp op = ReduceOp::sum;
+  ReduceOp reduction = ReduceOp::sum;
   std::size_t segment_bytes = default_segment_bytes;
   int depth = 4;  // receive-and-reduce segments in flight per MPI step
   // Watchdog: when > 0 and nothing moves for this many seconds while a caller waits, the rank

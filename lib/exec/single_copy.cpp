@@ -110,7 +110,7 @@ bool SingleCopy::advance() {
     post.count = call_.blocks ? 0 : call_.count;  // an alltoallv's counts are in its layout
     post.collective = static_cast<std::uint32_t>(call_.collective);
     post.type = static_cast<std::uint16_t>(params_.type);
-    post.op = static_cast<std::uint16_t>(params_.op);
+    post.reduction = static_cast<std::uint16_t>(params_.reduction);
     post.staged = call_.staged ? 1 : 0;
     post.varying = call_.blocks ? 1 : 0;
     post.remote_reads = call_.remote_reads ? 1 : 0;
@@ -196,7 +196,8 @@ bool SingleCopy::enter() {
     if (load(post_of(r).seq) != seq_) return false;
   prefetch_peers();
   const auto key = [](const CallPost& p) {
-    return std::tuple(p.collective, p.varying, p.count, p.type, p.op, p.staged, p.remote_reads);
+    return std::tuple(p.collective, p.varying, p.count, p.type, p.reduction, p.staged,
+                      p.remote_reads);
   };
   for (int r = 1; r < call_.size; ++r)
     if (key(post_of(r)) != key(post_of(0))) {
@@ -215,7 +216,9 @@ bool SingleCopy::enter() {
           {"type",
            [](const CallPost& p) { return std::string(to_string(static_cast<DataType>(p.type))); }},
           {"op",
-           [](const CallPost& p) { return std::string(to_string(static_cast<ReduceOp>(p.op))); }},
+           [](const CallPost& p) {
+             return std::string(to_string(static_cast<ReduceOp>(p.reduction)));
+           }},
           {"path", [](const CallPost& p) {
              return std::string(p.staged         ? "staged"
                                 : p.remote_reads ? "single-copy or remote reads"
@@ -409,7 +412,7 @@ bool SingleCopy::work() {
     if (at_ == static_cast<std::uint64_t>(call_.size)) phase_ = Phase::leaving;
     return true;
   }
-  const kernels::ReduceFn reduce = kernels::reduce_fn(params_.type, params_.op);
+  const kernels::ReduceFn reduce = kernels::reduce_fn(params_.type, params_.reduction);
   alignas(64) std::byte sum[kChunkBytes];
   const std::uint64_t chunk = kChunkBytes / es, end = std::min(mine_.count, at_ + budget);
   for (; at_ < end; at_ += chunk) {
@@ -420,7 +423,7 @@ bool SingleCopy::work() {
     else
       reduce(sum, in_[0] + at, in_[1] + at, n);
     for (std::size_t j = 2; j < in_.size(); ++j) reduce(sum, sum, in_[j] + at, n);
-    if (params_.op == ReduceOp::avg)
+    if (params_.reduction == ReduceOp::avg)
       kernels::divide(params_.type, sum, n, static_cast<std::uint32_t>(call_.size));
     if (call_.collective == Collective::allreduce) {
       for (std::byte* out : out_) put(out + at, sum, bytes);
@@ -461,10 +464,10 @@ void SingleCopy::work_staged() {
       call_.out_data +
       (call_.collective == Collective::reduce_scatter && !call_.in_place ? 0 : part.offset * es);
   const std::size_t at = part.offset * es, n = part.count;
-  const kernels::ReduceFn reduce = kernels::reduce_fn(params_.type, params_.op);
+  const kernels::ReduceFn reduce = kernels::reduce_fn(params_.type, params_.reduction);
   reduce(out, stage(0) + at, stage(1) + at, n);
   for (int j = 2; j < call_.size; ++j) reduce(out, out, stage(j) + at, n);
-  if (params_.op == ReduceOp::avg)
+  if (params_.reduction == ReduceOp::avg)
     kernels::divide(params_.type, out, n, static_cast<std::uint32_t>(call_.size));
 }
 

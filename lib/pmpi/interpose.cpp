@@ -47,11 +47,11 @@ int serve(MPI_Comm comm, const char* name, Call&& call) noexcept {
 void reduce_scatter_to_front(const void* sendbuf, void* recvbuf, const Plan& p, AttachedComm& s) {
   const Block own = block_of(p.count, p.size, s.comm.rank());
   if (sendbuf != MPI_IN_PLACE) {
-    reduce_scatter(sendbuf, p.count, recvbuf, own.count, p.type, p.op, s.comm,
+    reduce_scatter(sendbuf, p.count, recvbuf, own.count, p.type, p.reduction, s.comm,
                    s.algorithm_for(Collective::reduce_scatter));
     return;
   }
-  reduce_scatter(recvbuf, p.count, recvbuf, p.count, p.type, p.op, s.comm,
+  reduce_scatter(recvbuf, p.count, recvbuf, p.count, p.type, p.reduction, s.comm,
                  s.algorithm_for(Collective::reduce_scatter));
   const std::size_t es = size_of(p.type);
   std::memmove(recvbuf, static_cast<std::byte*>(recvbuf) + own.offset * es, own.count * es);
@@ -91,7 +91,7 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype ty
   if (!p) return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
   return serve(comm, "MPI_Allreduce", [&](AttachedComm& s) {
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
-    allreduce(in, p->count, recvbuf, p->count, p->type, p->op, s.comm,
+    allreduce(in, p->count, recvbuf, p->count, p->type, p->reduction, s.comm,
               s.algorithm_for(Collective::allreduce));
   });
 }

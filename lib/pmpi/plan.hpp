@@ -21,7 +21,7 @@ namespace toroid::pmpi {
 
 struct Plan {
   DataType type;
-  ReduceOp op;          // all-gather: unused
+  ReduceOp reduction;   // all-gather: unused
   std::uint64_t count;  // elements of the whole vector
   int size;             // ranks of the communicator
 };

@@ -28,8 +28,8 @@ Started allreduce_start(bool persistent, const void* sendbuf, void* recvbuf, con
                         Communicator& c) {
   const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   const auto algo = algorithm(c, Collective::allreduce);
-  return {persistent ? allreduce_init(in, p.count, recvbuf, p.count, p.type, p.op, c, algo)
-                     : iallreduce(in, p.count, recvbuf, p.count, p.type, p.op, c, algo),
+  return {persistent ? allreduce_init(in, p.count, recvbuf, p.count, p.type, p.reduction, c, algo)
+                     : iallreduce(in, p.count, recvbuf, p.count, p.type, p.reduction, c, algo),
           {}};
 }
 
@@ -40,9 +40,10 @@ Started reduce_scatter_start(bool persistent, const void* sendbuf, void* recvbuf
   const bool in_place = sendbuf == MPI_IN_PLACE;
   const void* in = in_place ? recvbuf : sendbuf;
   const std::uint64_t out_count = in_place ? p.count : own.count;
-  Request r = persistent
-                  ? reduce_scatter_init(in, p.count, recvbuf, out_count, p.type, p.op, c, algo)
-                  : ireduce_scatter(in, p.count, recvbuf, out_count, p.type, p.op, c, algo);
+  Request r =
+      persistent
+          ? reduce_scatter_init(in, p.count, recvbuf, out_count, p.type, p.reduction, c, algo)
+          : ireduce_scatter(in, p.count, recvbuf, out_count, p.type, p.reduction, c, algo);
   if (!in_place) return {std::move(r), {}};
   const std::size_t es = size_of(p.type);
   return {std::move(r), [recvbuf, own, es] {
