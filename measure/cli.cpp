@@ -40,8 +40,7 @@ std::vector<Collective> parse_collectives(const std::string& text) {
   std::vector<Collective> out;
   for (const std::string& name : split_list(text)) {
     bool known = false;
-    for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather,
-                         Collective::broadcast, Collective::alltoall})
+    for (Collective c : all_collectives)
       if (name == to_string(c)) out.push_back(c), known = true;
     if (!known)
       throw InvalidArgument(

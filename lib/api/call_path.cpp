@@ -64,8 +64,7 @@ Algorithm schedule_algorithm(Communicator::Impl& m, Collective c, std::uint64_t 
 
 CallPlan plan_call(Communicator::Impl& m, const CallQuery& query) {
   CallQuery q = query;
-  // As a call does (collectives.cpp, normalize_axes): axes spanning every rank are none.
-  if (q.axes && !q.axes->empty() && m.topology.along(*q.axes).chips() == m.size) q.axes.reset();
+  if (q.axes && spans_communicator(m, *q.axes)) q.axes.reset();  // as a call does
   CallPlan plan;
   const std::size_t es = size_of(q.type);
   if (node_path_possible(m, q.collective, q.algorithm, q.axes.has_value(), q.count,

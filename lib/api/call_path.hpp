@@ -11,6 +11,12 @@
 
 namespace toroid::api {
 
+// Whether axes name the whole communicator (their sub-torus is every rank): a call along them is
+// the communicator's own (auto and the node paths as for any call).
+inline bool spans_communicator(const Communicator::Impl& m, const Axes& axes) {
+  return !axes.empty() && m.topology.along(axes).chips() == m.size;
+}
+
 // Whether a call may go through the node's control block: `auto`, over the whole communicator
 // (no axes), every rank on this node and the block set up, not a broadcast, and something to
 // move (an alltoallv may have nothing on this rank and still take part). Which of the block's

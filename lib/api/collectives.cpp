@@ -49,10 +49,9 @@ Span span_of(const Call& c, const Communicator::Impl& m) {
   return {m.topology.along(*c.axes).chips(), m.topology.position_along(m.rank, *c.axes)};
 }
 
-// Axes whose sub-torus is the whole communicator are no axes: the call is the communicator's
-// own (auto and the single-copy paths as for any call).
+// Axes whose sub-torus is the whole communicator are no axes (api::spans_communicator).
 void normalize_axes(Call& c, const Communicator::Impl& m) {
-  if (c.axes && !c.axes->empty() && m.topology.along(*c.axes).chips() == m.size) c.axes.reset();
+  if (c.axes && api::spans_communicator(m, *c.axes)) c.axes.reset();
 }
 
 std::uint64_t full_count(const Call& c) {

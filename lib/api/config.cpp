@@ -67,12 +67,7 @@ Config resolve_config(const Options& options) {
     c.rules = parse_env("TOROID_ALGO", v, model::parse_algorithm_rules);
   }
   if (const char* v = env("TOROID_TUNING")) c.tuning_file = v;
-  if (const char* v = env("TOROID_LOG")) {
-    const std::string_view log = v;
-    if (log != "off" && log != "info")
-      throw InvalidArgument("TOROID_LOG: '" + std::string(log) + "' is not off or info");
-    c.log_choices = log == "info";
-  }
+  if (const char* v = env("TOROID_LOG")) c.log_choices = parse_log(v, "TOROID_LOG");
 
   if (options.segment_bytes != 0)
     c.segment_bytes = checked_segment_bytes(options.segment_bytes, "Options::segment_bytes");

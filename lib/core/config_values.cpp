@@ -21,6 +21,12 @@ bool parse_switch(std::string_view text, std::string_view what) {
   bad(what, text, "is not 0, 1, on or off");
 }
 
+bool parse_log(std::string_view text, std::string_view what) {
+  if (text == "info") return true;
+  if (text == "off") return false;
+  bad(what, text, "is not off or info");
+}
+
 double parse_seconds(std::string_view text, std::string_view what) {
   // from_chars rather than strtod: no locale, no leading blanks, and the whole text must be the
   // number (strtod would stop at an embedded NUL and call the rest parsed).

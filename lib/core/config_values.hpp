@@ -15,6 +15,9 @@ namespace toroid {
 // "1"/"on" -> true, "0"/"off" -> false (TOROID_CHECK).
 bool parse_switch(std::string_view text, std::string_view what);
 
+// "info" -> true (rank 0 says what auto and the preload choose), "off" -> false (TOROID_LOG).
+bool parse_log(std::string_view text, std::string_view what);
+
 // Seconds in [0, 1e6], decimal or exponent notation (TOROID_TIMEOUT); 0 means off.
 double parse_seconds(std::string_view text, std::string_view what);
 inline constexpr double kMaxTimeoutSeconds = 1e6;

@@ -14,6 +14,7 @@
 #include "mpi_base/comm_name.hpp"
 #include "toroid/error.hpp"
 #include "toroid/mpi_helpers.hpp"
+#include "toroid/settings.hpp"
 
 namespace toroid {
 namespace {
@@ -129,8 +130,9 @@ void require_agreement(MPI_Comm comm, std::string_view what, const std::vector<F
 
 namespace {
 
+// Through the table of settings, as every other reader (toroid/settings.hpp).
 std::string_view env_value(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = setting_from_environment(name);
   return v ? v : "";
 }
 

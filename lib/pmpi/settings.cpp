@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <string_view>
 #include <vector>
 
@@ -39,11 +38,8 @@ PreloadConfig read_preload_config() {
     else if (!level.empty() && level != "program")
       throw InvalidArgument("TOROID_THREAD_LEVEL: '" + std::string(level) +
                             "' is not program, funneled or multiple");
-    const std::string_view log = env("TOROID_LOG");
-    if (log == "info")
-      s.log_info = true;
-    else if (!log.empty() && log != "off")
-      throw InvalidArgument("TOROID_LOG: '" + std::string(log) + "' is not off or info");
+    if (const std::string_view log = env("TOROID_LOG"); !log.empty())
+      s.log_info = parse_log(log, "TOROID_LOG");
   } catch (const Error& e) {
     s.error = e.what();
     s.min_bytes = 0;

@@ -18,6 +18,13 @@ TEST_CASE("switches: 0, 1, on, off and nothing else", "[config]") {
   CHECK_THROWS_AS(parse_switch("", "TOROID_CHECK"), InvalidArgument);
 }
 
+TEST_CASE("log levels: info and off, the one parser of TOROID_LOG", "[config]") {
+  CHECK(parse_log("info", "TOROID_LOG"));
+  CHECK_FALSE(parse_log("off", "TOROID_LOG"));
+  CHECK_THROWS_WITH(parse_log("loud", "TOROID_LOG"), "TOROID_LOG: 'loud' is not off or info");
+  CHECK_THROWS_AS(parse_log("", "TOROID_LOG"), InvalidArgument);
+}
+
 TEST_CASE("timeouts: seconds in [0, 1e6], the whole text a number", "[config]") {
   CHECK(parse_seconds("120", "TOROID_TIMEOUT") == 120);
   CHECK(parse_seconds("0.5", "TOROID_TIMEOUT") == 0.5);
