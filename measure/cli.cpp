@@ -69,7 +69,7 @@ std::vector<Algorithm> parse_algorithms(const std::string& text,
 std::vector<Algorithm> scheduled_algorithms() {
   std::vector<Algorithm> out;
   for (Algorithm a : all_algorithms)
-    if (a != Algorithm::automatic && a != Algorithm::mpi) out.push_back(a);
+    if (has_schedule(a)) out.push_back(a);
   return out;
 }
 

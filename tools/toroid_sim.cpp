@@ -38,8 +38,7 @@ model::SimResult simulate_auto(const sim_cli::CommandLine& o, const schedule::Sp
     picked = model::fixed_rule(r.collective, r.count * size_of(o.type), t);
   } else {
     for (Algorithm a : all_algorithms) {
-      if (a == Algorithm::automatic || a == Algorithm::mpi || !implements(a, r.collective))
-        continue;
+      if (!has_schedule(a) || !implements(a, r.collective)) continue;
       model::SimResult res;
       try {
         res = model::simulate_collective(priced, a, alone, o.type,

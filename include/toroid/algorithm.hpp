@@ -43,6 +43,12 @@ inline constexpr Collective all_collectives[] = {Collective::allreduce, Collecti
                                                  Collective::allgather, Collective::broadcast,
                                                  Collective::alltoall};
 
+// Whether `a` is a schedule toroid runs: every algorithm but auto (which chooses one) and mpi
+// (the MPI library's own collective).
+inline constexpr bool has_schedule(Algorithm a) noexcept {
+  return a != Algorithm::automatic && a != Algorithm::mpi;
+}
+
 std::string_view to_string(Algorithm a) noexcept;
 std::string_view to_string(Collective c) noexcept;
 // Whether `a` has a schedule (or stock call) for collective `c`: hierarchical, recursive_doubling,

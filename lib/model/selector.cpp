@@ -216,7 +216,7 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
 }
 
 std::optional<double> Selector::predict(Collective c, Algorithm a, std::uint64_t bytes) const {
-  if (!implements(a, c) || a == Algorithm::automatic || a == Algorithm::mpi) return std::nullopt;
+  if (!implements(a, c) || !has_schedule(a)) return std::nullopt;
   const int p = in_.topology.chips();
   schedule::Spec r;
   r.collective = c;

@@ -60,7 +60,7 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
   if (!implements(a, r.collective)) return refuse("it only implements allreduce");
   Schedule s;
   if ((r.collective == Collective::broadcast || r.collective == Collective::alltoall) &&
-      (a == Algorithm::automatic || a == Algorithm::mpi))
+      !has_schedule(a))
     return refuse("no schedule: resolved by the caller");
   if (r.collective == Collective::broadcast)
     s = build_broadcast(a, r, ctx);

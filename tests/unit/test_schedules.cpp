@@ -28,7 +28,7 @@ Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y
 std::vector<Algorithm> scheduled_algorithms() {
   std::vector<Algorithm> out;
   for (Algorithm a : all_algorithms)
-    if (a != Algorithm::automatic && a != Algorithm::mpi) out.push_back(a);
+    if (has_schedule(a)) out.push_back(a);
   return out;
 }
 
