@@ -36,8 +36,7 @@ build_asan() {
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
         -DTOROID_BUILD_EXAMPLES=OFF -DTOROID_UNITY_BUILD=ON >/dev/null
   cmake --build "$asan" -j"$jobs" --target toroid_unit_tests toroid_unit_mpi_tests toroid_mpi_tests \
-        toroid_optimizer_tests toroid_watchdog_probe toroid_thread_level_probe toroid_trace_probe \
-        toroid-bench toroid-overlap-bench toroid-tune toroid-sim toroid_preload preload_stress
+        toroid_optimizer_tests toroid-bench toroid-overlap-bench toroid_preload preload_stress
 }
 
 # The Release tests leave a core idle about a third of the time (mpirun start-up, the watchdog's

@@ -1,6 +1,6 @@
 // Every collective x type x op x count x in-place/out-of-place, for each algorithm, against the
 // stock MPI result (MPI_Allreduce over the same inputs as doubles; small integers make every
-// type exact).
+// type exact). Every type and op up to 4 ranks, a few of them beyond (sweep_types).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -25,14 +25,15 @@ void sweep(Collective coll, const char* name,
   const int p = comm.size();
   const bool has_op = coll == Collective::allreduce || coll == Collective::reduce_scatter;
   for (std::uint64_t n : counts(p)) {
-    std::vector<std::vector<double>> refs;  // by op, as kOps lists them
-    for (ReduceOp op : kOps)
+    const std::span<const ReduceOp> ops = sweep_ops(p);
+    std::vector<std::vector<double>> refs;  // by op, as ops lists them
+    for (ReduceOp op : ops)
       refs.push_back(has_op || op == ReduceOp::sum ? reference(op, n, comm.rank(), p)
                                                    : std::vector<double>{});
-    for (DataType t : kTypes) {
+    for (DataType t : sweep_types(p)) {
       CaseBuffers bufs;  // one pair for every case of this count and type
-      for (std::size_t o = 0; o < std::size(kOps); ++o) {
-        const ReduceOp op = kOps[o];
+      for (std::size_t o = 0; o < ops.size(); ++o) {
+        const ReduceOp op = ops[o];
         if (!has_op && op != ReduceOp::sum) continue;  // no op
         if (op == ReduceOp::avg && !is_floating(t)) continue;
         for (Algorithm a : algorithms)
@@ -96,14 +97,14 @@ TEST_CASE("every algorithm on every shape that fits matches stock MPI", "[collec
       for (Collective coll : {Collective::allreduce, Collective::reduce_scatter,
                               Collective::allgather, Collective::broadcast, Collective::alltoall}) {
         if (!implements(a, coll)) continue;
-        for (ReduceOp op : kOps) {
+        for (ReduceOp op : sweep_ops(p)) {
           if ((coll == Collective::allgather || coll == Collective::broadcast ||
                coll == Collective::alltoall) &&
               op != ReduceOp::sum)
             continue;
           for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t(p + 1), std::uint64_t{1001}}) {
             const std::vector<double> ref = reference(op, n, comm.rank(), p);
-            for (DataType t : kTypes) {
+            for (DataType t : sweep_types(p)) {
               if (op == ReduceOp::avg && !is_floating(t)) continue;
               for (bool ip : {false, true}) {
                 if (ip && coll == Collective::alltoall) continue;  // never in place

@@ -17,7 +17,7 @@ using testing::check;
 using testing::Shape;
 
 TEST_CASE("all-to-all: every block reaches its rank, direct, Bruck and a dimension at a time",
-          "[alltoall]") {
+          "[schedules][alltoall]") {
   for (const char* shape : {"1", "2", "3", "5", "7", "4x2", "3x3:wrap=none", "4x3:wrap=x", "2x2x2",
                             "3x2x4:wrap=xz", "2x2x4:twist", "2x3x2x2", "2x2x2x2x2x2"}) {
     const Torus t = Torus::parse(shape);
@@ -33,7 +33,8 @@ TEST_CASE("all-to-all: every block reaches its rank, direct, Bruck and a dimensi
   }
 }
 
-TEST_CASE("all-to-all along axes: each sub-torus exchanges among its own members", "[alltoall]") {
+TEST_CASE("all-to-all along axes: each sub-torus exchanges among its own members",
+          "[schedules][alltoall]") {
   const Torus t = Torus::parse("4x3x2:wrap=xz");
   const Shape s{t, {}};
   for (Axes axes : {Axes(Axis::x), Axes(Axis::z), Axes{Axis::x, Axis::y}, Axes{Axis::y, Axis::z}})
@@ -50,7 +51,7 @@ TEST_CASE("all-to-all along axes: each sub-torus exchanges among its own members
 }
 
 TEST_CASE("all-to-all: ring relays every block chip to chip, neighbours only, on every shape",
-          "[alltoall]") {
+          "[schedules][alltoall]") {
   // Tori, meshes and mixed ones of 1-3 dimensions, rows long enough to relay (a line of 3 and
   // more, a ring of 4 and more, even and odd), the twisted 2x2x4 (its short rows run as lines),
   // odd block sizes.
@@ -84,7 +85,7 @@ TEST_CASE("all-to-all: ring relays every block chip to chip, neighbours only, on
 }
 
 TEST_CASE("all-to-all: ring carries what the shortest paths carry, both ways alike on a ring",
-          "[alltoall]") {
+          "[schedules][alltoall]") {
   // A ring of 8: every block travels its shorter way, the one opposite up from the even chips
   // and down from the odd ones, so each direction of every link carries 1+2+3+(4/2) = 8 blocks
   // (blocks of 3 elements of i64); a line of 6: link x -> x+1 carries (x+1)(5-x) blocks.
@@ -115,7 +116,7 @@ TEST_CASE("all-to-all: ring carries what the shortest paths carry, both ways ali
 }
 
 TEST_CASE("all-to-all: a dimension at a time sends sum(k_d - 1) aggregated messages",
-          "[alltoall]") {
+          "[schedules][alltoall]") {
   // 8x4: direct sends 31 messages of one block, torus2d 7 + 3 of 4 and 8 blocks.
   const Torus t(std::vector<int>{8, 4});
   const std::uint64_t n = 32 * 3;
@@ -133,7 +134,8 @@ TEST_CASE("all-to-all: a dimension at a time sends sum(k_d - 1) aggregated messa
   }
 }
 
-TEST_CASE("all-to-all: Bruck sends ceil(log2 p) rounds of about p/2 blocks", "[alltoall]") {
+TEST_CASE("all-to-all: Bruck sends ceil(log2 p) rounds of about p/2 blocks",
+          "[schedules][alltoall]") {
   // Per round k: the slots with bit k set, split by copy into at most two messages to one peer.
   for (const int p : {2, 5, 8, 12, 32}) {
     const Torus t(std::vector<int>{p});
@@ -160,7 +162,7 @@ TEST_CASE("all-to-all: Bruck sends ceil(log2 p) rounds of about p/2 blocks", "[a
 }
 
 TEST_CASE("all-to-all: hierarchical exchanges inside each node, then one message per node",
-          "[alltoall]") {
+          "[schedules][alltoall]") {
   struct Case {
     const char* shape;
     std::vector<int> nodes;
@@ -196,7 +198,7 @@ TEST_CASE("all-to-all: hierarchical exchanges inside each node, then one message
       Catch::Contains("its nodes hold 2 and 1 ranks"));
 }
 
-TEST_CASE("all-to-all: bad requests say why", "[alltoall]") {
+TEST_CASE("all-to-all: bad requests say why", "[schedules][alltoall]") {
   const schedule::Context ctx{0, Torus2D(2, 2), {}};
   CHECK_THROWS_WITH(
       schedule::build(Algorithm::swing, {Collective::alltoall, 8, false, false, {}}, ctx),
@@ -270,7 +272,7 @@ std::uint64_t one_more_to_last(int i, int j) { return skewed(i, j) + (i == 0 && 
 }  // namespace
 
 TEST_CASE("alltoallv: each rank's own block sizes, one message per peer, empty ones too",
-          "[alltoall]") {
+          "[schedules][alltoall]") {
   for (int p : {1, 2, 3, 5, 8}) {
     INFO(p << " ranks");
     CHECK(run_alltoallv(p, skewed) == "");
