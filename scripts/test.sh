@@ -26,8 +26,8 @@ build_mpich() {
   cmake --build "$mpich" -j"$jobs" --target toroid_unit_mpi_tests toroid_mpi_tests toroid_preload \
         preload_nonblocking preload_stress preload_fortran_mpif preload_fortran_mpi preload_fortran_f08
 }
-# Both trees compile the library's files in batches (TOROID_UNITY_BUILD: a third of the compile
-# time); the Release tree builds each file alone, as scripts/setup.sh does.
+# Every tree compiles the library's files in batches (TOROID_UNITY_BUILD, on by default: a
+# third of the compile time).
 # The sanitizer tree. -O1 -g1 (line tables for the reports): what the sanitizers recommend, and
 # the tree builds in 40% less time than at -O2 -g on 2 cores. Only what its tests run (its ctest
 # lists them): a test whose program is missing there fails, so a new one cannot be skipped.

@@ -32,11 +32,11 @@ check("sharded LAMB (bf16 gradients), 3170830 parameters, 4 ranks" in out4 and "
       "prints the model and the step split")
 check(len(t4) == 8 and t4[8] < 0.9 * t4[1], f"the loss falls ({t4[1]:.4f} -> {t4[8]:.4f})")
 t1 = losses(run(1, "--steps", "8"))
-t2 = losses(run(2, "--steps", "8"))
-check(close(t1, t4, range(1, 9)) and close(t2, t4, range(1, 9)),
-      f"1, 2 and 4 ranks: the same losses (step 8: {t1[8]:.6f}, {t2[8]:.6f}, {t4[8]:.6f})")
+# The 2-rank run is the one that writes the checkpoint: its four steps are the 2-rank curve.
 ckpt = os.path.join(work, "torch_lm.pt")
-run(2, "--steps", "4", "--checkpoint", ckpt)
+t2 = losses(run(2, "--steps", "4", "--checkpoint", ckpt))
+check(close(t1, t4, range(1, 9)) and close(t2, t4, range(1, 5)),
+      f"1, 2 and 4 ranks: the same losses (step 4: {t1[4]:.6f}, {t2[4]:.6f}, {t4[4]:.6f})")
 resumed = losses(run(4, "--steps", "4", "--resume", ckpt))
 check(sorted(resumed) == [5, 6, 7, 8] and close(resumed, t4, range(5, 9)),
       "a checkpoint from 2 ranks resumes at 4 on the same curve")
