@@ -23,17 +23,23 @@ inline const ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, Re
                                 ReduceOp::avg};
 
 // The types and ops the sweeps run at p ranks. Types and ops meet the data in the kernels, which
-// do not change with the rank count: 1 to 4 ranks run every one. From 5 ranks on, what is new is
-// the shape (3x2, 4x2, 2x4, 2x2x2) on oversubscribed cores, where every call costs a round of
-// context switches: one type of each element size and kind (bf16, f32, i64) and one op of each
-// kind (sum, arithmetic; max, a selection; avg, which divides at the end).
+// do not change with the rank count: up to TOROID_TEST_EVERY_TYPE_UP_TO ranks (4 in the Release
+// tree) the sweeps run every one. Beyond, what is new is the shape (3x2, 4x2, 2x4, 2x2x2) on
+// oversubscribed cores, where every call costs a round of context switches, or the tree's own
+// question (the sanitizers', MPICH's): one type of each element size and kind (bf16, f32, i64)
+// and one op of each kind (sum, arithmetic; max, a selection; avg, which divides at the end).
+#ifndef TOROID_TEST_EVERY_TYPE_UP_TO
+#define TOROID_TEST_EVERY_TYPE_UP_TO 4
+#endif
 inline std::span<const DataType> sweep_types(int p) {
   static const DataType few[] = {DataType::bf16, DataType::f32, DataType::i64};
-  return p <= 4 ? std::span<const DataType>(kTypes) : std::span<const DataType>(few);
+  return p <= TOROID_TEST_EVERY_TYPE_UP_TO ? std::span<const DataType>(kTypes)
+                                           : std::span<const DataType>(few);
 }
 inline std::span<const ReduceOp> sweep_ops(int p) {
   static const ReduceOp few[] = {ReduceOp::sum, ReduceOp::max, ReduceOp::avg};
-  return p <= 4 ? std::span<const ReduceOp>(kOps) : std::span<const ReduceOp>(few);
+  return p <= TOROID_TEST_EVERY_TYPE_UP_TO ? std::span<const ReduceOp>(kOps)
+                                           : std::span<const ReduceOp>(few);
 }
 
 inline MPI_Op mpi_op(ReduceOp op) {
