@@ -23,7 +23,7 @@ build_mpich() {
         -DMPI_Fortran_COMPILER=/usr/bin/mpif90.mpich \
         -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich -DTOROID_MPIEXEC_FLAGS= \
         -DTOROID_BUILD_PYTHON=OFF -DTOROID_BUILD_EXAMPLES=OFF -DTOROID_BUILD_BENCHMARKS=OFF \
-        "-DTOROID_MPI_TEST_SPEC_NP3_UP=[mpich]" -DTOROID_MPI_TEST_EVERY_TYPE_UP_TO=2 -DTOROID_UNITY_BUILD=ON >/dev/null
+        "-DTOROID_MPI_TEST_SPEC_NP3_UP=[mpich]" -DTOROID_MPI_TEST_EVERY_TYPE_UP_TO=2 >/dev/null
   cmake --build "$mpich" -j"$jobs" --target toroid_unit_mpi_tests toroid_mpi_tests toroid_preload \
         preload_nonblocking preload_stress preload_fortran_mpif preload_fortran_mpi preload_fortran_f08
 }
@@ -35,7 +35,7 @@ build_mpich() {
 build_asan() {
   cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOROID_SANITIZE=ON -DTOROID_WERROR=ON \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-        -DTOROID_BUILD_EXAMPLES=OFF -DTOROID_UNITY_BUILD=ON >/dev/null
+        -DTOROID_BUILD_EXAMPLES=OFF >/dev/null
   cmake --build "$asan" -j"$jobs" --target toroid_unit_tests toroid_unit_mpi_tests toroid_mpi_tests \
         toroid_optimizer_tests toroid_preload preload_stress
 }

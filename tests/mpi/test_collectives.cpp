@@ -1,6 +1,7 @@
 // Every collective x type x op x count x in-place/out-of-place, for each algorithm, against the
 // stock MPI result (MPI_Allreduce over the same inputs as doubles; small integers make every
-// type exact). Every type and op up to 4 ranks, a few of them beyond (sweep_types).
+// type exact). Every type and op up to TOROID_TEST_EVERY_TYPE_UP_TO ranks (4 in the Release tree),
+// a few of them beyond (sweep_types).
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -24,8 +25,8 @@ void sweep(Collective coll, const char* name,
   Communicator comm(MPI_COMM_WORLD);
   const int p = comm.size();
   const bool has_op = coll == Collective::allreduce || coll == Collective::reduce_scatter;
+  const std::span<const ReduceOp> ops = sweep_ops(p);
   for (std::uint64_t n : counts(p)) {
-    const std::span<const ReduceOp> ops = sweep_ops(p);
     std::vector<std::vector<double>> refs;  // by op, as ops lists them
     for (ReduceOp op : ops)
       refs.push_back(has_op || op == ReduceOp::sum ? reference(op, n, comm.rank(), p)
