@@ -152,9 +152,10 @@ bool MpiTransfer::advance(RequestTable& table, MPI_Comm comm, std::size_t limit,
       const std::size_t at = static_cast<std::size_t>(prefix_) * seg_bytes_, len = seg_len(prefix_);
       if (at + len > limit) break;  // the local operand is not final yet
       const std::byte* in = staging_ + (prefix_ % depth_) * seg_bytes_;
-      src_.each(at, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-        reduce(dst_.base + at + o, p, in + o, n / elem_size_);
-      });
+      schedule::each_pair(dst_, src_, at, len,
+                          [&](std::byte* d, const std::byte* p, std::size_t o, std::size_t n) {
+                            reduce(d, p, in + o, n / elem_size_);
+                          });
       ++prefix_;
       ready_ = at + len;
       if (posted_ < nseg_) post(table, comm, posted_);  // into the slot just freed

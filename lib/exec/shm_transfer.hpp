@@ -20,7 +20,7 @@ struct ShmTransfer {
   const schedule::Step* step = nullptr;
   ShmChannel channel;
   schedule::Operand from;           // send: the data; recv_reduce: the local operand
-  schedule::Destination into;       // recv, recv_reduce: the destination (a recv's may be gathered)
+  schedule::Destination into;       // recv, recv_reduce: the destination (may be gathered)
   std::size_t bytes = 0, done = 0;  // done: bytes moved so far
   std::size_t elem_size = 1;
   // Where the segments go in the ring: 0 (a one-segment transfer) = cycle through the first
@@ -123,14 +123,15 @@ struct ShmTransfer {
       if (out && relay->channel.way && relay->channel.way->streaming()) {
         const kernels::CopyFn stream = relay->channel.stream;
         if (reduces)
-          from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-            for (std::size_t c = 0; c < n; c += kRelayPiece) {
-              const std::size_t m = std::min(kRelayPiece, n - c);
-              std::byte* sum = keep_dst ? into.base + done + o + c : relay_scratch();
-              reduce(sum, p + c, in + o + c, m / elem_size);
-              stream(out + o + c, sum, m);
-            }
-          });
+          schedule::each_pair(into, from, done, len,
+                              [&](std::byte* d, const std::byte* p, std::size_t o, std::size_t n) {
+                                for (std::size_t c = 0; c < n; c += kRelayPiece) {
+                                  const std::size_t m = std::min(kRelayPiece, n - c);
+                                  std::byte* sum = keep_dst ? d + c : relay_scratch();
+                                  reduce(sum, p + c, in + o + c, m / elem_size);
+                                  stream(out + o + c, sum, m);
+                                }
+                              });
         else {
           stream(out, in, len);
           if (keep_dst) store_dst(in, len);
@@ -138,9 +139,10 @@ struct ShmTransfer {
         relay->publish(len);
       } else if (out) {
         if (reduces && keep_dst)
-          from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-            reduce_copy(into.base + done + o, out + o, p, in + o, n / elem_size);
-          });
+          schedule::each_pair(into, from, done, len,
+                              [&](std::byte* d, const std::byte* p, std::size_t o, std::size_t n) {
+                                reduce_copy(d, out + o, p, in + o, n / elem_size);
+                              });
         else if (reduces)
           from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
             reduce(out + o, p, in + o, n / elem_size);
@@ -150,9 +152,10 @@ struct ShmTransfer {
         if (!reduces && keep_dst) store_dst(out, len);
         relay->publish(len);
       } else if (reduces) {
-        from.each(done, len, [&](const std::byte* p, std::size_t o, std::size_t n) {
-          reduce(into.base + done + o, p, in + o, n / elem_size);
-        });
+        schedule::each_pair(into, from, done, len,
+                            [&](std::byte* d, const std::byte* p, std::size_t o, std::size_t n) {
+                              reduce(d, p, in + o, n / elem_size);
+                            });
       } else {
         store_dst(in, len);
       }

@@ -222,10 +222,11 @@ class Runner {
       if (writes(s))
         if (auto e = check_chunk(r, s.dst); !e.empty())
           return fmt::format("rank {}: destination {} in {}", r, e, schedule::describe(s));
-      // Gathered: a send's, recv_reduce's or copy's source, a recv's destination, or a copy's
-      // (not both sides of one copy).
-      const bool gathered_ok =
-          !s.dst.gathered() || s.kind == Kind::recv || (s.kind == Kind::copy && !s.src.gathered());
+      // Gathered: a send's, recv_reduce's or copy's source, a recv's or recv_reduce's
+      // destination, or a copy's (not both sides of one copy).
+      const bool gathered_ok = !s.dst.gathered() || s.kind == Kind::recv ||
+                               s.kind == Kind::recv_reduce ||
+                               (s.kind == Kind::copy && !s.src.gathered());
       if (!gathered_ok || (!reads_src && s.src.gathered()))
         return fmt::format("rank {}: a gathered chunk where the executors take none in {}", r,
                            schedule::describe(s));
@@ -433,7 +434,13 @@ class Runner {
     } else {
       const std::byte* local = rb.readable(recv.src);
       if (recv.src.gathered()) gather(to, recv.src, packed_), local = packed_.data();
-      reduce_(rb.writable(recv.dst), local, sent, recv.dst.count);
+      if (recv.dst.gathered()) {  // reduced packed, then scattered into the runs
+        summed_.resize(bytes);
+        reduce_(summed_.data(), local, sent, recv.dst.count);
+        scatter(to, summed_, recv.dst);
+      } else {
+        reduce_(rb.writable(recv.dst), local, sent, recv.dst.count);
+      }
     }
     if (traffic_) {
       traffic_->links.insert({from, to});
@@ -451,6 +458,7 @@ class Runner {
   std::vector<RankState> state_;
   std::vector<std::vector<std::byte>> scratch_;
   std::vector<std::byte> packed_;  // a gathered chunk packed
+  std::vector<std::byte> summed_;  // a reduction into runs, before it is scattered
   std::vector<std::byte> staging_;
   std::vector<std::pair<int, std::size_t>> work_;  // (rank, step) whose waits are over
 };

@@ -6,12 +6,13 @@
 
 namespace toroid::schedule {
 
-// Same contract as the one-direction ring (ring.hpp); uses tags `tag` and `tag + 1`.
+// Same contract as the one-direction ring (ring.hpp); uses tags `tag` and `tag + 1`. An even
+// ring cuts its blocks in halves where `cut` says (group.hpp).
 std::uint32_t append_bidir_ring_reduce_scatter(Schedule& s, const Group& g, const Blocks& blocks,
                                                int tag, const Source& from, Buf acc, Chunk result,
-                                               std::uint32_t phase);
+                                               std::uint32_t phase, const HalfCut& cut = {});
 std::uint32_t append_bidir_ring_allgather(Schedule& s, const Group& g, const Blocks& blocks,
                                           int tag, Chunk own, const Source& out,
-                                          std::uint32_t phase);
+                                          std::uint32_t phase, const HalfCut& cut = {});
 
 }  // namespace toroid::schedule

@@ -9,7 +9,7 @@
 namespace toroid::schedule {
 
 // A step's chunk as a transfer reads or writes it: one address, or the runs of a gathered
-// chunk (a send's or recv_reduce's source, a receive's destination). `Byte` is const for a
+// chunk (a send's or recv_reduce's source, a receive's or recv_reduce's destination). `Byte` is const for a
 // source.
 template <class Byte>
 struct Runs {
@@ -37,6 +37,17 @@ struct Runs {
 };
 using Operand = Runs<const std::byte>;  // read
 using Destination = Runs<std::byte>;    // written
+
+// Calls f(destination address, operand address, offset from lo, bytes) for each piece of bytes
+// [lo, lo + len) that lies in one run of both (a recv_reduce's destination and local operand,
+// either or both gathered, in runs that may be cut at different places).
+template <class F>
+void each_pair(const Destination& dst, const Operand& src, std::size_t lo, std::size_t len, F&& f) {
+  dst.each(lo, len, [&](std::byte* d, std::size_t od, std::size_t nd) {
+    src.each(lo + od, nd,
+             [&](const std::byte* p, std::size_t o, std::size_t n) { f(d + o, p, od + o, n); });
+  });
+}
 
 struct BufferSet {
   const std::byte* input = nullptr;

@@ -101,13 +101,17 @@ inline bool position_in(const ChunkRange& written, const ChunkRange& read,
   return false;
 }
 
-// A recv_reduce that adds into its own operand (`dst op= incoming` over one contiguous range).
-// Following the receive that wrote that range is safe element by element: element e is read,
-// reduced and written only once that receive has made it final, and it writes e no more.
+// A recv_reduce that adds into its own operand (`dst op= incoming` over one contiguous range,
+// or over the same runs). Following the receive that wrote that range is safe element by
+// element: element e is read, reduced and written only once that receive has made it final,
+// and it writes e no more.
 inline bool accumulates_in_place(const Step& s, const ChunkRange& read,
                                  const ChunkRange& written) noexcept {
-  return s.kind == Kind::recv_reduce && !read.gathered() && !written.gathered() &&
-         read.space == written.space && read.lo == written.lo && read.hi == written.hi;
+  if (s.kind != Kind::recv_reduce || read.gathered() != written.gathered() ||
+      read.space != written.space || read.lo != written.lo || read.hi != written.hi)
+    return false;
+  return !read.gathered() || (read.nruns == written.nruns &&
+                              std::equal(read.runs, read.runs + read.nruns, written.runs));
 }
 
 }  // namespace toroid::schedule

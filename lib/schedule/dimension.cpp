@@ -36,7 +36,7 @@ bool evenly_owned(const Blocks& blocks) {
 
 std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, const Blocks& blocks,
                                     int tag, const Source& from, Buf acc, Chunk result,
-                                    std::uint32_t phase) {
+                                    std::uint32_t phase, const HalfCut& cut) {
   switch (links) {
     case Links::ring:
       return append_ring_reduce_scatter(s, g, blocks, +1, tag, from, acc, result, phase);
@@ -44,7 +44,7 @@ std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, co
       return append_line_reduce_scatter(s, g, blocks, tag, from, acc, result, phase);
     case Links::bidir_ring:
       if (evenly_owned(blocks))
-        return append_bidir_ring_reduce_scatter(s, g, blocks, tag, from, acc, result, phase);
+        return append_bidir_ring_reduce_scatter(s, g, blocks, tag, from, acc, result, phase, cut);
       [[fallthrough]];
     case Links::opposite_rings: {
       // In this order (the +1 ring's steps first): the arguments of one call would be unordered.
@@ -59,7 +59,8 @@ std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, co
 }
 
 std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const Blocks& blocks,
-                               int tag, Chunk own, const Source& out, std::uint32_t phase) {
+                               int tag, Chunk own, const Source& out, std::uint32_t phase,
+                               const HalfCut& cut) {
   switch (links) {
     case Links::ring:
       return append_ring_allgather(s, g, blocks, +1, tag, own, out, phase);
@@ -67,7 +68,7 @@ std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const B
       return append_line_allgather(s, g, blocks, tag, own, out, phase);
     case Links::bidir_ring:
       if (evenly_owned(blocks))
-        return append_bidir_ring_allgather(s, g, blocks, tag, own, out, phase);
+        return append_bidir_ring_allgather(s, g, blocks, tag, own, out, phase, cut);
       [[fallthrough]];
     case Links::opposite_rings: {
       const std::uint32_t a = append_ring_allgather(s, g, first_halves(blocks), +1, tag,

@@ -22,10 +22,12 @@ enum class Links { ring, bidir_ring, opposite_rings, line };
 // Size 2: one neighbour either way, so a bidirectional ring (two lanes to the same peer).
 inline Links links_of(bool wraps) { return wraps ? Links::bidir_ring : Links::line; }
 
+// `cut`: where a bidirectional ring of even size cuts its blocks in halves (group.hpp).
 std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, const Blocks& blocks,
                                     int tag, const Source& from, Buf acc, Chunk result,
-                                    std::uint32_t phase);
+                                    std::uint32_t phase, const HalfCut& cut = {});
 std::uint32_t append_allgather(Schedule& s, Links links, const Group& g, const Blocks& blocks,
-                               int tag, Chunk own, const Source& out, std::uint32_t phase);
+                               int tag, Chunk own, const Source& out, std::uint32_t phase,
+                               const HalfCut& cut = {});
 
 }  // namespace toroid::schedule

@@ -40,6 +40,68 @@ Blocks second_halves(const Blocks& b) {
   return h;
 }
 
+std::vector<Blocks> even_sub_blocks(const Blocks& b, int parts) {
+  std::vector<Blocks> sub;
+  sub.reserve(b.size());
+  for (const Block& x : b) sub.push_back(even_blocks(x.offset, x.count, parts));
+  return sub;
+}
+
+std::vector<BlockRuns> halves(const Blocks& b, const HalfCut& cut, bool first) {
+  std::vector<BlockRuns> h(b.size());
+  if (cut.sub.empty()) {
+    const Blocks middle = first ? first_halves(b) : second_halves(b);
+    for (std::size_t j = 0; j < b.size(); ++j) h[j] = {middle[j]};
+    return h;
+  }
+  for (std::size_t j = 0; j < b.size(); ++j) {
+    const Blocks& sub = cut.sub[j];
+    const int k = static_cast<int>(sub.size());
+    BlockRuns& runs = h[j];
+    // Sub-blocks first, first+1, ... round the block: k/2 whole ones to each half, the middle
+    // one of an odd number cut at its middle (the first half takes its larger part).
+    for (int t = 0; t < k; ++t) {
+      const Block& x = sub[static_cast<std::size_t>(ring_position(cut.first + t, k))];
+      if (k % 2 && t == k / 2) {
+        const std::uint64_t lead = x.count - x.count / 2;
+        runs.push_back(first ? Block{x.offset, lead} : Block{x.offset + lead, x.count / 2});
+      } else if ((t < k / 2) == first) {
+        runs.push_back(x);
+      }
+    }
+    std::sort(runs.begin(), runs.end(),
+              [](const Block& a, const Block& c) { return a.offset < c.offset; });
+    // Adjacent pieces as one run; then at least two, so that every chip's half is gathered
+    // alike, wrapped round the block or not (the next row's reads of it then wait for it
+    // the same way on every chip: a gathered read never follows a contiguous write).
+    BlockRuns merged;
+    for (const Block& x : runs) {
+      if (x.count == 0) continue;
+      if (!merged.empty() && merged.back().offset + merged.back().count == x.offset)
+        merged.back().count += x.count;
+      else
+        merged.push_back(x);
+    }
+    if (merged.size() == 1 && k > 2) {  // cut after the window's first piece
+      const std::uint64_t lead = runs.front().count;
+      if (lead > 0 && lead < merged[0].count)
+        merged = {{merged[0].offset, lead}, {merged[0].offset + lead, merged[0].count - lead}};
+    }
+    runs = std::move(merged);
+  }
+  return h;
+}
+
+Chunk runs_of(Schedule& s, const Chunk& c, const Block& whole, const BlockRuns& runs) {
+  std::vector<Block> at;  // collected first: gathered_chunk adds to s.pieces
+  for (const Block& r : runs)
+    each_run(c, s.pieces.data(), r.offset - whole.offset, r.offset - whole.offset + r.count,
+             [&](std::uint64_t o, std::uint64_t, std::uint64_t n) {
+               at.push_back({o, n});
+             });
+  return gathered_chunk(s, c.buf, at, runs.size() > 1);
+}
+
 Chunk part_of(Schedule& s, const Chunk& c, std::uint64_t lo, std::uint64_t n) {
   if (!c.gathered()) return {c.buf, c.offset + lo, n};
   std::vector<Block> runs;  // collected first: gathered_chunk adds to s.pieces
@@ -53,13 +115,13 @@ Chunk second_half(Schedule& s, const Chunk& c) {
   return part_of(s, c, c.count - c.count / 2, c.count / 2);
 }
 
-Chunk gathered_chunk(Schedule& s, Buf buf, const std::vector<Block>& runs) {
+Chunk gathered_chunk(Schedule& s, Buf buf, const std::vector<Block>& runs, bool apart) {
   std::vector<Block> merged;
   std::uint64_t count = 0;
   for (const Block& r : runs) {
     if (r.count == 0) continue;
     count += r.count;
-    if (!merged.empty() && merged.back().offset + merged.back().count == r.offset)
+    if (!apart && !merged.empty() && merged.back().offset + merged.back().count == r.offset)
       merged.back().count += r.count;
     else
       merged.push_back(r);
@@ -74,18 +136,40 @@ Chunk gathered_chunk(Schedule& s, Buf buf, const std::vector<Block>& runs) {
   return c;
 }
 
-Chunk Source::chunk(Schedule& s, const Block& b) const {
-  if (!map) return schedule::chunk(buf, b);
-  std::vector<Block> runs;
+namespace {
+
+// Appends to `runs` where the map puts elements [b.offset, b.offset + b.count) of its layout.
+void mapped_runs(const Gather& map, const Block& b, std::vector<Block>& runs) {
   const std::uint64_t end = b.offset + b.count;
-  auto it = std::upper_bound(map->runs.begin(), map->runs.end(), b.offset,
+  auto it = std::upper_bound(map.runs.begin(), map.runs.end(), b.offset,
                              [](std::uint64_t at, const Gather::Run& r) { return at < r.at; });
-  if (it != map->runs.begin()) --it;
-  for (; it != map->runs.end() && it->at < end; ++it) {
+  if (it != map.runs.begin()) --it;
+  for (; it != map.runs.end() && it->at < end; ++it) {
     const std::uint64_t lo = std::max(b.offset, it->at), hi = std::min(end, it->at + it->count);
     if (lo < hi) runs.push_back({it->from + (lo - it->at), hi - lo});
   }
+}
+
+}  // namespace
+
+Chunk Source::chunk(Schedule& s, const Block& b) const {
+  if (!map) return schedule::chunk(buf, b);
+  std::vector<Block> runs;
+  mapped_runs(*map, b, runs);
   return gathered_chunk(s, buf, runs);
+}
+
+// The runs ascend in the layout, and a range of a layout ascends in the vector (the builders'
+// layouts keep a member's ranks in rank order), so the mapped runs ascend too.
+Chunk Source::chunk(Schedule& s, const BlockRuns& runs) const {
+  if (runs.size() == 1) return chunk(s, runs[0]);
+  std::vector<Block> at;
+  for (const Block& r : runs)
+    if (map)
+      mapped_runs(*map, r, at);
+    else
+      at.push_back(r);
+  return gathered_chunk(s, buf, at, true);
 }
 
 namespace {

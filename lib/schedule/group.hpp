@@ -30,6 +30,43 @@ Blocks even_blocks(std::uint64_t offset, std::uint64_t count, int p);
 // Each block cut in two: first halves (the larger when odd) and second halves.
 Blocks first_halves(const Blocks& b);
 Blocks second_halves(const Blocks& b);
+// Parts of the buffer in ascending order, taken as one chunk (a gathered one when apart).
+using BlockRuns = std::vector<Block>;
+
+// Where an even ring cuts its blocks in two (bidir_ring.cpp). By default at each block's middle.
+// Ahead of another row, relative to this chip's place in it: block j is sub[j] (that row's
+// blocks inside it, one per member), and its first half is the sub-blocks from the one of
+// member `first` half way round the block (the middle one cut at its middle when their number
+// is odd), the second half the rest:
+//
+//   sub-blocks of a block, next row of 4:   [ s0 | s1 | s2 | s3 ]
+//   first = 0:  first half s0 s1, second s2 s3;   first = 3:  first half s3 s0 (two runs)
+//
+// Every chip of this ring has the same place in the next row, so they agree on the cut; and
+// each chip's next row reads, at its k-th step, the half it read at the same step on every
+// other chip, so chips a translation of the torus carries into each other run moved copies of
+// one program (the simulator's classes, model/sim_symmetry.hpp). Cut at the middle, the
+// sub-blocks a chip's next row needs first lie in one half or the other by its place, and
+// a 4096-chip row simulates every chip (docs/simulator.md "Speed").
+//
+// With more than 2 sub-blocks a half is always two runs or more (a contiguous one is cut after
+// its first piece): a half that wraps round the block cannot follow the write it lies in
+// segment by segment (its elements are not consecutive there), so no chip's half does, and
+// every chip waits for the same steps the same way. Reductions then land in gathered runs
+// (the executors take them: schedule/buffers.hpp each_pair). Used by the all-gathers on tori
+// of any dimension and by torus2d_both's all-reduce there; a reduce-scatter keeps the middle
+// (relative halves cost it 9-11% on 4x4x8, whose short rings pass a level's end in few steps).
+struct HalfCut {
+  std::vector<Blocks> sub;  // per block its sub-blocks, in order; empty: cut at the middle
+  int first = 0;
+};
+// Each block's first or second half by `cut`, as runs.
+std::vector<BlockRuns> halves(const Blocks& b, const HalfCut& cut, bool first);
+// The sub-blocks of each of `b`, every block cut into `parts` by the block rule.
+std::vector<Blocks> even_sub_blocks(const Blocks& b, int parts);
+// The part of chunk `c`, which holds block `whole`, that holds `runs` (inside `whole`).
+Chunk runs_of(Schedule& s, const Chunk& c, const Block& whole, const BlockRuns& runs);
+
 // Elements [lo, lo + n) of a chunk in its order (of a gathered one, its runs cut there).
 Chunk part_of(Schedule& s, const Chunk& c, std::uint64_t lo, std::uint64_t n);
 // The part of a chunk that corresponds to first_halves/second_halves of its block.
@@ -68,6 +105,7 @@ struct Source {
   Source(Buf b) : buf(b) {}  // NOLINT: a buffer read in place is the common case
   Source(Buf b, const Gather& m) : buf(b), map(&m) {}
   Chunk chunk(Schedule& s, const Block& b) const;
+  Chunk chunk(Schedule& s, const BlockRuns& runs) const;
 };
 
 // Appends `copy from -> to` in `phase` unless it is empty or `from` already sits at `to`
@@ -75,9 +113,9 @@ struct Source {
 // addresses coincide in place). Returns whether a step was added.
 bool append_move(Schedule& s, Chunk from, Chunk to, std::uint32_t phase);
 
-// A gathered chunk of `buf` made of `runs` (ascending; adjacent runs are merged, and a chunk of
-// one run is contiguous). The runs are added to s.pieces.
-Chunk gathered_chunk(Schedule& s, Buf buf, const std::vector<Block>& runs);
+// A gathered chunk of `buf` made of `runs` (ascending; adjacent runs are merged unless `apart`,
+// and a chunk of one run is contiguous). The runs are added to s.pieces.
+Chunk gathered_chunk(Schedule& s, Buf buf, const std::vector<Block>& runs, bool apart = false);
 
 // Where successive whole-vector reductions write (recursive doubling, swing_latency): write k
 // to scratch slot k % 2 (of a 2n scratch), so a step never writes what it sends, and the last

@@ -76,7 +76,7 @@ bool line_pipeline(const Row& row) { return line_pipeline(row.links, row.group.s
 std::uint32_t allreduce_from(Schedule& s, std::span<const Row> rows, std::size_t level,
                              Block region, Buf held, int tag, bool average, std::uint32_t divisor,
                              std::uint32_t phase, std::uint32_t gather_from,
-                             std::uint32_t* before_gather) {
+                             std::uint32_t* before_gather, bool relative) {
   const Row& row = rows[level];
   const Blocks blocks = even_blocks(region.offset, region.count, row.group.size());
   const Block mine = blocks[static_cast<std::size_t>(row.group.position)];
@@ -100,13 +100,17 @@ std::uint32_t allreduce_from(Schedule& s, std::span<const Row> rows, std::size_t
   // output's offsets, so neither waits for the other.
   const bool to_scratch = level + 2 == rows.size() && line_pipeline(rows[level + 1]);
   if (to_scratch) s.scratch_count = std::max(s.scratch_count, mine.offset + mine.count);
+  // Halves relative to my place in the next row, whose blocks lie evenly in each of these.
+  const Group& next = rows[level + 1].group;
+  const HalfCut cut =
+      relative ? HalfCut{even_sub_blocks(blocks, next.size()), next.position} : HalfCut{};
   phase = append_reduce_scatter(s, row.links, row.group, blocks, tag, held, Buf::output,
-                                chunk(to_scratch ? Buf::scratch : Buf::output, mine), phase);
+                                chunk(to_scratch ? Buf::scratch : Buf::output, mine), phase, cut);
   phase = allreduce_from(s, rows, level + 1, mine, Buf::output, tag, average, divisor, phase, 0,
-                         nullptr);
+                         nullptr, relative);
   if (before_gather) *before_gather = phase;
   return append_allgather(s, row.links, row.group, blocks, tag, chunk(Buf::output, mine),
-                          Buf::output, std::max(phase, gather_from));
+                          Buf::output, std::max(phase, gather_from), cut);
 }
 
 // Per part, the rows it goes through in turn (indices into the rows).
@@ -189,9 +193,7 @@ constexpr std::uint64_t kBusyPiecesFrom = std::uint64_t{4} << 20;
 // The global blocks that each member of my row along `dimension` holds, as one block: those of
 // the chips whose coordinates along the later dimensions are mine and along this one the
 // member's, any along the earlier ones (contiguous: the first dimension runs fastest).
-Blocks row_blocks(const Context& ctx, const Blocks& global, int dimension) {
-  const Torus& t = ctx.topology;
-  const std::vector<int> me = t.coord_of(ctx.rank);
+Blocks row_blocks(const Torus& t, const Blocks& global, int dimension, const std::vector<int>& me) {
   std::size_t stride = 1, later = 0, weight = 1;
   for (int d = 0; d < t.dimensions(); ++d) {
     if (d == dimension) stride = weight;
@@ -205,6 +207,23 @@ Blocks row_blocks(const Context& ctx, const Blocks& global, int dimension) {
     b.push_back({lo.offset, hi.offset + hi.count - lo.offset});
   }
   return b;
+}
+
+Blocks row_blocks(const Context& ctx, const Blocks& global, int dimension) {
+  return row_blocks(ctx.topology, global, dimension, ctx.topology.coord_of(ctx.rank));
+}
+
+// Where a ring along `row` cuts its blocks in halves: relative to my place in `next`, the row
+// that takes each of its blocks on (HalfCut, group.hpp). Member v's block holds the blocks of
+// `next` as a chip with my coordinates but v along `row` sees them.
+HalfCut row_cut(const Context& ctx, const Blocks& global, const Row& row, const Row& next) {
+  HalfCut cut{{}, next.group.position};
+  std::vector<int> at = ctx.topology.coord_of(ctx.rank);
+  for (int v = 0; v < row.group.size(); ++v) {
+    at[static_cast<std::size_t>(row.dimension)] = v;
+    cut.sub.push_back(row_blocks(ctx.topology, global, next.dimension, at));
+  }
+  return cut;
 }
 
 Schedule reduce_scatter_rows(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
@@ -240,7 +259,8 @@ Schedule allgather_rows(const Spec& r, const Context& ctx, const std::vector<Row
     const Chunk held = k > 0 ? chunk(Buf::output, b[static_cast<std::size_t>(row.group.position)])
                        : r.in_place ? chunk(Buf::output, own)
                                     : Chunk{Buf::input, 0, own.count};
-    phase = append_allgather(s, row.links, row.group, b, 0, held, Buf::output, phase);
+    const HalfCut cut = k > 0 ? row_cut(ctx, global, row, rows[k - 1]) : HalfCut{};
+    phase = append_allgather(s, row.links, row.group, b, 0, held, Buf::output, phase, cut);
   }
   return s;
 }
@@ -324,6 +344,25 @@ Blocks busy_blocks(const BusyPart& part, std::size_t k) {
   return b;
 }
 
+// Where the k-th row of `part` cuts its blocks in halves: relative to my place in the row
+// after it, whose ranges lie inside each of its ranges (HalfCut, group.hpp).
+HalfCut busy_cut(const BusyPart& part, std::size_t k) {
+  if (k + 1 == part.order.size()) return {};
+  const Group& next = part.order[k + 1].group;
+  HalfCut cut{{}, next.position};
+  const std::size_t span = part.weight[k], step = part.weight[k + 1];
+  const std::size_t outer = k == 0 ? 0 : part.mine / part.weight[k - 1] * part.weight[k - 1];
+  for (std::size_t u = 0; u < static_cast<std::size_t>(part.order[k].group.size()); ++u) {
+    Blocks sub;
+    for (std::size_t w = 0; w < static_cast<std::size_t>(next.size()); ++w) {
+      const std::size_t first = outer + u * span + w * step;
+      sub.push_back({part.at[first], part.at[first + step] - part.at[first]});
+    }
+    cut.sub.push_back(std::move(sub));
+  }
+  return cut;
+}
+
 // Every part of the reduce-scatter's or all-gather's, their layouts one after the other in
 // scratch; `own`: my block of the vector.
 std::vector<BusyPart> busy_parts(const Spec& r, const Context& ctx, const std::vector<Row>& rows,
@@ -385,7 +424,7 @@ Schedule busy_allgather(const Spec& r, const Context& ctx, const std::vector<Row
                              ? chunk(Buf::output, part.own)
                              : Chunk{Buf::input, part.own.offset - own.offset, part.own.count};
       phase = append_allgather(s, part.order[k].links, part.order[k].group, b,
-                               2 * static_cast<int>(i), mine, out, phase);
+                               2 * static_cast<int>(i), mine, out, phase, busy_cut(part, k));
     }
   }
   return s;
@@ -395,20 +434,22 @@ Schedule busy_allgather(const Spec& r, const Context& ctx, const std::vector<Row
 
 std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
                                     bool average, std::uint32_t divisor, std::uint32_t phase,
-                                    std::uint32_t gather_from, std::uint32_t* before_gather) {
+                                    std::uint32_t gather_from, std::uint32_t* before_gather,
+                                    bool relative_halves) {
   return allreduce_from(s, rows, 0, region, Buf::input, tag, average, divisor, phase, gather_from,
-                        before_gather);
+                        before_gather, relative_halves);
 }
 
 void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Block region, int tag,
-                                     bool average, std::uint32_t divisor, int chunks, int lag) {
+                                     bool average, std::uint32_t divisor, int chunks, int lag,
+                                     bool relative_halves) {
   if (chunks <= 1) {
-    append_allreduce_rows(s, rows, region, tag, average, divisor, 0);
+    append_allreduce_rows(s, rows, region, tag, average, divisor, 0, 0, nullptr, relative_halves);
     return;
   }
   std::uint32_t before = 0;  // the phases a piece spends before its last all-gather
   Schedule dry;
-  append_allreduce_rows(dry, rows, region, tag, average, divisor, 0, 0, &before);
+  append_allreduce_rows(dry, rows, region, tag, average, divisor, 0, 0, &before, relative_halves);
   const auto d = static_cast<std::uint32_t>(lag);
   const std::uint32_t stride = (before + d - 1) / d;
   const Blocks parts = even_blocks(region.offset, region.count, chunks);
@@ -416,7 +457,8 @@ void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Blo
   // one phase (a gather and the scatter d pieces later) get distinct phases, in order.
   for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(chunks); ++k) {
     const std::size_t first = s.steps.size();
-    append_allreduce_rows(s, rows, parts[k], tag, average, divisor, k * stride, (k + d) * stride);
+    append_allreduce_rows(s, rows, parts[k], tag, average, divisor, k * stride, (k + d) * stride,
+                          nullptr, relative_halves);
     for (std::size_t i = first; i < s.steps.size(); ++i)
       s.steps[i].phase = s.steps[i].phase * (d + 1) + k % (d + 1);
   }
@@ -449,7 +491,7 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
                                                           before * static_cast<double>(r.count))));
     for (std::size_t k = 0; k < rows.size(); ++k) order[k] = rows[(i + k) % rows.size()];
     append_allreduce_rows_pipelined(s, order, {at, end - at}, 2 * static_cast<int>(i), r.average,
-                                    divisor, pieces, 2);
+                                    divisor, pieces, 2, true);
     at = end;
   }
   return s;

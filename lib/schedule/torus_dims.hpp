@@ -41,17 +41,21 @@ std::vector<Row> rows_of(const Context& ctx);
 // and results are kept in the output at the blocks' offsets (a line's pipeline passes its
 // partials in scratch at the same offsets). Every row uses tags `tag` and `tag` + 1 (their peers
 // differ). The all-gather along rows[0] starts no earlier than `gather_from`; `before_gather`,
-// when given, gets the phase it would start in without that. Returns the next free phase.
+// when given, gets the phase it would start in without that. `relative_halves`: an even ring
+// ahead of another row cuts its blocks relative to my place in that row (HalfCut, group.hpp),
+// else at their middles. Returns the next free phase.
 std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
                                     bool average, std::uint32_t divisor, std::uint32_t phase,
                                     std::uint32_t gather_from = 0,
-                                    std::uint32_t* before_gather = nullptr);
+                                    std::uint32_t* before_gather = nullptr,
+                                    bool relative_halves = false);
 
 // The same cut into `chunks` pieces that follow each other on the same channels, piece k+lag's
 // reduce-scatters beside piece k's all-gathers (torus2d.cpp's block comment, "Pipelined
 // pieces"): piece k starts k strides of phases after the first, where a stride is the phases a
 // piece spends before its last all-gather over `lag`. One piece: append_allreduce_rows.
 void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Block region, int tag,
-                                     bool average, std::uint32_t divisor, int chunks, int lag);
+                                     bool average, std::uint32_t divisor, int chunks, int lag,
+                                     bool relative_halves = false);
 
 }  // namespace toroid::schedule

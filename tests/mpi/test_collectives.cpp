@@ -268,7 +268,8 @@ TEST_CASE("axis collectives match stock MPI on each row and column", "[collectiv
 TEST_CASE("tori of three dimensions and more: every algorithm that runs on them matches stock MPI",
           "[collectives][3d]") {
   // Shapes of this rank count with three dimensions or more (8 ranks: 2x2x2 as a torus, a mesh and
-  // mixed, 2x2x2x1; 4 ranks: 2x1x2), and a 1D shape. What is 2D only (swing_latency's
+  // mixed, 2x2x2x1; 6 ranks: 1x2x3, whose ring of 2 cuts its blocks relative to the ring of 3 in
+  // two runs, so its reductions land in gathered runs; 4 ranks: 2x1x2), and a 1D shape. What is 2D only (swing_latency's
   // reduce-scatter and all-gather) refuses them on every rank with the reason; the rest (Swing's
   // bandwidth form included) must match stock.
   const int p = testing::world_size();
@@ -276,6 +277,7 @@ TEST_CASE("tori of three dimensions and more: every algorithm that runs on them 
   if (p == 8)
     for (const char* s : {"2x2x2", "2x2x2:wrap=xz", "2x2x2:wrap=none", "2x2x2x1:wrap=y"})
       shapes.emplace_back(s);
+  if (p == 6) shapes.emplace_back("1x2x3");
   if (p == 4) shapes.emplace_back("2x1x2");
   for (const std::string& shape : shapes) {
     Options o;
