@@ -25,6 +25,17 @@ Blocks even_blocks(std::uint64_t offset, std::uint64_t count, int p) {
   return b;
 }
 
+Blocks spread_blocks(std::uint64_t offset, std::uint64_t count, int p) {
+  Blocks b(static_cast<std::size_t>(p));
+  const auto edge = [&](int j) {  // floor(j * count / p) without overflow
+    const auto q = static_cast<std::uint64_t>(p), u = static_cast<std::uint64_t>(j);
+    return u * (count / q) + u * (count % q) / q;
+  };
+  for (int j = 0; j < p; ++j)
+    b[static_cast<std::size_t>(j)] = {offset + edge(j), edge(j + 1) - edge(j)};
+  return b;
+}
+
 Blocks first_halves(const Blocks& b) {
   Blocks h(b.size());
   for (std::size_t j = 0; j < b.size(); ++j) h[j] = {b[j].offset, b[j].count - b[j].count / 2};
@@ -194,7 +205,7 @@ std::uint32_t append_halving_doubling(Schedule& s, Block region, int moves, std:
                                       const std::function<HalvingPeer(int move, int k)>& peer,
                                       int tag, Buf from, bool average, std::uint32_t divisor,
                                       std::uint32_t phase) {
-  const Blocks blocks = even_blocks(region.offset, region.count, 1 << moves);
+  const Blocks blocks = spread_blocks(region.offset, region.count, 1 << moves);
   auto range = [&](std::uint32_t lo, std::uint32_t hi) {  // blocks [lo, hi) as one chunk
     const std::uint64_t begin = blocks[lo].offset,
                         end = blocks[hi - 1].offset + blocks[hi - 1].count;

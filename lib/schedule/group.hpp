@@ -27,6 +27,12 @@ using Blocks = std::vector<Block>;
 
 // [offset, offset + count) cut into p blocks by the block rule of block_of.
 Blocks even_blocks(std::uint64_t offset, std::uint64_t count, int p);
+// [offset, offset + count) cut into p blocks whose longer ones lie evenly among them (block j
+// starts at floor(j·count/p)): any m consecutive blocks hold the same count to one element,
+// wherever they start. For a schedule's own cuts (its steps then carry alike sizes on every
+// chip, as the simulator's classes ask: model/sim_symmetry.hpp), not for the blocks a
+// reduce-scatter leaves, which follow block_of.
+Blocks spread_blocks(std::uint64_t offset, std::uint64_t count, int p);
 // Each block cut in two: first halves (the larger when odd) and second halves.
 Blocks first_halves(const Blocks& b);
 Blocks second_halves(const Blocks& b);
