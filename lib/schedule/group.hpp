@@ -60,8 +60,11 @@ using BlockRuns = std::vector<Block>;
 // segment by segment (its elements are not consecutive there), so no chip's half does, and
 // every chip waits for the same steps the same way. Reductions then land in gathered runs
 // (the executors take them: schedule/buffers.hpp each_pair). Used by the all-gathers on tori
-// of any dimension and by torus2d_both's all-reduce there; a reduce-scatter keeps the middle
-// (relative halves cost it 9-11% on 4x4x8, whose short rings pass a level's end in few steps).
+// of any dimension and by torus2d_both's all-reduce there, ahead of a ring; ahead of a line the
+// middle stays (a line delivers from its ends, not round the chip, and no translation runs
+// along it: relative halves cost the twisted 4x4x8's all-gather 6%). A reduce-scatter keeps
+// the middle too (relative halves cost it 9-11% on 4x4x8, where a ring of 4 ends a level in few
+// steps and the next level's reads then wait for it whole instead of following it).
 struct HalfCut {
   std::vector<Blocks> sub;  // per block its sub-blocks, in order; empty: cut at the middle
   int first = 0;

@@ -33,7 +33,8 @@
 //                part 1  y -> z -> x      (likewise y and z): every link busy from the start
 //                part 2  z -> x -> y
 //
-// From 4Mi elements each part runs as two pipelined pieces (append_allreduce_rows_pipelined).
+// From 4Mi elements each part runs as two pipelined pieces, from 16Mi as eight
+// (append_allreduce_rows_pipelined; kBusyPiecesFrom below).
 //
 // Every dimension busy, reduce-scatter and all-gather: every rank's block is cut into D parts by
 // the same kind of shares; part i goes along dimension i first, then along the others from the
@@ -102,8 +103,9 @@ std::uint32_t allreduce_from(Schedule& s, std::span<const Row> rows, std::size_t
   if (to_scratch) s.scratch_count = std::max(s.scratch_count, mine.offset + mine.count);
   // Halves relative to my place in the next row, whose blocks lie evenly in each of these.
   const Group& next = rows[level + 1].group;
-  const HalfCut cut =
-      relative ? HalfCut{even_sub_blocks(blocks, next.size()), next.position} : HalfCut{};
+  const HalfCut cut = relative && rows[level + 1].links != Links::line
+                          ? HalfCut{even_sub_blocks(blocks, next.size()), next.position}
+                          : HalfCut{};
   phase = append_reduce_scatter(s, row.links, row.group, blocks, tag, held, Buf::output,
                                 chunk(to_scratch ? Buf::scratch : Buf::output, mine), phase, cut);
   phase = allreduce_from(s, rows, level + 1, mine, Buf::output, tag, average, divisor, phase, 0,
@@ -189,6 +191,15 @@ std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows
 // 0.38, 4 MiB 0.49 / 0.46, 16 MiB 0.76 / 0.83. Three pieces (lag 3) did better on 4x4x8 (16 MiB
 // 0.90) and worse on 16x16x16 (0.75); lag 1 worse everywhere.
 constexpr std::uint64_t kBusyPiecesFrom = std::uint64_t{4} << 20;
+// From this many (64 MiB of f32), eight pieces, lag 4: where the reducer is the bound (tpu-v5p:
+// 100 GB/s links, 300 GB/s of reduction), a reduce-scatter is reducer-bound and the all-gather
+// after it has nothing to reduce, so only pieces in both at once keep both busy. toroid-sim,
+// all-reduce of f32, time with two pieces (lag 2) / eight (lag 4), 2026-12-07: v5p 64 MiB
+// 349 / 303 us, 256 MiB 1342 / 1140 us, 1 GiB 5.35 / 4.55 ms; v4 pod and 4x4x8 within 0.2%
+// from 64 MiB (their links are the bound); at 16 MiB eight lost everywhere (pod 126 / 169 us).
+// Three pieces lag 3 and four lag 2 or 3 did worse on v5p; eight lag 3 better at 1 GiB
+// (4.44 ms) and worse at 64 MiB (321 us, and the pod's 464 against 456).
+constexpr std::uint64_t kBusyManyPiecesFrom = std::uint64_t{16} << 20;
 
 // The global blocks that each member of my row along `dimension` holds, as one block: those of
 // the chips whose coordinates along the later dimensions are mine and along this one the
@@ -214,9 +225,11 @@ Blocks row_blocks(const Context& ctx, const Blocks& global, int dimension) {
 }
 
 // Where a ring along `row` cuts its blocks in halves: relative to my place in `next`, the row
-// that takes each of its blocks on (HalfCut, group.hpp). Member v's block holds the blocks of
-// `next` as a chip with my coordinates but v along `row` sees them.
+// that takes each of its blocks on (HalfCut, group.hpp), unless that is a line (the middle).
+// Member v's block holds the blocks of `next` as a chip with my coordinates but v along `row`
+// sees them.
 HalfCut row_cut(const Context& ctx, const Blocks& global, const Row& row, const Row& next) {
+  if (next.links == Links::line) return {};
   HalfCut cut{{}, next.group.position};
   std::vector<int> at = ctx.topology.coord_of(ctx.rank);
   for (int v = 0; v < row.group.size(); ++v) {
@@ -347,7 +360,7 @@ Blocks busy_blocks(const BusyPart& part, std::size_t k) {
 // Where the k-th row of `part` cuts its blocks in halves: relative to my place in the row
 // after it, whose ranges lie inside each of its ranges (HalfCut, group.hpp).
 HalfCut busy_cut(const BusyPart& part, std::size_t k) {
-  if (k + 1 == part.order.size()) return {};
+  if (k + 1 == part.order.size() || part.order[k + 1].links == Links::line) return {};
   const Group& next = part.order[k + 1].group;
   HalfCut cut{{}, next.position};
   const std::size_t span = part.weight[k], step = part.weight[k + 1];
@@ -479,7 +492,8 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   }
   // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
   const std::vector<double> share = busy_shares(ctx, rows, rotations(rows.size()));
-  const int pieces = r.count >= kBusyPiecesFrom ? 2 : 1;
+  const int pieces = r.count >= kBusyManyPiecesFrom ? 8 : r.count >= kBusyPiecesFrom ? 2 : 1;
+  const int lag = pieces == 8 ? 4 : 2;
   std::vector<Row> order(rows.size());
   double before = 0;
   std::uint64_t at = 0;
@@ -491,7 +505,7 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
                                                           before * static_cast<double>(r.count))));
     for (std::size_t k = 0; k < rows.size(); ++k) order[k] = rows[(i + k) % rows.size()];
     append_allreduce_rows_pipelined(s, order, {at, end - at}, 2 * static_cast<int>(i), r.average,
-                                    divisor, pieces, 2, true);
+                                    divisor, pieces, lag, true);
     at = end;
   }
   return s;
