@@ -422,8 +422,8 @@ class Runner {
     const BufferSet rb = buffers(to);
     const std::size_t bytes = recv.dst.count * esize_;
     // A reduction stages the message first (the sender's chunk aliases nothing of ours, but
-    // MPI's semantics are kept); a gathered one is packed, and a receive into runs scatters
-    // the packed message. A plain one is copied straight.
+    // MPI's semantics are kept); a gathered one is packed, and a receive or a reduction into
+    // runs scatters the packed message (or sum). A plain one is copied straight.
     const std::byte* sent = buffers(from).readable(send.src);
     if (recv.kind != Kind::recv || send.src.gathered() || recv.dst.gathered())
       gather(from, send.src, staging_), sent = staging_.data();

@@ -73,12 +73,14 @@ std::vector<BlockRuns> halves(const Blocks& b, const HalfCut& cut, bool first) {
     // one of an odd number cut at its middle (the first half takes its larger part).
     for (int t = 0; t < k; ++t) {
       const Block& x = sub[static_cast<std::size_t>(ring_position(cut.first + t, k))];
+      Block piece{x.offset, 0};
       if (k % 2 && t == k / 2) {
         const std::uint64_t lead = x.count - x.count / 2;
-        runs.push_back(first ? Block{x.offset, lead} : Block{x.offset + lead, x.count / 2});
+        piece = first ? Block{x.offset, lead} : Block{x.offset + lead, x.count / 2};
       } else if ((t < k / 2) == first) {
-        runs.push_back(x);
+        piece = x;
       }
+      if (piece.count > 0) runs.push_back(piece);  // empty pieces would hide the cut below
     }
     std::sort(runs.begin(), runs.end(),
               [](const Block& a, const Block& c) { return a.offset < c.offset; });
@@ -87,13 +89,12 @@ std::vector<BlockRuns> halves(const Blocks& b, const HalfCut& cut, bool first) {
     // the same way on every chip: a gathered read never follows a contiguous write).
     BlockRuns merged;
     for (const Block& x : runs) {
-      if (x.count == 0) continue;
       if (!merged.empty() && merged.back().offset + merged.back().count == x.offset)
         merged.back().count += x.count;
       else
         merged.push_back(x);
     }
-    if (merged.size() == 1 && k > 2) {  // cut after the window's first piece
+    if (merged.size() == 1 && k > 2) {  // not wrapped: cut after its first (lowest) piece
       const std::uint64_t lead = runs.front().count;
       if (lead > 0 && lead < merged[0].count)
         merged = {{merged[0].offset, lead}, {merged[0].offset + lead, merged[0].count - lead}};

@@ -34,7 +34,7 @@
 //                part 2  z -> x -> y
 //
 // From 4Mi elements each part runs as two pipelined pieces, from 16Mi as eight
-// (append_allreduce_rows_pipelined; kBusyPiecesFrom below).
+// (append_allreduce_rows_pipelined; kBusyPiecesFrom and kBusyManyPiecesFrom below).
 //
 // Every dimension busy, reduce-scatter and all-gather: every rank's block is cut into D parts by
 // the same kind of shares; part i goes along dimension i first, then along the others from the
@@ -195,7 +195,7 @@ constexpr std::uint64_t kBusyPiecesFrom = std::uint64_t{4} << 20;
 // 100 GB/s links, 300 GB/s of reduction), a reduce-scatter is reducer-bound and the all-gather
 // after it has nothing to reduce, so only pieces in both at once keep both busy. toroid-sim,
 // all-reduce of f32, time with two pieces (lag 2) / eight (lag 4), 2026-12-07: v5p 64 MiB
-// 349 / 303 us, 256 MiB 1342 / 1140 us, 1 GiB 5.35 / 4.55 ms; v4 pod and 4x4x8 within 0.2%
+// 349 / 304 us, 256 MiB 1342 / 1144 us, 1 GiB 5.35 / 4.55 ms; v4 pod and 4x4x8 within 0.2%
 // from 64 MiB (their links are the bound); at 16 MiB eight lost everywhere (pod 126 / 169 us).
 // Three pieces lag 3 and four lag 2 or 3 did worse on v5p; eight lag 3 better at 1 GiB
 // (4.44 ms) and worse at 64 MiB (321 us, and the pod's 464 against 456).
@@ -225,7 +225,8 @@ Blocks row_blocks(const Context& ctx, const Blocks& global, int dimension) {
 }
 
 // Where a ring along `row` cuts its blocks in halves: relative to my place in `next`, the row
-// that takes each of its blocks on (HalfCut, group.hpp), unless that is a line (the middle).
+// that takes each of its blocks on (HalfCut, group.hpp; in an all-gather the row gathered
+// before it), unless that is a line (the middle).
 // Member v's block holds the blocks of `next` as a chip with my coordinates but v along `row`
 // sees them.
 HalfCut row_cut(const Context& ctx, const Blocks& global, const Row& row, const Row& next) {
@@ -466,14 +467,17 @@ void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Blo
   const auto d = static_cast<std::uint32_t>(lag);
   const std::uint32_t stride = (before + d - 1) / d;
   const Blocks parts = even_blocks(region.offset, region.count, chunks);
-  // Piece k's phase f becomes f * (d + 1) + k mod (d + 1): the pieces that share a channel in
-  // one phase (a gather and the scatter d pieces later) get distinct phases, in order.
+  // Piece k's phase f becomes f * m + k mod m, m = max(d + 1, chunks): the pieces that share a
+  // channel in one phase (a gather and a scatter d or more pieces later: more where the first
+  // row's all-gather outlasts a stride, as eight pieces' on 4x4x8) get distinct phases, in
+  // order. (m = d + 1 where that is enough keeps the 2D forms' phases as they were.)
+  const std::uint32_t m = std::max(d + 1, static_cast<std::uint32_t>(chunks));
   for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(chunks); ++k) {
     const std::size_t first = s.steps.size();
     append_allreduce_rows(s, rows, parts[k], tag, average, divisor, k * stride, (k + d) * stride,
                           nullptr, relative_halves);
     for (std::size_t i = first; i < s.steps.size(); ++i)
-      s.steps[i].phase = s.steps[i].phase * (d + 1) + k % (d + 1);
+      s.steps[i].phase = s.steps[i].phase * m + k % m;
   }
 }
 

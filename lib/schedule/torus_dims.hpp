@@ -42,8 +42,8 @@ std::vector<Row> rows_of(const Context& ctx);
 // partials in scratch at the same offsets). Every row uses tags `tag` and `tag` + 1 (their peers
 // differ). The all-gather along rows[0] starts no earlier than `gather_from`; `before_gather`,
 // when given, gets the phase it would start in without that. `relative_halves`: an even ring
-// ahead of another row cuts its blocks relative to my place in that row (HalfCut, group.hpp),
-// else at their middles. Returns the next free phase.
+// ahead of another ring cuts its blocks relative to my place in that row (HalfCut, group.hpp),
+// else (and ahead of a line) at their middles. Returns the next free phase.
 std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
                                     bool average, std::uint32_t divisor, std::uint32_t phase,
                                     std::uint32_t gather_from = 0,
