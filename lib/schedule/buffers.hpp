@@ -9,8 +9,8 @@
 namespace toroid::schedule {
 
 // A step's chunk as a transfer reads or writes it: one address, or the runs of a gathered
-// chunk (a send's or recv_reduce's source, a receive's or recv_reduce's destination). `Byte` is const for a
-// source.
+// chunk (a send's or recv_reduce's source, a receive's or recv_reduce's destination). `Byte`
+// is const for a source.
 template <class Byte>
 struct Runs {
   Byte* base = nullptr;         // contiguous: the chunk's first byte; gathered: the buffer's
