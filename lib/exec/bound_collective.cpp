@@ -16,11 +16,14 @@ using schedule::LaterUse;
 using schedule::Step;
 
 void run_local_step(const Step& st, const schedule::BufferSet& buf, DataType type,
-                    kernels::CopyFn copy) {
+                    kernels::CopyFn copy, kernels::ReduceFn reduce) {
   if (st.kind == Kind::copy) {
     buf.copy(st.src, st.dst, copy, kernels::kCopyLoopBytes);
   } else if (st.kind == Kind::scale) {
     kernels::divide(type, buf.writable(st.dst), st.dst.count, st.divisor);
+  } else if (st.kind == Kind::reduce && st.dst.count > 0) {
+    std::byte* dst = buf.writable(st.dst);
+    reduce(dst, dst, buf.readable(st.src), st.dst.count);
   }
 }
 

@@ -107,8 +107,9 @@ class BoundCollective {
   std::uint32_t trace_call_ = UINT32_MAX;  // its call in the timeline being recorded
 };
 
-// A copy or scale step (local: no peer), run at once; copies by `copy` (kernels::copy_fn()).
+// A copy, scale or reduce step (local: no peer), run at once; copies by `copy`
+// (kernels::copy_fn()), reduces by `reduce` (the call's type and op).
 void run_local_step(const schedule::Step& st, const schedule::BufferSet& buf, DataType type,
-                    kernels::CopyFn copy);
+                    kernels::CopyFn copy, kernels::ReduceFn reduce);
 
 }  // namespace toroid::exec

@@ -98,7 +98,7 @@ void Engine::start_task(BoundCollective& op, Task& t) {
   switch (t.via) {
     case Via::local:
       if (t.carried) break;  // done by the send that carries it (carry_local_copies)
-      run_local_step(*t.step, op.buf_, op.params_.type, op.copy_);
+      run_local_step(*t.step, op.buf_, op.params_.type, op.copy_, op.reduce_);
       t.finished = true;
       if constexpr (kTrace) trace_step(op, t);
       break;

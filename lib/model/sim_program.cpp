@@ -40,6 +40,7 @@ void append(Programs& p, const schedule::Schedule& s, std::size_t elem_size) {
         break;
       case Kind::copy:
       case Kind::scale:
+      case Kind::reduce:
         op.kind = OpKind::local;
         if (st.kind == Kind::scale) op.flags = kScale;
         op.peer = -1;

@@ -214,8 +214,8 @@ class Runner {
           s.kind == Kind::send || s.kind == Kind::recv || s.kind == Kind::recv_reduce;
       if (remote && (s.peer < 0 || s.peer >= p || s.peer == r))
         return fmt::format("rank {}: bad peer in {}", r, schedule::describe(s));
-      const bool reads_src =
-          s.kind == Kind::send || s.kind == Kind::recv_reduce || s.kind == Kind::copy;
+      const bool reads_src = s.kind == Kind::send || s.kind == Kind::recv_reduce ||
+                             s.kind == Kind::copy || s.kind == Kind::reduce;
       if (reads_src)
         if (auto e = check_chunk(r, s.src); !e.empty())
           return fmt::format("rank {}: source {} in {}", r, e, schedule::describe(s));
@@ -223,16 +223,18 @@ class Runner {
         if (auto e = check_chunk(r, s.dst); !e.empty())
           return fmt::format("rank {}: destination {} in {}", r, e, schedule::describe(s));
       // Gathered: a send's, recv_reduce's or copy's source, a recv's or recv_reduce's
-      // destination, or a copy's (not both sides of one copy).
+      // destination, or a copy's (not both sides of one copy); never a local reduce's.
       const bool gathered_ok = !s.dst.gathered() || s.kind == Kind::recv ||
                                s.kind == Kind::recv_reduce ||
                                (s.kind == Kind::copy && !s.src.gathered());
-      if (!gathered_ok || (!reads_src && s.src.gathered()))
+      if (!gathered_ok || (!reads_src && s.src.gathered()) ||
+          (s.kind == Kind::reduce && s.src.gathered()))
         return fmt::format("rank {}: a gathered chunk where the executors take none in {}", r,
                            schedule::describe(s));
       if (writes(s) && s.dst.buf == Buf::input && !ip)
         return fmt::format("rank {}: writes the input buffer in {}", r, schedule::describe(s));
-      if ((s.kind == Kind::recv_reduce || s.kind == Kind::copy) && s.src.count != s.dst.count)
+      if ((s.kind == Kind::recv_reduce || s.kind == Kind::copy || s.kind == Kind::reduce) &&
+          s.src.count != s.dst.count)
         return fmt::format("rank {}: source and destination sizes differ in {}", r,
                            schedule::describe(s));
       for (std::size_t j = i + 1; j < steps.size() && steps[j].phase == s.phase; ++j) {
@@ -378,6 +380,9 @@ class Runner {
       } else if (b.readable(s.src) != b.writable(s.dst)) {
         std::memmove(b.writable(s.dst), b.readable(s.src), s.dst.count * esize_);
       }
+    } else if (s.kind == Kind::reduce) {
+      if (s.dst.count > 0)
+        reduce_(b.writable(s.dst), b.readable(s.dst), b.readable(s.src), s.dst.count);
     } else {
       kernels::divide(type_, b.writable(s.dst), s.dst.count, s.divisor);
     }

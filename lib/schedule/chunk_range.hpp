@@ -3,6 +3,9 @@
 //
 //   send, recv_reduce, copy   read src      scale   reads and writes dst
 //   recv                      reads nothing send    writes nothing
+//   reduce                    reads src and dst, writes dst: its read of dst needs no range
+//                             of its own (the write orders it after dst's writers and
+//                             before its later readers and writers, as a write must be)
 #pragma once
 
 #include <algorithm>
@@ -17,6 +20,7 @@ inline const Chunk* read_chunk(const Step& s) noexcept {
     case Kind::send:
     case Kind::recv_reduce:
     case Kind::copy:
+    case Kind::reduce:
       return &s.src;
     case Kind::scale:
       return &s.dst;

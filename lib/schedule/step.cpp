@@ -38,6 +38,8 @@ std::string_view to_string(Kind k) noexcept {
       return "copy";
     case Kind::scale:
       return "scale";
+    case Kind::reduce:
+      return "reduce";
   }
   return "?";
 }
@@ -55,6 +57,8 @@ std::string describe(const Step& s) {
       return fmt::format("phase {} copy {} -> {}", s.phase, chunk(s.src), chunk(s.dst));
     case Kind::scale:
       return fmt::format("phase {} scale {} / {}", s.phase, chunk(s.dst), s.divisor);
+    case Kind::reduce:
+      return fmt::format("phase {} reduce {} op= {}", s.phase, chunk(s.dst), chunk(s.src));
   }
   return "?";
 }

@@ -49,6 +49,8 @@ enum class Kind : std::uint8_t {
   recv_reduce,  // receive from peer, dst = src op received (src may equal dst)
   copy,         // dst = src, local
   scale,        // dst = dst / divisor (the final step of an average), local
+  reduce,       // dst = dst op src, local (contiguous chunks of one size: what another
+                // receive landed, summed once several arrived at once)
 };
 
 struct Step {
@@ -119,7 +121,9 @@ using toroid::Collective;
 std::string_view to_string(Kind k) noexcept;
 std::string describe(const Step& s);  // one line, for error messages and debugging
 
-inline bool is_local(Kind k) noexcept { return k == Kind::copy || k == Kind::scale; }
+inline bool is_local(Kind k) noexcept {
+  return k == Kind::copy || k == Kind::scale || k == Kind::reduce;
+}
 
 // Calls f(buffer offset, position in the chunk, count) for each run of the chunk's elements
 // [lo, hi) (positions in the chunk), in order; once for a contiguous chunk.

@@ -1,15 +1,30 @@
 // Swing's all-reduce on three dimensions and more (swing.cpp has the 2D forms and the terms).
 //
-// Both forms fold every dimension in turn (x, then y, then z, ...: a coordinate that sends
-// hands its vector on and waits for the result), run on the virtual grid of powers of two, and
-// send the result back to the ranks that folded, in reverse order.
+// swing (bandwidth-optimal) folds every dimension in turn (x, then y, then z, ...: a coordinate
+// that sends hands its vector on and waits for the result), runs on the virtual grid of powers
+// of two, and sends the result back to the ranks that folded, in reverse order.
 //
-// swing_latency: Swing's moves round robin over the dimensions that still have steps, the
-// farthest first, each sending the whole vector and reducing the peer's.
+// swing_latency: moves round robin over the dimensions that still have steps, the farthest
+// first, each sending the whole vector and reducing the peers'.
 //
 //     16x16x16: moves z3 y3 x3 z2 y2 x2 ... x0 (farthest first), distances 5, 5, 5, 3, 3, 3,
 //     1, 1, 1, 1, 1, 1 hops: 30 in all, where recursive doubling's partners at 2^k cross
 //     8+4+2+1 a dimension, 45, and the diameter is 24.
+//
+//   A ring of k = 2^a · m (m odd, its prime factors f1 <= f2 <= ... at most kMaxCombFactor) is
+//   not folded: Swing's a steps run on the ring itself (c + ρ(j) for c even, c − ρ(j) for c
+//   odd, mod k), after which c holds the sum of 2^a consecutive coordinates, the same window
+//   moved along for c + 2^a (even shifts keep every parity, so every peer). Then one *comb* per
+//   odd factor f with spacing s (2^a, then 2^a·f1, ...): c exchanges with the f − 1 coordinates
+//   c ± s, c ± 2s, ... c ± (f−1)/2·s and sums them, f windows side by side:
+//
+//     k = 24 = 8·3: Swing on the ring (1, 1, 3 hops), then the comb of spacing 8:
+//       c:  [ window of 8 ]  c−8 [ window ]  c+8 [ window ]   -> all 24
+//       hops 1 + 1 + 3 + 8 = 13 (diameter 12); the fold to 16 crossed 22 on v5p's z.
+//
+//   Its distances add up to Swing's on 2^a plus 2^a·(m − 1)/2: the diameter's excess is
+//   Swing's on 2^a alone. An odd size is all combs (3: c ± 1, one hop). A factor above
+//   kMaxCombFactor, or a line, folds as before (a comb of f sends f − 1 messages a move).
 //
 // swing (bandwidth-optimal): 2·D parts at once (D = the dimensions of virtual size > 1), part
 // (d, plain or mirrored) starting its moves on dimension d, so that every step sends on both
@@ -20,6 +35,7 @@
 //                    part 2  y0 z0 x0      part 3  y0 z0 x0  mirrored
 //                    part 4  z0 x0 y0      part 5  z0 x0 y0  mirrored
 #include <algorithm>
+#include <bit>
 
 #include "schedule/build.hpp"
 #include "schedule/group.hpp"
@@ -35,9 +51,13 @@ struct Fold {
   std::vector<int> me;
   std::vector<int> took;  // the dimensions whose neighbour folded into me, in order
 
-  Fold(const Torus& torus, int rank) : t(torus), me(torus.coord_of(rank)) {
-    for (int d = 0; d < t.dimensions(); ++d) dims.emplace_back(t.size(d));
+  // `combed(d)`: dimension d stays whole (swing_latency's combs), else it folds to a power of two.
+  template <class Combed>
+  Fold(const Torus& torus, int rank, Combed&& combed) : t(torus), me(torus.coord_of(rank)) {
+    for (int d = 0; d < t.dimensions(); ++d)
+      dims.push_back(combed(d) ? DimensionFold::whole(t.size(d)) : DimensionFold(t.size(d)));
   }
+  Fold(const Torus& torus, int rank) : Fold(torus, rank, [](int) { return false; }) {}
   int coord(int d) const { return me[static_cast<std::size_t>(d)]; }
   const DimensionFold& of(int d) const { return dims[static_cast<std::size_t>(d)]; }
   int at(int d, int c) const {  // my neighbour with coordinate c along d
@@ -111,6 +131,79 @@ bool alone(const Spec& r, const Context& ctx, Schedule& s) {
   return true;
 }
 
+// swing_latency's combs (the block comment): an odd factor of more sends more messages a move.
+constexpr int kMaxCombFactor = 7;
+
+// The odd prime factors of k, the smallest first (empty when one exceeds kMaxCombFactor).
+std::vector<int> comb_factors(int k) {
+  std::vector<int> f;
+  k >>= std::countr_zero(static_cast<unsigned>(k));
+  for (int q = 3; k > 1; q += 2)
+    for (; k % q == 0; k /= q) {
+      if (q > kMaxCombFactor) return {};
+      f.push_back(q);
+    }
+  return f;
+}
+
+// Dimension d of t runs swing_latency's combs instead of folding: a ring, not a power of two,
+// its odd factors small.
+bool combed(const Torus& t, int d) {
+  const int k = t.size(d);
+  return t.ring_along(d) && !std::has_single_bit(static_cast<unsigned>(k)) &&
+         !comb_factors(k).empty();
+}
+
+// One swing_latency move along `dimension` of (virtual) size k: Swing's step j (spacing 0), or
+// a comb of `factor` coordinates `spacing` apart.
+struct LatencyMove {
+  int dimension = 0, k = 1;
+  bool ring = true;
+  int step = 0, spacing = 0, factor = 0;
+
+  std::uint64_t peer_count() const {
+    return spacing == 0 ? 1 : static_cast<std::uint64_t>(factor - 1);
+  }
+  std::vector<int> peers(int c) const {
+    if (spacing == 0) {  // Swing's peer (swing_pattern.hpp), on a line XOR
+      if (!ring) return {c ^ (1 << step)};
+      const std::int64_t q = (c + (c % 2 == 0 ? 1 : -1) * swing_rho(step)) % k;
+      return {static_cast<int>(q < 0 ? q + k : q)};
+    }
+    std::vector<int> out;
+    for (int i = 1; i <= (factor - 1) / 2; ++i)
+      for (const int sign : {1, -1}) out.push_back(((c + sign * i * spacing) % k + k) % k);
+    return out;
+  }
+};
+
+// Every dimension's moves, the nearest first, round robin from x (a dimension whose moves are
+// used up drops out): Swing's steps on the (virtual) power of two, then a combed ring's combs.
+std::vector<LatencyMove> latency_moves(const Torus& t, const Fold& fold) {
+  std::vector<std::vector<LatencyMove>> per(static_cast<std::size_t>(t.dimensions()));
+  for (int d = 0; d < t.dimensions(); ++d) {
+    const int k = fold.of(d).k2, twos = std::countr_zero(static_cast<unsigned>(k));
+    auto& list = per[static_cast<std::size_t>(d)];
+    for (int j = 0; j < twos; ++j) list.push_back({d, k, t.ring_along(d), j, 0, 0});
+    if (!combed(t, d)) continue;
+    int spacing = 1 << twos;
+    for (const int f : comb_factors(k)) {
+      list.push_back({d, k, true, 0, spacing, f});
+      spacing *= f;
+    }
+  }
+  std::vector<LatencyMove> moves;
+  for (std::size_t round = 0, left = 1; left > 0; ++round) {
+    left = 0;
+    for (const auto& list : per)
+      if (round < list.size()) {
+        moves.push_back(list[round]);
+        ++left;
+      }
+  }
+  return moves;
+}
+
 }  // namespace
 
 Schedule build_swing_latency_dims(const Spec& r, const Context& ctx) {
@@ -119,21 +212,36 @@ Schedule build_swing_latency_dims(const Spec& r, const Context& ctx) {
   const int p = ctx.nranks();
   const std::uint64_t n = r.count;
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
-  s.scratch_count = 2 * n;  // the alternating targets' two slots
-  Fold fold(ctx.topology, ctx.rank);
-  // One pattern's moves are the round robin from x; the farthest are taken first.
-  const SwingPattern pattern(fold.virtual_sizes(), fold.rings(), 0, false);
-  AlternatingTargets targets(n, static_cast<int>(pattern.moves().size()) + fold.takes(),
-                             r.in_place);
+  const Torus& t = ctx.topology;
+  Fold fold(t, ctx.rank, [&](int d) { return combed(t, d); });
+  const std::vector<LatencyMove> moves = latency_moves(t, fold);
+  // The alternating targets' two slots, then one for each comb peer's vector after the first.
+  std::uint64_t landing = 0;
+  for (const LatencyMove& m : moves) landing = std::max<std::uint64_t>(landing, m.peer_count() - 1);
+  s.scratch_count = (2 + landing) * n;
+  AlternatingTargets targets(n, static_cast<int>(moves.size()) + fold.takes(), r.in_place);
+  const auto landed = [&](std::size_t i) { return Chunk{Buf::scratch, (1 + i) * n, n}; };
   std::uint32_t phase = 0;
   Chunk cur = input;
   if (fold.append(s, phase, cur, output, [&] { return targets.next(); })) return s;
   const std::vector<int> v = fold.virtual_coord();
-  for (int m = static_cast<int>(pattern.moves().size()) - 1; m >= 0; --m) {
-    const int peer = fold.rank_of_virtual(pattern.peer(v, m));
+  for (auto m = moves.rbegin(); m != moves.rend(); ++m) {  // the farthest first
+    // Every peer's vector at once: the first reduced as it lands, the others landing in
+    // slots of their own and added after (one reduce a phase: each writes the sum).
     const Chunk to = targets.next();
-    s.steps.push_back({Kind::send, peer, 0, phase, cur, {}});
-    s.steps.push_back({Kind::recv_reduce, peer, 0, phase, cur, to});
+    const std::vector<int> peers = m->peers(v[static_cast<std::size_t>(m->dimension)]);
+    for (std::size_t i = 0; i < peers.size(); ++i) {
+      std::vector<int> q = v;
+      q[static_cast<std::size_t>(m->dimension)] = peers[i];
+      const int peer = fold.rank_of_virtual(q);
+      s.steps.push_back({Kind::send, peer, 0, phase, cur, {}});
+      if (i == 0)
+        s.steps.push_back({Kind::recv_reduce, peer, 0, phase, cur, to});
+      else
+        s.steps.push_back({Kind::recv, peer, 0, phase, {}, landed(i)});
+    }
+    for (std::size_t i = 1; i < peers.size(); ++i)
+      s.steps.push_back({Kind::reduce, -1, 0, ++phase, landed(i), to});
     ++phase;
     cur = to;
   }

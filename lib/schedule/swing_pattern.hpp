@@ -45,6 +45,13 @@ struct DimensionFold {
   int k2 = 1, rem = 0;
   explicit DimensionFold(int k)
       : k2(static_cast<int>(std::bit_floor(static_cast<unsigned>(k)))), rem(k - k2) {}
+  // No fold: all k coordinates stay in (swing_latency's combed rings, swing_dims.cpp).
+  static DimensionFold whole(int k) {
+    DimensionFold f(k);
+    f.k2 = k;
+    f.rem = 0;
+    return f;
+  }
   bool sends(int c) const { return c < 2 * rem && c % 2 == 0; }     // hands over, sits out
   bool receives(int c) const { return c < 2 * rem && c % 2 == 1; }  // takes a neighbour's
   int virtual_of(int c) const { return c < 2 * rem ? c / 2 : c - rem; }

@@ -269,9 +269,11 @@ TEST_CASE("tori of three dimensions and more: every algorithm that runs on them 
           "[collectives][3d]") {
   // Shapes of this rank count with three dimensions or more (8 ranks: 2x2x2 as a torus, a mesh and
   // mixed, 2x2x2x1; 6 ranks: 1x2x3, whose ring of 2 cuts its blocks relative to the ring of 3 in
-  // two runs, so its reductions land in gathered runs; 4 ranks: 2x1x2), and a 1D shape. What is 2D only (swing_latency's
-  // reduce-scatter and all-gather) refuses them on every rank with the reason; the rest (Swing's
-  // bandwidth form included) must match stock.
+  // two runs, so its reductions land in gathered runs; 4 ranks: 2x1x2; 3 ranks: 1x1x3, whose
+  // ring of 3 swing_latency combs: a second peer's vector lands beside the first and is added
+  // by a local reduce), and a 1D shape. What is 2D only (swing_latency's reduce-scatter and
+  // all-gather) refuses them on every rank with the reason; the rest (Swing's bandwidth form
+  // included) must match stock.
   const int p = testing::world_size();
   std::vector<std::string> shapes{std::to_string(p)};
   if (p == 8)
@@ -279,6 +281,7 @@ TEST_CASE("tori of three dimensions and more: every algorithm that runs on them 
       shapes.emplace_back(s);
   if (p == 6) shapes.emplace_back("1x2x3");
   if (p == 4) shapes.emplace_back("2x1x2");
+  if (p == 3) shapes.emplace_back("1x1x3");
   for (const std::string& shape : shapes) {
     Options o;
     o.topology = shape;

@@ -230,12 +230,14 @@ TEST_CASE("Swing's bandwidth form all-reduces on any number of dimensions, 2·D 
   CHECK(tags.size() == 6);
 }
 
-TEST_CASE("swing_latency all-reduces on any number of dimensions, folding odd sizes",
+TEST_CASE("swing_latency all-reduces on any number of dimensions, combing or folding the rest",
           "[schedules][3d]") {
-  // Powers of two, folded sizes (3, 5, 6), lines and twisted: the verifier on real data; the
-  // peers are Swing's on the virtual grid, so not neighbours (not checked).
-  for (const char* shape : {"2x2x2", "4x4x4", "4x2x8", "3x2x2", "3x5x2:wrap=y", "6x3x3", "2x2x2x2",
-                            "2x3x2x2x1x2", "4x4x8:twist", "1x4x4"}) {
+  // Powers of two; rings of 3, 5, 6, 7, 9 (two combs), 12 (Swing on 4, a comb of 3); an 11
+  // (a factor above 7) and lines of 3 and 5, which fold; twisted: the verifier on real data;
+  // the peers are not neighbours (not checked).
+  for (const char* shape : {"2x2x2", "4x4x4", "4x2x8", "3x2x2", "3x5x2:wrap=y", "3x5x2:wrap=x",
+                            "6x3x3", "7x2x3", "9x2x2", "12x2x1", "11x2x2", "2x2x2x2", "2x3x2x2x1x2",
+                            "4x4x8:twist", "3x3x6:twist", "1x4x4"}) {
     const Torus t = Torus::parse(shape);
     const testing::Shape s{t, {}};
     const std::uint64_t p = static_cast<std::uint64_t>(t.chips());
@@ -248,12 +250,21 @@ TEST_CASE("swing_latency all-reduces on any number of dimensions, folding odd si
       }
   }
   // 4x4x4: 6 moves (2 a dimension), every rank in them.
-  const schedule::Schedule one =
-      schedule::build(Algorithm::swing_latency, {Collective::allreduce, 64, false, false, {}},
-                      {0, Torus::parse("4x4x4"), {}});
-  std::size_t sends = 0;
-  for (const schedule::Step& st : one.steps) sends += st.kind == schedule::Kind::send;
-  CHECK(sends == 6);
+  const auto count = [](const char* shape, schedule::Kind k, int rank = 0) {
+    const schedule::Schedule one =
+        schedule::build(Algorithm::swing_latency, {Collective::allreduce, 64, false, false, {}},
+                        {rank, Torus::parse(shape), {}});
+    return std::count_if(one.steps.begin(), one.steps.end(),
+                         [&](const schedule::Step& st) { return st.kind == k; });
+  };
+  CHECK(count("4x4x4", schedule::Kind::send) == 6);
+  // 5x2x12: x a comb of 5 (4 peers), y one Swing step, z Swing on 4 then a comb of 3 (2 peers):
+  // 4 + 1 + 2 + 2 sends, and a local reduce for each comb peer after the first (3 + 1).
+  CHECK(count("5x2x12", schedule::Kind::send) == 9);
+  CHECK(count("5x2x12", schedule::Kind::reduce) == 4);
+  // The same x as a line folds (rank 4, x = 4, takes no fold): Swing on 4 there, no comb.
+  CHECK(count("5x2x12:wrap=yz", schedule::Kind::send, 4) == 2 + 1 + 2 + 2);
+  CHECK(count("5x2x12:wrap=yz", schedule::Kind::reduce, 4) == 1);
 }
 
 TEST_CASE(

@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 COLORS = {"send": "tab:blue", "recv": "tab:green", "recv_reduce": "tab:orange",
-          "copy": "tab:gray", "scale": "tab:purple", "local": "tab:gray"}
+          "copy": "tab:gray", "scale": "tab:purple", "reduce": "tab:red", "local": "tab:gray"}
 
 
 def read(path, call):
