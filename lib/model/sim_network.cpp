@@ -43,7 +43,74 @@ Network::Network(const SimModel& m)
   }
 }
 
+namespace {
+
+// A twisted torus's route (torus.hpp: a short dimension's wraparound link lands k further along
+// every long one): each short dimension goes straight or the other way round through its
+// wraparound (all the way round where it need not move at all), whichever subset of them makes
+// the shortest route once the long dimensions' ring distances are added (crossing any one wraps
+// every long coordinate by k, half its ring, so only how many cross counts); then dimension
+// order, short ones straight or round as chosen. Ties go straight, so the route is the plain
+// one wherever that is as short.
+void twisted_route_into(const Torus& t, int a, int b, std::vector<int>& path, Hops& hops) {
+  const std::vector<int> from = t.coord_of(a), to = t.coord_of(b);
+  const int dims = t.dimensions();
+  std::vector<int> shorts;
+  for (int d = 0; d < dims; ++d)
+    if (!t.ring_along(d)) shorts.push_back(d);
+  const auto at = [](const std::vector<int>& c, int d) { return c[static_cast<std::size_t>(d)]; };
+  const auto ring = [](int u, int v, int n) {
+    const int f = ((v - u) % n + n) % n;
+    return std::min(f, n - f);
+  };
+  unsigned best_round = 0;
+  int best = -1;
+  for (unsigned round = 0; round < (1u << shorts.size()); ++round) {
+    int len = 0, crossings = 0;
+    for (std::size_t i = 0; i < shorts.size(); ++i) {
+      const int d = shorts[i], k = t.size(d), dx = std::abs(at(to, d) - at(from, d));
+      const bool r = (round >> i) & 1u;  // round once even where dx is 0: on k x 2k x 2k the
+      len += r ? k - dx : dx;            // k hops can save up to 2k along the two long ones
+      crossings += r ? 1 : 0;
+    }
+    for (int d = 0; d < dims; ++d)
+      if (t.ring_along(d)) {
+        const int k = t.size(d);
+        len += ring(at(from, d) + (crossings % 2) * (k / 2), at(to, d), k);
+      }
+    if (best < 0 || len < best) {
+      best = len;
+      best_round = round;
+    }
+  }
+  hops.fill(0);
+  int here = a;
+  const auto step = [&](int d, int dir) {
+    path.push_back(link_id(t, here, d, dir));
+    here = *t.neighbour(here, d, dir);
+    ++hops[static_cast<std::size_t>(d)];
+  };
+  for (std::size_t i = 0; i < shorts.size(); ++i) {
+    const int d = shorts[i], k = t.size(d), dx = at(to, d) - at(from, d);
+    const bool round = (best_round >> i) & 1u;
+    const int dir = (dx > 0) != round ? +1 : -1;
+    for (int n = round ? k - std::abs(dx) : std::abs(dx); n > 0; --n) step(d, dir);
+  }
+  for (int d = 0; d < dims; ++d) {
+    if (!t.ring_along(d)) continue;
+    const int k = t.size(d), c = t.coord_of(here)[static_cast<std::size_t>(d)];
+    const auto [dir, n] = steps_along(c, at(to, d), k, true);
+    for (int i = 0; i < n; ++i) step(d, dir);
+  }
+}
+
+}  // namespace
+
 void route_into(const Torus& t, int a, int b, std::vector<int>& path, Hops& hops) {
+  if (t.twisted()) {
+    twisted_route_into(t, a, b, path, hops);
+    return;
+  }
   hops.fill(0);
   int at = a;
   int weight = 1;  // of a step along d in rank numbers

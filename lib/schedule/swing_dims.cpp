@@ -11,7 +11,7 @@
 //     1, 1, 1, 1, 1, 1 hops: 30 in all, where recursive doubling's partners at 2^k cross
 //     8+4+2+1 a dimension, 45, and the diameter is 24.
 //
-//   A ring of k = 2^a · m (m odd, its prime factors f1 <= f2 <= ... at most kMaxCombFactor) is
+//   A ring of k = 2^a · m (m odd, its prime factors f1 <= f2 <= ... at most kMaxCombPeers + 1) is
 //   not folded: Swing's a steps run on the ring itself (c + ρ(j) for c even, c − ρ(j) for c
 //   odd, mod k), after which c holds the sum of 2^a consecutive coordinates, the same window
 //   moved along for c + 2^a (even shifts keep every parity, so every peer). Then one *comb* per
@@ -23,8 +23,14 @@
 //       hops 1 + 1 + 3 + 8 = 13 (diameter 12); the fold to 16 crossed 22 on v5p's z.
 //
 //   Its distances add up to Swing's on 2^a plus 2^a·(m − 1)/2: the diameter's excess is
-//   Swing's on 2^a alone. An odd size is all combs (3: c ± 1, one hop). A factor above
-//   kMaxCombFactor, or a line, folds as before (a comb of f sends f − 1 messages a move).
+//   Swing's on 2^a alone. An odd size is all combs (3: c ± 1, one hop). A ring of 8 is one comb
+//   of all 8 (c ± 1, ± 2, ± 3, + 4: its diameter, 4 hops, where Swing's take 5). A comb of f
+//   sends f − 1 messages in one move, so a factor above kMaxCombPeers + 1, or a line, folds
+//   (a coordinate hands its vector to its neighbour and waits for the result).
+//
+//   A twisted torus (every size even) is walked the same way, each move going from chip to
+//   chip through the twisted wraparound links: 4x4x8 twisted, x 1 + 1, y 1 + 1, z one comb of
+//   8 (4 hops): 8 hops where its diameter is 6 (folded as lines before: 11).
 //
 // swing (bandwidth-optimal): 2·D parts at once (D = the dimensions of virtual size > 1), part
 // (d, plain or mirrored) starting its moves on dimension d, so that every step sends on both
@@ -131,27 +137,61 @@ bool alone(const Spec& r, const Context& ctx, Schedule& s) {
   return true;
 }
 
-// swing_latency's combs (the block comment): an odd factor of more sends more messages a move.
-constexpr int kMaxCombFactor = 7;
+// swing_latency's combs (the block comment): a comb sends one message a peer in one move.
+constexpr int kMaxCombPeers = 7;
 
-// The odd prime factors of k, the smallest first (empty when one exceeds kMaxCombFactor).
+// The odd prime factors of k, the smallest first (empty when one needs more than kMaxCombPeers
+// peers, or k is a power of two).
 std::vector<int> comb_factors(int k) {
   std::vector<int> f;
   k >>= std::countr_zero(static_cast<unsigned>(k));
   for (int q = 3; k > 1; q += 2)
     for (; k % q == 0; k /= q) {
-      if (q > kMaxCombFactor) return {};
+      if (q - 1 > kMaxCombPeers) return {};
       f.push_back(q);
     }
   return f;
 }
+bool combs_take(int k) {
+  return std::has_single_bit(static_cast<unsigned>(k)) || !comb_factors(k).empty();
+}
 
-// Dimension d of t runs swing_latency's combs instead of folding: a ring, not a power of two,
-// its odd factors small.
-bool combed(const Torus& t, int d) {
-  const int k = t.size(d);
-  return t.ring_along(d) && !std::has_single_bit(static_cast<unsigned>(k)) &&
-         !comb_factors(k).empty();
+// Swing's hops round a ring of k = 2^a: Σ_j the distance of ρ(j).
+int swing_hops(int k) {
+  int hops = 0;
+  for (int j = 0; (1 << j) < k; ++j) {
+    const auto r = static_cast<int>(((swing_rho(j) % k) + k) % k);
+    hops += std::min(r, k - r);
+  }
+  return hops;
+}
+// A ring of k = 2^a taken as one comb of all k (its diameter, k/2 hops) instead of Swing's a
+// moves: where that is fewer hops within kMaxCombPeers (k = 8: 4 hops against 5).
+bool one_comb(int k) {
+  return std::has_single_bit(static_cast<unsigned>(k)) && k - 1 <= kMaxCombPeers &&
+         swing_hops(k) > k / 2;
+}
+
+// swing_latency *walks* dimension d (no fold: its moves go from chip to chip along it, through
+// the wraparound links): its row closes into a ring and combs take its odd factors; on a
+// twisted torus every dimension or none, where every size is even (a coordinate then keeps its
+// parity across a twisted wraparound, which lands k further along: Swing's pairs stay pairs)
+// and combs take every size. A walked twisted short dimension is the ring of 2k chips its
+// wraparound links close over two planes; the block comment's windows, k along each short
+// dimension and 2k along each long one, still tile the torus (they form a box whose sides are
+// the twist's lattice diagonal).
+bool walked(const Torus& t, int d) {
+  if (!t.twisted()) return t.ring_along(d) && combs_take(t.size(d));
+  for (int e = 0; e < t.dimensions(); ++e)
+    if (t.size(e) % 2 != 0 || !combs_take(t.size(e))) return false;
+  return true;
+}
+
+// The chip `offset` links from `rank` along d (negative: the other way), a twisted wraparound
+// included.
+int walk(const Torus& t, int rank, int d, int offset) {
+  for (int i = 0; i < std::abs(offset); ++i) rank = *t.neighbour(rank, d, offset > 0 ? 1 : -1);
+  return rank;
 }
 
 // One swing_latency move along `dimension` of (virtual) size k: Swing's step j (spacing 0), or
@@ -161,31 +201,37 @@ struct LatencyMove {
   bool ring = true;
   int step = 0, spacing = 0, factor = 0;
 
-  std::uint64_t peer_count() const {
-    return spacing == 0 ? 1 : static_cast<std::uint64_t>(factor - 1);
-  }
-  std::vector<int> peers(int c) const {
-    if (spacing == 0) {  // Swing's peer (swing_pattern.hpp), on a line XOR
-      if (!ring) return {c ^ (1 << step)};
-      const std::int64_t q = (c + (c % 2 == 0 ? 1 : -1) * swing_rho(step)) % k;
-      return {static_cast<int>(q < 0 ? q + k : q)};
+  // The peers' offsets from coordinate c along the dimension: Swing's ±ρ(j) by c's parity (on a
+  // line the XOR partner's), a comb's ±s, ±2s, ..., and k/2 once where an even comb closes
+  // the ring.
+  std::vector<int> offsets(int c) const {
+    if (spacing == 0) {
+      if (!ring) return {(c ^ (1 << step)) - c};
+      return {static_cast<int>((c % 2 == 0 ? 1 : -1) * swing_rho(step))};
     }
     std::vector<int> out;
     for (int i = 1; i <= (factor - 1) / 2; ++i)
-      for (const int sign : {1, -1}) out.push_back(((c + sign * i * spacing) % k + k) % k);
+      for (const int sign : {1, -1}) out.push_back(sign * i * spacing);
+    if (factor % 2 == 0) out.push_back(factor / 2 * spacing);
     return out;
   }
 };
 
 // Every dimension's moves, the nearest first, round robin from x (a dimension whose moves are
-// used up drops out): Swing's steps on the (virtual) power of two, then a combed ring's combs.
+// used up drops out): Swing's steps on the (virtual) power of two (or one comb of all of it),
+// then a walked ring's combs.
 std::vector<LatencyMove> latency_moves(const Torus& t, const Fold& fold) {
   std::vector<std::vector<LatencyMove>> per(static_cast<std::size_t>(t.dimensions()));
   for (int d = 0; d < t.dimensions(); ++d) {
     const int k = fold.of(d).k2, twos = std::countr_zero(static_cast<unsigned>(k));
+    const bool ring = walked(t, d) || t.ring_along(d);
     auto& list = per[static_cast<std::size_t>(d)];
-    for (int j = 0; j < twos; ++j) list.push_back({d, k, t.ring_along(d), j, 0, 0});
-    if (!combed(t, d)) continue;
+    if (ring && one_comb(k)) {
+      list.push_back({d, k, true, 0, 1, k});
+      continue;
+    }
+    for (int j = 0; j < twos; ++j) list.push_back({d, k, ring, j, 0, 0});
+    if (!walked(t, d)) continue;
     int spacing = 1 << twos;
     for (const int f : comb_factors(k)) {
       list.push_back({d, k, true, 0, spacing, f});
@@ -213,11 +259,12 @@ Schedule build_swing_latency_dims(const Spec& r, const Context& ctx) {
   const std::uint64_t n = r.count;
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
   const Torus& t = ctx.topology;
-  Fold fold(t, ctx.rank, [&](int d) { return combed(t, d); });
+  Fold fold(t, ctx.rank, [&](int d) { return walked(t, d); });
   const std::vector<LatencyMove> moves = latency_moves(t, fold);
   // The alternating targets' two slots, then one for each comb peer's vector after the first.
   std::uint64_t landing = 0;
-  for (const LatencyMove& m : moves) landing = std::max<std::uint64_t>(landing, m.peer_count() - 1);
+  for (const LatencyMove& m : moves)
+    landing = std::max<std::uint64_t>(landing, m.spacing == 0 ? 0 : m.factor - 2);
   s.scratch_count = (2 + landing) * n;
   AlternatingTargets targets(n, static_cast<int>(moves.size()) + fold.takes(), r.in_place);
   const auto landed = [&](std::size_t i) { return Chunk{Buf::scratch, (1 + i) * n, n}; };
@@ -229,18 +276,24 @@ Schedule build_swing_latency_dims(const Spec& r, const Context& ctx) {
     // Every peer's vector at once: the first reduced as it lands, the others landing in
     // slots of their own and added after (one reduce a phase: each writes the sum).
     const Chunk to = targets.next();
-    const std::vector<int> peers = m->peers(v[static_cast<std::size_t>(m->dimension)]);
-    for (std::size_t i = 0; i < peers.size(); ++i) {
-      std::vector<int> q = v;
-      q[static_cast<std::size_t>(m->dimension)] = peers[i];
-      const int peer = fold.rank_of_virtual(q);
+    const auto d = static_cast<std::size_t>(m->dimension);
+    const std::vector<int> offsets = m->offsets(v[d]);
+    for (std::size_t i = 0; i < offsets.size(); ++i) {
+      int peer = 0;
+      if (walked(t, m->dimension)) {
+        peer = walk(t, ctx.rank, m->dimension, offsets[i]);
+      } else {  // on the virtual grid
+        std::vector<int> q = v;
+        q[d] = ((v[d] + offsets[i]) % m->k + m->k) % m->k;
+        peer = fold.rank_of_virtual(q);
+      }
       s.steps.push_back({Kind::send, peer, 0, phase, cur, {}});
       if (i == 0)
         s.steps.push_back({Kind::recv_reduce, peer, 0, phase, cur, to});
       else
         s.steps.push_back({Kind::recv, peer, 0, phase, {}, landed(i)});
     }
-    for (std::size_t i = 1; i < peers.size(); ++i)
+    for (std::size_t i = 1; i < offsets.size(); ++i)
       s.steps.push_back({Kind::reduce, -1, 0, ++phase, landed(i), to});
     ++phase;
     cur = to;

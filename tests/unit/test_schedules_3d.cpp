@@ -237,7 +237,7 @@ TEST_CASE("swing_latency all-reduces on any number of dimensions, combing or fol
   // the peers are not neighbours (not checked).
   for (const char* shape : {"2x2x2", "4x4x4", "4x2x8", "3x2x2", "3x5x2:wrap=y", "3x5x2:wrap=x",
                             "6x3x3", "7x2x3", "9x2x2", "12x2x1", "11x2x2", "2x2x2x2", "2x3x2x2x1x2",
-                            "4x4x8:twist", "3x3x6:twist", "1x4x4"}) {
+                            "4x4x8:twist", "2x2x4:twist", "4x8x8:twist", "3x3x6:twist", "1x4x4"}) {
     const Torus t = Torus::parse(shape);
     const testing::Shape s{t, {}};
     const std::uint64_t p = static_cast<std::uint64_t>(t.chips());
@@ -262,6 +262,18 @@ TEST_CASE("swing_latency all-reduces on any number of dimensions, combing or fol
   // 4 + 1 + 2 + 2 sends, and a local reduce for each comb peer after the first (3 + 1).
   CHECK(count("5x2x12", schedule::Kind::send) == 9);
   CHECK(count("5x2x12", schedule::Kind::reduce) == 4);
+  // A ring of 8 is one comb of all 8: 4x4x8's z, 7 peers (x and y: Swing's 2 moves each).
+  CHECK(count("4x4x8", schedule::Kind::send) == 2 + 2 + 7);
+  // Twisted, walked through the twisted links: chip (0,0,0)'s second x move (ρ = −1) goes −x
+  // through the wraparound to (3,0,4), one link away; as a line it was (2,0,0)'s XOR partner.
+  const Torus twisted = Torus::parse("4x4x8:twist");
+  const int across = twisted.rank_of(std::vector<int>{3, 0, 4});
+  REQUIRE(twisted.adjacent(0, across));
+  const schedule::Schedule walked = schedule::build(
+      Algorithm::swing_latency, {Collective::allreduce, 64, false, false, {}}, {0, twisted, {}});
+  CHECK(std::any_of(walked.steps.begin(), walked.steps.end(), [&](const schedule::Step& st) {
+    return st.kind == schedule::Kind::send && st.peer == across;
+  }));
   // The same x as a line folds (rank 4, x = 4, takes no fold): Swing on 4 there, no comb.
   CHECK(count("5x2x12:wrap=yz", schedule::Kind::send, 4) == 2 + 1 + 2 + 2);
   CHECK(count("5x2x12:wrap=yz", schedule::Kind::reduce, 4) == 1);

@@ -159,6 +159,36 @@ TEST_CASE("sim: routes are dimension order, the short way round a ring, straight
   CHECK(p.back() == link_id(8, LinkDir::minus_y));
 }
 
+TEST_CASE("sim: a twisted torus's routes are shortest paths through its twisted links",
+          "[simulator]") {
+  // Every route follows links (each hop leaves the chip the last one reached, to a neighbour)
+  // and is as short as the chips' distance, which the twisted wraparounds shorten.
+  for (const char* shape : {"4x4x8:twist", "2x2x4:twist", "4x8x8:twist", "3x3x6:twist"}) {
+    const Torus t = Torus::parse(shape);
+    const int dirs = model::directions_per_chip(t);
+    for (int a = 0; a < t.chips(); ++a) {
+      const std::vector<int> hops = t.hops_from(a);
+      for (int b = 0; b < t.chips(); ++b) {
+        INFO(shape << " " << a << " -> " << b);
+        const std::vector<int> path = model::route(t, a, b);
+        REQUIRE(static_cast<int>(path.size()) == hops[static_cast<std::size_t>(b)]);
+        int at = a;
+        for (const int link : path) {
+          REQUIRE(link / dirs == at);
+          const int d = link % dirs / 2, dir = link % 2 == 0 ? +1 : -1;
+          at = *t.neighbour(at, d, dir);
+        }
+        REQUIRE(at == b);
+      }
+    }
+  }
+  // 4x4x8 twisted: (0,0,0) -> (3,0,4) is one hop -x through the wraparound, which lands 4
+  // further along z; the plain route took 1 + 4.
+  const Torus t = Torus::parse("4x4x8:twist");
+  CHECK(model::route(t, 0, t.rank_of(std::vector<int>{3, 0, 4})) ==
+        std::vector<int>{model::link_id(t, 0, 0, -1)});
+}
+
 TEST_CASE("sim: a mesh dimension costs about twice the bidirectional ring when bandwidth-bound",
           "[simulator]") {
   const int p = 16;
