@@ -25,7 +25,13 @@ Schedule build_one_dimension(Algorithm a, const Spec& r, const Context& ctx) {
     for (int q = 0; q < ctx.nranks(); ++q) g.members.push_back(q);
     g.position = ctx.rank;
   }
-  const Blocks blocks = even_blocks(0, r.count, g.size());
+  // The reduce-scatter and all-gather keep the block rule (block.hpp: rank r's block is the
+  // caller's); an all-reduce's blocks are its own, spread evenly: where blocks outnumber the
+  // elements, every stretch of members then holds the same pattern of empty blocks, so chips a
+  // translation of the torus carries onto each other run moved copies (the simulator runs one
+  // chip per class: v5p's 6144-chip ring at 16 KiB ran every chip).
+  const Blocks blocks = r.collective == Collective::allreduce ? spread_blocks(0, r.count, g.size())
+                                                              : even_blocks(0, r.count, g.size());
   const Block own = blocks[g.position];
   const Chunk own_in_out = chunk(Buf::output, own);
   std::uint32_t phase = 0;
