@@ -30,7 +30,9 @@
 //
 //   A twisted torus (every size even) is walked the same way, each move going from chip to
 //   chip through the twisted wraparound links: 4x4x8 twisted, x 1 + 1, y 1 + 1, z one comb of
-//   8 (4 hops): 8 hops where its diameter is 6 (folded as lines before: 11).
+//   8 (4 hops): 8 hops where its diameter is 6 (folded as lines before: 11). A short
+//   dimension's walk closes after 2k chips, so it takes no comb of all k (its k/2 peer would
+//   be 2·k/2 away from its own), only Swing's moves and odd combs (symmetric: ±s, ±2s, ...).
 //
 // swing (bandwidth-optimal): 2·D parts at once (D = the dimensions of virtual size > 1), part
 // (d, plain or mirrored) starting its moves on dimension d, so that every step sends on both
@@ -226,7 +228,9 @@ std::vector<LatencyMove> latency_moves(const Torus& t, const Fold& fold) {
     const int k = fold.of(d).k2, twos = std::countr_zero(static_cast<unsigned>(k));
     const bool ring = walked(t, d) || t.ring_along(d);
     auto& list = per[static_cast<std::size_t>(d)];
-    if (ring && one_comb(k)) {
+    // Not along a twisted short dimension: its walk closes after 2k chips, not k, so the comb's
+    // k/2 peer would not be its own peer's.
+    if (ring && t.ring_along(d) && one_comb(k)) {
       list.push_back({d, k, true, 0, 1, k});
       continue;
     }

@@ -237,7 +237,7 @@ TEST_CASE("swing_latency all-reduces on any number of dimensions, combing or fol
   // the peers are not neighbours (not checked).
   for (const char* shape : {"2x2x2", "4x4x4", "4x2x8", "3x2x2", "3x5x2:wrap=y", "3x5x2:wrap=x",
                             "6x3x3", "7x2x3", "9x2x2", "12x2x1", "11x2x2", "2x2x2x2", "2x3x2x2x1x2",
-                            "4x4x8:twist", "2x2x4:twist", "4x8x8:twist", "3x3x6:twist", "1x4x4"}) {
+                            "4x4x8:twist", "2x2x4:twist", "4x8x8:twist", "8x8x16:twist", "3x3x6:twist", "1x4x4"}) {
     const Torus t = Torus::parse(shape);
     const testing::Shape s{t, {}};
     const std::uint64_t p = static_cast<std::uint64_t>(t.chips());
