@@ -235,9 +235,11 @@ TEST_CASE("swing_latency all-reduces on any number of dimensions, combing or fol
   // Powers of two; rings of 3, 5, 6, 7, 9 (two combs), 12 (Swing on 4, a comb of 3); an 11
   // (a factor above 7) and lines of 3 and 5, which fold; twisted: the verifier on real data;
   // the peers are not neighbours (not checked).
-  for (const char* shape : {"2x2x2", "4x4x4", "4x2x8", "3x2x2", "3x5x2:wrap=y", "3x5x2:wrap=x",
-                            "6x3x3", "7x2x3", "9x2x2", "12x2x1", "11x2x2", "2x2x2x2", "2x3x2x2x1x2",
-                            "4x4x8:twist", "2x2x4:twist", "4x8x8:twist", "8x8x16:twist", "3x3x6:twist", "1x4x4"}) {
+  for (const char* shape :
+       {"2x2x2",        "4x4x4",        "4x2x8",        "3x2x2",       "3x5x2:wrap=y",
+        "3x5x2:wrap=x", "6x3x3",        "7x2x3",        "9x2x2",       "12x2x1",
+        "11x2x2",       "2x2x2x2",      "2x3x2x2x1x2",  "4x4x8:twist", "2x2x4:twist",
+        "4x8x8:twist",  "8x8x16:twist", "6x6x12:twist", "3x3x6:twist", "1x4x4"}) {
     const Torus t = Torus::parse(shape);
     const testing::Shape s{t, {}};
     const std::uint64_t p = static_cast<std::uint64_t>(t.chips());
