@@ -87,7 +87,9 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
         break;
       case Algorithm::swing:
       case Algorithm::swing_latency:
-        if (ctx.topology.as_torus2d())
+        if (a == Algorithm::swing_latency && r.collective == Collective::allreduce)
+          s = build_swing_latency_dims(r, ctx);  // any number of dimensions, combs included
+        else if (ctx.topology.as_torus2d())
           s = build_swing(a, r, ctx);
         else if (r.collective != Collective::allreduce)
           return refuse(

@@ -71,7 +71,7 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx);  // any
 Schedule build_hierarchical(const Spec& r, const Context& ctx);
 Schedule build_halving_doubling(Algorithm a, const Spec& r, const Context& ctx);
 Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx);  // swing, swing_latency
-Schedule build_swing_latency_dims(const Spec& r, const Context& ctx);  // 3D and more: all-reduce
+Schedule build_swing_latency_dims(const Spec& r, const Context& ctx);  // any shape: all-reduce
 Schedule build_swing_dims(const Spec& r, const Context& ctx);          // 3D and more: all-reduce
 // All-to-all: direct, bruck, ring, hierarchical, torus2d, torus2d_both.
 Schedule build_alltoall(Algorithm a, const Spec& r, const Context& ctx);

@@ -24,11 +24,12 @@
 //     positions   [ 0 1 2 3 | 4 5 6 7 ]   move 0: keep my half, send the other to my peer
 //                 [ 0 1 | 2 3 ]           move 1: halve again with the next peer ...
 //
-// swing_latency: the whole vector at every move (recursive doubling with Swing's peers, the
-// farthest move first): log2(p2) steps; partial vectors alternate between two scratch slots so a
-// step never writes what it sends. Its reduce-scatter is the same all-reduce, each rank keeping
-// its block (of the block rule) and handing the ranks that folded into it theirs: log2(p2)
-// steps of the whole vector where a ring takes p-1, for small vectors.
+// swing_latency's reduce-scatter: the whole vector at every move (recursive doubling with
+// Swing's peers, the farthest move first): log2(p2) steps; partial vectors alternate between two
+// scratch slots so a step never writes what it sends; each rank keeps its block (of the block
+// rule) and hands the ranks that folded into it theirs: log2(p2) steps of the whole vector
+// where a ring takes p-1, for small vectors. (Its all-reduce, on 2D shapes too, is
+// swing_dims.cpp's, whose combs take a ring's odd factors and its last three moves.)
 //
 // swing_latency all-gather: recursive doubling with the same peers, the farthest move first.
 // After moves M-1 … m a rank holds the blocks of its class T(r, m) (its own, and the blocks of

@@ -4,12 +4,13 @@
 // that sends hands its vector on and waits for the result), runs on the virtual grid of powers
 // of two, and sends the result back to the ranks that folded, in reverse order.
 //
-// swing_latency: moves round robin over the dimensions that still have steps, the farthest
-// first, each sending the whole vector and reducing the peers'.
+// swing_latency's all-reduce (on any number of dimensions, two included: swing.cpp keeps its
+// 2D reduce-scatter and all-gather): moves round robin over the dimensions that still have
+// steps, the farthest first, each sending the whole vector and reducing the peers'.
 //
-//     16x16x16: moves z3 y3 x3 z2 y2 x2 ... x0 (farthest first), distances 5, 5, 5, 3, 3, 3,
-//     1, 1, 1, 1, 1, 1 hops: 30 in all, where recursive doubling's partners at 2^k cross
-//     8+4+2+1 a dimension, 45, and the diameter is 24.
+//     16x16x16, Swing's moves alone: z3 y3 x3 z2 y2 x2 ... x0 (farthest first), distances 5, 5,
+//     5, 3, 3, 3, 1, 1, 1, 1, 1, 1 hops: 30 in all, where recursive doubling's partners at 2^k
+//     cross 8+4+2+1 a dimension, 45, and the diameter is 24 (with the closing combs below: 27).
 //
 //   A ring of k = 2^a · m (m odd, its prime factors f1 <= f2 <= ... at most kMaxCombPeers + 1) is
 //   not folded: Swing's a steps run on the ring itself (c + ρ(j) for c even, c − ρ(j) for c
@@ -23,16 +24,33 @@
 //       hops 1 + 1 + 3 + 8 = 13 (diameter 12); the fold to 16 crossed 22 on v5p's z.
 //
 //   Its distances add up to Swing's on 2^a plus 2^a·(m − 1)/2: the diameter's excess is
-//   Swing's on 2^a alone. An odd size is all combs (3: c ± 1, one hop). A ring of 8 is one comb
-//   of all 8 (c ± 1, ± 2, ± 3, + 4: its diameter, 4 hops, where Swing's take 5). A comb of f
-//   sends f − 1 messages in one move, so a factor above kMaxCombPeers + 1, or a line, folds
-//   (a coordinate hands its vector to its neighbour and waits for the result).
+//   Swing's on 2^a alone. An odd size is all combs (3: c ± 1, one hop). A ring of k = 2^a >= 8
+//   ends with a comb of 8 that closes it, after Swing's moves on k/8: c ± k/8, ± 2k/8, ± 3k/8
+//   and c + k/2, which is its own peer's too (k/2 = −k/2 round the ring):
 //
-//   A twisted torus (every size even) is walked the same way, each move going from chip to
-//   chip through the twisted wraparound links: 4x4x8 twisted, x 1 + 1, y 1 + 1, z one comb of
-//   8 (4 hops): 8 hops where its diameter is 6 (folded as lines before: 11). A short
-//   dimension's walk closes after 2k chips, so it takes no comb of all k (its k/2 peer would
-//   be 2·k/2 away from its own), only Swing's moves and odd combs (symmetric: ±s, ±2s, ...).
+//     k = 32: Swing on 4 (1, 1 hop), then the closing comb of spacing 4 (16 hops): 18 where
+//     Swing's five moves cross 1 + 1 + 3 + 5 + 11 = 21 (diameter 16); 16: 1 + 8 against 10;
+//     8: the comb alone, 4 against 5.
+//
+//   A comb of f sends f − 1 messages in one move, so a factor above kMaxCombPeers + 1, or a
+//   line, folds (a coordinate hands its vector to its neighbour and waits for the result).
+//
+//   Every rank ends with the same bits: the combs run first (the farthest moves), each over a
+//   coset of the ring (c, c ± s, ... are the same set for each of them, c + k/2 too), summed
+//   in the order of the members' coordinates; then Swing's moves run on what is left, the
+//   ring modulo 2^a, whose classes are a power of two's.
+//
+//   A twisted torus is walked too, its moves going chip to chip through the twisted links.
+//   Its rows do not form a product of rings, so the dimensions go one after another instead
+//   of round robin, each over what the ones before leave:
+//   - first the long dimensions (plain rings of 2k);
+//   - then each short one, whose walk of k steps lands in the same coset of what the long
+//     ones summed, k further along them.
+//   Each dimension is then a ring of its size over those cosets, and every chip sums in the
+//   same groupings. Swing's pairs (c ± ρ) are exact chip to chip. A comb of all k along a
+//   short dimension is not: its k/2 peer's own k/2 peer lies 2·k/2 along the twisted walk,
+//   another chip of the coset. 4x4x8 twisted: z one comb of 8 (4 hops), then y 1 + 1, then
+//   x 1 + 1: 8 hops where its diameter is 6 (folded as lines: 11).
 //
 // swing (bandwidth-optimal): 2·D parts at once (D = the dimensions of virtual size > 1), part
 // (d, plain or mirrored) starting its moves on dimension d, so that every step sends on both
@@ -158,34 +176,40 @@ bool combs_take(int k) {
   return std::has_single_bit(static_cast<unsigned>(k)) || !comb_factors(k).empty();
 }
 
-// Swing's hops round a ring of k = 2^a: Σ_j the distance of ρ(j).
-int swing_hops(int k) {
-  int hops = 0;
-  for (int j = 0; (1 << j) < k; ++j) {
-    const auto r = static_cast<int>(((swing_rho(j) % k) + k) % k);
-    hops += std::min(r, k - r);
+// A ring of k = 2^a >= 8 may end with a comb of 8 that closes it (spacing s = k/8, peers ±s,
+// ±2s, ±3s and k/2) instead of Swing's last three moves: k/2 hops where those take more (8: 4
+// against 5; 16: 8 against 9; 32: 16 against 19; 64: 32 against 37). But its seven vectors
+// load a link direction with 10s = 1.25k vectors (the ±s, ±2s, ±3s peers 6s each way, the k/2
+// one 4s more on the + side) where Swing's three moves load it with half their hops, so it
+// pays only while the vector is small. Taken where the hops it saves outweigh that, with the
+// hop latency and link rate known (the simulator's model; an engine does not know its links':
+// there, Swing's three moves, fewer messages). toroid-sim, all-reduce, the comb's break-even:
+// 32x32 at 80 GB/s about 8 KiB, 16x16x16 at 50 GB/s 3-4 KiB, as this estimate puts it.
+constexpr int kClosingComb = 8;
+bool closing_comb(int k, const Spec& r, const Context& ctx, int d) {
+  if (!std::has_single_bit(static_cast<unsigned>(k)) || k < kClosingComb || !ctx.knows_hops() ||
+      r.elem_bytes == 0)
+    return false;
+  int tail = 0;  // Swing's last three moves' hops
+  for (int j = std::countr_zero(static_cast<unsigned>(k)) - 3; (1 << j) < k; ++j) {
+    const auto rho = static_cast<int>(((swing_rho(j) % k) + k) % k);
+    tail += std::min(rho, k - rho);
   }
-  return hops;
-}
-// A ring of k = 2^a taken as one comb of all k (its diameter, k/2 hops) instead of Swing's a
-// moves: where that is fewer hops within kMaxCombPeers (k = 8: 4 hops against 5).
-bool one_comb(int k) {
-  return std::has_single_bit(static_cast<unsigned>(k)) && k - 1 <= kMaxCombPeers &&
-         swing_hops(k) > k / 2;
+  const double bytes = static_cast<double>(r.count) * r.elem_bytes;
+  const double extra_s =
+      bytes * (1.25 * k - tail / 2.0) / ctx.link_rate[static_cast<std::size_t>(d)];
+  const double saved_s = (tail - k / 2) * ctx.hop_seconds[static_cast<std::size_t>(d)];
+  return extra_s < saved_s;
 }
 
 // swing_latency *walks* dimension d (no fold: its moves go from chip to chip along it, through
 // the wraparound links): its row closes into a ring and combs take its odd factors; on a
-// twisted torus every dimension or none, where every size is even (a coordinate then keeps its
-// parity across a twisted wraparound, which lands k further along: Swing's pairs stay pairs)
-// and combs take every size. A walked twisted short dimension is the ring of 2k chips its
-// wraparound links close over two planes; the block comment's windows, k along each short
-// dimension and 2k along each long one, still tile the torus (they form a box whose sides are
-// the twist's lattice diagonal).
+// twisted torus every dimension or none (the block comment: the long ones first, then the
+// short ones, each over what the ones before leave).
 bool walked(const Torus& t, int d) {
   if (!t.twisted()) return t.ring_along(d) && combs_take(t.size(d));
   for (int e = 0; e < t.dimensions(); ++e)
-    if (t.size(e) % 2 != 0 || !combs_take(t.size(e))) return false;
+    if (!combs_take(t.size(e))) return false;
   return true;
 }
 
@@ -222,7 +246,8 @@ struct LatencyMove {
 // Every dimension's moves, the nearest first, round robin from x (a dimension whose moves are
 // used up drops out): Swing's steps on the (virtual) power of two (or one comb of all of it),
 // then a walked ring's combs.
-std::vector<LatencyMove> latency_moves(const Torus& t, const Fold& fold) {
+std::vector<LatencyMove> latency_moves(const Spec& r, const Context& ctx, const Fold& fold) {
+  const Torus& t = ctx.topology;
   std::vector<std::vector<LatencyMove>> per(static_cast<std::size_t>(t.dimensions()));
   for (int d = 0; d < t.dimensions(); ++d) {
     const int k = fold.of(d).k2, twos = std::countr_zero(static_cast<unsigned>(k));
@@ -230,8 +255,9 @@ std::vector<LatencyMove> latency_moves(const Torus& t, const Fold& fold) {
     auto& list = per[static_cast<std::size_t>(d)];
     // Not along a twisted short dimension: its walk closes after 2k chips, not k, so the comb's
     // k/2 peer would not be its own peer's.
-    if (ring && t.ring_along(d) && one_comb(k)) {
-      list.push_back({d, k, true, 0, 1, k});
+    if (ring && t.ring_along(d) && closing_comb(k, r, ctx, d)) {
+      for (int j = 0; (kClosingComb << j) < k; ++j) list.push_back({d, k, true, j, 0, 0});
+      list.push_back({d, k, true, 0, k / kClosingComb, kClosingComb});
       continue;
     }
     for (int j = 0; j < twos; ++j) list.push_back({d, k, ring, j, 0, 0});
@@ -243,6 +269,13 @@ std::vector<LatencyMove> latency_moves(const Torus& t, const Fold& fold) {
     }
   }
   std::vector<LatencyMove> moves;
+  if (t.twisted() && walked(t, 0)) {  // executed from the end: the long dimensions first
+    for (int d = 0; d < t.dimensions(); ++d)
+      if (!t.ring_along(d)) moves.insert(moves.end(), per[d].begin(), per[d].end());
+    for (int d = 0; d < t.dimensions(); ++d)
+      if (t.ring_along(d)) moves.insert(moves.end(), per[d].begin(), per[d].end());
+    return moves;
+  }
   for (std::size_t round = 0, left = 1; left > 0; ++round) {
     left = 0;
     for (const auto& list : per)
@@ -264,11 +297,11 @@ Schedule build_swing_latency_dims(const Spec& r, const Context& ctx) {
   const Chunk input{Buf::input, 0, n}, output{Buf::output, 0, n};
   const Torus& t = ctx.topology;
   Fold fold(t, ctx.rank, [&](int d) { return walked(t, d); });
-  const std::vector<LatencyMove> moves = latency_moves(t, fold);
-  // The alternating targets' two slots, then one for each comb peer's vector after the first.
+  const std::vector<LatencyMove> moves = latency_moves(r, ctx, fold);
+  // The alternating targets' two slots, then one for each comb peer's vector.
   std::uint64_t landing = 0;
   for (const LatencyMove& m : moves)
-    landing = std::max<std::uint64_t>(landing, m.spacing == 0 ? 0 : m.factor - 2);
+    landing = std::max<std::uint64_t>(landing, m.spacing == 0 ? 0 : m.factor - 1);
   s.scratch_count = (2 + landing) * n;
   AlternatingTargets targets(n, static_cast<int>(moves.size()) + fold.takes(), r.in_place);
   const auto landed = [&](std::size_t i) { return Chunk{Buf::scratch, (1 + i) * n, n}; };
@@ -277,28 +310,39 @@ Schedule build_swing_latency_dims(const Spec& r, const Context& ctx) {
   if (fold.append(s, phase, cur, output, [&] { return targets.next(); })) return s;
   const std::vector<int> v = fold.virtual_coord();
   for (auto m = moves.rbegin(); m != moves.rend(); ++m) {  // the farthest first
-    // Every peer's vector at once: the first reduced as it lands, the others landing in
-    // slots of their own and added after (one reduce a phase: each writes the sum).
     const Chunk to = targets.next();
     const auto d = static_cast<std::size_t>(m->dimension);
     const std::vector<int> offsets = m->offsets(v[d]);
-    for (std::size_t i = 0; i < offsets.size(); ++i) {
-      int peer = 0;
-      if (walked(t, m->dimension)) {
-        peer = walk(t, ctx.rank, m->dimension, offsets[i]);
-      } else {  // on the virtual grid
-        std::vector<int> q = v;
-        q[d] = ((v[d] + offsets[i]) % m->k + m->k) % m->k;
-        peer = fold.rank_of_virtual(q);
-      }
+    const auto peer_at = [&](int offset) {
+      if (walked(t, m->dimension)) return walk(t, ctx.rank, m->dimension, offset);
+      std::vector<int> q = v;  // on the virtual grid
+      q[d] = ((v[d] + offset) % m->k + m->k) % m->k;
+      return fold.rank_of_virtual(q);
+    };
+    if (offsets.size() == 1) {  // Swing's pair: a + b is b + a to the bit
+      const int peer = peer_at(offsets[0]);
       s.steps.push_back({Kind::send, peer, 0, phase, cur, {}});
-      if (i == 0)
-        s.steps.push_back({Kind::recv_reduce, peer, 0, phase, cur, to});
-      else
-        s.steps.push_back({Kind::recv, peer, 0, phase, {}, landed(i)});
+      s.steps.push_back({Kind::recv_reduce, peer, 0, phase++, cur, to});
+      cur = to;
+      continue;
     }
-    for (std::size_t i = 1; i < offsets.size(); ++i)
-      s.steps.push_back({Kind::reduce, -1, 0, ++phase, landed(i), to});
+    // A comb: every peer's vector lands at once in a slot of its own; then the comb's members
+    // (a coset of the ring: every member has the same ones) are summed in the order of their
+    // coordinates, so that every member holds the same bits (float sums depend on the order).
+    // (Coordinates modulo the coset's period: what the combs before it have made alike.)
+    const int period = m->spacing * m->factor;
+    std::vector<std::pair<int, Chunk>> members{{v[d] % period, cur}};
+    for (std::size_t i = 0; i < offsets.size(); ++i) {
+      const int peer = peer_at(offsets[i]);
+      s.steps.push_back({Kind::send, peer, 0, phase, cur, {}});
+      s.steps.push_back({Kind::recv, peer, 0, phase, {}, landed(i + 1)});
+      members.push_back({((v[d] + offsets[i]) % period + period) % period, landed(i + 1)});
+    }
+    std::sort(members.begin(), members.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    s.steps.push_back({Kind::copy, -1, 0, ++phase, members[0].second, to});
+    for (std::size_t i = 1; i < members.size(); ++i)
+      s.steps.push_back({Kind::reduce, -1, 0, ++phase, members[i].second, to});
     ++phase;
     cur = to;
   }
