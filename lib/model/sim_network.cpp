@@ -59,10 +59,6 @@ void twisted_route_into(const Torus& t, int a, int b, std::vector<int>& path, Ho
   for (int d = 0; d < dims; ++d)
     if (!t.ring_along(d)) shorts.push_back(d);
   const auto at = [](const std::vector<int>& c, int d) { return c[static_cast<std::size_t>(d)]; };
-  const auto ring = [](int u, int v, int n) {
-    const int f = ((v - u) % n + n) % n;
-    return std::min(f, n - f);
-  };
   unsigned best_round = 0;
   int best = -1;
   for (unsigned round = 0; round < (1u << shorts.size()); ++round) {
@@ -76,7 +72,8 @@ void twisted_route_into(const Torus& t, int a, int b, std::vector<int>& path, Ho
     for (int d = 0; d < dims; ++d)
       if (t.ring_along(d)) {
         const int k = t.size(d);
-        len += ring(at(from, d) + (crossings % 2) * (k / 2), at(to, d), k);
+        len +=
+            steps_along((at(from, d) + (crossings % 2) * (k / 2)) % k, at(to, d), k, true).second;
       }
     if (best < 0 || len < best) {
       best = len;

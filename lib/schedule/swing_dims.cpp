@@ -1,4 +1,5 @@
-// Swing's all-reduce on three dimensions and more (swing.cpp has the 2D forms and the terms).
+// Swing's all-reduce: `swing` on three dimensions and more, `swing_latency` on any shape
+// (swing.cpp has the 2D forms of the others and the terms).
 //
 // swing (bandwidth-optimal) folds every dimension in turn (x, then y, then z, ...: a coordinate
 // that sends hands its vector on and waits for the result), runs on the virtual grid of powers
@@ -10,26 +11,27 @@
 //
 //     16x16x16, Swing's moves alone: z3 y3 x3 z2 y2 x2 ... x0 (farthest first), distances 5, 5,
 //     5, 3, 3, 3, 1, 1, 1, 1, 1, 1 hops: 30 in all, where recursive doubling's partners at 2^k
-//     cross 8+4+2+1 a dimension, 45, and the diameter is 24 (with the closing combs below: 27).
+//     cross 8+4+2+1 a dimension, 45, and the diameter is 24 (27 with the closing combs below,
+//     which the simulator's model takes at small sizes).
 //
 //   A ring of k = 2^a · m (m odd, its prime factors f1 <= f2 <= ... at most kMaxCombPeers + 1) is
-//   not folded: Swing's a steps run on the ring itself (c + ρ(j) for c even, c − ρ(j) for c
-//   odd, mod k), after which c holds the sum of 2^a consecutive coordinates, the same window
-//   moved along for c + 2^a (even shifts keep every parity, so every peer). Then one *comb* per
-//   odd factor f with spacing s (2^a, then 2^a·f1, ...): c exchanges with the f − 1 coordinates
-//   c ± s, c ± 2s, ... c ± (f−1)/2·s and sums them, f windows side by side:
+//   not folded. One *comb* per odd factor runs first, the largest spacing first (k/f_last,
+//   ..., 2^a·f1, then 2^a): c exchanges with the f − 1 coordinates c ± s, c ± 2s, ...
+//   c ± (f−1)/2·s and sums them, after which c holds the sum over its coset of the ring
+//   modulo 2^a. Then Swing's a moves run on the ring itself (c + ρ(j) for c even, c − ρ(j) for
+//   c odd, mod k), which modulo 2^a are Swing's moves on a ring of 2^a:
 //
-//     k = 24 = 8·3: Swing on the ring (1, 1, 3 hops), then the comb of spacing 8:
-//       c:  [ window of 8 ]  c−8 [ window ]  c+8 [ window ]   -> all 24
-//       hops 1 + 1 + 3 + 8 = 13 (diameter 12); the fold to 16 crossed 22 on v5p's z.
+//     k = 24 = 3·8: the comb of spacing 8 (c−8, c+8: 8 hops), then Swing (1, 1, 3 hops):
+//       13 hops (diameter 12); the fold to 16 crossed 22 on v5p's z.
 //
 //   Its distances add up to Swing's on 2^a plus 2^a·(m − 1)/2: the diameter's excess is
 //   Swing's on 2^a alone. An odd size is all combs (3: c ± 1, one hop). A ring of k = 2^a >= 8
-//   ends with a comb of 8 that closes it, after Swing's moves on k/8: c ± k/8, ± 2k/8, ± 3k/8
-//   and c + k/2, which is its own peer's too (k/2 = −k/2 round the ring):
+//   may instead begin with a comb of 8 that closes it, c ± k/8, ± 2k/8, ± 3k/8 and c + k/2
+//   (its own peer's too: k/2 = −k/2 round the ring), then Swing's moves on k/8 (closing_comb
+//   below says where):
 //
-//     k = 32: Swing on 4 (1, 1 hop), then the closing comb of spacing 4 (16 hops): 18 where
-//     Swing's five moves cross 1 + 1 + 3 + 5 + 11 = 21 (diameter 16); 16: 1 + 8 against 10;
+//     k = 32: the closing comb of spacing 4 (16 hops), then Swing on 4 (1, 1 hop): 18 where
+//     Swing's five moves cross 1 + 1 + 3 + 5 + 11 = 21 (diameter 16); 16: 8 + 1 against 10;
 //     8: the comb alone, 4 against 5.
 //
 //   A comb of f sends f − 1 messages in one move, so a factor above kMaxCombPeers + 1, or a
@@ -243,9 +245,9 @@ struct LatencyMove {
   }
 };
 
-// Every dimension's moves, the nearest first, round robin from x (a dimension whose moves are
-// used up drops out): Swing's steps on the (virtual) power of two (or one comb of all of it),
-// then a walked ring's combs.
+// Every dimension's moves, the nearest first (built from the end), round robin from x (a
+// dimension whose moves are used up drops out): Swing's steps on the (virtual) power of two,
+// then a walked ring's combs or its closing comb of 8.
 std::vector<LatencyMove> latency_moves(const Spec& r, const Context& ctx, const Fold& fold) {
   const Torus& t = ctx.topology;
   std::vector<std::vector<LatencyMove>> per(static_cast<std::size_t>(t.dimensions()));
@@ -255,7 +257,7 @@ std::vector<LatencyMove> latency_moves(const Spec& r, const Context& ctx, const 
     auto& list = per[static_cast<std::size_t>(d)];
     // Not along a twisted short dimension: its walk closes after 2k chips, not k, so the comb's
     // k/2 peer would not be its own peer's.
-    if (ring && t.ring_along(d) && closing_comb(k, r, ctx, d)) {
+    if (t.ring_along(d) && closing_comb(k, r, ctx, d)) {
       for (int j = 0; (kClosingComb << j) < k; ++j) list.push_back({d, k, true, j, 0, 0});
       list.push_back({d, k, true, 0, k / kClosingComb, kClosingComb});
       continue;
