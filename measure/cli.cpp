@@ -52,8 +52,8 @@ std::vector<Collective> parse_collectives(const std::string& text) {
 }
 
 std::vector<Algorithm> parse_algorithms(const std::string& text,
-                                        const std::vector<Algorithm>& all) {
-  if (text == "all") return all;
+                                        std::span<const Algorithm> all) {
+  if (text == "all") return {all.begin(), all.end()};
   std::vector<Algorithm> out;
   for (const std::string& name : split_list(text)) {
     try {
@@ -66,14 +66,7 @@ std::vector<Algorithm> parse_algorithms(const std::string& text,
   return out;
 }
 
-std::vector<Algorithm> scheduled_algorithms() {
-  std::vector<Algorithm> out;
-  for (Algorithm a : all_algorithms)
-    if (has_schedule(a)) out.push_back(a);
-  return out;
-}
-
-std::string algorithm_names(const std::vector<Algorithm>& algos, const char* sep) {
+std::string algorithm_names(std::span<const Algorithm> algos, const char* sep) {
   std::string out;
   for (Algorithm a : algos) {
     if (!out.empty()) out += sep;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,8 @@ boost::program_options::variables_map parse_command_line(
 std::vector<Collective> parse_collectives(const std::string& text);
 // --algo: a comma list of algorithm names, or "all" (every name in `all`). Throws
 // InvalidArgument naming --algo and the bad name.
-std::vector<Algorithm> parse_algorithms(const std::string& text, const std::vector<Algorithm>& all);
-// The algorithms with a schedule (all_algorithms but auto and mpi), from the library's list.
-std::vector<Algorithm> scheduled_algorithms();
+std::vector<Algorithm> parse_algorithms(const std::string& text, std::span<const Algorithm> all);
 // Their names joined by `sep`, for --help: "ring|bidir_ring|...", from the same list.
-std::string algorithm_names(const std::vector<Algorithm>& algos, const char* sep = "|");
+std::string algorithm_names(std::span<const Algorithm> algos, const char* sep = "|");
 
 }  // namespace toroid::cli

@@ -43,7 +43,7 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "or all (the first four)")(
       "algo", po::value(&algo)->default_value(algo),
       ("comma list of " +
-       cli::algorithm_names({std::begin(all_algorithms), std::end(all_algorithms)}) +
+       cli::algorithm_names(all_algorithms) +
        ", or all (every algorithm that implements the collective)")
           .c_str())(
       "topology", po::value(&s.topology)->default_value("auto"),
@@ -119,7 +119,7 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
     s.alltoallv = v;
     s.ops = cli::parse_collectives(list);
   }
-  s.algos = cli::parse_algorithms(algo, {std::begin(all_algorithms), std::end(all_algorithms)});
+  s.algos = cli::parse_algorithms(algo, all_algorithms);
   s.baseline = vm.count("no-baseline") == 0;
   // The stock collective runs first at every size, so every row can show its ratio to it.
   const bool listed = std::find(s.algos.begin(), s.algos.end(), Algorithm::mpi) != s.algos.end();

@@ -1,6 +1,8 @@
 // Names of the collective algorithms a caller can ask for.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <string_view>
 
 #include "toroid/export.hpp"
@@ -48,6 +50,16 @@ inline constexpr Collective all_collectives[] = {Collective::allreduce, Collecti
 inline constexpr bool has_schedule(Algorithm a) noexcept {
   return a != Algorithm::automatic && a != Algorithm::mpi;
 }
+
+// Every algorithm with a schedule, in all_algorithms' order: what the verifier, the simulator
+// and the schedule tests iterate over.
+inline constexpr auto scheduled_algorithms = [] {
+  std::array<Algorithm, std::size(all_algorithms) - 2> out{};  // all but automatic and mpi
+  std::size_t n = 0;
+  for (Algorithm a : all_algorithms)
+    if (has_schedule(a)) out[n++] = a;
+  return out;
+}();
 
 std::string_view to_string(Algorithm a) noexcept;
 std::string_view to_string(Collective c) noexcept;

@@ -23,15 +23,6 @@ const Collective kAllCollectives[] = {Collective::allreduce, Collective::reduce_
 
 Shape shape(int x, int y, bool wx = true, bool wy = true) { return {Torus2D(x, y, wx, wy), {}}; }
 
-// Every algorithm with a schedule, from the library's list (a new one is tested here at once;
-// `implements` says which collectives each runs).
-std::vector<Algorithm> scheduled_algorithms() {
-  std::vector<Algorithm> out;
-  for (Algorithm a : all_algorithms)
-    if (has_schedule(a)) out.push_back(a);
-  return out;
-}
-
 }  // namespace
 
 namespace {
@@ -57,7 +48,9 @@ TEST_CASE("ring collectives are right for p = 17..64 and awkward counts", "[sche
 }
 
 TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedules][scale]") {
-  const std::vector<Algorithm> algos = scheduled_algorithms();
+  // Every algorithm with a schedule, from the library's list (a new one is tested here at once;
+  // `implements` says which collectives each runs).
+  const auto& algos = scheduled_algorithms;
   for (int x = 1; x <= 8; ++x)
     for (int y = 1; y <= 8; ++y)
       for (int wrap = 0; wrap < 4; ++wrap) {
@@ -82,7 +75,7 @@ TEST_CASE("every algorithm on every shape up to 8x8, torus and mesh", "[schedule
 }
 
 TEST_CASE("every algorithm for every type and op (avg included)", "[schedules]") {
-  const std::vector<Algorithm> algos = scheduled_algorithms();
+  const auto& algos = scheduled_algorithms;
   for (DataType t :
        {DataType::f32, DataType::f64, DataType::f16, DataType::bf16, DataType::i32, DataType::i64})
     for (ReduceOp op :

@@ -113,7 +113,7 @@ CommandLine parse_options(int argc, char** argv, bool& help, std::string& help_t
       "allreduce | reduce_scatter | allgather | broadcast | alltoall, a comma list, or all (the "
       "first four)")(
       "algo", po::value(&algo)->default_value(algo),
-      ("comma list of " + cli::algorithm_names(cli::scheduled_algorithms(), " | ") +
+      ("comma list of " + cli::algorithm_names(scheduled_algorithms, " | ") +
        " | auto (above 64 chips the rule auto follows at that scale, else the fastest simulated "
        "candidate), or all (those that implement the op)")
           .c_str())("bytes", po::value(&bytes)->default_value(bytes),
@@ -242,7 +242,7 @@ CommandLine parse_options(int argc, char** argv, bool& help, std::string& help_t
           "--axes: broadcast has no form along axes (--op allreduce, reduce_scatter or allgather)");
   }
   o.every_algorithm = algo == "all";
-  o.algos = cli::parse_algorithms(algo, cli::scheduled_algorithms());
+  o.algos = cli::parse_algorithms(algo, scheduled_algorithms);
   for (Algorithm a : o.algos)
     if (a == Algorithm::mpi)
       throw InvalidArgument(fmt::format("--algo: '{}' has no schedule to simulate", to_string(a)));
