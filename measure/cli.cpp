@@ -51,8 +51,7 @@ std::vector<Collective> parse_collectives(const std::string& text) {
   return out;
 }
 
-std::vector<Algorithm> parse_algorithms(const std::string& text,
-                                        std::span<const Algorithm> all) {
+std::vector<Algorithm> parse_algorithms(const std::string& text, std::span<const Algorithm> all) {
   if (text == "all") return {all.begin(), all.end()};
   std::vector<Algorithm> out;
   for (const std::string& name : split_list(text)) {

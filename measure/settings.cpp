@@ -40,12 +40,10 @@ Settings parse_settings(int argc, char** argv, bool& help, std::string& help_tex
       "op", po::value(&op)->default_value(op),
       "comma list of allreduce|reduce_scatter|allgather|broadcast|alltoall|alltoallv "
       "(alltoallv: skewed blocks, as a gate makes them), "
-      "or all (the first four)")(
-      "algo", po::value(&algo)->default_value(algo),
-      ("comma list of " +
-       cli::algorithm_names(all_algorithms) +
-       ", or all (every algorithm that implements the collective)")
-          .c_str())(
+      "or all (the first four)")("algo", po::value(&algo)->default_value(algo),
+                                 ("comma list of " + cli::algorithm_names(all_algorithms) +
+                                  ", or all (every algorithm that implements the collective)")
+                                     .c_str())(
       "topology", po::value(&s.topology)->default_value("auto"),
       "XxY[xZ...][:wrap=LETTERS|none][,twist] (1 to 6 dimensions: 4x2, 2x2x2:wrap=xz) or auto")(
       "axes", po::value<std::string>(),
