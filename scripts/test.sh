@@ -48,10 +48,15 @@ background=
 if [ "${TOROID_SKIP_MPICH:-0}" != 1 ] || [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   set -m  # its own process group, so that an early exit stops the whole build
   (
-    set -e
+    set -e +m  # the two builds stay in this process group
     chrt --idle -p 0 "$BASHPID" >/dev/null 2>&1 || renice -n 19 -p "$BASHPID" >/dev/null
-    [ "${TOROID_SKIP_MPICH:-0}" = 1 ] || { echo "== build (MPICH) =="; build_mpich; }
-    [ "${TOROID_SKIP_SANITIZE:-0}" = 1 ] || { echo "== build (ASan + UBSan) =="; build_asan; }
+    # Both at once: one tree's serial steps (configuring, linking, its last large file) leave
+    # cores the other's compiles take (one after the other, a core sat idle for about a minute).
+    [ "${TOROID_SKIP_MPICH:-0}" = 1 ] || build_mpich >"$background_log.mpich" 2>&1 &
+    [ "${TOROID_SKIP_SANITIZE:-0}" = 1 ] || build_asan >"$background_log.asan" 2>&1 &
+    rc=0
+    for job in $(jobs -p); do wait "$job" || rc=1; done
+    exit "$rc"
   ) >"$background_log" 2>&1 &
   background=$!
   set +m
@@ -64,8 +69,8 @@ finish_background() {
   wait "$background" || rc=$?
   background=
   if [ "$rc" != 0 ]; then
-    tail -n 100 "$background_log"
-    echo "test: building the MPICH or sanitizer tree failed (whole log: $background_log)" >&2
+    tail -n 100 "$background_log" "$background_log".*
+    echo "test: building the MPICH or sanitizer tree failed (whole logs: $background_log.mpich, .asan)" >&2
     exit 1
   fi
 }
@@ -82,8 +87,10 @@ if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
   # the preload, the progress thread calling MPI over transport mpi) now and then exit 1 after
   # exact results, MPICH printing "Error in system call pthread_mutex_destroy: Device or
   # resource busy" (2 of 6 runs, 2026-12-06; docs/preload.md, Tests). Open MPI runs it.
+  # The stress program at 2 ranks only: at 3 on 2 cores MPICH's ranks spin without yielding
+  # (26 s against 2 s under Open MPI, which runs it at 2-6 ranks).
   ctest --test-dir "$mpich" --output-on-failure -j"$jobs" \
-        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single_np[23]|single_over_mpi)$|^preload_stress_(np[2-3]|single_np[23])|^preload_fortran_(mpif|mpi|f08)_np[1-4]$'
+        -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single_np[23]|single_over_mpi)$|^preload_stress_(np2|single_np2)|^preload_fortran_(mpif|mpi|f08)_np[1-4]$'
 fi
 if [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests (ASan + UBSan) == $(at)"
