@@ -170,6 +170,10 @@ TEST_CASE("alltoallv's bad layouts are named on every rank", "[errors][mpich][al
     CHECK_THROWS_WITH(
         call({two}, {two, offsets}, 2 * n, 2 * n),
         Catch::Contains(on + "the receive blocks for ranks") && Catch::Contains("overlap"));
+    for (std::size_t q = 0; q < n; ++q) offsets[q] = n - 1 - q;  // the same, in reverse rank order
+    CHECK_THROWS_WITH(
+        call({two}, {two, offsets}, 2 * n, 2 * n),
+        Catch::Contains(on + "the receive blocks for ranks") && Catch::Contains("overlap"));
   }
   CHECK_THROWS_WITH(call({two}, {two}, 2 * n, 2 * n, Algorithm::ring),
                     Catch::Contains(on + "algorithm ring cannot run it; alltoallv runs on direct, "
