@@ -24,7 +24,7 @@ std::vector<Collective> parse_collectives(const std::string& text);
 // --algo: a comma list of algorithm names, or "all" (every name in `all`). Throws
 // InvalidArgument naming --algo and the bad name.
 std::vector<Algorithm> parse_algorithms(const std::string& text, std::span<const Algorithm> all);
-// Their names joined by `sep`, for --help: "ring|bidir_ring|...", from the same list.
+// The names of `algos` joined by `sep`, for --help: "ring|bidir_ring|...".
 std::string algorithm_names(std::span<const Algorithm> algos, const char* sep = "|");
 
 }  // namespace toroid::cli

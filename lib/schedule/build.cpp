@@ -95,8 +95,6 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
           return refuse(
               "swing_latency's reduce-scatter and all-gather run on 2D shapes so far (its "
               "all-reduce and Swing's run on any number of dimensions)");
-        else if (a == Algorithm::swing_latency)
-          s = build_swing_latency_dims(r, ctx);
         else
           s = build_swing_dims(r, ctx);
         break;
