@@ -1,4 +1,4 @@
-// Two additions to Catch2 2.13 for every test binary, whose runner fails a case that asserts
+// Three additions to Catch2 2.13 for every test binary, whose runner fails a case that asserts
 // nothing (run_catch turns on `-w NoAssertions`: a case that can pass without checking anything
 // is a case that can hide a broken one).
 // - REQUIRE_SAYING / CHECK_SAYING: one assertion per comparison of a sweep, whose message (the
@@ -7,6 +7,10 @@
 // - SKIP_CASE: a case that cannot run here (one rank, no SIMD level, no single-copy path) says
 //   why, and the run ends with a list of the skipped cases and their count (Catch2 2 has no
 //   skip of its own, so the case itself records one passing assertion: "skipped: why").
+// - kSanitized: true in the sanitizer tree (TOROID_SANITIZE), where code runs several times
+//   slower. A sweep whose lists repeat the same code paths (a long vector after every tail
+//   length, a second reducer speed that only changes the model's numbers) takes a shorter list
+//   there, which keeps every path the sanitizers watch; the Release tree runs the whole list.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -28,6 +32,11 @@
   } while (false)
 
 namespace toroid_test {
+#ifdef TOROID_TEST_SANITIZED
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
 // Records that the running case was skipped, and why (listed when the run ends).
 void note_skipped(const std::string& why);
 }  // namespace toroid_test

@@ -33,9 +33,13 @@ echo "     $(awk '$1 ~ /^(allreduce|reduce_scatter|allgather)$/' "$log/bench" | 
 # The MPI tests of axes, transports, hierarchy, placement, errors, lifetime and toroid-owned
 # buffers (across hosts they run their schedules; allocate's errors reach every host). "every algorithm
 # on every shape" (thousands of tiny calls: 90 s over TCP on two cores) is left to the one-node
-# runs; the benchmark's checked sweep above covers every algorithm and op across the hosts.
+# runs; the benchmark's checked sweep above covers every algorithm and op across the hosts. So
+# are the shared-memory rings' hand-over cases (an all-gather's own block, mixed sizes back to
+# back: 15 s of this test over TCP), whose rings join the two ranks of one host, as at 2 ranks
+# on one node; the transports' mixed cases (a step over MPI handed to one over shared memory)
+# run here.
 run mpi_tests -- "$build/tests/toroid_mpi_tests" \
-  "axis collectives*,transport*,lifetime*,hierarchical*,explicit topologies*,argument errors*,with checking on*,Options::nodes*,a topology error on one rank*,single-copy*"
+  "axis collectives*,transport: shared memory*,transport: every algorithm*,transport: large vectors*,transport: auto*,transport: TOROID_TRANSPORT*,lifetime*,hierarchical*,explicit topologies*,argument errors*,with checking on*,Options::nodes*,a topology error on one rank*,single-copy*"
 grep -q "All tests passed" "$log/mpi_tests" || fail "mpi_tests: $(tail -5 "$log/mpi_tests")"
 # Ranks dealt out over the hosts: auto must keep one dimension inside the hosts (the test
 # checks it), and toroid's results stay right.

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "exec/shm_links.hpp"
 #include "mpi_test.hpp"
 #include "toroid/toroid.hpp"
 
@@ -17,6 +18,15 @@ using testing::world_rank;
 using testing::world_size;
 
 namespace {
+
+// How deep a slot ring is, in f32 elements, with this node's rank count (4 MiB up to 3 ranks,
+// 2 MiB at 4-7, 1 MiB at 8): the cases below size their transfers past it, and no further (each
+// MiB more is time at every rank count, across the emulated hosts too).
+std::size_t ring_depth_floats() {
+  const int local = testing::ranks_on_my_node();
+  const std::size_t slot = exec::ShmLinks::slot_bytes_for(local);
+  return slot * exec::ShmLinks::deep_slots_for(local, slot) / sizeof(float);
+}
 
 Options over(Transport t, SlotStores stores = SlotStores::automatic) {
   Options o;
@@ -120,16 +130,16 @@ TEST_CASE(
 }
 
 // Out of place, a ring all-gather copies the rank's own block into the output along the send
-// that carries it, segment by segment (bound_collective.cpp, carry_local_copies). Blocks deeper
-// than the slot rings (4 MiB up to 3 ranks, 2 MiB at 4-7), a late rank (so the first sends
-// fill their rings and wait), and calls back to back on other buffers: the MPI transport's bits.
+// that carries it, segment by segment (bound_collective.cpp, carry_local_copies). Blocks half
+// again as deep as the slot rings, a late rank (so the first sends fill their rings and wait),
+// and calls back to back on other buffers: the MPI transport's bits.
 TEST_CASE("transport: an all-gather's own block copied along its send, rings full, late rank",
           "[transport]") {
   const SlotStores stores = GENERATE(SlotStores::cached, SlotStores::streaming);
   INFO(to_string(stores));
   MpiAndShm both(stores);
   Communicator &a = both.mpi, &b = both.shm;
-  const std::size_t own = 1'500'003;  // 6 MB of f32 per rank
+  const std::size_t own = ring_depth_floats() * 3 / 2 + 3;  // 6 MB of f32 per rank up to 3 ranks
   const std::size_t n = own * static_cast<std::size_t>(world_size());
   for (Algorithm algo : {Algorithm::ring, Algorithm::bidir_ring, Algorithm::automatic}) {
     INFO(to_string(algo));
@@ -159,9 +169,10 @@ TEST_CASE(
   INFO(to_string(stores));
   MpiAndShm both(stores);
   Communicator &a = both.mpi, &b = both.shm;
-  // Ring chunks of 4.4 MB (up to 4 ranks; 2.9 MB at 6, 2.2 MB at 8): more segments than the
-  // deepest ring holds (4 MiB up to 3 ranks, 2 MiB at 4-7, 1 MiB at 8), so large transfers wrap.
-  const std::size_t big = 1'100'003 * static_cast<std::size_t>(std::min(world_size(), 4));
+  // Ring chunks (big / p) a tenth deeper than the slot rings (4.6 MB up to 3 ranks, 2.3 MB at
+  // 4-7, 1.2 MB at 8): more segments than a ring holds, so large transfers wrap.
+  const std::size_t big =
+      (ring_depth_floats() * 11 / 10 + 1) * static_cast<std::size_t>(world_size());
   const std::size_t sizes[] = {big, 1, 10'001, 150'001, 3, big};
   for (Algorithm algo : {Algorithm::ring, Algorithm::rabenseifner}) {
     INFO(to_string(algo));

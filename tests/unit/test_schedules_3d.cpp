@@ -6,7 +6,9 @@
 #include <cstring>
 #include <set>
 #include <tuple>
+#include <vector>
 
+#include "catch_extras.hpp"
 #include "model/verifier.hpp"
 #include "schedule/dependencies.hpp"
 #include "schedule/torus_dims.hpp"
@@ -213,7 +215,11 @@ TEST_CASE("Swing's bandwidth form all-reduces on any number of dimensions, 2·D 
     const Torus t = Torus::parse(shape);
     const testing::Shape s{t, {}};
     const std::uint64_t p = static_cast<std::uint64_t>(t.chips());
-    for (std::uint64_t n : {std::uint64_t{1}, p + 3, 7 * p + 5})
+    // Under the sanitizers empty blocks and one uneven size: p + 3 takes 7p + 5's paths.
+    const std::vector<std::uint64_t> counts = toroid_test::kSanitized
+                                                  ? std::vector<std::uint64_t>{1, 7 * p + 5}
+                                                  : std::vector<std::uint64_t>{1, p + 3, 7 * p + 5};
+    for (std::uint64_t n : counts)
       for (bool in_place : {false, true}) {
         INFO(shape << " n=" << n << (in_place ? " in place" : ""));
         REQUIRE(check(Algorithm::swing, Collective::allreduce, s, n, in_place) == "");

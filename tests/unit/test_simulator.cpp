@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <numeric>
+#include <vector>
 
+#include "catch_extras.hpp"
 #include "model/sim_limit.hpp"
 #include "model/simulator.hpp"
 #include "schedule/dependencies.hpp"
@@ -551,8 +553,11 @@ TEST_CASE("sim: no algorithm beats the limit, every collective, shape and size",
                           Torus::parse("2x2x4:twist"),
                           Torus::parse("2x2x2x3")};
   std::uint64_t rows = 0, rows_3d = 0;
+  // Under the sanitizers one reducer: its speed changes the model's numbers, not the code run.
+  const std::vector<double> reducers =
+      toroid_test::kSanitized ? std::vector<double>{20e9} : std::vector<double>{20e9, 3000e9};
   for (const Torus& t : shapes)
-    for (double reduce : {20e9, 3000e9}) {
+    for (double reduce : reducers) {
       const SimModel m = make_model(t, 10e9, 1e-6, reduce, 64 * 1024);
       for (Algorithm al : all_algorithms) {
         if (al == Algorithm::automatic || al == Algorithm::mpi) continue;
@@ -583,8 +588,8 @@ TEST_CASE("sim: no algorithm beats the limit, every collective, shape and size",
         }
       }
     }
-  CHECK(rows > 500);
-  CHECK(rows_3d > 300);
+  CHECK(rows > 250 * reducers.size());
+  CHECK(rows_3d > 150 * reducers.size());
 }
 
 TEST_CASE("sim: torus2d_both's reduce-scatter and all-gather use both dimensions at once",
