@@ -44,6 +44,8 @@ build_asan() {
 # and the faults' timeouts, the emulated cluster's shaped links): the other two trees build
 # meanwhile at the idle scheduling class, which runs only where no test wants the core.
 background_log=$root/build/background-build.log
+mpich_built=$root/build/background-mpich-built  # written when the MPICH tree is ready
+rm -f "$mpich_built"
 background=
 if [ "${TOROID_SKIP_MPICH:-0}" != 1 ] || [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   set -m  # its own process group, so that an early exit stops the whole build
@@ -53,16 +55,25 @@ if [ "${TOROID_SKIP_MPICH:-0}" != 1 ] || [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; 
     # One tree after the other. Both at once (four compilers waiting at the idle class) slowed
     # the Release tests by 85 s on 2026-12-07 (mpi_np4 18 -> 31 s); the likely cause, an
     # oversubscribed rank that yields hands its core to a waiting compiler until the next tick.
-    [ "${TOROID_SKIP_MPICH:-0}" = 1 ] || { echo "== build (MPICH) =="; build_mpich; }
+    [ "${TOROID_SKIP_MPICH:-0}" = 1 ] || { echo "== build (MPICH) =="; build_mpich; touch "$mpich_built"; }
     [ "${TOROID_SKIP_SANITIZE:-0}" = 1 ] || { echo "== build (ASan + UBSan) =="; build_asan; }
   ) >"$background_log" 2>&1 &
   background=$!
   set +m
 fi
 trap 'echo "== test command: $(( $(date +%s) - started )) s in all =="; [ -z "$background" ] || kill -- "-$background" 2>/dev/null || true' EXIT
+# The MPICH tests start as soon as their tree is built (usually while the Release tests still
+# run), while the sanitizer tree goes on building at the idle class: its build waits on one
+# file at a time for much of its last minutes, and the MPICH tests fill the other core.
+wait_for_mpich() {
+  [ -n "$background" ] || return 0
+  echo "== waiting for the MPICH tree to build == $(at)"
+  while [ ! -e "$mpich_built" ] && kill -0 "$background" 2>/dev/null; do sleep 1; done
+  [ -e "$mpich_built" ] || finish_background  # the build ended without it: report and exit
+}
 finish_background() {
   [ -n "$background" ] || return 0
-  echo "== waiting for the MPICH and sanitizer trees to build == $(at)"
+  echo "== waiting for the sanitizer tree to build == $(at)"
   local rc=0
   wait "$background" || rc=$?
   background=
@@ -78,8 +89,8 @@ echo "== format (clang-format, .clang-format) == $(at)"
    xargs clang-format --dry-run --Werror)
 echo "== tests (Release) == $(at)"
 ctest --test-dir "$root/build" --output-on-failure -j"$jobs"
-finish_background
 if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
+  wait_for_mpich
   echo "== tests (MPICH) == $(at)"
   # Not preload_nonblocking_single_raised: under MPICH its ranks (MPI_THREAD_MULTIPLE asked by
   # the preload, the progress thread calling MPI over transport mpi) now and then exit 1 after
@@ -90,6 +101,7 @@ if [ "${TOROID_SKIP_MPICH:-0}" != 1 ]; then
   ctest --test-dir "$mpich" --output-on-failure -j"$jobs" \
         -R '^unit_mpi_layers$|^mpi_np[1-3]$|^preload_nonblocking_(np[1-3]|single_np[23]|single_over_mpi)$|^preload_stress_(np2|single_np2)|^preload_fortran_(mpif|mpi|f08)_np[1-4]$'
 fi
+finish_background
 if [ "${TOROID_SKIP_SANITIZE:-0}" != 1 ]; then
   echo "== tests (ASan + UBSan) == $(at)"
   # Open MPI keeps allocations until exit on purpose; leak checking would only report those.

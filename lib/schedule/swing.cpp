@@ -233,6 +233,8 @@ Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx) {
   if (g.y.receives(me.y)) take_from(neighbour_y());
   const Coord v = g.virtual_of(me);
   if (latency) {
+    // swing_latency's reduce-scatter (its all-reduce is build_swing_latency_dims, on any shape;
+    // its all-gather build_swing_allgather, above).
     const int moves = static_cast<int>(latency_pattern.moves().size());
     for (int m = moves - 1; m >= 0; --m) {  // the farthest move first
       const int peer = g.rank_of_virtual(latency_pattern.peer(v, m));
@@ -242,48 +244,43 @@ Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx) {
       ++b.phase;
       cur = to;
     }
-    if (scatter) {
-      // Averaged whole (the folded ranks' blocks too), then each block to its rank.
-      b.phase = append_average(s, r.average, cur, divisor, b.phase);
-      if (append_move(s, block_in(cur, rank), result, b.phase)) ++b.phase;
-      // The ranks that folded into this one get their blocks straight from here.
-      if (g.y.receives(me.y)) {
-        b.add(Kind::send, neighbour_y(), 0, block_in(cur, neighbour_y()), {});
-        if (g.x.receives(me.x)) {
-          const int corner = t.rank_of({me.x - 1, me.y - 1});
-          b.add(Kind::send, corner, 0, block_in(cur, corner), {});
-        }
+    // Averaged whole (the folded ranks' blocks too), then each block to its rank.
+    b.phase = append_average(s, r.average, cur, divisor, b.phase);
+    if (append_move(s, block_in(cur, rank), result, b.phase)) ++b.phase;
+    // The ranks that folded into this one get their blocks straight from here.
+    if (g.y.receives(me.y)) {
+      b.add(Kind::send, neighbour_y(), 0, block_in(cur, neighbour_y()), {});
+      if (g.x.receives(me.x)) {
+        const int corner = t.rank_of({me.x - 1, me.y - 1});
+        b.add(Kind::send, corner, 0, block_in(cur, corner), {});
       }
-      if (g.x.receives(me.x)) b.add(Kind::send, neighbour_x(), 0, block_in(cur, neighbour_x()), {});
-      return s;
     }
-    if (cur.buf != Buf::output && n > 0)
-      s.steps.push_back({Kind::copy, -1, 0, b.phase++, cur, output});
-    b.phase = append_average(s, r.average, output, divisor, b.phase);
-  } else {
-    // One part per (first dimension, plain or mirrored); dimensions of virtual size 1 have none.
-    std::vector<std::pair<Axis, bool>> parts;
-    for (Axis first : {Axis::x, Axis::y})
-      if ((first == Axis::x ? g.x.k2 : g.y.k2) > 1)
-        for (bool mirrored : {false, true}) parts.emplace_back(first, mirrored);
-    const Blocks regions = even_blocks(0, n, static_cast<int>(parts.size()));
-    const std::uint32_t start = b.phase;
-    std::uint32_t end = start;
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      const SwingPattern pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y), parts[i].first,
-                                 parts[i].second);
-      const auto moves = static_cast<int>(pattern.moves().size());
-      end = std::max(end, append_halving_doubling(
-                              s, regions[i], moves, pattern.position(v),
-                              [&](int m, int k) {
-                                Coord q = pattern.peer(v, m);
-                                for (int j = 1; j <= k; ++j) q = pattern.peer(q, m + j);
-                                return HalvingPeer{g.rank_of_virtual(q), pattern.position(q)};
-                              },
-                              static_cast<int>(i), cur.buf, r.average, divisor, start));
-    }
-    b.phase = end;
+    if (g.x.receives(me.x)) b.add(Kind::send, neighbour_x(), 0, block_in(cur, neighbour_x()), {});
+    return s;
   }
+  // The bandwidth form (swing): one part per (first dimension, plain or mirrored); dimensions of
+  // virtual size 1 have none.
+  std::vector<std::pair<Axis, bool>> parts;
+  for (Axis first : {Axis::x, Axis::y})
+    if ((first == Axis::x ? g.x.k2 : g.y.k2) > 1)
+      for (bool mirrored : {false, true}) parts.emplace_back(first, mirrored);
+  const Blocks regions = even_blocks(0, n, static_cast<int>(parts.size()));
+  const std::uint32_t start = b.phase;
+  std::uint32_t end = start;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const SwingPattern pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y), parts[i].first,
+                               parts[i].second);
+    const auto moves = static_cast<int>(pattern.moves().size());
+    end = std::max(end, append_halving_doubling(
+                            s, regions[i], moves, pattern.position(v),
+                            [&](int m, int k) {
+                              Coord q = pattern.peer(v, m);
+                              for (int j = 1; j <= k; ++j) q = pattern.peer(q, m + j);
+                              return HalvingPeer{g.rank_of_virtual(q), pattern.position(q)};
+                            },
+                            static_cast<int>(i), cur.buf, r.average, divisor, start));
+  }
+  b.phase = end;
   // Unfold: the result goes back to the ranks that sat out.
   if (g.y.receives(me.y)) b.add(Kind::send, neighbour_y(), 0, output, {});
   if (g.x.receives(me.x)) b.add(Kind::send, neighbour_x(), 0, output, {});
