@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """examples/torch_ddp.py end to end on the "toroid" backend: the losses match gloo's at 4 ranks
-and toroid's own at 1 and 4 ranks within 1e-4 relative over the first 20 steps, at 2 ranks over
-the first 10 (after that the addition order's rounding grows as training amplifies it: about
+within 1e-4 relative over the first 20 steps, and toroid's own at 1, 2 and 4 ranks over the
+first 10 (after that the addition order's rounding grows as training amplifies it: about
 6e-3 by step 40), the loss
 falls, a checkpoint written at 2 ranks resumes at 4 on the same curve, bad options are errors.
 
@@ -32,11 +32,11 @@ check("exposed communication" in t4_out and "toroid, 2193226 parameters, 4 ranks
 check(len(t4) == 40 and t4[40] < 0.6 * t4[1], f"the loss falls at 4 ranks ({t4[1]:.4f} -> {t4[40]:.4f})")
 g4 = losses(run(4, "--backend", "gloo", "--steps", "20"))
 check(close(t4, g4, first20), "4 ranks: toroid's losses match gloo's (1e-4 relative, 20 steps)")
-t1 = losses(run(1, "--steps", "20"))
+t1 = losses(run(1, "--steps", "10"))  # one process does every rank's work: 10 steps show it
 # The 2-rank run is the one that writes the checkpoint: its ten steps are the 2-rank curve.
 ckpt = os.path.join(work, "torch_ddp.pt")
 t2 = losses(run(2, "--steps", "10", "--checkpoint", ckpt))
-check(close(t1, t4, first20) and close(t2, t4, range(1, 11)), "1, 2 and 4 ranks: the same losses")
+check(close(t1, t4, range(1, 11)) and close(t2, t4, range(1, 11)), "1, 2 and 4 ranks: the same losses")
 resumed = losses(run(4, "--steps", "10", "--resume", ckpt))
 check(sorted(resumed) == list(range(11, 21)) and close(resumed, t4, range(11, 21)),
       "a checkpoint from 2 ranks resumes at 4 on the same curve")
