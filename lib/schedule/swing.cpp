@@ -187,14 +187,13 @@ Schedule build_swing(Algorithm a, const Spec& r, const Context& ctx) {
   const SwingPattern latency_pattern(g.x.k2, g.y.k2, t.wraps(Axis::x), t.wraps(Axis::y),
                                      g.x.k2 > 1 ? Axis::x : Axis::y, false);
   const bool scatter = r.collective == Collective::reduce_scatter;  // swing_latency only
-  // Latency form: every reduction writes a fresh target (scratch slots in turn, the last one the
-  // output unless a reduce-scatter keeps one block), so counting the writes first tells which
-  // one is last.
+  // Latency form (here swing_latency's reduce-scatter only): every reduction writes a fresh
+  // scratch slot in turn, none the output, which receives one block at the end.
   AlternatingTargets targets(n,
                              static_cast<int>(latency_pattern.moves().size()) +
                                  (g.x.receives(me.x) ? 1 : 0) +
                                  (x_in && g.y.receives(me.y) ? 1 : 0),
-                             r.in_place, !scatter);
+                             r.in_place, /*ends_in_output=*/false);
   // Reduce-scatter: where this rank's block goes, and rank q's block of the reduced vector.
   const Block own = block_of(n, p, rank);
   const Chunk result =

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """examples/torch_lm.py end to end: a transformer language model trained with toroid's torch
 ShardedOptimizer (LAMB, bfloat16 gradient summation). The loss falls; 1, 2 and 4 ranks give the
-same losses within 1e-3 relative over the first 4 steps (bf16 roundings fall differently with the
-rank count: 5e-5 seen at step 8); a checkpoint written at 2 ranks resumes at 4 on the same curve; the comparison with
-DDP runs; a bad batch is an error.
+same losses within 1e-3 relative over the first 4 steps (bf16 roundings fall differently with
+the rank count: 5e-5 seen at step 8); a checkpoint written at 2 ranks resumes at 4 on the same
+curve; the comparison with DDP runs; a bad batch is an error.
 
 usage: torch_lm_test.py MPIEXEC PYTHON TORCH_LM WORK_DIR
 """
