@@ -200,6 +200,9 @@ constexpr std::uint64_t kBusyPiecesFrom = std::uint64_t{4} << 20;
 // Three pieces lag 3 and four lag 2 or 3 did worse on v5p; eight lag 3 better at 1 GiB
 // (4.44 ms) and worse at 64 MiB (321 us, and the pod's 464 against 456).
 constexpr std::uint64_t kBusyManyPiecesFrom = std::uint64_t{16} << 20;
+// From this many (1 GiB of f32), eight pieces for the reduce-scatter and all-gather
+// (busy_rsag_pieces below).
+constexpr std::uint64_t kBusyEightPiecesFrom = std::uint64_t{256} << 20;
 
 // The global blocks that each member of my row along `dimension` holds, as one block: those of
 // the chips whose coordinates along the later dimensions are mine and along this one the
@@ -296,9 +299,10 @@ struct BusyPart {
   Block own;             // my part of my block, in the vector
 };
 
+// Part i's piece [lo, hi) of every block (fractions of it; `last`: to the block's end).
 BusyPart busy_part(const Context& ctx, const std::vector<Row>& rows, const Orders& orders,
-                   std::size_t i, const Blocks& global, const std::vector<double>& share,
-                   std::uint64_t base) {
+                   std::size_t i, const Blocks& global, double lo_fraction, double hi_fraction,
+                   bool last, std::uint64_t base) {
   const Torus& t = ctx.topology;
   const std::size_t m = rows.size();
   BusyPart part;
@@ -306,16 +310,17 @@ BusyPart busy_part(const Context& ctx, const std::vector<Row>& rows, const Order
   part.weight.assign(m, 1);
   for (std::size_t k = m - 1; k-- > 0;)
     part.weight[k] = part.weight[k + 1] * static_cast<std::size_t>(part.order[k + 1].group.size());
-  // Part i of a block: [cumulative share up to i, up to i + 1) of it.
-  double before = 0;
-  for (std::size_t j = 0; j < i; ++j) before += share[j];
-  const double after = before + share[i];
+  // Cut every block where the shortest one is cut (the block rule's longer blocks come first
+  // and are one element longer), so that every piece but the last is as long in every block:
+  // a transfer of many blocks then carries the same bytes on every chip (cut by each block's
+  // own length, a piece of 8x8x12's 16 MiB all-gather carried 32 elements more on some chips,
+  // and the simulator ran every chip: model/sim_symmetry.hpp).
+  const double shortest = static_cast<double>(global.back().count);
   const auto piece = [&](const Block& b) {
     const auto cut = [&](double f) {
-      return std::min(b.count,
-                      static_cast<std::uint64_t>(std::llround(f * static_cast<double>(b.count))));
+      return std::min(b.count, static_cast<std::uint64_t>(std::llround(f * shortest)));
     };
-    const std::uint64_t lo = cut(before), hi = i + 1 == m ? b.count : cut(after);
+    const std::uint64_t lo = cut(lo_fraction), hi = last ? b.count : cut(hi_fraction);
     return Block{b.offset + lo, hi - lo};
   };
   const std::size_t p = static_cast<std::size_t>(t.chips());
@@ -377,74 +382,163 @@ HalfCut busy_cut(const BusyPart& part, std::size_t k) {
   return cut;
 }
 
-// Every part of the reduce-scatter's or all-gather's, their layouts one after the other in
-// scratch; `own`: my block of the vector.
+// How many pipelined pieces each part of the every-dimension-busy reduce-scatter and all-gather
+// runs as. One piece at a time, the rows' link loads collide: the ascending layouts (the block
+// comment) fix the order after a part's first row, so on three dimensions two parts take the
+// same row second and a third row idles meanwhile (16x16x16's reduce-scatter: z, z, y; its x
+// idle). With pieces, a part's later pieces still cross its first row while the earlier ones
+// are in the colliding rows. toroid-sim, f32, of the limit with 1 / 2 / 4 / 8 pieces
+// (2026-12-07), reduce-scatter and all-gather: tpu-v4-pod 1 GiB 0.90 / 0.95 / 0.97 / 0.98 and
+// 0.88 / 0.94 / 0.97 / 0.99, 64 MiB 0.87 / 0.89 / 0.92 / 0.84 and 0.85 / 0.92 / 0.93 / 0.93,
+// 16 MiB 0.76 / 0.77 / 0.59 / 0.49 and 0.80 / 0.80 / 0.70 / 0.51; tpu-v4 (4x4x8) 16 MiB
+// 0.72 / 0.80 / 0.73 / 0.70 and 0.62 / 0.77 / 0.83 / 0.75, 1 GiB 0.77 / 0.89 / 0.90 / 0.90
+// and 0.63 / 0.80 / 0.90 / 0.90; tpu-v5p 16 MiB 0.67 / 0.67 / 0.62 and 0.61 / 0.52 / 0.41,
+// 64 MiB 0.87 / 0.88 / 0.91 and 0.74 / 0.76 / 0.80. Each piece adds its rows' hops to the
+// critical path, so at 16 MiB two pieces pay where the link time is at least twice the hops
+// (4x4x8: 56 us against 8; the pod 56 against 24, even) and lose where it is not (v5p: 28
+// against 28).
+int busy_rsag_pieces(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+  if (r.count >= kBusyEightPiecesFrom) return 8;
+  if (r.count >= kBusyManyPiecesFrom) return 4;
+  if (r.count < kBusyPiecesFrom) return 1;
+  if (r.elem_bytes == 0 || !ctx.knows_hops()) return 2;
+  double rate = 0, hops = 0;  // what a chip's links carry at once; the hops of one pass
+  for (const Row& row : rows) {
+    const auto d = static_cast<std::size_t>(row.dimension);
+    const bool ring = row.links != Links::line;
+    rate += ctx.link_rate[d] * carries(ring, row.group.size());
+    hops += ctx.hop_seconds[d] *
+            (ring && row.group.size() > 2 ? row.group.size() / 2 : row.group.size() - 1);
+  }
+  const double link_seconds = static_cast<double>(r.count) * r.elem_bytes / rate;
+  return link_seconds >= 2 * hops ? 2 : 1;
+}
+
+// Every piece of every part of the reduce-scatter's or all-gather's, part by part, their
+// layouts one after the other in scratch; `own`: my block of the vector.
 std::vector<BusyPart> busy_parts(const Spec& r, const Context& ctx, const std::vector<Row>& rows,
-                                 Block& own) {
+                                 int pieces, Block& own) {
   const Blocks global = even_blocks(0, r.count, ctx.nranks());
   own = global[static_cast<std::size_t>(ctx.rank)];
   const Orders orders = first_then_descending(rows.size());
   const std::vector<double> share = busy_shares(ctx, rows, orders);
   std::vector<BusyPart> parts;
   std::uint64_t base = 0;
+  double before = 0;  // the shares of the parts before
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    parts.push_back(busy_part(ctx, rows, orders, i, global, share, base));
-    base = parts.back().at.back();
+    for (int j = 0; j < pieces; ++j) {
+      const double lo = before + share[i] * j / pieces, hi = before + share[i] * (j + 1) / pieces;
+      const bool last = i + 1 == rows.size() && j + 1 == pieces;
+      parts.push_back(busy_part(ctx, rows, orders, i, global, lo, hi, last, base));
+      base = parts.back().at.back();
+    }
+    before += share[i];
   }
   return parts;
 }
 
-Schedule busy_reduce_scatter(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+// Where the pieces of one part start (the lag moved nothing measurable: 1 and 2 gave the same
+// times on the pod and 4x4x8, 2026-12-07; the data decides when a piece's steps can go).
+constexpr int kBusyRsagLag = 2;
+
+// The pieces of one part start `stride` phases apart (a lag-th of one piece's phases), and
+// piece j's phase f becomes f·m + j mod m, so that pieces sharing a channel in one phase get
+// distinct phases, in order (as append_allreduce_rows_pipelined does).
+struct PieceClock {
+  std::uint32_t stride = 0, m = 1;
+  PieceClock(std::uint32_t phases, int pieces, int lag)
+      : stride((phases + static_cast<std::uint32_t>(lag) - 1) / static_cast<std::uint32_t>(lag)),
+        m(std::max(static_cast<std::uint32_t>(lag) + 1, static_cast<std::uint32_t>(pieces))) {}
+  void place(Schedule& s, std::size_t first, int piece) const {
+    const auto j = static_cast<std::uint32_t>(piece);
+    for (std::size_t k = first; k < s.steps.size(); ++k)
+      s.steps[k].phase = s.steps[k].phase * m + j % m;
+  }
+};
+
+// One piece's reduce-scatter through its rows from `phase`; returns the next free phase. In
+// pieces its rings cut their halves relative to the next row (HalfCut, group.hpp), which one
+// piece at a time cost 4x4x8 9% (the next row's reads wait for a row's end) and in pieces
+// costs within 1% either way (toroid-sim 2026-12-07, tpu-v4-pod and tpu-v4, 16 MiB to 1 GiB),
+// while every chip's program is a moved copy of the others': the pod's 1 GiB row simulates
+// one chip in 0.2 s instead of 4096 in 35 s.
+std::uint32_t busy_reduce_scatter_piece(Schedule& s, const Spec& r, const BusyPart& part,
+                                        const Block& own, int tag, std::uint32_t phase,
+                                        bool relative) {
+  const Chunk result = r.in_place
+                           ? chunk(Buf::output, part.own)
+                           : Chunk{Buf::output, part.own.offset - own.offset, part.own.count};
+  for (std::size_t k = 0; k < part.order.size(); ++k) {
+    const Blocks b = busy_blocks(part, k);
+    const Block kept = b[static_cast<std::size_t>(part.order[k].group.position)];
+    const Source from = k == 0 ? Source(Buf::input, part.map) : Source(Buf::scratch);
+    phase = append_reduce_scatter(s, part.order[k].links, part.order[k].group, b, tag, from,
+                                  Buf::scratch,
+                                  k + 1 == part.order.size() ? result : chunk(Buf::scratch, kept),
+                                  phase, relative ? busy_cut(part, k) : HalfCut{});
+  }
+  return phase;
+}
+
+// One piece's all-gather through its rows, the last first, from `phase` (halves relative to
+// the row gathered before, always).
+std::uint32_t busy_allgather_piece(Schedule& s, const Spec& r, const BusyPart& part,
+                                   const Block& own, int tag, std::uint32_t phase,
+                                   bool /*relative*/) {
+  // Received straight into their places in the output, forwarded from there.
+  const Source out(Buf::output, part.map);
+  for (std::size_t k = part.order.size(); k-- > 0;) {
+    const Blocks b = busy_blocks(part, k);
+    const Block held = b[static_cast<std::size_t>(part.order[k].group.position)];
+    const Chunk mine = k + 1 < part.order.size() ? out.chunk(s, held)
+                       : r.in_place
+                           ? chunk(Buf::output, part.own)
+                           : Chunk{Buf::input, part.own.offset - own.offset, part.own.count};
+    phase = append_allgather(s, part.order[k].links, part.order[k].group, b, tag, mine, out, phase,
+                             busy_cut(part, k));
+  }
+  return phase;
+}
+
+// Part i (tag 2i) in `pieces` pipelined pieces, parts[i·pieces + j] being its piece j.
+using PieceBuilder = std::uint32_t (*)(Schedule&, const Spec&, const BusyPart&, const Block&, int,
+                                       std::uint32_t, bool relative);
+std::uint32_t busy_pieces(Schedule& s, const Spec& r, const std::vector<BusyPart>& parts,
+                          std::size_t nparts, int pieces, const Block& own, PieceBuilder build) {
+  Schedule dry;  // one piece's phases (every piece of every part crosses the same rows)
+  const bool relative = pieces > 1;
+  const PieceClock clock(build(dry, r, parts[0], own, 0, 0, relative), pieces, kBusyRsagLag);
+  std::uint32_t end = 0;
+  for (std::size_t i = 0; i < nparts; ++i)
+    for (int j = 0; j < pieces; ++j) {
+      const std::size_t first = s.steps.size();
+      const std::uint32_t done = build(
+          s, r, parts[i * static_cast<std::size_t>(pieces) + static_cast<std::size_t>(j)], own,
+          2 * static_cast<int>(i), static_cast<std::uint32_t>(j) * clock.stride, relative);
+      clock.place(s, first, j);
+      end = std::max(end, done * clock.m);
+    }
+  return end;
+}
+
+}  // namespace
+
+Schedule build_busy_rows(const Spec& r, const Context& ctx, const std::vector<Row>& rows,
+                         int pieces) {
   Schedule s;
   Block own;
-  const std::vector<BusyPart> parts = busy_parts(r, ctx, rows, own);
-  s.scratch_count = parts.back().at.back();
-  std::uint32_t end = 0;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const BusyPart& part = parts[i];
-    const Chunk result = r.in_place
-                             ? chunk(Buf::output, part.own)
-                             : Chunk{Buf::output, part.own.offset - own.offset, part.own.count};
-    std::uint32_t phase = 0;
-    for (std::size_t k = 0; k < part.order.size(); ++k) {
-      const Blocks b = busy_blocks(part, k);
-      const Block kept = b[static_cast<std::size_t>(part.order[k].group.position)];
-      const Source from = k == 0 ? Source(Buf::input, part.map) : Source(Buf::scratch);
-      phase = append_reduce_scatter(
-          s, part.order[k].links, part.order[k].group, b, 2 * static_cast<int>(i), from,
-          Buf::scratch, k + 1 == part.order.size() ? result : chunk(Buf::scratch, kept), phase);
-    }
-    end = std::max(end, phase);
+  const std::vector<BusyPart> parts = busy_parts(r, ctx, rows, pieces, own);
+  if (r.collective == Collective::allgather) {
+    busy_pieces(s, r, parts, rows.size(), pieces, own, busy_allgather_piece);
+    return s;
   }
+  s.scratch_count = parts.back().at.back();
+  const std::uint32_t end =
+      busy_pieces(s, r, parts, rows.size(), pieces, own, busy_reduce_scatter_piece);
   const Chunk whole = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
   append_average(s, r.average, whole, static_cast<std::uint32_t>(ctx.nranks()), end);
   return s;
 }
-
-Schedule busy_allgather(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
-  Schedule s;
-  Block own;
-  const std::vector<BusyPart> parts = busy_parts(r, ctx, rows, own);
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    const BusyPart& part = parts[i];
-    // Received straight into their places in the output, forwarded from there.
-    const Source out(Buf::output, part.map);
-    std::uint32_t phase = 0;
-    for (std::size_t k = part.order.size(); k-- > 0;) {
-      const Blocks b = busy_blocks(part, k);
-      const Block held = b[static_cast<std::size_t>(part.order[k].group.position)];
-      const Chunk mine = k + 1 < part.order.size() ? out.chunk(s, held)
-                         : r.in_place
-                             ? chunk(Buf::output, part.own)
-                             : Chunk{Buf::input, part.own.offset - own.offset, part.own.count};
-      phase = append_allgather(s, part.order[k].links, part.order[k].group, b,
-                               2 * static_cast<int>(i), mine, out, phase, busy_cut(part, k));
-    }
-  }
-  return s;
-}
-
-}  // namespace
 
 std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
                                     bool average, std::uint32_t divisor, std::uint32_t phase,
@@ -484,10 +578,11 @@ void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Blo
 Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   const std::vector<Row> rows = rows_of(ctx);
   const bool parts = busy && rows.size() > 1;
-  if (r.collective == Collective::reduce_scatter)
-    return parts ? busy_reduce_scatter(r, ctx, rows) : reduce_scatter_rows(r, ctx, rows);
-  if (r.collective == Collective::allgather)
-    return parts ? busy_allgather(r, ctx, rows) : allgather_rows(r, ctx, rows);
+  if (r.collective == Collective::reduce_scatter || r.collective == Collective::allgather) {
+    if (parts) return build_busy_rows(r, ctx, rows, busy_rsag_pieces(r, ctx, rows));
+    return r.collective == Collective::reduce_scatter ? reduce_scatter_rows(r, ctx, rows)
+                                                      : allgather_rows(r, ctx, rows);
+  }
   Schedule s;
   const auto divisor = static_cast<std::uint32_t>(ctx.nranks());
   if (!busy || rows.size() < 2) {

@@ -58,4 +58,9 @@ void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Blo
                                      bool average, std::uint32_t divisor, int chunks, int lag,
                                      bool relative_halves = false);
 
+// The every-dimension-busy reduce-scatter or all-gather (r.collective) over `rows` (more than
+// one), each part in `pieces` pipelined pieces (torus_dims.cpp; build() picks the count by size).
+Schedule build_busy_rows(const Spec& r, const Context& ctx, const std::vector<Row>& rows,
+                         int pieces);
+
 }  // namespace toroid::schedule

@@ -165,6 +165,49 @@ TEST_CASE("eight pipelined pieces: no two transfers share a channel in one phase
   CHECK(e == "");
 }
 
+TEST_CASE("every-dimension-busy reduce-scatter and all-gather in pipelined pieces",
+          "[schedules][3d]") {
+  // From 4Mi elements each part runs as 2, 4 or 8 pieces (torus_dims.cpp, busy_rsag_pieces);
+  // here the pieces at counts the verifier can run: every rank, real data, neighbours only (the
+  // verifier also refuses two transfers of one channel in one phase). Uneven counts (the block rule's longer blocks
+  // first), a mesh dimension and a ring of 2.
+  for (const char* shape : {"2x2x2:wrap=xz", "3x4x2", "4x2x3:wrap=yz", "4x4x4"}) {
+    const Torus t = Torus::parse(shape);
+    const std::vector<std::uint64_t> counts = {static_cast<std::uint64_t>(t.chips()) * 3 * 8 + 7,
+                                               static_cast<std::uint64_t>(t.chips()) * 50 + 1};
+    for (int pieces : {2, 3, 8})
+      for (Collective c : {Collective::reduce_scatter, Collective::allgather})
+        for (std::uint64_t n : counts)
+          for (bool in_place : {false, true}) {
+            INFO(shape << " pieces " << pieces << " " << to_string(c) << " n=" << n
+                       << (in_place ? " in place" : ""));
+            const auto built = [&](int r) {
+              const schedule::Context ctx{r, t, {}};
+              schedule::Schedule s = schedule::build_busy_rows({c, n, in_place, false, {}}, ctx,
+                                                               schedule::rows_of(ctx), pieces);
+              s.rank = r;
+              s.nranks = t.chips();
+              schedule::order_by_phase(s);
+              s.in_place = in_place && c != Collective::allgather;  // as build() says
+              schedule::derive_dependencies(s);
+              return s;
+            };
+            model::CheckSpec spec{c, t.chips(), n, in_place, DataType::i32, ReduceOp::sum, 0, {}};
+            model::Traffic traffic;
+            REQUIRE(model::check_collective(spec, built, &traffic) == "");
+            for (auto [from, to] : traffic.links) REQUIRE(t.adjacent(from, to));
+          }
+  }
+  // build() takes pieces from 4Mi elements: more steps than one piece's.
+  const Torus t = Torus::parse("4x4x4");
+  const auto steps = [&](std::uint64_t count) {
+    return schedule::build(Algorithm::torus2d_both,
+                           {Collective::reduce_scatter, count, false, false, {}}, {0, t, {}})
+        .steps.size();
+  };
+  CHECK(steps(std::uint64_t{4} << 20) > steps((std::uint64_t{4} << 20) - 64) * 3 / 2);
+}
+
 TEST_CASE("every-dimension-busy shares balance the dimensions' link time", "[schedules][3d]") {
   // On a cube the three parts (x first, y first, z first) each carry a third: every rank
   // sends the same bytes along each dimension. Counted over one rank's sends by dimension.
