@@ -44,6 +44,9 @@
 // scratch and leaves part i of my block in place; the all-gather receives straight into the
 // output through the map. Taking the later dimensions from the last down keeps each range's
 // ranks in rank order, so every gathered chunk's runs ascend in the vector, as a chunk's must.
+// That fixes each part's later rows, which collide on three dimensions (x, z, y and
+// y, z, x both cross z second, while x idles), so from 4Mi elements each part runs as pipelined
+// pieces (busy_rsag_pieces), the later ones crossing their first row meanwhile.
 //
 //     2x2x2, part 0 (x, then z, then y):  layout order x slowest, y fastest:
 //        ranks 0 2 4 6 | 1 3 5 7      member x = 0 holds [0 2 4 6], x = 1 holds [1 3 5 7]
@@ -143,8 +146,20 @@ Orders first_then_descending(std::size_t m) {
 // share is a[i]. Solves Σ_i a_i·f_id/c_d = T for every row d and Σ a_i = 1 by
 // Gaussian elimination; a negative share (a dimension so slow no part should start there) is
 // dropped and the rest renormalized.
+//
+// `exact_loads`: f_id also counts the (k_d − 1)/k_d of what reaches a row of k_d that crosses
+// its links (a chip keeps its own block), so the rows' link loads are equal, not only their
+// rates. That is right where the parts run as a steady flow, in eight pieces; in fewer the
+// order in time matters more than the totals, and rates alone did better. toroid-sim, f32,
+// of the limit with rates alone / exact loads (2026-12-07): all-reduce in 8 pieces, 4x4x8
+// (tpu-v4) 64 MiB 0.90 / 0.985, 1 GiB 0.905 / 0.988; 4x4x8 twisted 1 GiB 0.62 / 0.67; 4x4x16
+// 1 GiB 0.87 / 0.92; 2x4x8 0.86 / 0.97; tpu-v5p 64 MiB 0.735 / 0.70, 1 GiB 0.786 / 0.778;
+// reduce-scatter and all-gather at 1 GiB: 4x4x8 0.90 / 0.94 and 0.90 / 0.95, 8x8x16 0.95 /
+// 0.97 and 0.95 / 0.97, 2x4x8 0.85 / 0.93 and 0.85 / 0.77; in 2 or 4 pieces (16 and 64 MiB)
+// exact loads lost 2-10% on most shapes (4x4x8 reduce-scatter 16 MiB 0.79 / 0.73). A cube
+// has the same shares either way.
 std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows,
-                                const Orders& orders) {
+                                const Orders& orders, bool exact_loads) {
   const std::size_t m = rows.size();
   // Unknowns a_0..a_{m-1}, T; rows of the system: m link-time equalities, then Σ a = 1.
   std::vector<std::vector<double>> eq(m + 1, std::vector<double>(m + 2, 0.0));
@@ -154,8 +169,9 @@ std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows
       const std::size_t d = orders[i][k];
       const double c = ctx.link_rate[static_cast<std::size_t>(rows[d].dimension)] *
                        carries(rows[d].links != Links::line, rows[d].group.size());
-      eq[d][i] = fraction / c;
-      fraction /= rows[d].group.size();
+      const double k_d = rows[d].group.size();
+      eq[d][i] = fraction / c * (exact_loads ? (k_d - 1) / k_d : 1.0);
+      fraction /= k_d;
     }
   }
   for (std::size_t d = 0; d < m; ++d) eq[d][m] = -1;
@@ -421,7 +437,7 @@ std::vector<BusyPart> busy_parts(const Spec& r, const Context& ctx, const std::v
   const Blocks global = even_blocks(0, r.count, ctx.nranks());
   own = global[static_cast<std::size_t>(ctx.rank)];
   const Orders orders = first_then_descending(rows.size());
-  const std::vector<double> share = busy_shares(ctx, rows, orders);
+  const std::vector<double> share = busy_shares(ctx, rows, orders, pieces >= 8);
   std::vector<BusyPart> parts;
   std::uint64_t base = 0;
   double before = 0;  // the shares of the parts before
@@ -590,8 +606,8 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
     return s;
   }
   // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
-  const std::vector<double> share = busy_shares(ctx, rows, rotations(rows.size()));
   const int pieces = r.count >= kBusyManyPiecesFrom ? 8 : r.count >= kBusyPiecesFrom ? 2 : 1;
+  const std::vector<double> share = busy_shares(ctx, rows, rotations(rows.size()), pieces == 8);
   const int lag = pieces == 8 ? 4 : 2;
   std::vector<Row> order(rows.size());
   double before = 0;
