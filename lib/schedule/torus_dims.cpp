@@ -398,8 +398,46 @@ HalfCut busy_cut(const BusyPart& part, std::size_t k) {
   return cut;
 }
 
+// The vector's link time over a chip's links at once against the hops of one pass through the
+// rows (a ring of k: k/2 each way; a line: k - 1): pipelined pieces each add the hops to the
+// critical path, so how many pay depends on this. 0 where the rates and hops are not known
+// (Spec::elem_bytes, Context::hop_seconds: the simulator's and auto's model knows them).
+double link_time_over_hops(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+  if (r.elem_bytes == 0 || !ctx.knows_hops()) return 0;
+  double rate = 0, hops = 0;
+  for (const Row& row : rows) {
+    const auto d = static_cast<std::size_t>(row.dimension);
+    const bool ring = row.links != Links::line;
+    rate += ctx.link_rate[d] * carries(ring, row.group.size());
+    hops += ctx.hop_seconds[d] *
+            (ring && row.group.size() > 2 ? row.group.size() / 2 : row.group.size() - 1);
+  }
+  return hops > 0 ? static_cast<double>(r.count) * r.elem_bytes / rate / hops : 0;
+}
+
+// The every-dimension-busy all-reduce's pieces, their lag and whether the shares weigh exact
+// loads (busy_shares): 8 pieces lag 4 from 16Mi elements (kBusyManyPiecesFrom); from 4Mi, 3
+// pieces lag 3 where the link time is at least 3 times the hops (short rows: 4x4x8, the twisted
+// slice, 8x8x16), else 2 lag 2 (the pod's rings of 16 at 16 MiB, v5p). toroid-sim, f32, of the
+// limit with 2 pieces lag 2 rates alone / 3 lag 3 exact loads (2026-12-07), 16 MiB: tpu-v4
+// (4x4x8) 0.867 / 0.937, twisted 0.60 / 0.65, 8x8x16 0.79 / 0.83, 4x4x16 0.78 / 0.78, 2x4x8
+// 0.82 / 0.89, tpu-v4-pod 0.886 / 0.80 (ratio 2.3), tpu-v5p 0.50 / 0.45 (ratio 1); the pod at
+// 24 MiB (ratio 3.5) 0.938 / 0.958, 32 MiB 0.954 / 0.975; 3 pieces with rates alone sat
+// between (4x4x8 0.896).
+struct BusyPipeline {
+  int pieces = 1, lag = 2;
+  bool exact_loads = false;
+};
+BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
+                                     const std::vector<Row>& rows) {
+  if (r.count >= kBusyManyPiecesFrom) return {8, 4, true};
+  if (r.count < kBusyPiecesFrom) return {1, 2, false};
+  if (link_time_over_hops(r, ctx, rows) >= 3) return {3, 3, true};
+  return {2, 2, false};
+}
+
 // How many pipelined pieces each part of the every-dimension-busy reduce-scatter and all-gather
-// runs as. One piece at a time, the rows' link loads collide: the ascending layouts (the block
+// runs as (link_time_over_hops above). One piece at a time, the rows' link loads collide: the ascending layouts (the block
 // comment) fix the order after a part's first row, so on three dimensions two parts take the
 // same row second and a third row idles meanwhile (16x16x16's reduce-scatter: z, z, y; its x
 // idle). With pieces, a part's later pieces still cross its first row while the earlier ones
@@ -417,17 +455,8 @@ int busy_rsag_pieces(const Spec& r, const Context& ctx, const std::vector<Row>& 
   if (r.count >= kBusyEightPiecesFrom) return 8;
   if (r.count >= kBusyManyPiecesFrom) return 4;
   if (r.count < kBusyPiecesFrom) return 1;
-  if (r.elem_bytes == 0 || !ctx.knows_hops()) return 2;
-  double rate = 0, hops = 0;  // what a chip's links carry at once; the hops of one pass
-  for (const Row& row : rows) {
-    const auto d = static_cast<std::size_t>(row.dimension);
-    const bool ring = row.links != Links::line;
-    rate += ctx.link_rate[d] * carries(ring, row.group.size());
-    hops += ctx.hop_seconds[d] *
-            (ring && row.group.size() > 2 ? row.group.size() / 2 : row.group.size() - 1);
-  }
-  const double link_seconds = static_cast<double>(r.count) * r.elem_bytes / rate;
-  return link_seconds >= 2 * hops ? 2 : 1;
+  const double ratio = link_time_over_hops(r, ctx, rows);
+  return ratio == 0 || ratio >= 2 ? 2 : 1;
 }
 
 // Every piece of every part of the reduce-scatter's or all-gather's, part by part, their
@@ -606,9 +635,9 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
     return s;
   }
   // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
-  const int pieces = r.count >= kBusyManyPiecesFrom ? 8 : r.count >= kBusyPiecesFrom ? 2 : 1;
-  const std::vector<double> share = busy_shares(ctx, rows, rotations(rows.size()), pieces == 8);
-  const int lag = pieces == 8 ? 4 : 2;
+  const BusyPipeline pipe = busy_allreduce_pipeline(r, ctx, rows);
+  const std::vector<double> share =
+      busy_shares(ctx, rows, rotations(rows.size()), pipe.exact_loads);
   std::vector<Row> order(rows.size());
   double before = 0;
   std::uint64_t at = 0;
@@ -620,7 +649,7 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
                                                           before * static_cast<double>(r.count))));
     for (std::size_t k = 0; k < rows.size(); ++k) order[k] = rows[(i + k) % rows.size()];
     append_allreduce_rows_pipelined(s, order, {at, end - at}, 2 * static_cast<int>(i), r.average,
-                                    divisor, pieces, lag, true);
+                                    divisor, pipe.pieces, pipe.lag, true);
     at = end;
   }
   return s;
