@@ -450,13 +450,15 @@ BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
 // 64 MiB 0.87 / 0.88 / 0.91 and 0.74 / 0.76 / 0.80. Each piece adds its rows' hops to the
 // critical path, so at 16 MiB two pieces pay where the link time is at least twice the hops
 // (4x4x8: 56 us against 8; the pod 56 against 24, even) and lose where it is not (v5p: 28
-// against 28).
+// against 28); three pay where it is 5 times or more: 4x4x8 (7 times) 0.79 / 0.84 and 0.77 /
+// 0.84, 4x8x8 (5.6) 0.76 / 0.76 and 0.80 / 0.81, against 4x4x16 (4.7) 0.70 / 0.68 and
+// 0.74 / 0.70, 8x8x16 (3.5) 0.71 / 0.68 and 0.79 / 0.79 (2 / 3 pieces, 16 MiB).
 int busy_rsag_pieces(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
   if (r.count >= kBusyEightPiecesFrom) return 8;
   if (r.count >= kBusyManyPiecesFrom) return 4;
   if (r.count < kBusyPiecesFrom) return 1;
   const double ratio = link_time_over_hops(r, ctx, rows);
-  return ratio == 0 || ratio >= 2 ? 2 : 1;
+  return ratio >= 5 ? 3 : ratio == 0 || ratio >= 2 ? 2 : 1;
 }
 
 // Every piece of every part of the reduce-scatter's or all-gather's, part by part, their
