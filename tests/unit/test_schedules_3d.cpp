@@ -201,9 +201,14 @@ TEST_CASE("every-dimension-busy reduce-scatter and all-gather in pipelined piece
           "[schedules][3d]") {
   // From 4Mi elements each part runs as 2, 4 or 8 pieces (torus_dims.cpp, busy_rsag_pieces);
   // here the pieces at counts the verifier can run: every rank, real data, neighbours only (the
-  // verifier also refuses two transfers of one channel in one phase). Uneven counts (the block rule's longer blocks
-  // first), a mesh dimension and a ring of 2.
-  for (const char* shape : {"2x2x2:wrap=xz", "3x4x2", "4x2x3:wrap=yz", "4x4x4"}) {
+  // verifier also refuses two transfers of one channel in one phase). Uneven counts (the block
+  // rule's longer blocks first), a mesh dimension and a ring of 2; under the sanitizers the two
+  // smaller shapes, which hold every kind of row.
+  const std::vector<const char*> shapes =
+      toroid_test::kSanitized
+          ? std::vector<const char*>{"2x2x2:wrap=xz", "4x2x3:wrap=yz"}
+          : std::vector<const char*>{"2x2x2:wrap=xz", "3x4x2", "4x2x3:wrap=yz", "4x4x4"};
+  for (const char* shape : shapes) {
     const Torus t = Torus::parse(shape);
     const std::vector<std::uint64_t> counts = {static_cast<std::uint64_t>(t.chips()) * 3 * 8 + 7,
                                                static_cast<std::uint64_t>(t.chips()) * 50 + 1};
