@@ -300,6 +300,19 @@ TEST_CASE("selector: network.links = torus prices hosts wired as the torus per l
 }
 
 TEST_CASE(
+    "selector: three dimensions take torus2d between the latency and both-dimension sizes, "
+    "but a twisted torus, whose short rows are lines",
+    "[auto]") {
+  using model::fixed_rule;
+  const Torus slice = Torus::parse("4x4x8"), twisted = Torus::parse("4x4x8:twist");
+  CHECK(fixed_rule(Collective::allreduce, 32u << 10, slice) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allreduce, 32u << 10, twisted) == Algorithm::swing_latency);
+  CHECK(fixed_rule(Collective::allreduce, 64u << 10, slice) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allreduce, 64u << 10, twisted) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allreduce, 1u << 20, slice) == Algorithm::torus2d_both);
+}
+
+TEST_CASE(
     "selector: above 64 ranks a 2D shape takes swing_latency below the torus2d_both crossover",
     "[auto]") {
   using model::fixed_rule;
