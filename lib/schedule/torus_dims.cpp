@@ -489,8 +489,10 @@ std::vector<BusyPart> busy_parts(const Spec& r, const Context& ctx, const std::v
 constexpr int kBusyRsagLag = 2;
 
 // The pieces of one part start `stride` phases apart (a lag-th of one piece's phases), and
-// piece j's phase f becomes f·m + j mod m, so that pieces sharing a channel in one phase get
-// distinct phases, in order (as append_allreduce_rows_pipelined does).
+// piece j's phase f becomes f·m + j mod m, m = max(lag + 1, pieces): the pieces that share a
+// channel in one phase (an all-reduce's gather and a scatter lag or more pieces later: more
+// where the first row's all-gather outlasts a stride, as eight pieces' on 4x4x8) get distinct
+// phases, in order. (m = lag + 1 where that is enough keeps the 2D forms' phases as they were.)
 struct PieceClock {
   std::uint32_t stride = 0, m = 1;
   PieceClock(std::uint32_t phases, int pieces, int lag)
@@ -605,20 +607,14 @@ void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Blo
   std::uint32_t before = 0;  // the phases a piece spends before its last all-gather
   Schedule dry;
   append_allreduce_rows(dry, rows, region, tag, average, divisor, 0, 0, &before, relative_halves);
-  const auto d = static_cast<std::uint32_t>(lag);
-  const std::uint32_t stride = (before + d - 1) / d;
+  const PieceClock clock(before, chunks, lag);
   const Blocks parts = even_blocks(region.offset, region.count, chunks);
-  // Piece k's phase f becomes f * m + k mod m, m = max(d + 1, chunks): the pieces that share a
-  // channel in one phase (a gather and a scatter d or more pieces later: more where the first
-  // row's all-gather outlasts a stride, as eight pieces' on 4x4x8) get distinct phases, in
-  // order. (m = d + 1 where that is enough keeps the 2D forms' phases as they were.)
-  const std::uint32_t m = std::max(d + 1, static_cast<std::uint32_t>(chunks));
+  const auto d = static_cast<std::uint32_t>(lag);
   for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(chunks); ++k) {
     const std::size_t first = s.steps.size();
-    append_allreduce_rows(s, rows, parts[k], tag, average, divisor, k * stride, (k + d) * stride,
-                          nullptr, relative_halves);
-    for (std::size_t i = first; i < s.steps.size(); ++i)
-      s.steps[i].phase = s.steps[i].phase * m + k % m;
+    append_allreduce_rows(s, rows, parts[k], tag, average, divisor, k * clock.stride,
+                          (k + d) * clock.stride, nullptr, relative_halves);
+    clock.place(s, first, static_cast<int>(k));
   }
 }
 
