@@ -437,29 +437,39 @@ BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
 }
 
 // How many pipelined pieces each part of the every-dimension-busy reduce-scatter and all-gather
-// runs as (link_time_over_hops above). One piece at a time, the rows' link loads collide: the ascending layouts (the block
+// runs as. One piece at a time, the rows' link loads collide: the ascending layouts (the block
 // comment) fix the order after a part's first row, so on three dimensions two parts take the
 // same row second and a third row idles meanwhile (16x16x16's reduce-scatter: z, z, y; its x
 // idle). With pieces, a part's later pieces still cross its first row while the earlier ones
-// are in the colliding rows. toroid-sim, f32, of the limit with 1 / 2 / 4 / 8 pieces
-// (2026-12-07), reduce-scatter and all-gather: tpu-v4-pod 1 GiB 0.90 / 0.95 / 0.97 / 0.98 and
-// 0.88 / 0.94 / 0.97 / 0.99, 64 MiB 0.87 / 0.89 / 0.92 / 0.84 and 0.85 / 0.92 / 0.93 / 0.93,
-// 16 MiB 0.76 / 0.77 / 0.59 / 0.49 and 0.80 / 0.80 / 0.70 / 0.51; tpu-v4 (4x4x8) 16 MiB
-// 0.72 / 0.80 / 0.73 / 0.70 and 0.62 / 0.77 / 0.83 / 0.75, 1 GiB 0.77 / 0.89 / 0.90 / 0.90
-// and 0.63 / 0.80 / 0.90 / 0.90; tpu-v5p 16 MiB 0.67 / 0.67 / 0.62 and 0.61 / 0.52 / 0.41,
-// 64 MiB 0.87 / 0.88 / 0.91 and 0.74 / 0.76 / 0.80. Each piece adds its rows' hops to the
-// critical path, so at 16 MiB two pieces pay where the link time is at least twice the hops
-// (4x4x8: 56 us against 8; the pod 56 against 24, even) and lose where it is not (v5p: 28
-// against 28); three pay where it is 5 times or more: 4x4x8 (7 times) 0.79 / 0.84 and 0.77 /
-// 0.84, 4x8x8 (5.6) 0.76 / 0.76 and 0.80 / 0.81, against 4x4x16 (4.7) 0.70 / 0.68 and
-// 0.74 / 0.70, 8x8x16 (3.5) 0.71 / 0.68 and 0.79 / 0.79 (2 / 3 pieces, 16 MiB).
+// are in the colliding rows; but each piece adds its rows' hops to the critical path. So where
+// the model knows the hops (link_time_over_hops above, ratio r), about r / 2.5 pieces, at least
+// 2 where r >= 2 and at most 12, with exact loads (busy_shares) from 6; without it (the engine's
+// own runs) 2 from 4Mi elements, 4 from 16Mi, 8 from 256Mi. toroid-sim, f32, of the limit,
+// reduce-scatter and all-gather (2026-12-07):
+//   - pieces 1 / 2 / 4 / 8 by count: tpu-v4-pod 1 GiB 0.90 / 0.95 / 0.97 / 0.98 and
+//     0.88 / 0.94 / 0.97 / 0.99; 16 MiB 0.76 / 0.77 / 0.59 / 0.49 and 0.80 / 0.80 / 0.70 / 0.51.
+//   - at 16 MiB (r: pod 2.3, 4x4x8 7, v5p 1): 4x4x8 with 2 / 3 / 4 pieces 0.79 / 0.84 / 0.73
+//     and 0.77 / 0.84 / 0.83; v5p with 1 / 2 0.67 / 0.67 and 0.61 / 0.48.
+//   - at 64 MiB (r: pod 9.3, 4x4x8 28, v5p 4): 4x4x8 4 pieces 0.89 / 0.90, 8 exact 0.915 /
+//     0.92, 11 exact 0.93 / 0.94; the pod 4 pieces 0.92 / 0.93, 8 0.90 / 0.93; v5p 2 pieces
+//     0.85 (all-gather) against 4's 0.83.
+//   - at 1 GiB: 4x4x8 8 pieces exact 0.94 / 0.95, 12 0.957 / 0.975, 16 0.967 / 0.989; the pod
+//     12 0.987 / 0.990. 16 pieces took v5p's rows from 2-4 s of simulation to 40-64 s for under
+//     1%, hence 12.
+//   - the rule against the count rule on other shapes, 64 MiB and 1 GiB: 4x4x16 0.82 -> 0.88
+//     and 0.93 -> 0.96, 8x8x16 1 GiB 0.97 -> 0.98-0.99, 2x4x8 reduce-scatter 0.81 -> 0.91; lost
+//     8x8x8 64 MiB 0.905 -> 0.88 and 0.947 -> 0.93, 2x4x8 all-gather 64 MiB 0.84 -> 0.81.
+constexpr int kMostBusyPieces = 12;
 int busy_rsag_pieces(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
-  if (r.count >= kBusyEightPiecesFrom) return 8;
-  if (r.count >= kBusyManyPiecesFrom) return 4;
   if (r.count < kBusyPiecesFrom) return 1;
-  const double ratio = link_time_over_hops(r, ctx, rows);
-  return ratio >= 5 ? 3 : ratio == 0 || ratio >= 2 ? 2 : 1;
+  if (const double ratio = link_time_over_hops(r, ctx, rows); ratio > 0)
+    return std::max(ratio >= 2 ? 2 : 1,
+                    std::clamp(static_cast<int>(std::lround(ratio / 2.5)), 1, kMostBusyPieces));
+  if (r.count >= kBusyEightPiecesFrom) return 8;
+  return r.count >= kBusyManyPiecesFrom ? 4 : 2;
 }
+// From this many pieces the reduce-scatter's and all-gather's shares weigh exact loads.
+constexpr int kExactLoadsFromPieces = 6;
 
 // Every piece of every part of the reduce-scatter's or all-gather's, part by part, their
 // layouts one after the other in scratch; `own`: my block of the vector.
@@ -468,7 +478,7 @@ std::vector<BusyPart> busy_parts(const Spec& r, const Context& ctx, const std::v
   const Blocks global = even_blocks(0, r.count, ctx.nranks());
   own = global[static_cast<std::size_t>(ctx.rank)];
   const Orders orders = first_then_descending(rows.size());
-  const std::vector<double> share = busy_shares(ctx, rows, orders, pieces >= 8);
+  const std::vector<double> share = busy_shares(ctx, rows, orders, pieces >= kExactLoadsFromPieces);
   std::vector<BusyPart> parts;
   std::uint64_t base = 0;
   double before = 0;  // the shares of the parts before
