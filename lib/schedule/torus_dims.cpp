@@ -149,7 +149,8 @@ Orders first_then_descending(std::size_t m) {
 //
 // `exact_loads`: f_id also counts the (k_d − 1)/k_d of what reaches a row of k_d that crosses
 // its links (a chip keeps its own block), so the rows' link loads are equal, not only their
-// rates. That is right where the parts run as a steady flow, in eight pieces; in fewer the
+// rates. That is right where the parts run as a steady flow, in many pieces (the all-reduce's
+// 8, and its 3 on short rows; the reduce-scatter's and all-gather's from 6); in fewer the
 // order in time matters more than the totals, and rates alone did better. toroid-sim, f32,
 // of the limit with rates alone / exact loads (2026-12-07): all-reduce in 8 pieces, 4x4x8
 // (tpu-v4) 64 MiB 0.90 / 0.985, 1 GiB 0.905 / 0.988; 4x4x8 twisted 1 GiB 0.62 / 0.67; 4x4x16
