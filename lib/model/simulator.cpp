@@ -748,7 +748,10 @@ SimModel model_along(const SimModel& m, Axes axes) {
 schedule::Context schedule_context(const SimModel& m, const std::vector<int>& node_of_rank) {
   schedule::Context ctx{0, m.topology, node_of_rank};
   ctx.link_rate = m.link_bytes_per_s;
-  if (!m.endpoints) ctx.hop_seconds = m.hop_latency_s;  // the endpoint links have no hops
+  if (!m.endpoints) {  // the endpoint links have no hops
+    ctx.hop_seconds = m.hop_latency_s;
+    ctx.reduce_rate = m.reduce_bytes_per_s;
+  }
   return ctx;
 }
 

@@ -50,6 +50,7 @@ Schedule build_along(Algorithm a, const Spec& r, const Context& ctx) {
   Context sub{ctx.topology.position_along(ctx.rank, axes), ctx.topology.along(axes), {}};
   sub.link_rate = values_along(ctx.link_rate, sub.link_rate, ctx.topology, axes);
   sub.hop_seconds = values_along(ctx.hop_seconds, sub.hop_seconds, ctx.topology, axes);
+  sub.reduce_rate = ctx.reduce_rate;
   const std::vector<int> members = ctx.topology.group_along(ctx.rank, axes);
   sub.node_of_rank = nodes_along(ctx.node_of_rank, members);
   Schedule s;

@@ -26,6 +26,10 @@ struct Context {
   // middle phase is shorter than its reduce-scatter and all-gather) against their link time
   // (torus2d.cpp). 0: unknown, the share follows the link rates alone.
   std::array<double, Torus::kMaxDimensions> hop_seconds{};
+  // Received bytes a chip reduces per second, with link_rate in bytes per second (the
+  // simulator's model): where reduction, not the links, bounds an all-reduce, torus2d_both runs
+  // its parts in more pipelined pieces (torus_dims.cpp). 0: unknown.
+  double reduce_rate = 0;
   bool knows_hops() const {
     for (double h : hop_seconds)
       if (h > 0) return true;

@@ -416,6 +416,19 @@ double link_time_over_hops(const Spec& r, const Context& ctx, const std::vector<
   return hops > 0 ? static_cast<double>(r.count) * r.elem_bytes / rate / hops : 0;
 }
 
+// Whether the chip's reducer, not its links, bounds the all-reduce: every chip reduces
+// (p - 1)/p of the vector once, while its links carry twice that over all its rows at once.
+// Known only with the model (Context::reduce_rate). tpu-v5p: 300 GB/s of reduction against
+// 600 GB/s of links, the two bounds equal; the v4 presets' 50 GB/s links are the bound there.
+bool reducer_bound(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
+  if (ctx.reduce_rate <= 0 || r.elem_bytes == 0 || !ctx.knows_hops()) return false;
+  double rate = 0;
+  for (const Row& row : rows)
+    rate += ctx.link_rate[static_cast<std::size_t>(row.dimension)] *
+            carries(row.links != Links::line, row.group.size());
+  return 1 / ctx.reduce_rate >= 2 / rate;
+}
+
 // The every-dimension-busy all-reduce's pieces, their lag and whether the shares weigh exact
 // loads (busy_shares): 8 pieces lag 4 from 16Mi elements (kBusyManyPiecesFrom); from 4Mi, 3
 // pieces lag 3 where the link time is at least 3 times the hops (short rows: 4x4x8, the twisted
@@ -431,6 +444,17 @@ struct BusyPipeline {
 };
 BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
                                      const std::vector<Row>& rows) {
+  if (r.count >= kBusyManyPiecesFrom && reducer_bound(r, ctx, rows)) {
+    // A pipeline's depth grows with the square root of its link time over its latency: about
+    // 6·sqrt(ratio) pieces, 8 to 64, lag 6 (4 up to 12 pieces). tpu-v5p (ratio 4 / 16 / 64 at
+    // 64 MiB / 256 MiB / 1 GiB), of the limit with 8 pieces lag 4 against this rule
+    // (2026-12-07): 0.70 / 0.78 / 0.778 against 0.713 (12, lag 4) / 0.88 (24) / 0.938 (48);
+    // tried beside them: 1 GiB 16 lag 4 0.853, 32 lag 6 0.911, 64 lag 8 0.936, 64 lag 12
+    // 0.905; 256 MiB 16 lag 6 0.835, 32 lag 6 0.874; 64 MiB 16 lag 6 0.72, 24 lag 6 0.63.
+    const int pieces = std::clamp(
+        static_cast<int>(std::lround(6 * std::sqrt(link_time_over_hops(r, ctx, rows)))), 8, 64);
+    return {pieces, pieces <= 12 ? 4 : 6, true};
+  }
   if (r.count >= kBusyManyPiecesFrom) return {8, 4, true};
   if (r.count < kBusyPiecesFrom) return {1, 2, false};
   if (link_time_over_hops(r, ctx, rows) >= 3) return {3, 3, true};

@@ -146,10 +146,12 @@ TEST_CASE("eight pipelined pieces: no two transfers share a channel in one phase
       if (!schedule::is_local(st.kind))
         REQUIRE(channels.insert({static_cast<int>(st.kind), st.peer, st.tag, st.phase}).second);
   }
-  // The same eight pieces (and the three, lag 3, of short rows from 4Mi elements) on a count
-  // the verifier can run: every rank, real data.
+  // The same eight pieces (and the three, lag 3, of short rows from 4Mi elements, and the
+  // deeper pipelines of a reducer-bound call) on a count the verifier can run: every rank, real
+  // data.
   for (auto [shape, pieces, lag] :
-       {std::tuple{"8x2x2", 8, 4}, std::tuple{"8x2x2", 3, 3}, std::tuple{"4x2x3:wrap=xz", 3, 3}}) {
+       {std::tuple{"8x2x2", 8, 4}, std::tuple{"8x2x2", 3, 3}, std::tuple{"4x2x3:wrap=xz", 3, 3},
+        std::tuple{"4x2x3:wrap=xz", 16, 6}}) {
     INFO(shape << " " << pieces << " pieces lag " << lag);
     const Torus t = Torus::parse(shape);
     const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 3 * 32 + 7;
@@ -195,6 +197,31 @@ TEST_CASE("the every-dimension-busy all-reduce takes three pieces where the rows
   };
   CHECK(sends("4x4x8", true) * 2 == sends("4x4x8", false) * 3);
   CHECK(sends("16x16x16", true) == sends("16x16x16", false));
+}
+
+TEST_CASE("the every-dimension-busy all-reduce pipelines deeper where the reducer is the bound",
+          "[schedules][3d]") {
+  // From 16Mi elements: 8 pieces, or, where the model says reduction bounds the call (300 GB/s
+  // of reduction against 6 links of 100 GB/s, as tpu-v5p), about 6·sqrt(link time / hops)
+  // pieces: 4x4x8 at 64 MiB, 112 us of links against 8 us of hops, 22 pieces. Counted as the
+  // sends on one channel of part 0's first row, the same number in every piece.
+  const auto sends = [](double reduce_rate) {
+    const Torus t = Torus::parse("4x4x8");
+    schedule::Context ctx{0, t, {}};
+    ctx.link_rate.fill(100e9);
+    ctx.hop_seconds.fill(1e-6);
+    ctx.reduce_rate = reduce_rate;
+    schedule::Spec spec{Collective::allreduce, std::uint64_t{16} << 20, false, false, {}};
+    spec.elem_bytes = 4;
+    const schedule::Schedule s = schedule::build(Algorithm::torus2d_both, spec, ctx);
+    int n = 0;
+    for (const schedule::Step& st : s.steps)
+      n += st.kind == schedule::Kind::send && st.peer == 1 && st.tag == 0;
+    return n;
+  };
+  INFO("8 pieces: " << sends(0) << " sends, reducer-bound: " << sends(300e9));
+  CHECK(sends(300e9) == sends(0) * 22 / 8);
+  CHECK(sends(1e12) == sends(0));  // the links are the bound
 }
 
 TEST_CASE("every-dimension-busy reduce-scatter and all-gather in pipelined pieces",
