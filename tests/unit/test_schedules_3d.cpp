@@ -172,56 +172,49 @@ TEST_CASE("eight pipelined pieces: no two transfers share a channel in one phase
   }
 }
 
+namespace {
+
+// torus2d_both's all-reduce of `count` f32 elements on `shape` with the model's links (`link_rate`
+// bytes/s and 1 us a hop along every dimension; 0: no model) and reducer: rank 0's sends on one
+// channel of part 0's first row, the same number in every pipelined piece.
+int first_channel_sends(const char* shape, std::uint64_t count, double link_rate,
+                        double reduce_rate = 0) {
+  schedule::Context ctx{0, Torus::parse(shape), {}};
+  schedule::Spec spec{Collective::allreduce, count, false, false, {}};
+  if (link_rate > 0) {
+    ctx.link_rate.fill(link_rate);
+    ctx.hop_seconds.fill(1e-6);
+    ctx.reduce_rate = reduce_rate;
+    spec.elem_bytes = 4;
+  }
+  const schedule::Schedule s = schedule::build(Algorithm::torus2d_both, spec, ctx);
+  int n = 0;
+  for (const schedule::Step& st : s.steps)
+    n += st.kind == schedule::Kind::send && st.peer == 1 && st.tag == 0;
+  return n;
+}
+
+}  // namespace
+
 TEST_CASE("the every-dimension-busy all-reduce takes three pieces where the rows are short",
           "[schedules][3d]") {
   // From 4Mi elements, with the model's rates and hops known (the simulator's): 3 pieces where
   // the link time is at least 3 times the hops of one pass (4x4x8: 56 us against 8), else 2,
-  // as without the model (16x16x16: 56 against 24). Counted as the sends on one channel of
-  // part 0's first row, the same number in every piece.
-  const auto sends = [](const char* shape, bool model) {
-    const Torus t = Torus::parse(shape);
-    schedule::Context ctx{0, t, {}};
-    schedule::Spec spec{Collective::allreduce, std::uint64_t{4} << 20, false, false, {}};
-    if (model) {
-      for (int d = 0; d < 3; ++d) {
-        ctx.link_rate[static_cast<std::size_t>(d)] = 50e9;
-        ctx.hop_seconds[static_cast<std::size_t>(d)] = 1e-6;
-      }
-      spec.elem_bytes = 4;
-    }
-    const schedule::Schedule s = schedule::build(Algorithm::torus2d_both, spec, ctx);
-    int n = 0;
-    for (const schedule::Step& st : s.steps)
-      n += st.kind == schedule::Kind::send && st.peer == 1 && st.tag == 0;
-    return n;
-  };
-  CHECK(sends("4x4x8", true) * 2 == sends("4x4x8", false) * 3);
-  CHECK(sends("16x16x16", true) == sends("16x16x16", false));
+  // as without the model (16x16x16: 56 against 24).
+  const std::uint64_t n = std::uint64_t{4} << 20;
+  CHECK(first_channel_sends("4x4x8", n, 50e9) * 2 == first_channel_sends("4x4x8", n, 0) * 3);
+  CHECK(first_channel_sends("16x16x16", n, 50e9) == first_channel_sends("16x16x16", n, 0));
 }
 
 TEST_CASE("the every-dimension-busy all-reduce pipelines deeper where the reducer is the bound",
           "[schedules][3d]") {
   // From 16Mi elements: 8 pieces, or, where the model says reduction bounds the call (300 GB/s
   // of reduction against 6 links of 100 GB/s, as tpu-v5p), about 6·sqrt(link time / hops)
-  // pieces: 4x4x8 at 64 MiB, 112 us of links against 8 us of hops, 22 pieces. Counted as the
-  // sends on one channel of part 0's first row, the same number in every piece.
-  const auto sends = [](double reduce_rate) {
-    const Torus t = Torus::parse("4x4x8");
-    schedule::Context ctx{0, t, {}};
-    ctx.link_rate.fill(100e9);
-    ctx.hop_seconds.fill(1e-6);
-    ctx.reduce_rate = reduce_rate;
-    schedule::Spec spec{Collective::allreduce, std::uint64_t{16} << 20, false, false, {}};
-    spec.elem_bytes = 4;
-    const schedule::Schedule s = schedule::build(Algorithm::torus2d_both, spec, ctx);
-    int n = 0;
-    for (const schedule::Step& st : s.steps)
-      n += st.kind == schedule::Kind::send && st.peer == 1 && st.tag == 0;
-    return n;
-  };
-  INFO("8 pieces: " << sends(0) << " sends, reducer-bound: " << sends(300e9));
-  CHECK(sends(300e9) == sends(0) * 22 / 8);
-  CHECK(sends(1e12) == sends(0));  // the links are the bound
+  // pieces: 4x4x8 at 64 MiB, 112 us of links against 8 us of hops, 22 pieces.
+  const std::uint64_t n = std::uint64_t{16} << 20;
+  const int eight = first_channel_sends("4x4x8", n, 0);
+  CHECK(first_channel_sends("4x4x8", n, 100e9, 300e9) == eight * 22 / 8);
+  CHECK(first_channel_sends("4x4x8", n, 100e9, 1e12) == eight);  // the links are the bound
 }
 
 TEST_CASE("every-dimension-busy reduce-scatter and all-gather in pipelined pieces",
