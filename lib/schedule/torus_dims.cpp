@@ -468,8 +468,10 @@ BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
 // idle). With pieces, a part's later pieces still cross its first row while the earlier ones
 // are in the colliding rows; but each piece adds its rows' hops to the critical path. So where
 // the model knows the hops (link_time_over_hops above, ratio r), about r / 2.5 pieces, at least
-// 2 where r >= 2 and at most 12, with exact loads (busy_shares) from 6; without it (the engine's
-// own runs) 2 from 4Mi elements, 4 from 16Mi, 8 from 256Mi. toroid-sim, f32, of the limit,
+// 2 where r >= 2 and at most 12, with exact loads (busy_shares) from 6; without it (a
+// communicator's model of endpoint links, as on one node) 2 from 4Mi elements, 4 from 16Mi, 8
+// from 256Mi. A communicator whose tuning describes a torus of nodes (network_torus) knows its
+// hops and follows the model's rule. toroid-sim, f32, of the limit,
 // reduce-scatter and all-gather (2026-12-07):
 //   - pieces 1 / 2 / 4 / 8 by count: tpu-v4-pod 1 GiB 0.90 / 0.95 / 0.97 / 0.98 and
 //     0.88 / 0.94 / 0.97 / 0.99; 16 MiB 0.76 / 0.77 / 0.59 / 0.49 and 0.80 / 0.80 / 0.70 / 0.51.
