@@ -207,8 +207,8 @@ Selector::Selector(SelectorInputs in) : in_(std::move(in)) {
   // Nodes wired as the communicator's torus, one rank each: the torus model, per link and hop.
   if (in_.tuning.network_torus && nodes == p && in_.tuning[LinkClass::network]) {
     const LinkParams& n = *in_.tuning[LinkClass::network];
-    model_.link_bytes_per_s[0] = model_.link_bytes_per_s[1] = n.bytes_per_s;
-    model_.hop_latency_s[0] = model_.hop_latency_s[1] = n.alpha_s;
+    model_.link_bytes_per_s.fill(n.bytes_per_s);  // every dimension's links alike (a 3D torus
+    model_.hop_latency_s.fill(n.alpha_s);         // of nodes too, not only the first two)
   } else {
     for (int k = 0; k < kLinkClasses; ++k) {
       const auto& l = in_.tuning.links[static_cast<std::size_t>(k)];

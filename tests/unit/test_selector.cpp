@@ -12,7 +12,7 @@ using model::SelectorInputs;
 
 namespace {
 
-SelectorInputs inputs(Torus2D t, std::vector<int> nodes = {}) {
+SelectorInputs inputs(Torus t, std::vector<int> nodes = {}) {
   SelectorInputs in;
   in.topology = t;
   in.node_of_rank = std::move(nodes);
@@ -290,6 +290,14 @@ TEST_CASE("selector: network.links = torus prices hosts wired as the torus per l
   const schedule::Context on_torus = model::schedule_context(torus.model(), in.node_of_rank);
   CHECK(on_torus.hop_seconds[0] == Approx(100e-6));
   CHECK(on_torus.link_rate[1] == Approx(0.025e9));
+  CHECK(on_torus.reduce_rate == Approx(5e9));
+  // A 3D torus of hosts: the third dimension's links and hops are the tuned ones too.
+  SelectorInputs cube = inputs(Torus::parse("2x2x2"), {0, 1, 2, 3, 4, 5, 6, 7});
+  cube.tuning = t;
+  const schedule::Context on_cube =
+      model::schedule_context(Selector(cube).model(), cube.node_of_rank);
+  CHECK(on_cube.link_rate[2] == Approx(0.025e9));
+  CHECK(on_cube.hop_seconds[2] == Approx(100e-6));
   in.tuning.network_torus = false;
   Selector sw(in);
   CHECK(model::schedule_context(sw.model(), in.node_of_rank).hop_seconds[1] == 0.0);
