@@ -33,8 +33,9 @@
 //                part 1  y -> z -> x      (likewise y and z): every link busy from the start
 //                part 2  z -> x -> y
 //
-// From 4Mi elements each part runs as two pipelined pieces, from 16Mi as eight
-// (append_allreduce_rows_pipelined; kBusyPiecesFrom and kBusyManyPiecesFrom below).
+// From 4Mi elements each part runs as pipelined pieces (append_allreduce_rows_pipelined): two,
+// three on short rows, eight from 16Mi, more where the reducer is the bound
+// (busy_allreduce_pipeline below).
 //
 // Every dimension busy, reduce-scatter and all-gather: every rank's block is cut into D parts by
 // the same kind of shares; part i goes along dimension i first, then along the others from the
@@ -403,17 +404,24 @@ HalfCut busy_cut(const BusyPart& part, std::size_t k) {
 // rows (a ring of k: k/2 each way; a line: k - 1): pipelined pieces each add the hops to the
 // critical path, so how many pay depends on this. 0 where the rates and hops are not known
 // (Spec::elem_bytes, Context::hop_seconds: the simulator's and auto's model knows them).
+// What a chip's links carry at once over all its rows (link_rate's unit per second).
+double links_at_once(const Context& ctx, const std::vector<Row>& rows) {
+  double rate = 0;
+  for (const Row& row : rows)
+    rate += ctx.link_rate[static_cast<std::size_t>(row.dimension)] *
+            carries(row.links != Links::line, row.group.size());
+  return rate;
+}
+
 double link_time_over_hops(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
   if (r.elem_bytes == 0 || !ctx.knows_hops()) return 0;
-  double rate = 0, hops = 0;
-  for (const Row& row : rows) {
-    const auto d = static_cast<std::size_t>(row.dimension);
-    const bool ring = row.links != Links::line;
-    rate += ctx.link_rate[d] * carries(ring, row.group.size());
-    hops += ctx.hop_seconds[d] *
-            (ring && row.group.size() > 2 ? row.group.size() / 2 : row.group.size() - 1);
-  }
-  return hops > 0 ? static_cast<double>(r.count) * r.elem_bytes / rate / hops : 0;
+  double hops = 0;
+  for (const Row& row : rows)
+    hops += ctx.hop_seconds[static_cast<std::size_t>(row.dimension)] *
+            (row.links != Links::line && row.group.size() > 2 ? row.group.size() / 2
+                                                              : row.group.size() - 1);
+  return hops > 0 ? static_cast<double>(r.count) * r.elem_bytes / links_at_once(ctx, rows) / hops
+                  : 0;
 }
 
 // Whether the chip's reducer, not its links, bounds the all-reduce: every chip reduces
@@ -422,11 +430,7 @@ double link_time_over_hops(const Spec& r, const Context& ctx, const std::vector<
 // 600 GB/s of links, the two bounds equal; the v4 presets' 50 GB/s links are the bound there.
 bool reducer_bound(const Spec& r, const Context& ctx, const std::vector<Row>& rows) {
   if (ctx.reduce_rate <= 0 || r.elem_bytes == 0 || !ctx.knows_hops()) return false;
-  double rate = 0;
-  for (const Row& row : rows)
-    rate += ctx.link_rate[static_cast<std::size_t>(row.dimension)] *
-            carries(row.links != Links::line, row.group.size());
-  return 1 / ctx.reduce_rate >= 2 / rate;
+  return links_at_once(ctx, rows) >= 2 * ctx.reduce_rate;
 }
 
 // The every-dimension-busy all-reduce's pieces, their lag and whether the shares weigh exact
@@ -590,7 +594,8 @@ std::uint32_t busy_allgather_piece(Schedule& s, const Spec& r, const BusyPart& p
 using PieceBuilder = std::uint32_t (*)(Schedule&, const Spec&, const BusyPart&, const Block&, int,
                                        std::uint32_t, bool relative);
 std::uint32_t busy_pieces(Schedule& s, const Spec& r, const std::vector<BusyPart>& parts,
-                          std::size_t nparts, int pieces, const Block& own, PieceBuilder build) {
+                          int pieces, const Block& own, PieceBuilder build) {
+  const std::size_t nparts = parts.size() / static_cast<std::size_t>(pieces);
   Schedule dry;  // one piece's phases (every piece of every part crosses the same rows)
   const bool relative = pieces > 1;
   const PieceClock clock(build(dry, r, parts[0], own, 0, 0, relative), pieces, kBusyRsagLag);
@@ -615,12 +620,11 @@ Schedule build_busy_rows(const Spec& r, const Context& ctx, const std::vector<Ro
   Block own;
   const std::vector<BusyPart> parts = busy_parts(r, ctx, rows, pieces, own);
   if (r.collective == Collective::allgather) {
-    busy_pieces(s, r, parts, rows.size(), pieces, own, busy_allgather_piece);
+    busy_pieces(s, r, parts, pieces, own, busy_allgather_piece);
     return s;
   }
   s.scratch_count = parts.back().at.back();
-  const std::uint32_t end =
-      busy_pieces(s, r, parts, rows.size(), pieces, own, busy_reduce_scatter_piece);
+  const std::uint32_t end = busy_pieces(s, r, parts, pieces, own, busy_reduce_scatter_piece);
   const Chunk whole = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
   append_average(s, r.average, whole, static_cast<std::uint32_t>(ctx.nranks()), end);
   return s;
