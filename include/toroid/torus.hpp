@@ -115,7 +115,8 @@ class Torus {
   int position_along(int rank, Axes axes) const;
   // Hops from `rank` to every chip (the shortest paths over the links; rank order).
   std::vector<int> hops_from(int rank) const;
-  // Link directions out of `rank`: 2 per ring of three or more, 1 at a line's end or on a
+  // Link directions out of `rank`: 2 per ring of three or more (and per twisted short
+  // dimension of two, whose wraparound leads to another row), 1 at a line's end or on a plain
   // dimension of two, 0 on a dimension of one.
   int ports(int rank) const;
 

@@ -119,28 +119,118 @@ std::uint32_t allreduce_from(Schedule& s, std::span<const Row> rows, std::size_t
                           Buf::output, std::max(phase, gather_from), cut);
 }
 
-// Per part, the rows it goes through in turn (indices into the rows).
-using Orders = std::vector<std::vector<std::size_t>>;
+// Per part, the rows it goes through in turn.
+using Orders = std::vector<std::vector<Row>>;
 
 // The all-reduce's: part i in the order i, i+1, ..., i-1.
-Orders rotations(std::size_t m) {
+Orders rotations(const std::vector<Row>& rows) {
+  const std::size_t m = rows.size();
   Orders o(m);
   for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t k = 0; k < m; ++k) o[i].push_back((i + k) % m);
+    for (std::size_t k = 0; k < m; ++k) o[i].push_back(rows[(i + k) % m]);
   return o;
 }
 
 // The reduce-scatter's and all-gather's: part i along row i first, then the others from the
 // last dimension down, so that what a member holds after the first row is its ranks in rank
 // order (ascending in the vector: a gathered chunk's runs must be).
-Orders first_then_descending(std::size_t m) {
+Orders first_then_descending(const std::vector<Row>& rows) {
+  const std::size_t m = rows.size();
   Orders o(m);
   for (std::size_t i = 0; i < m; ++i) {
-    o[i].push_back(i);
+    o[i].push_back(rows[i]);
     for (std::size_t k = m; k-- > 0;)
-      if (k != i) o[i].push_back(k);
+      if (k != i) o[i].push_back(rows[k]);
   }
   return o;
+}
+
+// A twisted torus (torus.hpp) leaves its short dimensions' rows as lines, k chips whose
+// wraparound links lead to another row. Followed round twice, those links close a ring of 2k
+// chips over two *sheets* (a sheet: the chips whose first long coordinate lies in [0, k), or in
+// [k, 2k)); a part that starts along a short dimension takes that ring. Its member v then holds
+// block v, v = its short coordinate + k·sheet, so the rows after it must keep both: the other
+// short dimensions' lines do, the long dimensions' rings too, but for the first long one, whose
+// row leaves the sheet half way: the part takes it as the line of k inside my sheet.
+//
+//   4x4x8 twisted, x first (sheets z < 4 and z >= 4):
+//     x: (0..3, y, z) then (0..3, y, z + 4), a ring of 8 through the twisted links
+//     y: the line (x, 0..3, z)            z: the line (x, y, 0..3 + 4·sheet)
+//
+// A part first along a long dimension (z) keeps the plain rows: the ring of 8, then lines of 4.
+// The first row moves the most; with this every part's first row is a ring.
+bool twisted_short(const Torus& t, int d) { return t.twisted() && t.wraps(d) && !t.ring_along(d); }
+
+int shortest_size(const Torus& t) {
+  int k = t.size(0);
+  for (int d = 1; d < t.dimensions(); ++d) k = std::min(k, t.size(d));
+  return k;
+}
+
+// How many of a twisted torus's dimensions are long (2k; 0 where it is not twisted), and the
+// first of them.
+int long_dimensions(const Torus& t) {
+  int n = 0;
+  for (int d = 0; d < t.dimensions(); ++d) n += t.twisted() && t.size(d) == 2 * shortest_size(t);
+  return n;
+}
+int first_long_dimension(const Torus& t) {
+  for (int d = 0; d < t.dimensions(); ++d)
+    if (t.size(d) == 2 * shortest_size(t)) return d;
+  return -1;
+}
+
+// `coord` holds in coordinate d a position along the twisted ring through the chip with
+// coordinate 0 there, in sheet 0: that ring's member there, reached by the twisted links.
+void walk_twisted_ring(const Torus& t, int d, std::vector<int>& coord) {
+  const int k = t.size(d), position = coord[static_cast<std::size_t>(d)];
+  coord[static_cast<std::size_t>(d)] = position % k;
+  for (int e = 0; e < t.dimensions(); ++e)  // every wraparound passed lands k along the long ones
+    if (t.size(e) == 2 * k)
+      coord[static_cast<std::size_t>(e)] =
+          (coord[static_cast<std::size_t>(e)] + position / k * k) % (2 * k);
+}
+
+// My ring of 2k along twisted short dimension d, from the member with coordinate 0 there in
+// sheet 0.
+Row twisted_ring(const Context& ctx, int d) {
+  const Torus& t = ctx.topology;
+  const int k = t.size(d);
+  std::vector<int> start = t.coord_of(ctx.rank);
+  start[static_cast<std::size_t>(d)] =
+      start[static_cast<std::size_t>(first_long_dimension(t))] >= k ? k : 0;
+  walk_twisted_ring(t, d, start);  // from my sheet: k steps lead back to sheet 0
+  std::vector<int> members;
+  for (int v = 0; v < 2 * k; ++v) {
+    std::vector<int> at = start;
+    at[static_cast<std::size_t>(d)] = v;
+    walk_twisted_ring(t, d, at);
+    members.push_back(t.rank_of(at));
+  }
+  return {d, group_of(std::move(members), ctx.rank), Links::bidir_ring};
+}
+
+// My line of k along the first long dimension, inside my sheet.
+Row sheet_line(const Context& ctx, int d) {
+  const Torus& t = ctx.topology;
+  const int k = t.size(d) / 2;
+  std::vector<int> members = t.line_through(ctx.rank, d);
+  const int sheet = t.coord_of(ctx.rank)[static_cast<std::size_t>(d)] / k;
+  members.erase(members.begin(), members.begin() + sheet * k);
+  members.resize(static_cast<std::size_t>(k));
+  return {d, group_of(std::move(members), ctx.rank), Links::line};
+}
+
+// `orders` with each part that starts along a twisted short dimension on its ring (above).
+Orders twisted_rings(const Context& ctx, Orders orders) {
+  const Torus& t = ctx.topology;
+  for (std::vector<Row>& order : orders) {
+    if (!twisted_short(t, order.front().dimension)) continue;
+    order.front() = twisted_ring(ctx, order.front().dimension);
+    for (Row& row : order)
+      if (row.dimension == first_long_dimension(t)) row = sheet_line(ctx, row.dimension);
+  }
+  return orders;
 }
 
 // The every-dimension-busy shares (the block comment): part i runs the rows in `orders[i]`; its
@@ -163,16 +253,21 @@ Orders first_then_descending(std::size_t m) {
 std::vector<double> busy_shares(const Context& ctx, const std::vector<Row>& rows,
                                 const Orders& orders, bool exact_loads) {
   const std::size_t m = rows.size();
-  // Unknowns a_0..a_{m-1}, T; rows of the system: m link-time equalities, then Σ a = 1.
+  // Unknowns a_0..a_{m-1}, T; rows of the system: m link-time equalities (one per dimension,
+  // rows[d]'s), then Σ a = 1.
   std::vector<std::vector<double>> eq(m + 1, std::vector<double>(m + 2, 0.0));
+  const auto equation = [&](int dimension) {
+    std::size_t d = 0;
+    while (rows[d].dimension != dimension) ++d;
+    return d;
+  };
   for (std::size_t i = 0; i < m; ++i) {
     double fraction = 1;  // of part i's share still moving when it reaches each row
-    for (std::size_t k = 0; k < m; ++k) {
-      const std::size_t d = orders[i][k];
-      const double c = ctx.link_rate[static_cast<std::size_t>(rows[d].dimension)] *
-                       carries(rows[d].links != Links::line, rows[d].group.size());
-      const double k_d = rows[d].group.size();
-      eq[d][i] = fraction / c * (exact_loads ? (k_d - 1) / k_d : 1.0);
+    for (const Row& row : orders[i]) {
+      const double c = ctx.link_rate[static_cast<std::size_t>(row.dimension)] *
+                       carries(row.links != Links::line, row.group.size());
+      const double k_d = row.group.size();
+      eq[equation(row.dimension)][i] += fraction / c * (exact_loads ? (k_d - 1) / k_d : 1.0);
       fraction /= k_d;
     }
   }
@@ -318,13 +413,12 @@ struct BusyPart {
 };
 
 // Part i's piece [lo, hi) of every block (fractions of it; `last`: to the block's end).
-BusyPart busy_part(const Context& ctx, const std::vector<Row>& rows, const Orders& orders,
-                   std::size_t i, const Blocks& global, double lo_fraction, double hi_fraction,
-                   bool last, std::uint64_t base) {
+BusyPart busy_part(const Context& ctx, const std::vector<Row>& order, const Blocks& global,
+                   double lo_fraction, double hi_fraction, bool last, std::uint64_t base) {
   const Torus& t = ctx.topology;
-  const std::size_t m = rows.size();
+  const std::size_t m = order.size();
   BusyPart part;
-  for (std::size_t k : orders[i]) part.order.push_back(rows[k]);
+  part.order = order;
   part.weight.assign(m, 1);
   for (std::size_t k = m - 1; k-- > 0;)
     part.weight[k] = part.weight[k + 1] * static_cast<std::size_t>(part.order[k + 1].group.size());
@@ -342,6 +436,8 @@ BusyPart busy_part(const Context& ctx, const std::vector<Row>& rows, const Order
     return Block{b.offset + lo, hi - lo};
   };
   const std::size_t p = static_cast<std::size_t>(t.chips());
+  // On a twisted ring first (twisted_rings), a position along it is a walk from sheet 0.
+  const bool twisted = part.order[0].group.size() > t.size(part.order[0].dimension);
   part.at.resize(p + 1);
   std::vector<int> coord(static_cast<std::size_t>(t.dimensions()), 0);
   std::uint64_t at = base;
@@ -352,6 +448,7 @@ BusyPart busy_part(const Context& ctx, const std::vector<Row>& rows, const Order
       coord[static_cast<std::size_t>(part.order[k].dimension)] = static_cast<int>(rest % size);
       rest /= size;
     }
+    if (twisted) walk_twisted_ring(t, part.order[0].dimension, coord);
     const int q = t.rank_of(coord);
     const Block b = piece(global[static_cast<std::size_t>(q)]);
     part.at[v] = at;
@@ -434,14 +531,17 @@ bool reducer_bound(const Spec& r, const Context& ctx, const std::vector<Row>& ro
 }
 
 // The every-dimension-busy all-reduce's pieces, their lag and whether the shares weigh exact
-// loads (busy_shares): 8 pieces lag 4 from 16Mi elements (kBusyManyPiecesFrom); from 4Mi, 3
-// pieces lag 3 where the link time is at least 3 times the hops (short rows: 4x4x8, the twisted
-// slice, 8x8x16), else 2 lag 2 (the pod's rings of 16 at 16 MiB, v5p). toroid-sim, f32, of the
+// loads (busy_shares): 8 pieces lag 4 from 16Mi elements (kBusyManyPiecesFrom); from 4Mi, 4
+// pieces lag 4 where the link time is at least 6 times the hops, 3 lag 3 where 3 times (short
+// rows: 4x4x8, the twisted slice, 8x8x16), else 2 lag 2 (the pod's rings of 16 at 16 MiB, v5p). toroid-sim, f32, of the
 // limit with 2 pieces lag 2 rates alone / 3 lag 3 exact loads (2026-12-07), 16 MiB: tpu-v4
 // (4x4x8) 0.867 / 0.937, twisted 0.60 / 0.65, 8x8x16 0.79 / 0.83, 4x4x16 0.78 / 0.78, 2x4x8
 // 0.82 / 0.89, tpu-v4-pod 0.886 / 0.80 (ratio 2.3), tpu-v5p 0.50 / 0.45 (ratio 1); the pod at
 // 24 MiB (ratio 3.5) 0.938 / 0.958, 32 MiB 0.954 / 0.975; 3 pieces with rates alone sat
-// between (4x4x8 0.896).
+// between (4x4x8 0.896). Where the ratio is 6 or more (4x4x8 7, 2x4x8 9.6, the twisted slice
+// 8.4, 4x8x8 twisted 6.1), 4 pieces lag 4 (2026-12-08, against 3 lag 3): 4x4x8 0.937 -> 0.957,
+// twisted 0.871 -> 0.904, 2x4x8 0.888 -> 0.928, 4x8x8 twisted 0.790 -> 0.794; they lost where
+// it is lower (8x8x16, ratio 3.5: 0.831 -> 0.757); 5 lag 4 or 5 did worse on 4x4x8 (0.91).
 struct BusyPipeline {
   int pieces = 1, lag = 2;
   bool exact_loads = false;
@@ -461,7 +561,9 @@ BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
   }
   if (r.count >= kBusyManyPiecesFrom) return {8, 4, true};
   if (r.count < kBusyPiecesFrom) return {1, 2, false};
-  if (link_time_over_hops(r, ctx, rows) >= 3) return {3, 3, true};
+  const double ratio = link_time_over_hops(r, ctx, rows);
+  if (ratio >= 6) return {4, 4, true};
+  if (ratio >= 3) return {3, 3, true};
   return {2, 2, false};
 }
 
@@ -508,7 +610,12 @@ std::vector<BusyPart> busy_parts(const Spec& r, const Context& ctx, const std::v
                                  int pieces, Block& own) {
   const Blocks global = even_blocks(0, r.count, ctx.nranks());
   own = global[static_cast<std::size_t>(ctx.rank)];
-  const Orders orders = first_then_descending(rows.size());
+  // Twisted rings where one dimension is long (k×k×2k): on k×2k×2k the long ring after a
+  // twisted one holds the ranks of sheet 1 rotated by k (that ring's walk moved them), so its
+  // ranges would not ascend in the vector.
+  const Orders orders = long_dimensions(ctx.topology) == 1
+                            ? twisted_rings(ctx, first_then_descending(rows))
+                            : first_then_descending(rows);
   const std::vector<double> share = busy_shares(ctx, rows, orders, pieces >= kExactLoadsFromPieces);
   std::vector<BusyPart> parts;
   std::uint64_t base = 0;
@@ -517,7 +624,7 @@ std::vector<BusyPart> busy_parts(const Spec& r, const Context& ctx, const std::v
     for (int j = 0; j < pieces; ++j) {
       const double lo = before + share[i] * j / pieces, hi = before + share[i] * (j + 1) / pieces;
       const bool last = i + 1 == rows.size() && j + 1 == pieces;
-      parts.push_back(busy_part(ctx, rows, orders, i, global, lo, hi, last, base));
+      parts.push_back(busy_part(ctx, orders[i], global, lo, hi, last, base));
       base = parts.back().at.back();
     }
     before += share[i];
@@ -659,6 +766,10 @@ void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Blo
   }
 }
 
+std::vector<std::vector<Row>> allreduce_part_rows(const Context& ctx) {
+  return twisted_rings(ctx, rotations(rows_of(ctx)));
+}
+
 Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   const std::vector<Row> rows = rows_of(ctx);
   const bool parts = busy && rows.size() > 1;
@@ -675,9 +786,8 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   }
   // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
   const BusyPipeline pipe = busy_allreduce_pipeline(r, ctx, rows);
-  const std::vector<double> share =
-      busy_shares(ctx, rows, rotations(rows.size()), pipe.exact_loads);
-  std::vector<Row> order(rows.size());
+  const Orders orders = allreduce_part_rows(ctx);
+  const std::vector<double> share = busy_shares(ctx, rows, orders, pipe.exact_loads);
   double before = 0;
   std::uint64_t at = 0;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -686,9 +796,8 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
                                   ? r.count
                                   : std::min(r.count, static_cast<std::uint64_t>(std::llround(
                                                           before * static_cast<double>(r.count))));
-    for (std::size_t k = 0; k < rows.size(); ++k) order[k] = rows[(i + k) % rows.size()];
-    append_allreduce_rows_pipelined(s, order, {at, end - at}, 2 * static_cast<int>(i), r.average,
-                                    divisor, pipe.pieces, pipe.lag, true);
+    append_allreduce_rows_pipelined(s, orders[i], {at, end - at}, 2 * static_cast<int>(i),
+                                    r.average, divisor, pipe.pieces, pipe.lag, true);
     at = end;
   }
   return s;

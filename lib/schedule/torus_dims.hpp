@@ -58,6 +58,11 @@ void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Blo
                                      bool average, std::uint32_t divisor, int chunks, int lag,
                                      bool relative_halves = false);
 
+// The every-dimension-busy all-reduce's parts: part i's rows in the order i, i+1, ..., i-1,
+// where a part starts along a twisted short dimension its ring of 2k through the twisted links
+// and then the first long dimension as a line inside its sheet (torus_dims.cpp).
+std::vector<std::vector<Row>> allreduce_part_rows(const Context& ctx);
+
 // The every-dimension-busy reduce-scatter or all-gather (r.collective) over `rows` (more than
 // one), each part in `pieces` pipelined pieces (torus_dims.cpp; build() picks the count by size).
 Schedule build_busy_rows(const Spec& r, const Context& ctx, const std::vector<Row>& rows,

@@ -157,7 +157,11 @@ int ports_along(int size, bool wraps, int x) noexcept {
 int Torus::ports(int rank) const {
   const std::vector<int> c = coord_of(rank);
   int n = 0;
-  for (std::size_t d = 0; d < sizes_.size(); ++d) n += ports_along(sizes_[d], wraps_[d], c[d]);
+  for (std::size_t d = 0; d < sizes_.size(); ++d)
+    // A twisted short dimension of 2: its wraparound leads to another row, a second port.
+    n += twisted_ && sizes_[d] == 2 && !ring_along(static_cast<int>(d))
+             ? 2
+             : ports_along(sizes_[d], wraps_[d], c[d]);
   return n;
 }
 

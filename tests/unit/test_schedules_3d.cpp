@@ -150,8 +150,8 @@ TEST_CASE("eight pipelined pieces: no two transfers share a channel in one phase
   // deeper pipelines of a reducer-bound call) on a count the verifier can run: every rank, real
   // data.
   for (auto [shape, pieces, lag] :
-       {std::tuple{"8x2x2", 8, 4}, std::tuple{"8x2x2", 3, 3}, std::tuple{"4x2x3:wrap=xz", 3, 3},
-        std::tuple{"4x2x3:wrap=xz", 16, 6}}) {
+       {std::tuple{"8x2x2", 8, 4}, std::tuple{"8x2x2", 3, 3}, std::tuple{"8x2x2", 4, 4},
+        std::tuple{"4x2x3:wrap=xz", 3, 3}, std::tuple{"4x2x3:wrap=xz", 16, 6}}) {
     INFO(shape << " " << pieces << " pieces lag " << lag);
     const Torus t = Torus::parse(shape);
     const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 3 * 32 + 7;
@@ -169,6 +169,33 @@ TEST_CASE("eight pipelined pieces: no two transfers share a channel in one phase
       return s;
     });
     CHECK(e == "");
+  }
+  // Each part of a twisted torus's all-reduce in 4 pieces lag 4 (its ring of 8 through the
+  // twisted links, then lines inside its sheet), every rank, real data, neighbours only.
+  const Torus twisted = Torus::parse("2x2x4:twist");
+  const std::uint64_t n = static_cast<std::uint64_t>(twisted.chips()) * 3 * 32 + 7;
+  for (std::size_t part = 0; part < 3; ++part) {
+    INFO("2x2x4:twist part " << part);
+    model::CheckSpec spec{Collective::allreduce, twisted.chips(), n, false,
+                          DataType::i32,         ReduceOp::sum,   0, {}};
+    model::Traffic traffic;
+    const std::string e = model::check_collective(
+        spec,
+        [&](int r) {
+          const schedule::Context ctx{r, twisted, {}};
+          schedule::Schedule s;
+          append_allreduce_rows_pipelined(s, schedule::allreduce_part_rows(ctx)[part], {0, n}, 0,
+                                          false, static_cast<std::uint32_t>(twisted.chips()), 4, 4,
+                                          true);
+          s.rank = r;
+          s.nranks = twisted.chips();
+          schedule::order_by_phase(s);
+          schedule::derive_dependencies(s);
+          return s;
+        },
+        &traffic);
+    CHECK(e == "");
+    for (auto [from, to] : traffic.links) REQUIRE(twisted.adjacent(from, to));
   }
 }
 
@@ -196,14 +223,43 @@ int first_channel_sends(const char* shape, std::uint64_t count, double link_rate
 
 }  // namespace
 
-TEST_CASE("the every-dimension-busy all-reduce takes three pieces where the rows are short",
+TEST_CASE("the every-dimension-busy all-reduce takes three or four pieces where the rows are short",
           "[schedules][3d]") {
-  // From 4Mi elements, with the model's rates and hops known (the simulator's): 3 pieces where
-  // the link time is at least 3 times the hops of one pass (4x4x8: 56 us against 8), else 2,
-  // as without the model (16x16x16: 56 against 24).
+  // From 4Mi elements, with the model's rates and hops known (the simulator's): 4 pieces where
+  // the link time is at least 6 times the hops of one pass (4x4x8: 56 us against 8), 3 where 3
+  // times (8x8x16: 56 against 16), else 2, as without the model (16x16x16: 56 against 24).
   const std::uint64_t n = std::uint64_t{4} << 20;
-  CHECK(first_channel_sends("4x4x8", n, 50e9) * 2 == first_channel_sends("4x4x8", n, 0) * 3);
+  CHECK(first_channel_sends("4x4x8", n, 50e9) == first_channel_sends("4x4x8", n, 0) * 2);
+  CHECK(first_channel_sends("8x8x16", n, 50e9) * 2 == first_channel_sends("8x8x16", n, 0) * 3);
   CHECK(first_channel_sends("16x16x16", n, 50e9) == first_channel_sends("16x16x16", n, 0));
+}
+
+TEST_CASE("on a twisted torus the every-dimension-busy parts start on rings through the twist",
+          "[schedules][3d]") {
+  // 4x4x8 twisted: a part first along x runs the ring of 8 that (3, y, z) closes through its
+  // twisted link to (0, y, z + 4); chip (3, 0, 0) = rank 3 sends over it to rank 64. The
+  // reduce-scatter and all-gather too; on 4x8x8 (two long dimensions) the all-reduce only
+  // (torus_dims.cpp: there a long ring after the twisted one would not hold ascending ranks).
+  const auto sends_to = [](const char* shape, Collective c, int rank, int peer) {
+    const schedule::Schedule s = schedule::build(
+        Algorithm::torus2d_both, {c, 1u << 16, false, false, {}}, {rank, Torus::parse(shape), {}});
+    return std::any_of(s.steps.begin(), s.steps.end(), [&](const schedule::Step& st) {
+      return st.kind == schedule::Kind::send && st.peer == peer;
+    });
+  };
+  const Torus t = Torus::parse("4x4x8:twist");
+  REQUIRE(t.neighbour(3, 0, 1) == 64);
+  REQUIRE(t.neighbour(12, 1, 1) == 64);  // (0, 3, 0) +y -> (0, 0, 4)
+  for (Collective c : {Collective::allreduce, Collective::reduce_scatter, Collective::allgather}) {
+    INFO(to_string(c));
+    CHECK(sends_to("4x4x8:twist", c, 3, 64));
+    CHECK(sends_to("4x4x8:twist", c, 12, 64));
+    CHECK_FALSE(sends_to("4x4x8", c, 3, 64));  // not neighbours there
+  }
+  const Torus wide = Torus::parse("4x8x8:twist");  // (3, y, z) +x -> (0, y + 4, z + 4)
+  const int over = *wide.neighbour(3, 0, 1);
+  CHECK(sends_to("4x8x8:twist", Collective::allreduce, 3, over));
+  CHECK_FALSE(sends_to("4x8x8:twist", Collective::reduce_scatter, 3, over));
 }
 
 TEST_CASE("the every-dimension-busy all-reduce pipelines deeper where the reducer is the bound",
@@ -222,12 +278,14 @@ TEST_CASE("every-dimension-busy reduce-scatter and all-gather in pipelined piece
   // From 4Mi elements each part runs as 2, 4 or 8 pieces (torus_dims.cpp, busy_rsag_pieces);
   // here the pieces at counts the verifier can run: every rank, real data, neighbours only (the
   // verifier also refuses two transfers of one channel in one phase). Uneven counts (the block
-  // rule's longer blocks first), a mesh dimension and a ring of 2; under the sanitizers the two
-  // smaller shapes, which hold every kind of row.
+  // rule's longer blocks first), a mesh dimension, a ring of 2 and a twisted torus (its parts
+  // first along x or y on rings through the twist); under the sanitizers the smaller shapes,
+  // which hold every kind of row.
   const std::vector<const char*> shapes =
       toroid_test::kSanitized
-          ? std::vector<const char*>{"2x2x2:wrap=xz", "4x2x3:wrap=yz"}
-          : std::vector<const char*>{"2x2x2:wrap=xz", "3x4x2", "4x2x3:wrap=yz", "4x4x4"};
+          ? std::vector<const char*>{"2x2x2:wrap=xz", "4x2x3:wrap=yz", "2x2x4:twist"}
+          : std::vector<const char*>{"2x2x2:wrap=xz", "3x4x2", "4x2x3:wrap=yz", "4x4x4",
+                                     "2x2x4:twist"};
   for (const char* shape : shapes) {
     const Torus t = Torus::parse(shape);
     const std::vector<std::uint64_t> counts = {static_cast<std::uint64_t>(t.chips()) * 3 * 8 + 7,

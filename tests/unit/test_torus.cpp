@@ -204,6 +204,10 @@ TEST_CASE("torus: twisted tori (TPU v4's k x k x 2k and k x 2k x 2k)", "[topolog
   CHECK(prism.neighbour(prism.rank_of(std::vector<int>{3, 1, 2}), 0, 1) ==
         prism.rank_of(std::vector<int>{0, 5, 6}));
   CHECK(diameter(prism) < diameter(Torus::parse("4x8x8")));
+  // A twisted short dimension of 2 has two links a chip (its wraparound leads to another row),
+  // where a plain one has its single link: 2x2x4 twisted, six a chip; plain, four.
+  CHECK(check_links(Torus::parse("2x2x4:twist")) == 16 * 6);
+  CHECK(check_links(Torus::parse("2x2x4")) == 16 * 4);
 }
 
 TEST_CASE("torus: the distance bound over any number of dimensions", "[topology][simulator]") {
