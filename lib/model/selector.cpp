@@ -103,9 +103,10 @@ Algorithm fixed_rule(Collective c, std::uint64_t bytes, const Torus& t) {
     // Broadcast: the chains at every size (the tree's partners lie far apart on a large torus:
     // 16x16x16 1 KiB 24.5 µs against 45.6, 4x4x8 8.2 against 13.3).
     if (c == Collective::broadcast) return Algorithm::torus2d;
-    // A twisted torus runs its short dimensions as lines, where torus2d goes along them
-    // one after the other: torus2d_both from kLatencyBytes3d (4x4x8 twisted, 64 KiB: 20.6
-    // against swing_latency's 20.5 and torus2d's 22.7 µs; 96 KiB 21.0 against 24.1 and 24.4).
+    // A twisted torus: torus2d goes along its short dimensions' lines one after the other,
+    // torus2d_both starts parts on the rings its twisted links close: torus2d_both from
+    // kLatencyBytes3d (4x4x8 twisted, 64 KiB: 18.5 against swing_latency's 20.5 and torus2d's
+    // 22.7 µs; 96 KiB 18.7 against 24.4 and 24.1; 2026-12-08).
     if (c == Collective::allreduce)
       return bytes < kLatencyBytes3d                ? Algorithm::swing_latency
              : bytes < kBothBytes3d && !t.twisted() ? Algorithm::torus2d
