@@ -59,6 +59,7 @@
 
 #include "schedule/group.hpp"
 #include "schedule/line.hpp"
+#include "schedule/ring_flood.hpp"
 
 namespace toroid::schedule {
 
@@ -81,12 +82,17 @@ bool line_pipeline(const Row& row) { return line_pipeline(row.links, row.group.s
 std::uint32_t allreduce_from(Schedule& s, std::span<const Row> rows, std::size_t level,
                              Block region, Buf held, int tag, bool average, std::uint32_t divisor,
                              std::uint32_t phase, std::uint32_t gather_from,
-                             std::uint32_t* before_gather, bool relative) {
+                             std::uint32_t* before_gather, bool relative, const RingFlood& flood) {
   const Row& row = rows[level];
   const Blocks blocks = even_blocks(region.offset, region.count, row.group.size());
   const Block mine = blocks[static_cast<std::size_t>(row.group.position)];
   if (level + 1 == rows.size()) {
-    if (level > 0 && line_pipeline(row)) {  // the partials arrived in scratch (below)
+    if (level > 0 && row.links != Links::line && row.group.size() > 2 &&
+        region.count < flood.below) {  // a small range: flooded round the ring (ring_flood.hpp)
+      phase = append_ring_flood_allreduce(s, row.group, tag, chunk(held, region),
+                                          std::max(s.scratch_count, flood.scratch_at), phase);
+      phase = append_average(s, average, chunk(Buf::output, region), divisor, phase);
+    } else if (level > 0 && line_pipeline(row)) {  // the partials arrived in scratch (below)
       phase = append_line_allreduce(s, row.group, tag, chunk(Buf::scratch, region),
                                     chunk(Buf::output, region), phase);
       phase = append_average(s, average, chunk(Buf::output, region), divisor, phase);
@@ -113,7 +119,7 @@ std::uint32_t allreduce_from(Schedule& s, std::span<const Row> rows, std::size_t
   phase = append_reduce_scatter(s, row.links, row.group, blocks, tag, held, Buf::output,
                                 chunk(to_scratch ? Buf::scratch : Buf::output, mine), phase, cut);
   phase = allreduce_from(s, rows, level + 1, mine, Buf::output, tag, average, divisor, phase, 0,
-                         nullptr, relative);
+                         nullptr, relative, flood);
   if (before_gather) *before_gather = phase;
   return append_allgather(s, row.links, row.group, blocks, tag, chunk(Buf::output, mine),
                           Buf::output, std::max(phase, gather_from), cut);
@@ -567,6 +573,26 @@ BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
   return {2, 2, false};
 }
 
+// Where the all-reduce's last row floods its range round the ring (ring_flood.hpp) instead of
+// reduce-scattering and all-gathering it: where the range crosses a link of that row in less
+// than half a hop's latency, with the model's links known, and in one piece. Flooding takes about
+// k/2 hops instead of k and carries the range k/2 times each way instead of once. toroid-sim,
+// f32, torus2d_both's all-reduce, of the limit without / with (2026-12-08): tpu-v4-pod
+// 256 KiB 0.50 / 0.585, 1 MiB 0.51 / 0.58, 4 MiB 0.53 / 0.58, 8 MiB 0.62 / 0.65; tpu-v5p
+// 0.50 / 0.57 from 256 KiB to 4 MiB; tpu-v4 (4x4x8, rings of 4 and 8) within 1% but 256 KiB
+// 0.50 / 0.53, 2 MiB 29.6 -> 29.3 us. Flooding ranges up to a hop's worth lost there (2 MiB
+// 29.6 -> 34.4 us), up to 2 hops' more (4 MiB 0.63 -> 0.49); a quarter of a hop gained no
+// more anywhere; in
+// pipelined pieces it lost from 16 MiB, where the links are the bound (v5p 1 GiB 0.94 ->
+// 0.885, the pod 64 MiB 0.98 -> 0.97).
+RingFlood ring_flood(const Spec& r, const Context& ctx, const Row& last, int pieces) {
+  if (pieces > 1 || r.elem_bytes == 0 || !ctx.knows_hops()) return {0, r.count};
+  const auto d = static_cast<std::size_t>(last.dimension);
+  return {static_cast<std::uint64_t>(0.5 * ctx.hop_seconds[d] * ctx.link_rate[d] /
+                                     static_cast<double>(r.elem_bytes)),
+          r.count};
+}
+
 // How many pipelined pieces each part of the every-dimension-busy reduce-scatter and all-gather
 // runs as. One piece at a time, the rows' link loads collide: the ascending layouts (the block
 // comment) fix the order after a part's first row, so on three dimensions two parts take the
@@ -740,28 +766,30 @@ Schedule build_busy_rows(const Spec& r, const Context& ctx, const std::vector<Ro
 std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
                                     bool average, std::uint32_t divisor, std::uint32_t phase,
                                     std::uint32_t gather_from, std::uint32_t* before_gather,
-                                    bool relative_halves) {
+                                    bool relative_halves, const RingFlood& flood) {
   return allreduce_from(s, rows, 0, region, Buf::input, tag, average, divisor, phase, gather_from,
-                        before_gather, relative_halves);
+                        before_gather, relative_halves, flood);
 }
 
 void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Block region, int tag,
                                      bool average, std::uint32_t divisor, int chunks, int lag,
-                                     bool relative_halves) {
+                                     bool relative_halves, const RingFlood& flood) {
   if (chunks <= 1) {
-    append_allreduce_rows(s, rows, region, tag, average, divisor, 0, 0, nullptr, relative_halves);
+    append_allreduce_rows(s, rows, region, tag, average, divisor, 0, 0, nullptr, relative_halves,
+                          flood);
     return;
   }
   std::uint32_t before = 0;  // the phases a piece spends before its last all-gather
   Schedule dry;
-  append_allreduce_rows(dry, rows, region, tag, average, divisor, 0, 0, &before, relative_halves);
+  append_allreduce_rows(dry, rows, region, tag, average, divisor, 0, 0, &before, relative_halves,
+                        flood);
   const PieceClock clock(before, chunks, lag);
   const Blocks parts = even_blocks(region.offset, region.count, chunks);
   const auto d = static_cast<std::uint32_t>(lag);
   for (std::uint32_t k = 0; k < static_cast<std::uint32_t>(chunks); ++k) {
     const std::size_t first = s.steps.size();
     append_allreduce_rows(s, rows, parts[k], tag, average, divisor, k * clock.stride,
-                          (k + d) * clock.stride, nullptr, relative_halves);
+                          (k + d) * clock.stride, nullptr, relative_halves, flood);
     clock.place(s, first, static_cast<int>(k));
   }
 }
@@ -781,7 +809,9 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   Schedule s;
   const auto divisor = static_cast<std::uint32_t>(ctx.nranks());
   if (!busy || rows.size() < 2) {
-    append_allreduce_rows(s, rows, {0, r.count}, 0, r.average, divisor, 0);
+    // (Flooding on three dimensions and more: two keep the exact loads their tests count.)
+    append_allreduce_rows(s, rows, {0, r.count}, 0, r.average, divisor, 0, 0, nullptr, false,
+                          rows.size() > 2 ? ring_flood(r, ctx, rows.back(), 1) : RingFlood{});
     return s;
   }
   // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
@@ -796,8 +826,10 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
                                   ? r.count
                                   : std::min(r.count, static_cast<std::uint64_t>(std::llround(
                                                           before * static_cast<double>(r.count))));
-    append_allreduce_rows_pipelined(s, orders[i], {at, end - at}, 2 * static_cast<int>(i),
-                                    r.average, divisor, pipe.pieces, pipe.lag, true);
+    append_allreduce_rows_pipelined(
+        s, orders[i], {at, end - at}, 2 * static_cast<int>(i), r.average, divisor, pipe.pieces,
+        pipe.lag, true,
+        rows.size() > 2 ? ring_flood(r, ctx, orders[i].back(), pipe.pieces) : RingFlood{});
     at = end;
   }
   return s;

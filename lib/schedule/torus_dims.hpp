@@ -34,6 +34,13 @@ inline double carries(bool ring, int size, int pieces = 1) {
 // its first dimension's row (of one member), so that there is always one.
 std::vector<Row> rows_of(const Context& ctx);
 
+// Where the last row of an all-reduce, a ring of more than 2, floods its range instead of
+// reduce-scattering and all-gathering it (ring_flood.hpp): ranges of fewer than `below`
+// elements (0: never), its buffers in scratch from `scratch_at` on (past what the rows use).
+struct RingFlood {
+  std::uint64_t below = 0, scratch_at = 0;
+};
+
 // All-reduce of `region`, dimension by dimension in the order of `rows`: reduce-scatter along
 // rows[0], then along rows[1] on the shard it leaves, ..., the last row all-reduces the
 // smallest shard (a line of more than 2 in one pipeline to its middle and back, line.hpp), then
@@ -43,12 +50,13 @@ std::vector<Row> rows_of(const Context& ctx);
 // differ). The all-gather along rows[0] starts no earlier than `gather_from`; `before_gather`,
 // when given, gets the phase it would start in without that. `relative_halves`: an even ring
 // ahead of another ring cuts its blocks relative to my place in that row (HalfCut, group.hpp),
-// else (and ahead of a line) at their middles. Returns the next free phase.
+// else (and ahead of a line) at their middles. `flood`: where the last row floods its range
+// instead (RingFlood). Returns the next free phase.
 std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Block region, int tag,
                                     bool average, std::uint32_t divisor, std::uint32_t phase,
                                     std::uint32_t gather_from = 0,
                                     std::uint32_t* before_gather = nullptr,
-                                    bool relative_halves = false);
+                                    bool relative_halves = false, const RingFlood& flood = {});
 
 // The same cut into `chunks` pieces that follow each other on the same channels, piece k+lag's
 // reduce-scatters beside piece k's all-gathers (torus2d.cpp's block comment, "Pipelined
@@ -56,7 +64,7 @@ std::uint32_t append_allreduce_rows(Schedule& s, std::span<const Row> rows, Bloc
 // piece spends before its last all-gather over `lag`. One piece: append_allreduce_rows.
 void append_allreduce_rows_pipelined(Schedule& s, std::span<const Row> rows, Block region, int tag,
                                      bool average, std::uint32_t divisor, int chunks, int lag,
-                                     bool relative_halves = false);
+                                     bool relative_halves = false, const RingFlood& flood = {});
 
 // The every-dimension-busy all-reduce's parts: part i's rows in the order i, i+1, ..., i-1,
 // where a part starts along a twisted short dimension its ring of 2k through the twisted links

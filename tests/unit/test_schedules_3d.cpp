@@ -273,6 +273,77 @@ TEST_CASE("the every-dimension-busy all-reduce pipelines deeper where the reduce
   CHECK(first_channel_sends("4x4x8", n, 100e9, 1e12) == eight);  // the links are the bound
 }
 
+TEST_CASE("a small last row floods round its ring: every rank's total, neighbours only",
+          "[schedules][3d]") {
+  // ring_flood.hpp: where the model knows the links and the last row's range crosses a link in
+  // under half a hop (here 50 GB/s, 1 us: ranges under 6250 f32 elements), build() floods it
+  // round the ring instead of reduce-scattering and all-gathering it. Every rank, real data,
+  // rings of 3, 4, 5 and 8 after rings and lines, through the twisted links too.
+  const auto with_model = [](int r, const Torus& t) {
+    schedule::Context ctx{r, t, {}};
+    ctx.link_rate.fill(50e9);
+    ctx.hop_seconds.fill(1e-6);
+    return ctx;
+  };
+  for (const char* shape :
+       {"3x3x4", "4x4x4", "2x3x5:wrap=xz", "4x2x8", "5x3x3:wrap=yz", "2x2x4:twist"})
+    for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both}) {
+      const Torus t = Torus::parse(shape);
+      const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 7 + 3;
+      INFO(shape << " " << to_string(a));
+      model::CheckSpec spec{Collective::allreduce, t.chips(),     n, false,
+                            DataType::i32,         ReduceOp::sum, 0, {}};
+      model::Traffic traffic;
+      const std::string e = model::check_collective(
+          spec,
+          [&](int r) {
+            schedule::Spec sp{Collective::allreduce, n, false, false, {}};
+            sp.elem_bytes = 4;
+            schedule::Schedule s = schedule::build(a, sp, with_model(r, t));
+            s.rank = r;
+            s.nranks = t.chips();
+            return s;
+          },
+          &traffic);
+      CHECK(e == "");
+      for (auto [from, to] : traffic.links) REQUIRE(t.adjacent(from, to));
+    }
+  // The flood's buffers lie in scratch past the vector: there with the model at 1 MiB on
+  // 16x16x16, not without it, nor in pipelined pieces (64 MiB), where flooding lost.
+  const Torus pod = Torus::parse("16x16x16");
+  const auto scratch = [&](std::uint64_t count, bool model) {
+    schedule::Spec sp{Collective::allreduce, count, false, false, {}};
+    sp.elem_bytes = model ? 4 : 0;
+    return schedule::build(Algorithm::torus2d_both, sp,
+                           model ? with_model(0, pod) : schedule::Context{0, pod, {}})
+        .scratch_count;
+  };
+  CHECK(scratch(1u << 18, true) > (1u << 18));
+  CHECK(scratch(1u << 18, false) <= (1u << 18));
+  CHECK(scratch(1u << 24, true) <= (1u << 24));
+  // In pipelined pieces the flood's last messages keep the channel's order: 8 pieces lag 4 on
+  // last rings of 8, 3 and 4 (forced here; build() floods one piece only).
+  for (const char* shape : {"2x2x8", "2x4x3", "4x4x4"}) {
+    const Torus t = Torus::parse(shape);
+    const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 3 * 32 + 7;
+    INFO(shape << " flooded in 8 pieces");
+    model::CheckSpec spec{Collective::allreduce, t.chips(),     n, false,
+                          DataType::i32,         ReduceOp::sum, 0, {}};
+    CHECK(model::check_collective(spec, [&](int r) {
+            const schedule::Context ctx{r, t, {}};
+            schedule::Schedule s;
+            append_allreduce_rows_pipelined(s, schedule::rows_of(ctx), {0, n}, 0, false,
+                                            static_cast<std::uint32_t>(t.chips()), 8, 4, true,
+                                            schedule::RingFlood{n, n});
+            s.rank = r;
+            s.nranks = t.chips();
+            schedule::order_by_phase(s);
+            schedule::derive_dependencies(s);
+            return s;
+          }) == "");
+  }
+}
+
 TEST_CASE("every-dimension-busy reduce-scatter and all-gather in pipelined pieces",
           "[schedules][3d]") {
   // From 4Mi elements each part runs as 2, 4 or 8 pieces (torus_dims.cpp, busy_rsag_pieces);
