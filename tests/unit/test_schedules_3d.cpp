@@ -1,6 +1,8 @@
 // The torus algorithms on shapes of three dimensions and more: every 3D shape up to 4x4x4
 // (every dimension a ring or a line), twisted ones, and 4 to 6 dimensions, checked by the
 // in-process verifier on real data and for neighbour-only traffic over the shape's links.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstring>
@@ -58,6 +60,35 @@ void check_3d_shapes(int min_side, int max_side) {
             check_on(t, Algorithm::torus2d_both, c);
         }
       }
+}
+
+// The verifier on a pipelined all-reduce of n i32 elements on `t`, every rank: `rows` gives a
+// rank's rows (from its context), in `pieces` pieces `lag` apart; "" when right and
+// neighbours only.
+template <class Rows>
+std::string check_pipelined(const Torus& t, std::uint64_t n, Rows rows, int pieces, int lag,
+                            const schedule::RingFlood& flood = {}) {
+  model::CheckSpec spec{Collective::allreduce, t.chips(),     n, false,
+                        DataType::i32,         ReduceOp::sum, 0, {}};
+  model::Traffic traffic;
+  std::string e = model::check_collective(
+      spec,
+      [&](int r) {
+        const schedule::Context ctx{r, t, {}};
+        schedule::Schedule s;
+        append_allreduce_rows_pipelined(s, rows(ctx), {0, n}, 0, false,
+                                        static_cast<std::uint32_t>(t.chips()), pieces, lag, true,
+                                        flood);
+        s.rank = r;
+        s.nranks = t.chips();
+        schedule::order_by_phase(s);
+        schedule::derive_dependencies(s);
+        return s;
+      },
+      &traffic);
+  for (auto [from, to] : traffic.links)
+    if (e.empty() && !t.adjacent(from, to)) e = fmt::format("{} -> {}: not neighbours", from, to);
+  return e;
 }
 
 }  // namespace
@@ -155,20 +186,7 @@ TEST_CASE("eight pipelined pieces: no two transfers share a channel in one phase
     INFO(shape << " " << pieces << " pieces lag " << lag);
     const Torus t = Torus::parse(shape);
     const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 3 * 32 + 7;
-    model::CheckSpec spec{Collective::allreduce, t.chips(),     n, false,
-                          DataType::i32,         ReduceOp::sum, 0, {}};
-    const std::string e = model::check_collective(spec, [&](int r) {
-      const schedule::Context ctx{r, t, {}};
-      schedule::Schedule s;
-      append_allreduce_rows_pipelined(s, schedule::rows_of(ctx), {0, n}, 0, false,
-                                      static_cast<std::uint32_t>(t.chips()), pieces, lag, true);
-      s.rank = r;
-      s.nranks = t.chips();
-      schedule::order_by_phase(s);
-      schedule::derive_dependencies(s);
-      return s;
-    });
-    CHECK(e == "");
+    CHECK(check_pipelined(t, n, schedule::rows_of, pieces, lag) == "");
   }
   // Each part of a twisted torus's all-reduce in 4 pieces lag 4 (its ring of 8 through the
   // twisted links, then lines inside its sheet), every rank, real data, neighbours only.
@@ -176,26 +194,10 @@ TEST_CASE("eight pipelined pieces: no two transfers share a channel in one phase
   const std::uint64_t n = static_cast<std::uint64_t>(twisted.chips()) * 3 * 32 + 7;
   for (std::size_t part = 0; part < 3; ++part) {
     INFO("2x2x4:twist part " << part);
-    model::CheckSpec spec{Collective::allreduce, twisted.chips(), n, false,
-                          DataType::i32,         ReduceOp::sum,   0, {}};
-    model::Traffic traffic;
-    const std::string e = model::check_collective(
-        spec,
-        [&](int r) {
-          const schedule::Context ctx{r, twisted, {}};
-          schedule::Schedule s;
-          append_allreduce_rows_pipelined(s, schedule::allreduce_part_rows(ctx)[part], {0, n}, 0,
-                                          false, static_cast<std::uint32_t>(twisted.chips()), 4, 4,
-                                          true);
-          s.rank = r;
-          s.nranks = twisted.chips();
-          schedule::order_by_phase(s);
-          schedule::derive_dependencies(s);
-          return s;
-        },
-        &traffic);
-    CHECK(e == "");
-    for (auto [from, to] : traffic.links) REQUIRE(twisted.adjacent(from, to));
+    const auto rows = [&](const schedule::Context& ctx) {
+      return schedule::allreduce_part_rows(ctx)[part];
+    };
+    CHECK(check_pipelined(twisted, n, rows, 4, 4) == "");
   }
 }
 
@@ -327,20 +329,7 @@ TEST_CASE("a small last row floods round its ring: every rank's total, neighbour
     const Torus t = Torus::parse(shape);
     const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 3 * 32 + 7;
     INFO(shape << " flooded in 8 pieces");
-    model::CheckSpec spec{Collective::allreduce, t.chips(),     n, false,
-                          DataType::i32,         ReduceOp::sum, 0, {}};
-    CHECK(model::check_collective(spec, [&](int r) {
-            const schedule::Context ctx{r, t, {}};
-            schedule::Schedule s;
-            append_allreduce_rows_pipelined(s, schedule::rows_of(ctx), {0, n}, 0, false,
-                                            static_cast<std::uint32_t>(t.chips()), 8, 4, true,
-                                            schedule::RingFlood{n, n});
-            s.rank = r;
-            s.nranks = t.chips();
-            schedule::order_by_phase(s);
-            schedule::derive_dependencies(s);
-            return s;
-          }) == "");
+    CHECK(check_pipelined(t, n, schedule::rows_of, 8, 4, schedule::RingFlood{n, n}) == "");
   }
 }
 
