@@ -119,6 +119,8 @@ class Torus {
   // dimension of two, whose wraparound leads to another row), 1 at a line's end or on a plain
   // dimension of two, 0 on a dimension of one.
   int ports(int rank) const;
+  // The same along dimension d only.
+  int ports(int rank, int d) const;
 
   // The 2D torus it is, where it has two dimensions (or one: N x 1) and no twist.
   std::optional<Torus2D> as_torus2d() const;

@@ -74,24 +74,16 @@ double distance_bound(const std::vector<DimensionLinks>& dims, Collective c, dou
 
 namespace {
 
-// A twisted short dimension of 2 (2x2x4:twist): its wraparound link leads to another row, not
-// back to the chip's other neighbour, so each chip has both directions, as round a ring of 3
-// or more (a plain dimension of 2 has one link between its two chips).
-bool twisted_pair(const Torus& t, int d) {
-  return t.twisted() && t.size(d) == 2 && !t.ring_along(d);
-}
-
+// Every row along d alike: a row's chips' ports along d (Torus::ports), once per row.
 std::uint64_t directions_along(const Torus& t, int d) {
   const auto k = static_cast<std::uint64_t>(t.size(d));
-  if (k < 2) return 0;
-  const std::uint64_t lines = static_cast<std::uint64_t>(t.chips()) / k;
-  return lines * ((t.wraps(d) && k > 2) || twisted_pair(t, d) ? 2 * k : 2 * (k - 1));
+  std::uint64_t row = 0;
+  for (int chip : t.line_through(0, d)) row += static_cast<std::uint64_t>(t.ports(chip, d));
+  return static_cast<std::uint64_t>(t.chips()) / k * row;
 }
 
-// A line's end has the fewest (coordinate 0; on a ring every coordinate is alike).
-int fewest_along(const Torus& t, int d) {
-  return twisted_pair(t, d) ? 2 : ports_along(t.size(d), t.wraps(d), 0);
-}
+// A line's end has the fewest (coordinate 0, as chip 0; on a ring every coordinate is alike).
+int fewest_along(const Torus& t, int d) { return t.ports(0, d); }
 
 }  // namespace
 

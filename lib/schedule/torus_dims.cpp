@@ -165,24 +165,19 @@ Orders first_then_descending(const std::vector<Row>& rows) {
 //
 // A part first along a long dimension (z) keeps the plain rows: the ring of 8, then lines of 4.
 // The first row moves the most; with this every part's first row is a ring.
-bool twisted_short(const Torus& t, int d) { return t.twisted() && t.wraps(d) && !t.ring_along(d); }
+// On a twisted torus every dimension wraps, and the long ones (2k) are those whose rows close
+// into rings (Torus::ring_along); the short ones' do not.
+bool twisted_short(const Torus& t, int d) { return t.twisted() && !t.ring_along(d); }
 
-int shortest_size(const Torus& t) {
-  int k = t.size(0);
-  for (int d = 1; d < t.dimensions(); ++d) k = std::min(k, t.size(d));
-  return k;
-}
-
-// How many of a twisted torus's dimensions are long (2k; 0 where it is not twisted), and the
-// first of them.
+// How many of a twisted torus's dimensions are long (0 where it is not twisted), and the first.
 int long_dimensions(const Torus& t) {
   int n = 0;
-  for (int d = 0; d < t.dimensions(); ++d) n += t.twisted() && t.size(d) == 2 * shortest_size(t);
+  for (int d = 0; d < t.dimensions(); ++d) n += t.twisted() && t.ring_along(d);
   return n;
 }
 int first_long_dimension(const Torus& t) {
   for (int d = 0; d < t.dimensions(); ++d)
-    if (t.size(d) == 2 * shortest_size(t)) return d;
+    if (t.ring_along(d)) return d;
   return -1;
 }
 
@@ -192,7 +187,7 @@ void walk_twisted_ring(const Torus& t, int d, std::vector<int>& coord) {
   const int k = t.size(d), position = coord[static_cast<std::size_t>(d)];
   coord[static_cast<std::size_t>(d)] = position % k;
   for (int e = 0; e < t.dimensions(); ++e)  // every wraparound passed lands k along the long ones
-    if (t.size(e) == 2 * k)
+    if (t.ring_along(e))
       coord[static_cast<std::size_t>(e)] =
           (coord[static_cast<std::size_t>(e)] + position / k * k) % (2 * k);
 }
@@ -230,11 +225,12 @@ Row sheet_line(const Context& ctx, int d) {
 // `orders` with each part that starts along a twisted short dimension on its ring (above).
 Orders twisted_rings(const Context& ctx, Orders orders) {
   const Torus& t = ctx.topology;
+  const int first_long = first_long_dimension(t);
   for (std::vector<Row>& order : orders) {
     if (!twisted_short(t, order.front().dimension)) continue;
     order.front() = twisted_ring(ctx, order.front().dimension);
     for (Row& row : order)
-      if (row.dimension == first_long_dimension(t)) row = sheet_line(ctx, row.dimension);
+      if (row.dimension == first_long) row = sheet_line(ctx, row.dimension);
   }
   return orders;
 }
@@ -585,9 +581,10 @@ BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
 // more anywhere; in
 // pipelined pieces it lost from 16 MiB, where the links are the bound (v5p 1 GiB 0.94 ->
 // 0.885, the pod 64 MiB 0.98 -> 0.97).
-RingFlood ring_flood(const Spec& r, const Context& ctx, const Row& last, int pieces) {
-  if (pieces > 1 || r.elem_bytes == 0 || !ctx.knows_hops()) return {0, r.count};
-  const auto d = static_cast<std::size_t>(last.dimension);
+// On three dimensions and more: two keep the exact loads their simulator tests count.
+RingFlood ring_flood(const Spec& r, const Context& ctx, std::span<const Row> order, int pieces) {
+  if (order.size() < 3 || pieces > 1 || r.elem_bytes == 0 || !ctx.knows_hops()) return {};
+  const auto d = static_cast<std::size_t>(order.back().dimension);
   return {static_cast<std::uint64_t>(0.5 * ctx.hop_seconds[d] * ctx.link_rate[d] /
                                      static_cast<double>(r.elem_bytes)),
           r.count};
@@ -809,9 +806,8 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
   Schedule s;
   const auto divisor = static_cast<std::uint32_t>(ctx.nranks());
   if (!busy || rows.size() < 2) {
-    // (Flooding on three dimensions and more: two keep the exact loads their tests count.)
     append_allreduce_rows(s, rows, {0, r.count}, 0, r.average, divisor, 0, 0, nullptr, false,
-                          rows.size() > 2 ? ring_flood(r, ctx, rows.back(), 1) : RingFlood{});
+                          ring_flood(r, ctx, rows, 1));
     return s;
   }
   // Part i: its share of the vector, the rows in the order i, i+1, ..., on tags 2i and 2i + 1.
@@ -826,10 +822,9 @@ Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx) {
                                   ? r.count
                                   : std::min(r.count, static_cast<std::uint64_t>(std::llround(
                                                           before * static_cast<double>(r.count))));
-    append_allreduce_rows_pipelined(
-        s, orders[i], {at, end - at}, 2 * static_cast<int>(i), r.average, divisor, pipe.pieces,
-        pipe.lag, true,
-        rows.size() > 2 ? ring_flood(r, ctx, orders[i].back(), pipe.pieces) : RingFlood{});
+    append_allreduce_rows_pipelined(s, orders[i], {at, end - at}, 2 * static_cast<int>(i),
+                                    r.average, divisor, pipe.pieces, pipe.lag, true,
+                                    ring_flood(r, ctx, orders[i], pipe.pieces));
     at = end;
   }
   return s;

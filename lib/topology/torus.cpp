@@ -155,14 +155,16 @@ int ports_along(int size, bool wraps, int x) noexcept {
 }
 
 int Torus::ports(int rank) const {
-  const std::vector<int> c = coord_of(rank);
   int n = 0;
-  for (std::size_t d = 0; d < sizes_.size(); ++d)
-    // A twisted short dimension of 2: its wraparound leads to another row, a second port.
-    n += twisted_ && sizes_[d] == 2 && !ring_along(static_cast<int>(d))
-             ? 2
-             : ports_along(sizes_[d], wraps_[d], c[d]);
+  for (int d = 0; d < dimensions(); ++d) n += ports(rank, d);
   return n;
+}
+
+int Torus::ports(int rank, int d) const {
+  const auto i = static_cast<std::size_t>(d);
+  // A twisted short dimension of 2: its wraparound leads to another row, a second port.
+  if (twisted_ && sizes_.at(i) == 2 && !ring_along(d)) return 2;
+  return ports_along(sizes_.at(i), wraps_[i], coord_of(rank)[i]);
 }
 
 Torus Torus::along(Axes axes) const {

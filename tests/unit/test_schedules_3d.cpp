@@ -206,14 +206,23 @@ namespace {
 // torus2d_both's all-reduce of `count` f32 elements on `shape` with the model's links (`link_rate`
 // bytes/s and 1 us a hop along every dimension; 0: no model) and reducer: rank 0's sends on one
 // channel of part 0's first row, the same number in every pipelined piece.
+// Rank r's context on `t` with the model's links known (`link_rate` bytes/s and 1 us a hop along
+// every dimension, the reducer at `reduce_rate`), as the simulator gives them.
+schedule::Context model_context(int r, const Torus& t, double link_rate, double reduce_rate = 0) {
+  schedule::Context ctx{r, t, {}};
+  ctx.link_rate.fill(link_rate);
+  ctx.hop_seconds.fill(1e-6);
+  ctx.reduce_rate = reduce_rate;
+  return ctx;
+}
+
 int first_channel_sends(const char* shape, std::uint64_t count, double link_rate,
                         double reduce_rate = 0) {
-  schedule::Context ctx{0, Torus::parse(shape), {}};
+  const Torus t = Torus::parse(shape);
+  schedule::Context ctx{0, t, {}};
   schedule::Spec spec{Collective::allreduce, count, false, false, {}};
   if (link_rate > 0) {
-    ctx.link_rate.fill(link_rate);
-    ctx.hop_seconds.fill(1e-6);
-    ctx.reduce_rate = reduce_rate;
+    ctx = model_context(0, t, link_rate, reduce_rate);
     spec.elem_bytes = 4;
   }
   const schedule::Schedule s = schedule::build(Algorithm::torus2d_both, spec, ctx);
@@ -281,12 +290,6 @@ TEST_CASE("a small last row floods round its ring: every rank's total, neighbour
   // under half a hop (here 50 GB/s, 1 us: ranges under 6250 f32 elements), build() floods it
   // round the ring instead of reduce-scattering and all-gathering it. Every rank, real data,
   // rings of 3, 4, 5 and 8 after rings and lines, through the twisted links too.
-  const auto with_model = [](int r, const Torus& t) {
-    schedule::Context ctx{r, t, {}};
-    ctx.link_rate.fill(50e9);
-    ctx.hop_seconds.fill(1e-6);
-    return ctx;
-  };
   for (const char* shape :
        {"3x3x4", "4x4x4", "2x3x5:wrap=xz", "4x2x8", "5x3x3:wrap=yz", "2x2x4:twist"})
     for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both}) {
@@ -301,7 +304,7 @@ TEST_CASE("a small last row floods round its ring: every rank's total, neighbour
           [&](int r) {
             schedule::Spec sp{Collective::allreduce, n, false, false, {}};
             sp.elem_bytes = 4;
-            schedule::Schedule s = schedule::build(a, sp, with_model(r, t));
+            schedule::Schedule s = schedule::build(a, sp, model_context(r, t, 50e9));
             s.rank = r;
             s.nranks = t.chips();
             return s;
@@ -317,7 +320,7 @@ TEST_CASE("a small last row floods round its ring: every rank's total, neighbour
     schedule::Spec sp{Collective::allreduce, count, false, false, {}};
     sp.elem_bytes = model ? 4 : 0;
     return schedule::build(Algorithm::torus2d_both, sp,
-                           model ? with_model(0, pod) : schedule::Context{0, pod, {}})
+                           model ? model_context(0, pod, 50e9) : schedule::Context{0, pod, {}})
         .scratch_count;
   };
   CHECK(scratch(1u << 18, true) > (1u << 18));
