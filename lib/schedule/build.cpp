@@ -33,6 +33,20 @@ bool runs_on_the_line(Algorithm a, const Spec& r, const Context& ctx) {
   return lines <= 1;
 }
 
+// torus2d_both's 2D form (torus2d.cpp) serves one case the N-dimensional one (torus_dims.cpp)
+// does not match: the all-reduce on two dimensions where one is a line of more than 2, whose
+// parts it cuts into pieces by the line's pipeline and shares by its latency (128x32 with X a
+// line). Everywhere else the N-dimensional form is as fast or faster: toroid-sim, f32, 1 KiB to
+// 1 GiB by 4x (2026-12-07), tpu-v3-pod all-reduce 64 MiB 467 -> 449 us, 1 GiB 6.95 -> 6.77 ms;
+// reduce-scatter / all-gather 1 GiB 3.77 -> 3.59 and 3.68 -> 3.37 ms; the multipod's
+// reduce-scatter 16 MiB 262 -> 229 us, all-gather 64 MiB 437 -> 356 us; nothing slower. On
+// the multipod the N-dimensional all-reduce took 1.1-2x as long.
+bool two_d_line_allreduce(const Spec& r, const Context& ctx) {
+  const std::optional<Torus2D> t = ctx.topology.as_torus2d();
+  if (!t || r.collective != Collective::allreduce) return false;
+  return (!t->wraps(Axis::x) && t->x_dim() > 2) || (!t->wraps(Axis::y) && t->y_dim() > 2);
+}
+
 }  // namespace
 
 Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
@@ -76,7 +90,8 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx) {
         s = build_torus_dims(false, r, ctx);
         break;
       case Algorithm::torus2d_both:
-        s = ctx.topology.as_torus2d() ? build_torus2d_both(r, ctx) : build_torus_dims(true, r, ctx);
+        s = two_d_line_allreduce(r, ctx) ? build_torus2d_both(r, ctx)
+                                         : build_torus_dims(true, r, ctx);
         break;
       case Algorithm::hierarchical:
         s = build_hierarchical(r, ctx);

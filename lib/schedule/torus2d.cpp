@@ -1,5 +1,9 @@
-// 2D torus collectives on X x Y (each dimension a bidirectional ring, or a line without
-// wraparound). Terms: a *row* is the X ranks sharing y, a *column* the Y ranks sharing x; a
+// torus2d_both's all-reduce on X x Y where a dimension is a line (no wraparound) of more than 2:
+// its parts are cut into pieces by the line's pipeline and shared by its latency, which the
+// N-dimensional form (torus_dims.cpp) does not do; every other 2D collective runs that form
+// (build.cpp, two_d_line_allreduce). The terms and the 2D all-reduce it builds on:
+//
+// X x Y (each dimension a bidirectional ring, or a line without wraparound). Terms: a *row* is the X ranks sharing y, a *column* the Y ranks sharing x; a
 // rank's *shard* is its 1/X share of the vector after the row phase.
 //
 // all-reduce (torus2d), three phases, every row (column) at once:
@@ -68,40 +72,6 @@
 //
 // so the line's latency hides under the later pieces' reduce-scatters (128x32, 64 MiB: 863 ->
 // 663 us; 32x8 with X a line, 16 MiB: 227 -> 168 us).
-//
-// reduce-scatter (torus2d) with the global block rule (rank r = y*X + x ends with block r):
-// first along Y with Y-block y = global blocks [y*X, y*X + X) (contiguous), then along X inside
-// it, where member x's piece is global block y*X + x. all-gather is the reverse (X, then Y).
-//
-// reduce-scatter / all-gather (torus2d_both): the columns split in two. Unspread (see below),
-// the blocks of columns [0, split) go Y-first as above (rows' first parts: contiguous); those
-// of columns [split, X) go X-first: along X over whole columns, then along Y inside the own
-// column. A column's blocks lie Y apart in the vector (X = 4, split = 2, Y = 3):
-//
-//     vector   [ 0  1 |2  3 ][ 4  5 |6  7 ][ 8  9 |10 11]    rows y = 0, 1, 2
-//              Y-first part    X-first part: column 2 = blocks 2, 6, 10; column 3 = 3, 7, 11
-//
-// so the X-first part reads its input as gathered chunks (step.hpp: the column's runs, read
-// in place) and keeps its partial sums in scratch column by column ([2 6 10][3 7 11]), where
-// each column is contiguous; the all-gather receives a column's blocks straight into their
-// places in the output (a gathered receive) and forwards them from there. Both parts run at
-// once (tags 0-3, 4-7); the X-first share of X (at least one column each) is what the share
-// above gives, so the two dimensions' links carry it.
-//
-// In each part's row phase only the columns of that part own a block. Where the rows are rings
-// the X-first columns are spread evenly along them (every other one on a square torus,
-// Bresenham's rule otherwise), so the owners lie evenly round each row and its blocks go half
-// way round each way (about X/2 steps, dimension.hpp); as the last columns they bunch, and
-// only whole rings load the links alike (X-1 steps):
-//
-//     spread   x:  0  1  2  3  4  5  6  7          last columns   0  1  2  3  4  5  6  7
-//     part:        Y  X  Y  X  Y  X  Y  X                         Y  Y  Y  Y  X  X  X  X
-//
-// Spread, the Y-first part's row parts are no longer contiguous, so it too reads gathered
-// chunks and accumulates in scratch, row by row, with the X-first columns after it (32x32,
-// 1 GiB reduce-scatter: 4.61 -> 3.73 ms; 16 MiB 117 -> 77 us; under the FIFO reducer). The
-// all-gather receives its row parts into their runs of the output, as it does the columns:
-// no copies, so it always spreads.
 #include <algorithm>
 #include <cmath>
 
@@ -188,165 +158,37 @@ double x_first_share(const Context& ctx, const Torus2D& t, int pieces, double by
   return std::clamp(a, 0.0, 1.0);
 }
 
-// Reduce-scatter / all-gather on X x Y with the global block rule, in the both form's terms
-// (the block comment above). The layouts place the parts' blocks in scratch, where the
-// reduce-scatter accumulates; the all-gather uses them only as maps to the output's runs.
-struct BlockLayout {
-  std::vector<char> x_first;  // per x: column x goes X-first
-  bool any_x_first = false;
-  Blocks global;      // block r = y*X + x: rank r's
-  Gather rows;        // spread: the Y-first part's layout in scratch, row by row (none: in place)
-  Blocks row_part;    // per y: the row's Y-first blocks, contiguous (in `rows`' layout if spread)
-  Blocks row_blocks;  // per x: my row's block x if column x goes Y-first, else empty
-  Gather columns;     // the X-first part's layout in scratch: column by column, y ascending
-  Blocks column;      // per x: column x's region in that layout (empty for a Y-first column)
-  Blocks in_column;   // per y: block (my x, y) in that layout
-  std::uint64_t scratch_end = 0;  // where the scratch layouts end
-};
-
-// `spread`: the X-first columns spread evenly along the row (every other one on a square
-// torus) instead of the last ones, the Y-first part then gathered into scratch at 0 (its row
-// parts are no longer contiguous in the vector) and the X-first columns after it; else the
-// Y-first part stays at its offsets and the columns start at `base`.
-BlockLayout layout_of(const Spec& r, const Context& ctx, const Torus2D& t, const RowAndColumn& g,
-                      bool spread, std::uint64_t base) {
-  const int X = t.x_dim(), Y = t.y_dim();
-  BlockLayout l;
-  l.global = even_blocks(0, r.count, t.size());
-  l.x_first.assign(X, 0);
-  if (X > 1 && Y > 1) {
-    const int n = std::clamp(static_cast<int>(std::lround(x_first_share(ctx, t, 1) * X)), 1, X - 1);
-    for (int x = 0; x < X; ++x) l.x_first[x] = spread ? (x + 1) * n / X > x * n / X : x >= X - n;
-    l.any_x_first = true;
-  }
-  const int my_x = g.x.group.position, my_y = g.y.group.position;
-  std::uint64_t at = spread ? 0 : base;
-  l.row_part.resize(Y);
-  l.row_blocks.assign(X, Block{0, 0});
-  for (int y = 0; y < Y; ++y) {
-    l.row_part[y].offset = spread ? at : l.global[y * X].offset;
-    for (int x = 0; x < X; ++x) {
-      if (l.x_first[x]) continue;
-      const Block& b = l.global[y * X + x];
-      const Block placed{spread ? at : b.offset, b.count};
-      if (spread) l.rows.runs.push_back({at, b.count, b.offset}), at += b.count;
-      l.row_part[y].count += b.count;
-      if (y == my_y) l.row_blocks[x] = placed;
-    }
-  }
-  // An empty block sits where its row part ends, out of every other block's way.
-  for (int x = 0; x < X; ++x)
-    if (l.x_first[x]) l.row_blocks[x].offset = l.row_part[my_y].offset + l.row_part[my_y].count;
-  if (!spread) at = base;
-  l.column.assign(X, Block{at, 0});
-  l.in_column.assign(Y, Block{at, 0});
-  for (int x = 0; x < X; ++x) {
-    if (!l.x_first[x]) continue;
-    l.column[x].offset = at;
-    for (int y = 0; y < Y; ++y) {
-      const Block& b = l.global[y * X + x];
-      if (x == my_x) l.in_column[y] = {at, b.count};
-      l.columns.runs.push_back({at, b.count, b.offset});
-      at += b.count;
-    }
-    l.column[x].count = at - l.column[x].offset;
-  }
-  l.scratch_end = at;
-  return l;
-}
-
 }  // namespace
 
 Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
+  if (r.collective != Collective::allreduce)
+    throw InvalidArgument("torus2d_both's 2D form runs the all-reduce only");
   Schedule s;
   const Torus2D t = ctx.grid("torus2d_both's 2D form");
   const RowAndColumn g = row_and_column_of(ctx, t);
-  const int p = ctx.nranks();
-  const auto divisor = static_cast<std::uint32_t>(p);
-  if (r.collective == Collective::allreduce) {
-    const int k = pieces_for(t, r.count);
-    const auto x_first = static_cast<std::uint64_t>(
-        std::llround(x_first_share(ctx, t, k, static_cast<double>(r.count) * r.elem_bytes) *
-                     static_cast<double>(r.count)));
-    const bool x_line = !t.wraps(Axis::x), y_line = !t.wraps(Axis::y);
-    // Each part: a ring first and a line's pipeline in the middle cuts pieces for the middle;
-    // else the line-first pieces (lag 2 when the middle is a line), which keep both ends of a
-    // first line busy (on a mesh of two lines, 8x8 at 64 MiB, the middle's pieces lost 8%).
-    auto run = [&](bool first_x, Block part, int tag) {
-      const Links first = first_x ? g.x.links : g.y.links;
-      const Links middle = first_x ? g.y.links : g.x.links;
-      const int middle_size = first_x ? t.y_dim() : t.x_dim();
-      if (first != Links::line && line_pipeline(middle, middle_size)) {
-        const int m = middle_pieces(part.count, first_x ? t.x_dim() : t.y_dim());
-        allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, m, m);
-      } else {
-        allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, k,
-                               (first_x ? y_line : x_line) ? 2 : 1);
-      }
-    };
-    run(true, {0, x_first}, 0);
-    run(false, {x_first, r.count - x_first}, 4);
-    return s;
-  }
-  const int my_x = g.x.group.position;
-  if (r.collective == Collective::reduce_scatter) {
-    // Both parts' rows have owners in some columns only. Along a ring those spread evenly,
-    // so the rows' blocks go half way round each way (dimension.hpp) in about X/2 steps, where
-    // the last columns as owners would load the links near them and go all the way round.
-    const bool spread = g.x.links == Links::bidir_ring;
-    // Unspread, in place the row part accumulates in the output; else in scratch at the same
-    // offsets, with the column layout after it. Spread, both parts accumulate in scratch.
-    const Buf acc = r.in_place && !spread ? Buf::output : Buf::scratch;
-    const BlockLayout l = layout_of(r, ctx, t, g, spread, r.in_place ? 0 : r.count);
-    const Block own = l.global[ctx.rank];
-    const Chunk result = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::output, 0, own.count};
-    const bool x_first = l.x_first[my_x] != 0;
-    s.scratch_count = l.scratch_end;
-    const int my_y = g.y.group.position;
-    // Unspread, the Y-first part's columns go all the way round like the X-first part's rows
-    // (whose owners are only some members, dimension.hpp): half-way chains in one part beside
-    // full rings in the other, on one reducer, cost up to 9% where it bounds (16x16, 256 MiB:
-    // 1183 against 1270 us).
-    const Links first = l.any_x_first && !spread && g.y.links == Links::bidir_ring
-                            ? Links::opposite_rings
-                            : g.y.links;
-    const Source input = spread ? Source(Buf::input, l.rows) : Source(Buf::input);
-    std::uint32_t end = append_reduce_scatter(s, first, g.y.group, l.row_part, 0, input, acc,
-                                              chunk(acc, l.row_part[my_y]), 0);
-    end = append_reduce_scatter(s, g.x.links, g.x.group, l.row_blocks, 2, acc, acc,
-                                x_first ? Chunk{Buf::output, own.offset, 0} : result, end);
-    if (l.any_x_first) {
-      std::uint32_t ph =
-          append_reduce_scatter(s, g.x.links, g.x.group, l.column, 4, Source(Buf::input, l.columns),
-                                Buf::scratch, chunk(Buf::scratch, l.column[my_x]), 0);
-      ph = append_reduce_scatter(s, g.y.links, g.y.group, l.in_column, 6, Buf::scratch,
-                                 Buf::scratch, x_first ? result : Chunk{Buf::output, 0, 0}, ph);
-      end = std::max(end, ph);
+  const auto divisor = static_cast<std::uint32_t>(ctx.nranks());
+  const int k = pieces_for(t, r.count);
+  const auto x_first = static_cast<std::uint64_t>(
+      std::llround(x_first_share(ctx, t, k, static_cast<double>(r.count) * r.elem_bytes) *
+                   static_cast<double>(r.count)));
+  const bool x_line = !t.wraps(Axis::x), y_line = !t.wraps(Axis::y);
+  // Each part: a ring first and a line's pipeline in the middle cuts pieces for the middle;
+  // else the line-first pieces (lag 2 when the middle is a line), which keep both ends of a
+  // first line busy (on a mesh of two lines, 8x8 at 64 MiB, the middle's pieces lost 8%).
+  auto run = [&](bool first_x, Block part, int tag) {
+    const Links first = first_x ? g.x.links : g.y.links;
+    const Links middle = first_x ? g.y.links : g.x.links;
+    const int middle_size = first_x ? t.y_dim() : t.x_dim();
+    if (first != Links::line && line_pipeline(middle, middle_size)) {
+      const int m = middle_pieces(part.count, first_x ? t.x_dim() : t.y_dim());
+      allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, m, m);
+    } else {
+      allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, k,
+                             (first_x ? y_line : x_line) ? 2 : 1);
     }
-    append_average(s, r.average, result, divisor, end);
-    return s;
-  }
-  // All-gather: the reverse, every block received straight into its places in the output (the
-  // layouts' runs), forwarded from there as it lands.
-  const bool spread = g.x.links == Links::bidir_ring;
-  const BlockLayout l = layout_of(r, ctx, t, g, spread, 0);
-  const Block own = l.global[ctx.rank];
-  const Chunk own_src = r.in_place ? chunk(Buf::output, own) : Chunk{Buf::input, 0, own.count};
-  const bool x_first = l.x_first[my_x] != 0;
-  const Chunk none{Buf::output, own.offset, 0};
-  const int my_y = g.y.group.position;
-  const Source rows = spread ? Source(Buf::output, l.rows) : Source(Buf::output);
-  const std::uint32_t end =
-      append_allgather(s, g.x.links, g.x.group, l.row_blocks, 2, x_first ? none : own_src, rows, 0);
-  append_allgather(s, g.y.links, g.y.group, l.row_part, 0, rows.chunk(s, l.row_part[my_y]), rows,
-                   end);
-  if (l.any_x_first) {
-    const Source columns(Buf::output, l.columns);
-    const std::uint32_t ph = append_allgather(s, g.y.links, g.y.group, l.in_column, 6,
-                                              x_first ? own_src : none, columns, 0);
-    append_allgather(s, g.x.links, g.x.group, l.column, 4, columns.chunk(s, l.column[my_x]),
-                     columns, ph);
-  }
+  };
+  run(true, {0, x_first}, 0);
+  run(false, {x_first, r.count - x_first}, 4);
   return s;
 }
 
