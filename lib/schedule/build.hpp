@@ -69,7 +69,7 @@ Schedule build(Algorithm a, const Spec& r, const Context& ctx);
 // Spec::axes set: the collective in each sub-torus along them.
 Schedule build_along(Algorithm a, const Spec& r, const Context& ctx);
 Schedule build_one_dimension(Algorithm a, const Spec& r,
-                             const Context& ctx);                         // ring, bidir_ring, axis
+                             const Context& ctx);                // ring, bidir_ring, axis
 Schedule build_torus2d_both(const Spec& r, const Context& ctx);  // 2D all-reduce with a line
 Schedule build_torus_dims(bool busy, const Spec& r, const Context& ctx);  // any shape
 Schedule build_hierarchical(const Spec& r, const Context& ctx);

@@ -533,7 +533,8 @@ bool reducer_bound(const Spec& r, const Context& ctx, const std::vector<Row>& ro
 }
 
 // The every-dimension-busy all-reduce's pieces, their lag and whether the shares weigh exact
-// loads (busy_shares): 8 pieces lag 4 from 16Mi elements (kBusyManyPiecesFrom); from 4Mi, 4
+// loads (busy_shares): 8 pieces lag 4 from 16Mi elements (kBusyManyPiecesFrom; 4 where the
+// link time is under 10 times the hops, below); from 4Mi, 4
 // pieces lag 4 where the link time is at least 6 times the hops, 3 lag 3 where 3 times (short
 // rows: 4x4x8, the twisted slice, 8x8x16), else 2 lag 2 (the pod's rings of 16 at 16 MiB, v5p). toroid-sim, f32, of the
 // limit with 2 pieces lag 2 rates alone / 3 lag 3 exact loads (2026-12-07), 16 MiB: tpu-v4
@@ -544,6 +545,10 @@ bool reducer_bound(const Spec& r, const Context& ctx, const std::vector<Row>& ro
 // 8.4, 4x8x8 twisted 6.1), 4 pieces lag 4 (2026-12-08, against 3 lag 3): 4x4x8 0.937 -> 0.957,
 // twisted 0.871 -> 0.904, 2x4x8 0.888 -> 0.928, 4x8x8 twisted 0.790 -> 0.794; they lost where
 // it is lower (8x8x16, ratio 3.5: 0.831 -> 0.757); 5 lag 4 or 5 did worse on 4x4x8 (0.91).
+// From 16Mi elements, 8 pieces lag 4, but 4 where the ratio is under 10 (2026-12-08, 64 MiB:
+// tpu-v3-pod, ratio 6.5, 449.0 -> 429.3 us, 0.933 -> 0.976; tpu-v4-pod, 9.3, 456.5 -> 448.3;
+// where it is higher 8 stay ahead: tpu-v4, 28, 450.5 against 454.8 with 4; the v3 pod at
+// 128 MiB, 13, 848 against 857).
 struct BusyPipeline {
   int pieces = 1, lag = 2;
   bool exact_loads = false;
@@ -561,9 +566,9 @@ BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
         static_cast<int>(std::lround(6 * std::sqrt(link_time_over_hops(r, ctx, rows)))), 8, 64);
     return {pieces, pieces <= 12 ? 4 : 6, true};
   }
-  if (r.count >= kBusyManyPiecesFrom) return {8, 4, true};
   if (r.count < kBusyPiecesFrom) return {1, 2, false};
   const double ratio = link_time_over_hops(r, ctx, rows);
+  if (r.count >= kBusyManyPiecesFrom) return {ratio > 0 && ratio < 10 ? 4 : 8, 4, true};
   if (ratio >= 6) return {4, 4, true};
   if (ratio >= 3) return {3, 3, true};
   return {2, 2, false};
