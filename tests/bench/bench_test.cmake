@@ -3,6 +3,10 @@
 #                back; the CSV plotted to a PNG when matplotlib is there; every call mode
 #                (blocking, non-blocking, persistent); the overlap benchmark; run_spread.py
 #   MODE=bad   : each bad input exits with status 2 and a message naming it
+#   MODE=flood : 12 ranks as a 2x2x3 torus of hosts (TOROID_NODES one rank each, a tuning with
+#                network.links = torus): small all-reduces whose last row, a ring of 3, floods
+#                (schedule/ring_flood.hpp; test_selector shows this context floods them), every
+#                element checked, every call mode
 # Inputs: MPIEXEC, BENCH, OVERLAP (sweep), NP, WORK_DIR, SOURCE_DIR, PYTHON
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(launch ${MPIEXEC} -n ${NP} --oversubscribe ${BENCH})
@@ -162,6 +166,14 @@ elseif(MODE STREQUAL "bad")
   run_bench(2 "--axes: broadcast has no form along axes" --axes x --op broadcast)
   run_bench(2 "--axes: the collectives along axes have no persistent form" --axes x --mode persistent)
   run_bench(2 "unrecognised option" --frobnicate)
+elseif(MODE STREQUAL "flood")
+  set(ENV{TOROID_NODES} "1,1,1,1,1,1,1,1,1,1,1,1")
+  set(ENV{TOROID_TUNING} "${SOURCE_DIR}/tests/bench/torus_of_hosts.tuning")
+  run_bench(0 "topology 2x2x3.*allreduce +48 .*torus2d_both" --topology 2x2x3 --op allreduce
+            --algo torus2d,torus2d_both,auto,mpi --mode blocking,nonblocking,persistent
+            -b 48 -e 48K -f 10 -n 2 -w 1 --check 1)
+  run_bench(0 "allreduce +480 .*torus2d" --topology 2x2x3 --op allreduce --algo torus2d
+            --dtype f64 --redop max --inplace 1 -b 480 -e 480 -n 2 -w 1 --check 1)
 else()
-  message(FATAL_ERROR "MODE must be sweep or bad")
+  message(FATAL_ERROR "MODE must be sweep, bad or flood")
 endif()

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "model/selector.hpp"
+#include "schedule/build.hpp"
 #include "toroid/error.hpp"
 
 using namespace toroid;
@@ -298,6 +299,23 @@ TEST_CASE("selector: network.links = torus prices hosts wired as the torus per l
       model::schedule_context(Selector(cube).model(), cube.node_of_rank);
   CHECK(on_cube.link_rate[2] == Approx(0.025e9));
   CHECK(on_cube.hop_seconds[2] == Approx(100e-6));
+  // 2x2x3 hosts, rings of 3 last: the communicator's context makes torus2d's small all-reduce
+  // flood its last row (ranges under 0.5 hop x 25 MB/s / 4 B = 312 f32 elements; its buffers
+  // in scratch past the vector), as the 12-rank engine test (bench_flood_np12) runs it;
+  // 1 MiB's ranges are larger and reduce-scatter.
+  SelectorInputs ring3 = inputs(Torus::parse("2x2x3"), {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  ring3.tuning = t;
+  const schedule::Context on_ring3 =
+      model::schedule_context(Selector(ring3).model(), ring3.node_of_rank);
+  const auto scratch = [&](std::uint64_t count) {
+    schedule::Spec sp{Collective::allreduce, count, false, false, {}};
+    sp.elem_bytes = 4;
+    schedule::Context ctx = on_ring3;
+    ctx.rank = 5;
+    return schedule::build(Algorithm::torus2d, sp, ctx).scratch_count;
+  };
+  CHECK(scratch(120) > 120);
+  CHECK(scratch(1u << 18) <= (1u << 18));
   in.tuning.network_torus = false;
   Selector sw(in);
   CHECK(model::schedule_context(sw.model(), in.node_of_rank).hop_seconds[1] == 0.0);
