@@ -7,6 +7,9 @@
 #                network.links = torus): small all-reduces whose last row, a ring of 3, floods
 #                (schedule/ring_flood.hpp; test_selector shows this context floods them), every
 #                element checked, every call mode
+#   MODE=twisted : 16 ranks as 2x2x4:twist (the short rows' wraparound leads 2 further along z):
+#                every collective and torus algorithm on the engine (Swing's all-reduce),
+#                every element checked
 # Inputs: MPIEXEC, BENCH, OVERLAP (sweep), NP, WORK_DIR, SOURCE_DIR, PYTHON
 file(MAKE_DIRECTORY ${WORK_DIR})
 set(launch ${MPIEXEC} -n ${NP} --oversubscribe ${BENCH})
@@ -174,6 +177,13 @@ elseif(MODE STREQUAL "flood")
             -b 48 -e 48K -f 10 -n 2 -w 1 --check 1)
   run_bench(0 "allreduce +480 .*torus2d" --topology 2x2x3 --op allreduce --algo torus2d
             --dtype f64 --redop max --inplace 1 -b 480 -e 480 -n 2 -w 1 --check 1)
+elseif(MODE STREQUAL "twisted")
+  run_bench(0 "topology 2x2x4:twist.*allreduce +245760 .*allgather +245760 .*broadcast +245760 " --topology 2x2x4:twist
+            --op allreduce,reduce_scatter,allgather,broadcast --algo torus2d,torus2d_both,swing,auto
+            -b 60 -e 240K -f 64 -n 1 -w 0 --check 1)
+  run_bench(0 "allreduce +3840 .*swing_latency" --topology 2x2x4:twist --op allreduce
+            --algo swing_latency,torus2d_both --mode nonblocking,persistent --dtype i32 --redop max
+            -b 60 -e 3840 -f 64 -n 1 -w 0 --check 1)
 else()
-  message(FATAL_ERROR "MODE must be sweep, bad or flood")
+  message(FATAL_ERROR "MODE must be sweep, bad, flood or twisted")
 endif()
