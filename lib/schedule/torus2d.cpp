@@ -103,21 +103,27 @@ void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Bl
 }
 
 // How many pipelined pieces torus2d_both's all-reduce cuts each part into: 1 on a torus; with a
-// line, by the half vector a part holds against line x 64Ki elements (a piece's line block):
-// 2 from 2x, 3 from 16x, 4 from 32x. The thresholds are toroid-sim's (links shared by
-// processor sharing, docs/simulator.md), pieces 2/3/4 in ms: 128x32 at 512 MiB (8 blocks)
-// 4.76/5.13/5.39, at 1 GiB (16) 9.05/8.86/9.19; 64x16 at 1 GiB (32) 8.88/8.38/8.53; 16x8 at
-// 128 MiB (16) 1.23/1.20/1.20, at 512 MiB (64) 4.60/4.28/4.15; 32x8 at 512 MiB (32)
-// 4.90/4.57/4.33 (X a line, Y a ring each time). More pieces mean shorter line blocks, each
-// step's hop and segment a larger part of it. Short lines gain from more pieces sooner: the
-// emulated 4x2 cluster's model at 16 MiB (8 blocks) takes 2.80/2.46/2.48 s.
+// line, by b = the half vector a part holds over line x 64Ki elements (a piece's line block):
+// 1 below b = 2, else about min(1.5·b, 3·sqrt(b)), at most 4 + line/8 where the other dimension
+// is a ring (24 on a mesh of two lines). More pieces balance the line's two ends better (a
+// pipelined line carries 2k/(k+2) of a ring's rate) but each adds its steps' hops and segments,
+// the more so the longer the line. toroid-sim, f32, 56 KiB segments, of the limit with the
+// earlier rule (2, 3, 4 pieces from b = 2, 16, 32) / this one (2026-12-08): 128x32 (the
+// multipod) 256 MiB 0.746 / 0.856, 1 GiB 0.806 / 0.920 (12 pieces; 8 0.907, 16 0.899);
+// 64x16 1 GiB 0.854 / 0.922; 32x8 0.882 / 0.916; 16x8 0.884 / 0.899; 8x8 mesh 0.761 / 0.949;
+// 16x16 mesh 0.713 / 0.935; 4x2:wrap=y 0.903 / 0.921. It lost on 16x8 at 16 MiB (142 ->
+// 157 us: 3 pieces) and on 32x4:wrap=y from 64 MiB (0.827 / 0.780, 1 GiB 0.918 / 0.881), where
+// the earlier rule's counts were the better ones.
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
 int pieces_for(const Torus2D& t, std::uint64_t count) {
   const int X = t.x_dim(), Y = t.y_dim();
-  const int line = !t.wraps(Axis::x) && X > 2 ? X : !t.wraps(Axis::y) && Y > 2 ? Y : 0;
+  const bool x_line = !t.wraps(Axis::x) && X > 2, y_line = !t.wraps(Axis::y) && Y > 2;
+  const int line = x_line ? X : y_line ? Y : 0;
   if (line == 0 || X < 2 || Y < 2) return 1;
-  const std::uint64_t blocks = count / 2 / (static_cast<std::uint64_t>(line) * kLineBlock);
-  return blocks >= 32 ? 4 : blocks >= 16 ? 3 : blocks >= 2 ? 2 : 1;
+  const double b = static_cast<double>(count) / 2 / (static_cast<double>(line) * kLineBlock);
+  if (b < 2) return 1;
+  const double most = x_line && y_line ? 24.0 : 4 + line / 8.0;
+  return static_cast<int>(std::lround(std::min({1.5 * b, 3 * std::sqrt(b), most})));
 }
 
 // Pieces of a part whose middle phase is a line's pipeline (the block comment above): one per
