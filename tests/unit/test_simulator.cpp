@@ -254,9 +254,13 @@ TEST_CASE(
   m.symmetric = false;  // every rank, as simulate() runs them (test_sim_symmetry.cpp: classes)
   schedule::Spec req;
   req.count = 4096;
+  req.elem_bytes = 4;  // as simulate_collective builds them: with the model's context
   std::vector<schedule::Schedule> all;
-  for (int r = 0; r < 8; ++r)
-    all.push_back(schedule::build(Algorithm::torus2d_both, req, {r, m.topology, {}}));
+  for (int r = 0; r < 8; ++r) {
+    schedule::Context ctx = model::schedule_context(m, {});
+    ctx.rank = r;
+    all.push_back(schedule::build(Algorithm::torus2d_both, req, ctx));
+  }
   const SimResult a = model::simulate(m, all, 4);
   const SimResult b = simulate_collective(m, Algorithm::torus2d_both, req, DataType::f32);
   REQUIRE(a.error == "");
