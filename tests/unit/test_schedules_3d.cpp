@@ -289,9 +289,10 @@ TEST_CASE("a small last row floods round its ring: every rank's total, neighbour
   // ring_flood.hpp: where the model knows the links and the last row's range crosses a link in
   // under half a hop (here 50 GB/s, 1 us: ranges under 6250 f32 elements), build() floods it
   // round the ring instead of reduce-scattering and all-gathering it. Every rank, real data,
-  // rings of 3, 4, 5 and 8 after rings and lines, through the twisted links too.
+  // rings of 3, 4, 5 and 8 after rings and lines, through the twisted links too, and on two
+  // dimensions (torus2d_both's).
   for (const char* shape :
-       {"3x3x4", "4x4x4", "2x3x5:wrap=xz", "4x2x8", "5x3x3:wrap=yz", "2x2x4:twist"})
+       {"3x3x4", "4x4x4", "2x3x5:wrap=xz", "4x2x8", "5x3x3:wrap=yz", "2x2x4:twist", "6x4", "5x3"})
     for (Algorithm a : {Algorithm::torus2d, Algorithm::torus2d_both}) {
       const Torus t = Torus::parse(shape);
       const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 7 + 3;
@@ -326,6 +327,15 @@ TEST_CASE("a small last row floods round its ring: every rank's total, neighbour
   CHECK(scratch(1u << 18, true) > (1u << 18));
   CHECK(scratch(1u << 18, false) <= (1u << 18));
   CHECK(scratch(1u << 24, true) <= (1u << 24));
+  // On two dimensions torus2d_both floods as well, torus2d not (its plain form's closed forms).
+  const Torus v3 = Torus::parse("32x32");
+  const auto scratch_2d = [&](Algorithm a) {
+    schedule::Spec sp{Collective::allreduce, 1u << 18, false, false, {}};
+    sp.elem_bytes = 4;
+    return schedule::build(a, sp, model_context(0, v3, 80e9)).scratch_count;
+  };
+  CHECK(scratch_2d(Algorithm::torus2d_both) > (1u << 18));
+  CHECK(scratch_2d(Algorithm::torus2d) <= (1u << 18));
   // In pipelined pieces the flood's last messages keep the channel's order: 8 pieces lag 4 on
   // last rings of 8, 3 and 4 (forced here; build() floods one piece only).
   for (const char* shape : {"2x2x8", "2x4x3", "4x4x4"}) {
