@@ -52,18 +52,17 @@ constexpr std::uint64_t kScatterLatencyBytesMesh = 8 * 1024;
 // 16 KiB (148.2 against 158.1 at 8 KiB).
 constexpr std::uint64_t kGatherLatencyBytesTorus = 4 * 1024;
 constexpr std::uint64_t kGatherLatencyBytesMesh = 16 * 1024;
-// Reduce-scatter and all-gather on a 2D shape: torus2d_both (both dimensions' links at once, its
-// X-first part on gathered columns) from these sizes, torus2d below. On a torus from where
-// swing_latency stops: its X-first columns spread along the rings of rows, whose blocks then go
-// half way round each way (torus2d.cpp), so it is never slower than torus2d (32x32, 2026-12-05:
-// 32.0 against 32.0 us at 4 KiB, reduce-scatter 36.7 against 39.6 at 1 MiB and 77 against 122
-// at 16 MiB, all-gather 36.1 against 37.1 and 77 against 121). On 128x32, whose rows are lines
-// (no spread) and whose X-first part runs along the 128-long line, the reduce-scatter from
-// 32 MiB (326 against 348 us; at 16 MiB torus2d, 238 against 262; with the shared reducer of
-// 2026-12-05), the all-gather from 64 MiB (438 against 483; at 32 MiB torus2d, 274 against 301).
+// Reduce-scatter and all-gather on a 2D shape: torus2d_both (both dimensions' links at once: one
+// part of every block X-first, one Y-first, torus_dims.cpp) from these sizes, torus2d below. On
+// a torus from where swing_latency stops, its rows' blocks going half way round each way, so it
+// is never slower than torus2d (32x32, 2026-12-05: 32.0 against 32.0 us at 4 KiB,
+// reduce-scatter 36.7 against 39.6 at 1 MiB and 77 against 122 at 16 MiB). On 128x32, whose X
+// is a 128-long line, the reduce-scatter from 16 MiB (229 against 238 us; at 8 MiB torus2d,
+// 183 against 186), the all-gather from 32 MiB (235 against 274; at 16 MiB torus2d, 187 against
+// 210), toroid-sim 2026-12-08, since 2D runs the N-dimensional parts (until then 32 and 64 MiB).
 constexpr std::uint64_t kBothBytesTorus = 4 * 1024;
-constexpr std::uint64_t kScatterBothBytesMesh = 32u << 20;
-constexpr std::uint64_t kGatherBothBytesMesh = 64u << 20;
+constexpr std::uint64_t kScatterBothBytesMesh = 16u << 20;
+constexpr std::uint64_t kGatherBothBytesMesh = 32u << 20;
 // Three dimensions and more, all-reduce (toroid-sim, f32, µs): swing_latency below 64 KiB
 // (32 KiB: 4x4x8 15.0 against torus2d_both's 16.3, 16x16x16 45.1 against torus2d's 48.5,
 // 16x16x24 51.0 against 56.3; 64 KiB: 20.5 / 59.2 / 59.3 against 16.5 / 48.5 / 56.6), torus2d

@@ -13,8 +13,8 @@ namespace {
 
 // Whether the half-way chains load every link alike: the members that own a block own one of
 // the same size (to one element) and lie evenly round the ring (every member, or every other
-// one, ...: the gaps between owners differ by at most one). Owners bunched together (the last
-// columns of a torus2d_both row) would load the links near them.
+// one, ...: the gaps between owners differ by at most one). Owners bunched together (a row
+// where only the last members own a block) would load the links near them.
 bool evenly_owned(const Blocks& blocks) {
   std::uint64_t lo = UINT64_MAX, hi = 0;
   int first = -1, last = -1, min_gap = INT_MAX, max_gap = 0;

@@ -2,10 +2,11 @@
 //
 //   ring            one direction (tag t)
 //   bidir_ring      both directions, each block half way round each way (bidir_ring.hpp: about
-//                   p/2 steps; tags t, t+1). The owners (members with a non-empty block) must lie
-//                   evenly round the ring (torus2d_both's spread columns); bunched together (its
-//                   all-gather's last columns), chains that short would load the links near
-//                   them, so such blocks go as opposite_rings.
+//                   p/2 steps; tags t, t+1). The owners (members with a non-empty block) must
+//                   hold blocks alike (to one element) and lie evenly round the ring; otherwise
+//                   (bunched owners, or an odd count's parts whose blocks differ by more),
+//                   chains that short would load some links more, so such blocks go as
+//                   opposite_rings.
 //   opposite_rings  each block cut in two halves: the first travels all the way round in
 //                   direction +1 (tag t), the second in direction -1 (tag t+1), in the same
 //                   phases: p-1 steps, every link carrying every block

@@ -5,7 +5,7 @@
 //             in ascending order, read (or written) one after the other as if contiguous. A
 //             gathered chunk may be a send's or recv_reduce's source, a recv's destination or
 //             one side of a copy; it lets a part of an algorithm walk the vector in another
-//             order (a torus's columns) without a copy (torus2d.cpp)
+//             order (one part's layout of the torus) without a copy (torus_dims.cpp)
 //   step    = send | recv | recv_reduce | copy | scale over chunks, addressed to a peer rank
 //   phase   = the builder's grouping of steps that may be in flight together; a step only reads
 //             data written in earlier phases (the verifier checks this)

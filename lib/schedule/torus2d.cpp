@@ -48,7 +48,7 @@
 // Pipelined pieces (torus2d_both all-reduce with a line dimension of more than 2): a line's
 // reduce-scatter loads the links leaving one end ((p-1)/p of the data on m0 -> m1) and its
 // all-gather those leaving the other, so in turn each half of the line idles. Each part is cut
-// into k pieces (k = 2 to 4, from the vector's size) that follow each other on the same
+// into k pieces (pieces_for: 1 to 24, from the vector's size) that follow each other on the same
 // channels; piece i's all-gather is placed beside piece i+d's reduce-scatter (d = 1, or 2 when
 // the middle phase runs on the line, so that middle has a piece's time to finish):
 //
@@ -78,8 +78,8 @@
 #include "schedule/build.hpp"
 #include "schedule/dimension.hpp"
 #include "schedule/group.hpp"
-#include "schedule/line.hpp"
 #include "schedule/torus_dims.hpp"
+#include "toroid/error.hpp"
 
 namespace toroid::schedule {
 namespace {
@@ -104,8 +104,8 @@ void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Bl
 
 // How many pipelined pieces torus2d_both's all-reduce cuts each part into: 1 on a torus; with a
 // line, by b = the half vector a part holds over line x 64Ki elements (a piece's line block):
-// 1 below b = 2, else about min(1.5·b, 3·sqrt(b)), at most 4 + line/8 where the other dimension
-// is a ring (24 on a mesh of two lines). More pieces balance the line's two ends better (a
+// 1 below b = 2, else min(1.5·b, 3·sqrt(b), 4 + line/8 where the other dimension is a ring, 24
+// on a mesh of two lines), rounded. More pieces balance the line's two ends better (a
 // pipelined line carries 2k/(k+2) of a ring's rate) but each adds its steps' hops and segments,
 // the more so the longer the line. toroid-sim, f32, 56 KiB segments, of the limit with the
 // earlier rule (2, 3, 4 pieces from b = 2, 16, 32) / this one (2026-12-08): 128x32 (the

@@ -20,22 +20,23 @@
 // (contiguous: ranks [z·XY, (z+1)·XY)), then along the one before inside it, ... down to single
 // blocks along x. All-gather is the reverse (x first).
 //
-// Every dimension busy (torus2d_both on three dimensions and more): D parts of the vector, part
+// Every dimension busy (torus2d_both on two dimensions and more; on two, its all-reduce with a
+// line of more than 2 runs torus2d.cpp's form instead): D parts of the vector, part
 // i going dimension by dimension in the order i, i+1, ..., i-1 (so each dimension is some part's
 // first, where the data is largest). Part i moves its share a_i along dimension d in full when d
 // comes first, 1/X_first of it when second, and so on; the shares make every dimension's link
 // time equal (one linear system: Σ_i a_i·f_id / c_d the same for every d, Σ a_i = 1, with c_d what
 // a direction of dimension d carries: twice its link rate on a ring of more than 2, whose
 // halves go both ways, once on a line). On 16x16x16 each part gets a third; for two dimensions
-// this is torus2d_both's share (torus2d.cpp), which that builder keeps with its 2D refinements.
+// this is torus2d.cpp's share, which its all-reduce with a line refines by the parts' steps.
 //
 //     16x16x16:  part 0  x -> y -> z      x links: 1/3 + 1/3·1/256 + 1/3·1/16 of n
 //                part 1  y -> z -> x      (likewise y and z): every link busy from the start
 //                part 2  z -> x -> y
 //
 // From 4Mi elements each part runs as pipelined pieces (append_allreduce_rows_pipelined): two,
-// three on short rows, eight from 16Mi, more where the reducer is the bound
-// (busy_allreduce_pipeline below).
+// three or four on short rows, from 16Mi eight (four where the link time is under 10 times the
+// hops), more where the reducer is the bound (busy_allreduce_pipeline below).
 //
 // Every dimension busy, reduce-scatter and all-gather: every rank's block is cut into D parts by
 // the same kind of shares; part i goes along dimension i first, then along the others from the

@@ -336,6 +336,15 @@ TEST_CASE("a small last row floods round its ring: every rank's total, neighbour
   };
   CHECK(scratch_2d(Algorithm::torus2d_both) > (1u << 18));
   CHECK(scratch_2d(Algorithm::torus2d) <= (1u << 18));
+  for (const char* shape : {"6x4", "5x3"}) {  // the verifier's 2D shapes above flood too
+    INFO(shape);
+    const Torus t = Torus::parse(shape);
+    const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 7 + 3;
+    schedule::Spec sp{Collective::allreduce, n, false, false, {}};
+    sp.elem_bytes = 4;
+    CHECK(schedule::build(Algorithm::torus2d_both, sp, model_context(0, t, 50e9)).scratch_count >
+          n);
+  }
   // In pipelined pieces the flood's last messages keep the channel's order: 8 pieces lag 4 on
   // last rings of 8, 3 and 4 (forced here; build() floods one piece only).
   for (const char* shape : {"2x2x8", "2x4x3", "4x4x4"}) {

@@ -365,14 +365,15 @@ TEST_CASE(
   CHECK(fixed_rule(Collective::allgather, 8u << 10, multipod) == Algorithm::swing_latency);
   CHECK(fixed_rule(Collective::allgather, 16u << 10, multipod) == Algorithm::torus2d);
   // Reduce-scatters and all-gathers use both dimensions at once: on a torus at every size
-  // past swing_latency (the X-first columns spread, rows half way), with a line from 64 MiB.
+  // past swing_latency (rows half way round each way), with a line from 16 MiB (reduce-scatter)
+  // and 32 MiB (all-gather).
   CHECK(fixed_rule(Collective::reduce_scatter, 1u << 20, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, pod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 16u << 20, pod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::reduce_scatter, 32u << 20, multipod) == Algorithm::torus2d_both);
-  CHECK(fixed_rule(Collective::allgather, 32u << 20, multipod) == Algorithm::torus2d);
-  CHECK(fixed_rule(Collective::allgather, 64u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::reduce_scatter, 8u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::reduce_scatter, 16u << 20, multipod) == Algorithm::torus2d_both);
+  CHECK(fixed_rule(Collective::allgather, 16u << 20, multipod) == Algorithm::torus2d);
+  CHECK(fixed_rule(Collective::allgather, 32u << 20, multipod) == Algorithm::torus2d_both);
   CHECK(fixed_rule(Collective::allgather, 1u << 30, Torus2D(128, 1)) == Algorithm::bidir_ring);
 }
 
