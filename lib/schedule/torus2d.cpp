@@ -104,16 +104,17 @@ void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Bl
 
 // How many pipelined pieces torus2d_both's all-reduce cuts each part into: 1 on a torus; with a
 // line, by b = the half vector a part holds over line x 64Ki elements (a piece's line block):
-// 1 below b = 2, else min(1.5·b, 3·sqrt(b), 4 + line/8 where the other dimension is a ring, 24
-// on a mesh of two lines), rounded. More pieces balance the line's two ends better (a
-// pipelined line carries 2k/(k+2) of a ring's rate) but each adds its steps' hops and segments,
-// the more so the longer the line. toroid-sim, f32, 56 KiB segments, of the limit with the
-// earlier rule (2, 3, 4 pieces from b = 2, 16, 32) / this one (2026-12-08): 128x32 (the
-// multipod) 256 MiB 0.746 / 0.856, 1 GiB 0.806 / 0.920 (12 pieces; 8 0.907, 16 0.899);
-// 64x16 1 GiB 0.854 / 0.922; 32x8 0.882 / 0.916; 16x8 0.884 / 0.899; 8x8 mesh 0.761 / 0.949;
-// 16x16 mesh 0.713 / 0.935; 4x2:wrap=y 0.903 / 0.921. It lost on 16x8 at 16 MiB (142 ->
-// 157 us: 3 pieces) and on 32x4:wrap=y from 64 MiB (0.827 / 0.780, 1 GiB 0.918 / 0.881), where
-// the earlier rule's counts were the better ones.
+// 1 below b = 2, else min(1.5·b, 3·sqrt(b), max(4, 2 + R/2) beside a ring of R, 24 on a mesh of
+// two lines), rounded. More pieces balance the line's two ends better (a pipelined line
+// carries 2k/(k+2) of a ring's rate) but each adds its steps' hops and segments. toroid-sim,
+// f32, 56 KiB segments, of the limit at 256 MiB / 1 GiB with the earlier rule (2, 3, 4 pieces
+// from b = 2, 16, 32) and this one (2026-12-08): 128x32 (the multipod) 0.746 / 0.806 and
+// 0.856 / 0.920 (12 pieces at 1 GiB; 8 0.907, 16 0.899); 64x16 0.762 / 0.854 and 0.890 /
+// 0.925; 32x8 0.842 / 0.882 and 0.894 / 0.927; 32x4 0.898 / 0.918 and 0.907 / 0.918; 16x8
+// 0.883 / 0.884 and 0.884 / 0.899; 8x8 mesh 0.759 / 0.761 and 0.945 / 0.949; 4x2:wrap=y
+// unchanged (0.902 / 0.903; it gains to 12 pieces, 0.924 / 0.927, which longer lines beside
+// short rings lose: 32x4 1 GiB 0.881 with 8). It lost on 16x8 at 16 MiB (142 -> 157 us: 3
+// pieces, where 128x32 at 128 MiB, also b = 2, gains with 3: 1151 -> 1086 us).
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
 int pieces_for(const Torus2D& t, std::uint64_t count) {
   const int X = t.x_dim(), Y = t.y_dim();
@@ -122,7 +123,8 @@ int pieces_for(const Torus2D& t, std::uint64_t count) {
   if (line == 0 || X < 2 || Y < 2) return 1;
   const double b = static_cast<double>(count) / 2 / (static_cast<double>(line) * kLineBlock);
   if (b < 2) return 1;
-  const double most = x_line && y_line ? 24.0 : 4 + line / 8.0;
+  const int ring = x_line ? Y : X;  // the other dimension
+  const double most = x_line && y_line ? 24.0 : std::max(4.0, 2 + ring / 2.0);
   return static_cast<int>(std::lround(std::min({1.5 * b, 3 * std::sqrt(b), most})));
 }
 
