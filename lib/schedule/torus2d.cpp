@@ -3,8 +3,9 @@
 // N-dimensional form (torus_dims.cpp) does not do; every other 2D collective runs that form
 // (build.cpp, two_d_line_allreduce). The terms and the 2D all-reduce it builds on:
 //
-// X x Y (each dimension a bidirectional ring, or a line without wraparound). Terms: a *row* is the X ranks sharing y, a *column* the Y ranks sharing x; a
-// rank's *shard* is its 1/X share of the vector after the row phase.
+// X x Y (each dimension a bidirectional ring, or a line without wraparound). Terms: a *row* is
+// the X ranks sharing y, a *column* the Y ranks sharing x; a rank's *shard* is its 1/X share of
+// the vector after the row phase.
 //
 // all-reduce (torus2d), three phases, every row (column) at once:
 //
@@ -148,8 +149,8 @@ double middle_steps(bool wraps, int size) {
 }
 
 // The X-first share of torus2d_both (the block comment above); 1/2 when a dimension is 1 long.
-// `bytes`: the vector's, for the latency term (0: none).
-double x_first_share(const Context& ctx, const Torus2D& t, int pieces, double bytes = 0) {
+// `bytes`: the vector's, for the latency term (0, without an element size: none).
+double x_first_share(const Context& ctx, const Torus2D& t, int pieces, double bytes) {
   const double X = t.x_dim(), Y = t.y_dim();
   if (X < 2 || Y < 2) return 0.5;
   const bool wx = t.wraps(Axis::x), wy = t.wraps(Axis::y);

@@ -316,34 +316,25 @@ TEST_CASE("a small last row floods round its ring: every rank's total, neighbour
     }
   // The flood's buffers lie in scratch past the vector: there with the model at 1 MiB on
   // 16x16x16, not without it, nor in pipelined pieces (64 MiB), where flooding lost.
-  const Torus pod = Torus::parse("16x16x16");
-  const auto scratch = [&](std::uint64_t count, bool model) {
+  // `link_rate` 0: without the model (no element size, no hops).
+  const auto scratch = [&](Algorithm a, const char* shape, std::uint64_t count, double link_rate) {
+    const Torus t = Torus::parse(shape);
     schedule::Spec sp{Collective::allreduce, count, false, false, {}};
-    sp.elem_bytes = model ? 4 : 0;
-    return schedule::build(Algorithm::torus2d_both, sp,
-                           model ? model_context(0, pod, 50e9) : schedule::Context{0, pod, {}})
+    sp.elem_bytes = link_rate > 0 ? 4 : 0;
+    return schedule::build(
+               a, sp, link_rate > 0 ? model_context(0, t, link_rate) : schedule::Context{0, t, {}})
         .scratch_count;
   };
-  CHECK(scratch(1u << 18, true) > (1u << 18));
-  CHECK(scratch(1u << 18, false) <= (1u << 18));
-  CHECK(scratch(1u << 24, true) <= (1u << 24));
+  CHECK(scratch(Algorithm::torus2d_both, "16x16x16", 1u << 18, 50e9) > (1u << 18));
+  CHECK(scratch(Algorithm::torus2d_both, "16x16x16", 1u << 18, 0) <= (1u << 18));
+  CHECK(scratch(Algorithm::torus2d_both, "16x16x16", 1u << 24, 50e9) <= (1u << 24));
   // On two dimensions torus2d_both floods as well, torus2d not (its plain form's closed forms).
-  const Torus v3 = Torus::parse("32x32");
-  const auto scratch_2d = [&](Algorithm a) {
-    schedule::Spec sp{Collective::allreduce, 1u << 18, false, false, {}};
-    sp.elem_bytes = 4;
-    return schedule::build(a, sp, model_context(0, v3, 80e9)).scratch_count;
-  };
-  CHECK(scratch_2d(Algorithm::torus2d_both) > (1u << 18));
-  CHECK(scratch_2d(Algorithm::torus2d) <= (1u << 18));
+  CHECK(scratch(Algorithm::torus2d_both, "32x32", 1u << 18, 80e9) > (1u << 18));
+  CHECK(scratch(Algorithm::torus2d, "32x32", 1u << 18, 80e9) <= (1u << 18));
   for (const char* shape : {"6x4", "5x3"}) {  // the verifier's 2D shapes above flood too
     INFO(shape);
-    const Torus t = Torus::parse(shape);
-    const std::uint64_t n = static_cast<std::uint64_t>(t.chips()) * 7 + 3;
-    schedule::Spec sp{Collective::allreduce, n, false, false, {}};
-    sp.elem_bytes = 4;
-    CHECK(schedule::build(Algorithm::torus2d_both, sp, model_context(0, t, 50e9)).scratch_count >
-          n);
+    const std::uint64_t n = static_cast<std::uint64_t>(Torus::parse(shape).chips()) * 7 + 3;
+    CHECK(scratch(Algorithm::torus2d_both, shape, n, 50e9) > n);
   }
   // In pipelined pieces the flood's last messages keep the channel's order: 8 pieces lag 4 on
   // last rings of 8, 3 and 4 (forced here; build() floods one piece only).
