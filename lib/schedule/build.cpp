@@ -44,7 +44,7 @@ bool runs_on_the_line(Algorithm a, const Spec& r, const Context& ctx) {
 bool two_d_line_allreduce(const Spec& r, const Context& ctx) {
   const std::optional<Torus2D> t = ctx.topology.as_torus2d();
   if (!t || r.collective != Collective::allreduce) return false;
-  return (!t->wraps(Axis::x) && t->x_dim() > 2) || (!t->wraps(Axis::y) && t->y_dim() > 2);
+  return long_line(*t, Axis::x) || long_line(*t, Axis::y);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #pragma once
 
 #include "schedule/group.hpp"
+#include "toroid/topology.hpp"
 
 namespace toroid::schedule {
 
@@ -22,6 +23,10 @@ enum class Links { ring, bidir_ring, opposite_rings, line };
 // A torus dimension of size > 2 with wraparound is a bidirectional ring; without, a line.
 // Size 2: one neighbour either way, so a bidirectional ring (two lanes to the same peer).
 inline Links links_of(bool wraps) { return wraps ? Links::bidir_ring : Links::line; }
+
+// Whether dimension `a` of a 2D shape is a line of more than 2 chips: what keeps torus2d_both's
+// all-reduce in its 2D form and cuts that line's parts into pieces (torus2d.cpp).
+inline bool long_line(const Torus2D& t, Axis a) { return !t.wraps(a) && t.dim(a) > 2; }
 
 // `cut`: where a bidirectional ring of even size cuts its blocks in halves (group.hpp).
 std::uint32_t append_reduce_scatter(Schedule& s, Links links, const Group& g, const Blocks& blocks,

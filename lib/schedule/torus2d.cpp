@@ -119,7 +119,7 @@ void allreduce_2d_pipelined(Schedule& s, const RowAndColumn& g, bool x_first, Bl
 constexpr std::uint64_t kLineBlock = std::uint64_t{1} << 16;
 int pieces_for(const Torus2D& t, std::uint64_t count) {
   const int X = t.x_dim(), Y = t.y_dim();
-  const bool x_line = !t.wraps(Axis::x) && X > 2, y_line = !t.wraps(Axis::y) && Y > 2;
+  const bool x_line = long_line(t, Axis::x), y_line = long_line(t, Axis::y);
   const int line = x_line ? X : y_line ? Y : 0;
   if (line == 0 || X < 2 || Y < 2) return 1;
   const double b = static_cast<double>(count) / 2 / (static_cast<double>(line) * kLineBlock);
