@@ -146,22 +146,29 @@ SimLimit limit_of(const Torus& t, const TorusLinks& links, Collective c, std::ui
           ? (p - 1) / p * n
           : n;
   l.port_s = missing / ports;
+  // An all-reduce's busiest reducer ends its last sum no earlier than the average above, and
+  // every chip needs that sum: it still travels at least the radius (the least eccentricity).
+  const bool sum_travels = c == Collective::allreduce;
   if (!t.twisted()) {
     std::vector<DimensionLinks> dims;
+    double radius = 0;  // each dimension's middle: k/2 hops round a ring or from a line's middle
     for (int d = 0; d < t.dimensions(); ++d) {
       const int k = t.size(d);
       const double hop = links.hop_s.at(static_cast<std::size_t>(d));
       l.latency_s += (t.wraps(d) ? k / 2 : k - 1) * hop;
+      radius += k / 2 * hop;
       dims.push_back({k, t.wraps(d), hop, links.bytes_per_s.at(static_cast<std::size_t>(d))});
     }
     l.distance_s = distance_bound(dims, c, n);
+    if (sum_travels) l.reduction_s += radius;
     return l;
   }
   // Twisted: every chip alike (each sees the same distances, through the same ports), so one
-  // chip's shortest paths give the diameter and the distance bound.
+  // chip's shortest paths give the diameter (the radius too) and the distance bound.
   std::vector<int> hops = t.hops_from(0);
   std::sort(hops.begin(), hops.end(), std::greater<>());
   l.latency_s = hops.front() * least_hop;
+  if (sum_travels) l.reduction_s += l.latency_s;
   if (c == Collective::allreduce || c == Collective::broadcast) {
     l.distance_s = l.latency_s + n / ports;  // (for broadcast: the radius is the diameter here)
   } else {

@@ -17,7 +17,12 @@
 //                    p−1 pairwise reductions each, (p−1)·bytes of reducer input in all, spread
 //                    over p chips' reducers at best. So T ≥ (p−1)/p · bytes / reduce_bw. It
 //                    binds where the reducer is slower than the links feeding it (a 32x32
-//                    reduce-scatter: four 80 GB/s links into a 300 GB/s reducer)
+//                    reduce-scatter: four 80 GB/s links into a 300 GB/s reducer). An
+//                    all-reduce adds the radius: the chip that reduces the most (at least the
+//                    average) ends its last sum no earlier, and every chip needs that sum, so
+//                    it still crosses at least that chip's eccentricity (v5p, 16 MiB: 56 µs of
+//                    reduction + 28 hops of 1 µs). A reduce-scatter adds nothing: its last sum
+//                    may be the owner's own
 //   port bound       what one chip must move through its own links, at the chip with the
 //                    fewest: an all-gather chip receives the (p−1)/p of the vector it lacks, a
 //                    reduce-scatter chip sends its (p−1)/p of contributions to the others'

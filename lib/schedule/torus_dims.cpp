@@ -558,14 +558,20 @@ BusyPipeline busy_allreduce_pipeline(const Spec& r, const Context& ctx,
                                      const std::vector<Row>& rows) {
   if (r.count >= kBusyManyPiecesFrom && reducer_bound(r, ctx, rows)) {
     // A pipeline's depth grows with the square root of its link time over its latency: about
-    // 6·sqrt(ratio) pieces, 8 to 64, lag 6 (4 up to 12 pieces). tpu-v5p (ratio 4 / 16 / 64 at
+    // 6·sqrt(ratio) pieces, 8 to 64, lag 5 (4 below 20 pieces). tpu-v5p (ratio 4 / 16 / 64 at
     // 64 MiB / 256 MiB / 1 GiB), of the limit with 8 pieces lag 4 against this rule
     // (2026-12-07): 0.70 / 0.78 / 0.778 against 0.713 (12, lag 4) / 0.88 (24) / 0.938 (48);
     // tried beside them: 1 GiB 16 lag 4 0.853, 32 lag 6 0.911, 64 lag 8 0.936, 64 lag 12
     // 0.905; 256 MiB 16 lag 6 0.835, 32 lag 6 0.874; 64 MiB 16 lag 6 0.72, 24 lag 6 0.63.
+    // Lag 5 where it was 6 (2026-12-08, of the limit with the all-reduce's radius, lag 4 / 5 /
+    // 6): 192 MiB 0.857 / 0.922 / 0.897, 256 MiB 0.869 / 0.928 / 0.909, 512 MiB 0.899 / 0.945
+    // / 0.930, 1 GiB 0.911 / 0.958 / 0.946 (64 pieces lag 5 0.970); 16x16x16 and 8x8x16 at
+    // v5p's rates 1.5% better at 256 MiB and 1 GiB; at 128 MiB (17 pieces) 0.849 / 0.839 /
+    // 0.836, at 96 MiB (15) 0.827 / 0.813 / 0.831. 64 MiB stays 0.80 with 6 to 14 pieces, lag
+    // 3 to 6: its hops, not the depth.
     const int pieces = std::clamp(
         static_cast<int>(std::lround(6 * std::sqrt(link_time_over_hops(r, ctx, rows)))), 8, 64);
-    return {pieces, pieces <= 12 ? 4 : 6, true};
+    return {pieces, pieces < 20 ? 4 : 5, true};
   }
   if (r.count < kBusyPiecesFrom) return {1, 2, false};
   const double ratio = link_time_over_hops(r, ctx, rows);

@@ -436,13 +436,27 @@ TEST_CASE(
     CHECK(model::limit_of(pod, c, mib16).latency_s == Approx(a.latency_s));
   }
   // The reduction bound: (p-1)/p of the vector through each chip's reducer, for the collectives
-  // that reduce. On the pod it is under the all-reduce's bandwidth bound and over the
+  // that reduce; an all-reduce's last sum then crosses the radius (16 + 16 hops of 1 us on the
+  // pod). On the pod it is under the all-reduce's bandwidth bound and over the
   // reduce-scatter's (four 80 GB/s links feed a 300 GB/s reducer).
-  CHECK(a.reduction_s == Approx(1023.0 / 1024 * mib16 / 300e9));
+  CHECK(a.reduction_s == Approx(1023.0 / 1024 * mib16 / 300e9 + 32e-6));
   CHECK(a.limit_s() == a.bandwidth_s);
   const model::SimLimit rs = model::limit_of(pod, Collective::reduce_scatter, mib16);
-  CHECK(rs.reduction_s == Approx(a.reduction_s));
+  CHECK(rs.reduction_s == Approx(1023.0 / 1024 * mib16 / 300e9));
   CHECK(rs.limit_s() == rs.reduction_s);
+  // Where the reducer binds the all-reduce (100 GB/s links, six a chip, as v5p's), the radius
+  // counts: 16x16x24 has 8 + 8 + 12 hops from any chip to the farthest; a line's radius is
+  // from its middle (8x5 as lines: 4 + 2).
+  SimModel v5p = pod;
+  v5p.topology = Torus::parse("16x16x24");
+  v5p.link_bytes_per_s.fill(100e9);
+  const model::SimLimit v = model::limit_of(v5p, Collective::allreduce, mib16);
+  CHECK(v.reduction_s == Approx(6143.0 / 6144 * mib16 / 300e9 + 28e-6));
+  CHECK(v.limit_s() == v.reduction_s);
+  SimModel lines = pod;
+  lines.topology = Torus2D(8, 5, false, false);
+  CHECK(model::limit_of(lines, Collective::allreduce, mib16).reduction_s ==
+        Approx(39.0 / 40 * mib16 / 300e9 + 6e-6));
   CHECK(model::limit_of(pod, Collective::allgather, mib16).reduction_s == 0);
   CHECK(model::limit_of(pod, Collective::broadcast, mib16).reduction_s == 0);
   // Slower Y links lower the capacity; one chip has no limit.
