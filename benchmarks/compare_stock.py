@@ -123,7 +123,7 @@ def main():
     ap.add_argument("-np", type=int, default=4)
     ap.add_argument("--op", default="allreduce", choices=sorted(TUNED))
     ap.add_argument("--algo", help="toroid's rows (default: ring,bidir_ring,recursive_doubling,rabenseifner,"
-                    "auto for allreduce; direct,bruck,ring,torus2d,torus2d_both,auto for alltoall; direct for alltoallv)")
+                    "auto for allreduce; direct,bruck,ring,torus2d,torus2d_both,auto for alltoall; direct,auto for alltoallv)")
     ap.add_argument("--transport", default="shm")
     ap.add_argument("--cold", action="store_true", help="toroid-bench --cold: buffer sets over 2x the LLC")
     ap.add_argument("--buffers", default="user",
@@ -141,7 +141,7 @@ def main():
     configurations(args.op, args.np)
     if args.algo is None:
         args.algo = {"allreduce": "ring,bidir_ring,recursive_doubling,rabenseifner,auto",
-                     "alltoall": "direct,bruck,ring,torus2d,torus2d_both,auto", "alltoallv": "direct"}[args.op]
+                     "alltoall": "direct,bruck,ring,torus2d,torus2d_both,auto", "alltoallv": "direct,auto"}[args.op]
     names = ALL if args.configs == "all" else args.configs.split(",")
     for n in names:
         if n not in ALL:
