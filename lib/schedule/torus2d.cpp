@@ -180,7 +180,6 @@ Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
   const auto x_first = static_cast<std::uint64_t>(
       std::llround(x_first_share(ctx, t, k, static_cast<double>(r.count) * r.elem_bytes) *
                    static_cast<double>(r.count)));
-  const bool x_line = !t.wraps(Axis::x), y_line = !t.wraps(Axis::y);
   // Each part: a ring first and a line's pipeline in the middle cuts pieces for the middle;
   // else the line-first pieces (lag 2 when the middle is a line), which keep both ends of a
   // first line busy (on a mesh of two lines, 8x8 at 64 MiB, the middle's pieces lost 8%).
@@ -193,7 +192,7 @@ Schedule build_torus2d_both(const Spec& r, const Context& ctx) {
       allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, m, m);
     } else {
       allreduce_2d_pipelined(s, g, first_x, part, tag, r.average, divisor, k,
-                             (first_x ? y_line : x_line) ? 2 : 1);
+                             middle == Links::line ? 2 : 1);
     }
   };
   run(true, {0, x_first}, 0);
